@@ -1,0 +1,19 @@
+"""The ``vledger`` command line: thin shells over the Python API (STYLE.md, sqlite-utils).
+
+Each area's commands live in their own module and attach themselves to ``main``; the
+imports at the bottom are the whole registry.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="verdict-ledger")
+def main() -> None:
+    """verdict-ledger: an immutable, provable event log for AI-agent evaluations."""
+
+
+# Command modules register themselves on ``main``; keep one import per area.
+from ledger.cli import demo as _demo  # noqa: E402,F401

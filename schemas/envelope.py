@@ -1,0 +1,102 @@
+"""The event envelope: what every row of the log is, and the bytes its leaf hash covers.
+
+One Arrow schema, one DuckDB table, one Parquet layout (DESIGN.md § 4). The leaf hash
+is RFC 9162's ``SHA-256(0x00 || entry)`` where ``entry`` is :func:`envelope_bytes` —
+every column except ``recorded_at`` (wall-clock time is not evidence) and the hash itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from schemas.canonical import parse_json
+
+ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("seq", pa.uint64(), nullable=False),
+        pa.field("stream", pa.string(), nullable=False),
+        pa.field("stream_version", pa.uint32(), nullable=False),
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("schema_version", pa.uint16(), nullable=False),
+        pa.field("recorded_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("payload", pa.binary(), nullable=False),
+        pa.field("leaf_hash", pa.binary(32), nullable=False),
+    ]
+)
+
+
+def envelope_bytes(
+    seq: int,
+    stream: str,
+    stream_version: int,
+    event_id: str,
+    type: str,
+    schema_version: int,
+    payload: bytes,
+) -> bytes:
+    """The canonical bytes of one event: a JSON header line, a newline, the payload bytes.
+
+    The payload is already canonical JSON, so it is appended verbatim rather than
+    re-encoded: verification hashes exactly the bytes that are stored.
+    """
+    header = orjson.dumps([seq, stream, stream_version, event_id, type, schema_version])
+    return header + b"\n" + payload
+
+
+def leaf_hash(entry: bytes) -> bytes:
+    """RFC 9162 § 2.1.1 leaf hash: ``SHA-256(0x00 || entry)``."""
+    return hashlib.sha256(b"\x00" + entry).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event offered to ``append``: the store assigns seq, stream_version, time and hash.
+
+    ``expected_version`` applies to the stream as it stands before the first event of
+    this stream in the batch: ``"any"``, ``"no_stream"``, ``"exists"`` or an exact int
+    (the version of the stream's last event).
+    """
+
+    stream: str
+    type: str
+    payload: dict[str, Any]
+    event_id: str | None = None
+    schema_version: int = 1
+    expected_version: int | str = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One row of the log, as read back."""
+
+    seq: int
+    stream: str
+    stream_version: int
+    event_id: str
+    type: str
+    schema_version: int
+    recorded_at: datetime
+    payload: bytes
+    leaf_hash: bytes
+
+    def data(self) -> Any:
+        """The decoded payload."""
+        return parse_json(self.payload)
+
+    def entry(self) -> bytes:
+        return envelope_bytes(
+            self.seq,
+            self.stream,
+            self.stream_version,
+            self.event_id,
+            self.type,
+            self.schema_version,
+            self.payload,
+        )

@@ -1,0 +1,116 @@
+"""The trial's two recorded views and the timeline joined from them (GRADING.md § Trial event timeline).
+
+Plain frozen dataclasses rather than pydantic models: timelines are built and read in
+hot loops (tens of thousands per second), and the edges that parse untrusted YAML
+validate before constructing these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ToolExecutorIdentity(StrEnum):
+    AGENT = "agent"
+    USER = "user"
+
+
+class ToolExecutionStatus(StrEnum):
+    SUCCESS = "success"
+    ERROR = "error"
+    TOOL_NOT_FOUND = "tool_not_found"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    TIMEOUT = "timeout"
+
+
+class TraceEventKind(StrEnum):
+    ASSISTANT_MESSAGE = "assistant_message"
+    USER_MESSAGE = "user_message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDecl:
+    """One tool call as the message view declares it (the provider's raw id)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of trajectory.yaml: role, wire text, declared calls, answered call id."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCallDecl, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedToolCall:
+    """One entry of tool_log.yaml (GRADING.md § The recorded tool calls both substrates read)."""
+
+    call_id: str
+    sequence: int
+    tool_name: str
+    arguments: dict[str, Any]
+    executor: ToolExecutorIdentity
+    status: ToolExecutionStatus
+    output: str | None = None
+    latency_seconds: float | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One flat event of the timeline. ``None`` means inapplicable or unrecorded.
+
+    Not hashable (N7): ``arguments`` is a dict on every tool_call, so hashing would work
+    for some kinds and raise for others; it fails uniformly instead. Key on ``position``
+    or ``call_id``.
+    """
+
+    position: int
+    turn_index: int
+    kind: TraceEventKind
+    text: str | None = None
+    call_id: str | None = None
+    tool_name: str | None = None
+    executor: ToolExecutorIdentity | None = None
+    arguments: dict[str, Any] | None = None
+    status: ToolExecutionStatus | None = None
+    result: str | None = None
+    latency_seconds: float | None = None
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialTimeline:
+    """The joined, ordered events plus which views were supplied (never inferred)."""
+
+    events: tuple[TraceEvent, ...]
+    message_view_present: bool
+    records_present: bool
+    termination_reason: str | None = None
+
+
+class TimelineInconsistencyError(ValueError):
+    """The two views disagree about one trial (G6b / G7); names the key and where it occurred."""
+
+    def __init__(self, message: str, *, call_id: str, where: str) -> None:
+        self.call_id = call_id
+        self.where = where
+        super().__init__(message)
