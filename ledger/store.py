@@ -589,6 +589,23 @@ class Ledger:
             raise ProofError(f"root(size={size}): the log has {current} events")
         return merkle.tree_hash(size, self)
 
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
+        """RFC 9162 inclusion proof of event ``seq`` in the tree of ``size`` events."""
+        size = self.size() if size is None else size
+        self._check_size("prove_inclusion", size)
+        return merkle.prove_inclusion(seq, size, self)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
+        """RFC 9162 consistency proof from the tree of ``old`` events to that of ``new``."""
+        new = self.size() if new is None else new
+        self._check_size("prove_consistency", new)
+        return merkle.prove_consistency(old, new, self)
+
+    def _check_size(self, fn: str, size: int) -> None:
+        current = self.size()
+        if size > current:
+            raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
+
 
 def _filters(
     stream: str | None,

@@ -14,24 +14,14 @@ from typing import Any
 
 import pytest
 
+from ledger import merkle
 from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
 from schemas.envelope import NewEvent, envelope_bytes
+from tests import merkle_oracle
 
 
 def ev(stream: str, n: int, **kw: Any) -> NewEvent:
     return NewEvent(stream=stream, type="ext.test", payload={"n": n}, **kw)
-
-
-def rfc_mth(leaves: list[bytes]) -> bytes:
-    """RFC 9162 § 2.1.1 MTH, written straight from the definition (the oracle)."""
-    if not leaves:
-        return hashlib.sha256(b"").digest()
-    if len(leaves) == 1:
-        return leaves[0]
-    k = 1
-    while k * 2 < len(leaves):
-        k *= 2
-    return hashlib.sha256(b"\x01" + rfc_mth(leaves[:k]) + rfc_mth(leaves[k:])).digest()
 
 
 class StoreContract:
@@ -194,6 +184,21 @@ class StoreContract:
             )
             assert e.leaf_hash == hashlib.sha256(b"\x00" + entry).digest()
         leaves = [e.leaf_hash for e in events]
-        assert store.root() == rfc_mth(leaves)
+        assert store.root() == merkle_oracle.mth(leaves)
         for size in range(len(leaves) + 1):
-            assert store.root(size) == rfc_mth(leaves[:size]), f"root({size})"
+            assert store.root(size) == merkle_oracle.mth(leaves[:size]), f"root({size})"
+
+    def test_inclusion_and_consistency_proofs_verify(self, store: Any) -> None:
+        for k in range(1, 7):
+            store.append([ev("s", 100 * k + i) for i in range(k)])
+        leaves = [e.leaf_hash for e in store.read()]
+        n = len(leaves)
+        for size in range(1, n + 1):
+            root = merkle_oracle.mth(leaves[:size])
+            for seq in range(size):
+                proof = store.prove_inclusion(seq, size)
+                assert proof == merkle_oracle.path(seq, leaves[:size]), (seq, size)
+                merkle.check_inclusion(seq, size, leaves[seq], proof, root)
+            for old in range(1, size + 1):
+                proof = store.prove_consistency(old, size)
+                merkle.check_consistency(old, size, merkle_oracle.mth(leaves[:old]), root, proof)
