@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import random
 import threading
 import time
@@ -36,13 +37,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
 from ledger import merkle
 from ledger.errors import (
+    CheckpointError,
     EventIdConflict,
     InvalidEvent,
     LedgerBusy,
@@ -50,13 +52,33 @@ from ledger.errors import (
     LedgerExists,
     LedgerNotFound,
     ProofError,
+    StreamSealed,
     StreamVersionConflict,
+)
+from ledger.note import (
+    Checkpoint,
+    InvalidSignature,
+    MalformedNote,
+    NoVerifiableSignatures,
+    Signer,
+    Verifier,
+    format_checkpoint,
+    note_text,
+    open_note,
+    parse_checkpoint,
+    sign_note,
 )
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
 from schemas.events import PayloadError, validate_payload
 
+if TYPE_CHECKING:
+    from ledger.segments import SegmentInfo
+    from ledger.verify import VerifyReport
+
 DB_FILE = "events.duckdb"
+TRIAL_PREFIX = "trial/"
+CHECKPOINT_DIR = "checkpoints"
 FORMAT_VERSION = "1"
 DEFAULT_BUSY_TIMEOUT = 5.0
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
@@ -143,7 +165,7 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
     if (root / DB_FILE).exists():
         raise LedgerExists(root)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "checkpoints").mkdir(exist_ok=True)
+    (root / CHECKPOINT_DIR).mkdir(exist_ok=True)
     con = _connect(root / DB_FILE, busy_timeout)
     try:
         con.execute("BEGIN")
@@ -152,7 +174,7 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
         origin = f"vledger.local/{hashlib.sha256(str(root.resolve()).encode() + _nonce()).hexdigest()[:16]}"
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [["format_version", FORMAT_VERSION], ["origin", origin]],
+            [["format_version", FORMAT_VERSION], ["origin", origin], ["sealed_upto", "0"]],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -311,7 +333,7 @@ class Ledger:
     # small queries
 
     def meta(self, key: str) -> str:
-        row = self._con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        row = _first(self._con.execute("SELECT value FROM meta WHERE key = ?", [key]))
         if row is None:
             raise LedgerError(f"ledger {str(self.path)!r} has no meta key {key!r}")
         return row[0]
@@ -327,9 +349,9 @@ class Ledger:
 
     def stream_version(self, stream: str) -> int | None:
         """Version (0-based) of the stream's last event, or ``None`` if it has none."""
-        row = self._con.execute(
-            "SELECT max(stream_version) FROM events WHERE stream = ?", [stream]
-        ).fetchone()
+        row = _first(
+            self._con.execute("SELECT max(stream_version) FROM events WHERE stream = ?", [stream])
+        )
         return None if row is None or row[0] is None else int(row[0])
 
     def streams(self, prefix: str | None = None) -> list[str]:
@@ -341,16 +363,87 @@ class Ledger:
             params.append(prefix)
         return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
 
-    def _tree_state(self) -> tuple[int, list[bytes]]:
-        size, blob = self._con.execute("SELECT size, frontier FROM tree_state").fetchone()
+    def tree_state(self) -> tuple[int, list[bytes]]:
+        """The stored ``(size, frontier)`` as is (verify compares it with the rebuilt tree)."""
+        size, blob = _first(self._con.execute("SELECT size, frontier FROM tree_state"))
         blob = bytes(blob)
-        frontier = [blob[i : i + 32] for i in range(0, len(blob), 32)]
+        return int(size), [blob[i : i + 32] for i in range(0, len(blob), 32)]
+
+    def _tree_state(self) -> tuple[int, list[bytes]]:
+        size, frontier = self.tree_state()
         if len(frontier) != len(merkle.frontier_levels(size)):
             raise LedgerError(
                 f"tree_state of {str(self.path)!r} holds {len(frontier)} frontier hashes for "
                 f"size {size}; run `vledger verify`"
             )
-        return int(size), frontier
+        return size, frontier
+
+    # raw access for verify and sealing (rows exactly as stored, tampered or not)
+
+    def max_stored_seq(self) -> int | None:
+        row = _first(self._con.execute("SELECT max(seq) FROM events"))
+        return None if row is None or row[0] is None else int(row[0])
+
+    def raw_rows(self, lo: int, hi: int) -> pa.Table:
+        """Stored rows with ``lo <= seq <= hi`` ordered by seq, without any checking."""
+        return self._con.sql(
+            "SELECT * FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq", params=[lo, hi]
+        ).to_arrow_table()
+
+    def stored_nodes(self, first_leaf: int, last_leaf: int) -> list[tuple[int, int, bytes]]:
+        """Stored interior nodes completed by leaves in ``[first_leaf, last_leaf]``."""
+        rows = self._con.execute(
+            "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? "
+            "ORDER BY last_leaf, level",
+            [first_leaf, last_leaf],
+        ).fetchall()
+        return [(int(lv), int(i), bytes(h)) for lv, i, h in rows]
+
+    def count_nodes_from(self, first_leaf: int) -> int:
+        row = _first(
+            self._con.execute("SELECT count(*) FROM nodes WHERE last_leaf >= ?", [first_leaf])
+        )
+        return int(row[0]) if row else 0
+
+    # sealing
+
+    def sealed_upto(self) -> int:
+        """Events with seq below this are (being) sealed into segments."""
+        row = _first(self._con.execute("SELECT value FROM meta WHERE key = 'sealed_upto'"))
+        return int(row[0]) if row else 0
+
+    def set_sealed_upto(self, n: int) -> None:
+        """Record the new sealing boundary (before the segment files are written)."""
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                self._con.execute("DELETE FROM meta WHERE key = 'sealed_upto'")
+                self._con.execute("INSERT INTO meta VALUES ('sealed_upto', ?)", [str(n)])
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """``(min_seq, max_seq)`` of each trial stream's events within ``[start, end)``."""
+        rows = self._con.execute(
+            "SELECT min(seq), max(seq) FROM events WHERE seq >= ? AND seq < ? "
+            "AND starts_with(stream, ?) GROUP BY stream",
+            [start, end, TRIAL_PREFIX],
+        ).fetchall()
+        return [(int(a), int(b)) for a, b in rows]
+
+    def seal(self, max_rows: int | None = None) -> list[SegmentInfo]:
+        """Seal unsealed events into Parquet segments (see :mod:`ledger.segments`)."""
+        from ledger import segments
+
+        return segments.seal(self, max_rows or segments.DEFAULT_MAX_ROWS)
+
+    def verify(self, pub: Verifier | None = None) -> VerifyReport:
+        """Recompute and check everything (see :mod:`ledger.verify`)."""
+        from ledger.verify import verify_ledger
+
+        return verify_ledger(self, pub)
 
     # appending
 
@@ -408,10 +501,25 @@ class Ledger:
             versions = self._versions_of(sorted({p.stream for p in new}))
             for p in new:
                 check_expected(p.stream, p.expected, versions.get(p.stream))
+            self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
             self._insert(new, size, frontier, versions)
         first = size if new else None
         last = size + len(new) - 1 if new else None
         return AppendResult(first, last, len(new), tuple(dups), tuple(seqs))
+
+    def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
+        """A trial stream already in a segment takes no more events (trials never split)."""
+        sealed = self.sealed_upto()
+        if not existing_trials or sealed == 0:
+            return
+        row = _first(
+            self._con.execute(
+                "SELECT min(stream) FROM events WHERE seq < ? AND stream IN (SELECT unnest($2::VARCHAR[]))",
+                [sealed, sorted(existing_trials)],
+            )
+        )
+        if row and row[0] is not None:
+            raise StreamSealed(row[0], sealed)
 
     def _stored_by_id(self, ids: list[str]) -> dict[str, tuple[int, tuple[str, str, int, bytes]]]:
         rows = self._con.execute(
@@ -601,6 +709,86 @@ class Ledger:
         self._check_size("prove_consistency", new)
         return merkle.prove_consistency(old, new, self)
 
+    # checkpoints
+
+    def checkpoints(self) -> list[tuple[Path, str]]:
+        """Stored checkpoint notes ``(file, note)``, oldest (smallest size) first."""
+        folder = self.path / CHECKPOINT_DIR
+        if not folder.is_dir():
+            return []
+        return [(p, p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.note"))]
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        """The body of the largest stored checkpoint (its signatures are not checked here)."""
+        stored = self.checkpoints()
+        return parse_checkpoint(note_text(stored[-1][1])) if stored else None
+
+    def checkpoint(self, signer: Signer) -> str:
+        """Sign, store and return a C2SP checkpoint note of the current tree.
+
+        Refuses (CheckpointError) when any stored checkpoint is not a prefix of the current
+        tree, so the log never signs two checkpoints a consistency proof cannot join. A
+        second signer at the same size adds its signature line to the same note.
+        """
+        with self._lock:
+            size, frontier = self._tree_state()
+            cp = Checkpoint(self.origin, size, merkle.frontier_root(frontier))
+            text = format_checkpoint(cp)
+            for path, stored in self.checkpoints():
+                self._check_joinable(path, stored, cp, signer)
+            target = checkpoint_file(self.path, size)
+            if target.exists():
+                existing = target.read_text(encoding="utf-8")
+                if note_text(existing) != text:
+                    raise CheckpointError(f"{target}: a different checkpoint of size {size} exists")
+                if self._signed_by(existing, signer):
+                    return existing
+                extra = sign_note(text, [signer])[len(text) + 1 :]
+                signed = existing + extra
+            else:
+                signed = sign_note(text, [signer])
+            target.parent.mkdir(exist_ok=True)
+            _write_atomic(target, signed)
+            return signed
+
+    @staticmethod
+    def _signed_by(signed: str, signer: Signer) -> bool:
+        try:
+            open_note(signed, [signer.verifier()])
+        except NoVerifiableSignatures:
+            return False
+        return True
+
+    def _check_joinable(self, path: Path, stored: str, cp: Checkpoint, signer: Signer) -> None:
+        """Raise CheckpointError unless the stored checkpoint is a prefix of ``cp``'s tree."""
+        try:
+            old = parse_checkpoint(note_text(stored))
+            self._signed_by(stored, signer)  # raises InvalidSignature if our key's sig is bad
+        except (MalformedNote, InvalidSignature) as exc:
+            raise CheckpointError(
+                f"refusing to sign: stored checkpoint {path} is bad: {exc}"
+            ) from None
+        if old.origin != cp.origin:
+            raise CheckpointError(
+                f"refusing to sign: {path} is for origin {old.origin!r}, this log is {cp.origin!r}"
+            )
+        if old.size > cp.size:
+            raise CheckpointError(
+                f"refusing to sign: {path} covers {old.size} events but the log has {cp.size}; "
+                "the log lost events (run `vledger verify`)"
+            )
+        try:
+            if old.size == 0:
+                if old.root != merkle.EMPTY_ROOT:
+                    raise ProofError("size-0 checkpoint with a non-empty root")
+            else:
+                proof = merkle.prove_consistency(old.size, cp.size, self)
+                merkle.check_consistency(old.size, cp.size, old.root, cp.root, proof)
+        except ProofError as exc:
+            raise CheckpointError(
+                f"refusing to sign size {cp.size}: not consistent with {path} (size {old.size}): {exc}"
+            ) from None
+
     def _check_size(self, fn: str, size: int) -> None:
         current = self.size()
         if size > current:
@@ -628,3 +816,29 @@ def _filters(
         where.append("type IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(types))
     return where, params
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file, fsync, rename: readers see the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def checkpoint_file(ledger_dir: Path, size: int) -> Path:
+    return ledger_dir / CHECKPOINT_DIR / f"{size:020d}.note"
+
+
+def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row, consuming the whole result: DuckDB 2 refuses further work (e.g.
+    ``register``) on a connection whose last result was not fetched to the end."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
