@@ -183,7 +183,7 @@ def seal(lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS) -> list[SegmentInfo]:
     if end <= start:
         return []
     cuts = cut_points(start, end, lg.trial_spans(start, end), max_rows)
-    lg.set_sealed_upto(end)
+    lg._set_sealed_upto(end)  # noqa: SLF001 (one package)
     folder = segment_dir(lg.path)
     folder.mkdir(exist_ok=True)
     made = []

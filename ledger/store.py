@@ -412,7 +412,7 @@ class Ledger:
         row = _first(self._con.execute("SELECT value FROM meta WHERE key = 'sealed_upto'"))
         return int(row[0]) if row else 0
 
-    def set_sealed_upto(self, n: int) -> None:
+    def _set_sealed_upto(self, n: int) -> None:
         """Record the new sealing boundary (before the segment files are written)."""
         with self._lock:
             self._con.execute("BEGIN TRANSACTION")
