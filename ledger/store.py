@@ -514,7 +514,7 @@ class Ledger:
             return
         row = _first(
             self._con.execute(
-                "SELECT min(stream) FROM events WHERE seq < ? AND stream IN (SELECT unnest($2::VARCHAR[]))",
+                "SELECT min(stream) FROM events WHERE seq < $1 AND stream IN (SELECT unnest($2::VARCHAR[]))",
                 [sealed, sorted(existing_trials)],
             )
         )

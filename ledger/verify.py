@@ -174,7 +174,11 @@ class _Scan:
                 self.gap_reported = True
         want_version = self.versions.get(stream, -1) + 1
         if version != want_version:
-            rep.add(f"seq {seq}", f"stream {stream!r} version {version}, expected {want_version}")
+            rep.add(
+                f"seq {seq}",
+                f"stream {stream!r} is at version {version} here, expected {want_version} "
+                "(events reordered or removed)",
+            )
         self.versions[stream] = version
         header = orjson.dumps([seq, stream, version, event_id, type_, sv])
         entry = header + b"\n" + payload

@@ -24,7 +24,9 @@ from ledger.note import (
     NoVerifiableSignatures,
 )
 
-VECTORS_PATH = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "merkle" / "vectors.json"
+VECTORS_PATH = (
+    Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "merkle" / "vectors.json"
+)
 V: dict[str, Any] = json.loads(VECTORS_PATH.read_text())
 
 ERRORS = {
@@ -37,7 +39,11 @@ ERRORS = {
 @pytest.mark.parametrize("key", V["note_keys"], ids=lambda k: k["id"])
 def test_note_keys_parse_and_format(key: dict[str, Any]) -> None:
     v = note.parse_verifier_key(key["vkey"])
-    assert (v.name, v.key_id.hex(), v.public.hex()) == (key["name"], key["key_id"], key["public_key"])
+    assert (v.name, v.key_id.hex(), v.public.hex()) == (
+        key["name"],
+        key["key_id"],
+        key["public_key"],
+    )
     assert v.format() == key["vkey"]
     if "skey" in key:
         s = note.parse_signer_key(key["skey"])
@@ -81,7 +87,10 @@ def test_signed_note_vectors(vec: dict[str, Any]) -> None:
         cp = note.parse_checkpoint(vec["text"])
         want = vec["checkpoint"]
         assert (cp.origin, cp.size, cp.root.hex(), list(cp.extensions)) == (
-            want["origin"], want["tree_size"], want["root_hash_hex"], want["extension_lines"]
+            want["origin"],
+            want["tree_size"],
+            want["root_hash_hex"],
+            want["extension_lines"],
         )
 
 
@@ -92,7 +101,11 @@ def test_checkpoint_parsing_vectors(vec: dict[str, Any]) -> None:
             note.parse_checkpoint(vec["text"])
         return
     cp = note.parse_checkpoint(vec["text"])
-    assert (cp.origin, cp.size, cp.root.hex()) == (vec["origin"], vec["tree_size"], vec["root_hash_hex"])
+    assert (cp.origin, cp.size, cp.root.hex()) == (
+        vec["origin"],
+        vec["tree_size"],
+        vec["root_hash_hex"],
+    )
     assert list(cp.extensions) == vec.get("extension_lines", [])
     assert note.format_checkpoint(cp) == vec["text"]
 
