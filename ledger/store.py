@@ -201,7 +201,13 @@ def open_ledger(
                 pass  # another process created it meanwhile: open theirs
         else:
             raise LedgerNotFound(root)
-    return Ledger(root, _connect(root / DB_FILE, busy_timeout))
+    lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
+    try:
+        lg._recover()
+    except BaseException:
+        lg.close()
+        raise
+    return lg
 
 
 def _nonce() -> bytes:
@@ -423,6 +429,15 @@ class Ledger:
             except BaseException:
                 self._rollback()
                 raise
+
+    def _recover(self) -> None:
+        """Finish a seal a crash interrupted (DuckDB itself replays its WAL on connect)."""
+        if self.sealed_upto() == 0:
+            return
+        from ledger import segments
+
+        if segments.load_manifest(self.path).sealed_upto < self.sealed_upto():
+            segments.seal(self, segments.DEFAULT_MAX_ROWS)
 
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
         """``(min_seq, max_seq)`` of each trial stream's events within ``[start, end)``."""

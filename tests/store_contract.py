@@ -37,6 +37,7 @@ class StoreContract:
     """Subclass and implement ``open_store``; every backend must pass all of these."""
 
     persistent = True  # False for the in-memory reference store
+    multi_process = True  # the store can be opened by tests/store_worker.py processes
 
     def open_store(self, path: Path) -> Any:
         raise NotImplementedError
@@ -200,3 +201,21 @@ class StoreContract:
             for old in range(1, size + 1):
                 proof = store.prove_consistency(old, size)
                 merkle.check_consistency(old, size, merkle_oracle.mth(leaves[:old]), root, proof)
+
+    # 7. crash safety (the full version: tests/test_crash.py)
+
+    def test_killed_writer_leaves_whole_batches(self, tmp_path: Path) -> None:
+        if not self.multi_process:
+            pytest.skip("this store lives inside one process; nothing survives a kill")
+        from tests.process_harness import crash_rounds
+
+        crash_rounds(tmp_path / "ledger", tmp_path, rounds=2, seed=7)
+
+    # 8. two writer processes (the full version: tests/test_concurrency.py)
+
+    def test_two_writers_serialise_or_get_busy(self, tmp_path: Path) -> None:
+        if not self.multi_process:
+            pytest.skip("this store lives inside one process; there is no second writer")
+        from tests.process_harness import two_writers
+
+        two_writers(tmp_path / "ledger", batches=4, size=50)
