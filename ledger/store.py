@@ -405,6 +405,29 @@ class Ledger:
         ).fetchall()
         return [(int(lv), int(i), bytes(h)) for lv, i, h in rows]
 
+    def stored_node_runs(
+        self, first_leaf: int, last_leaf: int
+    ) -> list[tuple[int, int, list[bytes]]]:
+        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]`` as
+        ``(level, first index, hashes by index)`` runs, lowest level first."""
+        rows = self._con.execute(
+            "SELECT level, min(idx), list(hash ORDER BY idx) FROM nodes "
+            "WHERE last_leaf BETWEEN ? AND ? GROUP BY level ORDER BY level",
+            [first_leaf, last_leaf],
+        ).fetchall()
+        return [(int(lv), int(first), [bytes(h) for h in hs]) for lv, first, hs in rows]
+
+    def first_version_break(self) -> tuple[int, str, int, int] | None:
+        """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order."""
+        row = _first(
+            self._con.execute(
+                "SELECT seq, stream, stream_version, rn FROM (SELECT seq, stream, stream_version, "
+                "row_number() OVER (PARTITION BY stream ORDER BY seq) - 1 AS rn FROM events) "
+                "WHERE rn != stream_version ORDER BY seq LIMIT 1"
+            )
+        )
+        return None if row is None else (int(row[0]), row[1], int(row[2]), int(row[3]))
+
     def count_nodes_from(self, first_leaf: int) -> int:
         row = _first(
             self._con.execute("SELECT count(*) FROM nodes WHERE last_leaf >= ?", [first_leaf])
@@ -562,22 +585,15 @@ class Ledger:
             v = next_version.get(p.stream, -1) + 1
             next_version[p.stream] = v
             stream_versions.append(v)
-        leaves: list[bytes] = []
-        nodes: list[tuple[int, int, bytes]] = []
         sha = hashlib.sha256
-        for k, p in enumerate(new):
-            entry = envelope_bytes(
-                size + k,
-                p.stream,
-                stream_versions[k],
-                p.event_id,
-                p.type,
-                p.schema_version,
-                p.payload,
-            )
-            leaf = sha(b"\x00" + entry).digest()
-            leaves.append(leaf)
-            merkle.frontier_push(frontier, size + k, leaf, nodes)
+        leaves = [
+            sha(
+                b"\x00"
+                + envelope_bytes(seq, p.stream, v, p.event_id, p.type, p.schema_version, p.payload)
+            ).digest()
+            for seq, p, v in zip(range(size, size + n), new, stream_versions, strict=True)
+        ]
+        runs = merkle.push_many(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
             [
@@ -594,17 +610,8 @@ class Ledger:
             schema=ARROW_SCHEMA,
         )
         self._insert_arrow("events", table)
-        if nodes:
-            node_table = pa.table(
-                [
-                    pa.array([lv for lv, _, _ in nodes], pa.uint8()),
-                    pa.array([i for _, i, _ in nodes], pa.uint64()),
-                    pa.array([((i + 1) << lv) - 1 for lv, i, _ in nodes], pa.uint64()),
-                    pa.array([h for _, _, h in nodes], pa.binary(32)),
-                ],
-                schema=_NODE_SCHEMA,
-            )
-            self._insert_arrow("nodes", node_table)
+        if runs:
+            self._insert_arrow("nodes", _node_table(runs))
         self._con.execute(
             "UPDATE tree_state SET size = ?, frontier = ?", [size + n, b"".join(frontier)]
         )
@@ -857,3 +864,26 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     ``register``) on a connection whose last result was not fetched to the end."""
     rows = result.fetchall()
     return rows[0] if rows else None
+
+
+def _node_table(runs: list[tuple[int, int, list[bytes]]]) -> pa.Table:
+    """Arrow rows for the interior nodes :func:`merkle.push_many` completed."""
+    levels: list[int] = []
+    idxs: list[int] = []
+    last: list[int] = []
+    hashes: list[bytes] = []
+    for lv, first, hs in runs:
+        span = range(first, first + len(hs))
+        levels.extend([lv] * len(hs))
+        idxs.extend(span)
+        last.extend(((i + 1) << lv) - 1 for i in span)
+        hashes.extend(hs)
+    return pa.table(
+        [
+            pa.array(levels, pa.uint8()),
+            pa.array(idxs, pa.uint64()),
+            pa.array(last, pa.uint64()),
+            pa.array(hashes, pa.binary(32)),
+        ],
+        schema=_NODE_SCHEMA,
+    )
