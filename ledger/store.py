@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+from pydantic import ValidationError
 
 from ledger import merkle
 from ledger.errors import (
@@ -70,7 +71,7 @@ from ledger.note import (
 )
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
-from schemas.events import PayloadError, validate_payload
+from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
 
 if TYPE_CHECKING:
     from ledger.segments import SegmentInfo
@@ -269,6 +270,106 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
     elif not isinstance(event_id, str) or not event_id:
         raise InvalidEvent(index, f"event_id must be a non-empty string or None, got {event_id!r}")
     return _Prepared(ev.stream, ev.type, ev.schema_version, event_id, payload, ev.expected_version)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A prepared batch as columns (the hot path works on lists, not per-event objects)."""
+
+    streams: list[str]
+    types: list[str]
+    schema_versions: list[int]
+    event_ids: list[str]
+    payloads: list[bytes]
+    expected: list[int | str]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def rows(self) -> list[_Prepared]:
+        return [
+            _Prepared(*r)
+            for r in zip(
+                self.streams,
+                self.types,
+                self.schema_versions,
+                self.event_ids,
+                self.payloads,
+                self.expected,
+                strict=True,
+            )
+        ]
+
+    @staticmethod
+    def of(rows: list[_Prepared]) -> _Batch:
+        return _Batch(
+            [p.stream for p in rows],
+            [p.type for p in rows],
+            [p.schema_version for p in rows],
+            [p.event_id for p in rows],
+            [p.payload for p in rows],
+            [p.expected for p in rows],
+        )
+
+
+def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
+    """:func:`prepare_event` over a batch, column-wise; same results and the same errors.
+
+    Checks run as whole-column comprehensions; if any fails, the batch is re-prepared
+    event by event so the error names the first bad index exactly as prepare_event does.
+    """
+    evs = list(events)
+    if not all(type(e) is NewEvent for e in evs):
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    streams = [e.stream for e in evs]
+    types = [e.type for e in evs]
+    svs = [e.schema_version for e in evs]
+    expected = [e.expected_version for e in evs]
+    objs = [e.payload for e in evs]
+    ok = (
+        all(type(x) is str and x for x in streams)
+        and all(type(x) is str and x for x in types)
+        and all(type(x) is int and 0 <= x < 65536 for x in svs)
+        and all(
+            x == "any" or x == "no_stream" or x == "exists" or (type(x) is int and x >= 0)
+            for x in expected
+        )
+        and _payloads_valid(types, objs)
+    )
+    if not ok:
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    try:
+        payloads = [canonical_json(p) for p in objs]
+    except TypeError:
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    ids = [e.event_id for e in evs]
+    if not all(type(x) is str and x for x in ids):
+        for i, x in enumerate(ids):
+            if x is None:
+                ids[i] = derive_event_id(streams[i], types[i], svs[i], payloads[i])
+            elif type(x) is not str or not x:
+                prepare_event(i, evs[i])  # raises the precise InvalidEvent
+    return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
+    """True when every payload passes ``validate_payload`` (grouped by type, no raising)."""
+    for t in set(types):
+        if t.startswith(EXT_PREFIX):
+            if len(t) == len(EXT_PREFIX):
+                return False
+            continue
+        if t not in PAYLOAD_MODELS:
+            return False
+    if not all(type(p) is dict for p in payloads):
+        return False
+    try:
+        for t, p in zip(types, payloads, strict=True):
+            if not t.startswith(EXT_PREFIX):
+                PAYLOAD_MODELS[t].__pydantic_validator__.validate_python(p)
+    except ValidationError:
+        return False
+    return True
 
 
 def _check_expected_form(index: int, expected: Any) -> None:
@@ -487,8 +588,8 @@ class Ledger:
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
         """Append ``events`` as one atomic, durable batch (see the module docstring)."""
-        prepared = [prepare_event(i, ev) for i, ev in enumerate(events)]
-        if not prepared:
+        prepared = prepare_batch(events)
+        if not len(prepared):
             return AppendResult(None, None, 0, (), ())
         with self._lock:
             self._con.execute("BEGIN TRANSACTION")
@@ -508,9 +609,33 @@ class Ledger:
         with contextlib.suppress(duckdb.Error):
             self._con.execute("ROLLBACK")
 
-    def _append_in_tx(self, batch: list[_Prepared]) -> AppendResult:
-        stored = self._stored_by_id(sorted({p.event_id for p in batch}))
+    def _append_in_tx(self, batch: _Batch) -> AppendResult:
+        ids = batch.event_ids
+        stored = self._stored_by_id(sorted(set(ids)))
         size, frontier = self._tree_state()
+        if not stored and len(set(ids)) == len(ids):  # the common case: all new
+            new, seqs, dups = batch, tuple(range(size, size + len(batch))), ()
+        else:
+            rows, seqs, dups = self._dedupe(batch.rows(), stored, size)
+            new = _Batch.of(rows)
+        n = len(new)
+        if n:
+            versions = self._versions_of(sorted(set(new.streams)))
+            if any(x != "any" for x in new.expected):
+                for stream, expected in zip(new.streams, new.expected, strict=True):
+                    check_expected(stream, expected, versions.get(stream))
+            self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
+            self._insert(new, size, frontier, versions)
+            return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
+        return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
+
+    @staticmethod
+    def _dedupe(
+        batch: list[_Prepared],
+        stored: dict[str, tuple[int, tuple[str, str, int, bytes]]],
+        size: int,
+    ) -> tuple[list[_Prepared], list[int], list[Duplicate]]:
+        """Split a batch into new events and duplicates; raise EventIdConflict on a clash."""
         seqs: list[int] = []
         dups: list[Duplicate] = []
         new: list[_Prepared] = []
@@ -535,15 +660,7 @@ class Ledger:
                 seen[p.event_id] = (p, size + len(new))
                 seqs.append(size + len(new))
                 new.append(p)
-        if new:
-            versions = self._versions_of(sorted({p.stream for p in new}))
-            for p in new:
-                check_expected(p.stream, p.expected, versions.get(p.stream))
-            self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
-            self._insert(new, size, frontier, versions)
-        first = size if new else None
-        last = size + len(new) - 1 if new else None
-        return AppendResult(first, last, len(new), tuple(dups), tuple(seqs))
+        return new, seqs, dups
 
     def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
         """A trial stream already in a segment takes no more events (trials never split)."""
@@ -576,35 +693,41 @@ class Ledger:
         return {r[0]: int(r[1]) for r in rows}
 
     def _insert(
-        self, new: list[_Prepared], size: int, frontier: list[bytes], versions: dict[str, int]
+        self, new: _Batch, size: int, frontier: list[bytes], versions: dict[str, int]
     ) -> None:
         n = len(new)
-        stream_versions: list[int] = []
         next_version = dict(versions)
-        for p in new:
-            v = next_version.get(p.stream, -1) + 1
-            next_version[p.stream] = v
-            stream_versions.append(v)
+        stream_versions: list[int] = []
+        push = stream_versions.append
+        get = next_version.get
+        for stream in new.streams:
+            v = get(stream, -1) + 1
+            next_version[stream] = v
+            push(v)
         sha = hashlib.sha256
-        leaves = [
-            sha(
-                b"\x00"
-                + envelope_bytes(seq, p.stream, v, p.event_id, p.type, p.schema_version, p.payload)
-            ).digest()
-            for seq, p, v in zip(range(size, size + n), new, stream_versions, strict=True)
-        ]
+        seqs = range(size, size + n)
+        cols = (
+            seqs,
+            new.streams,
+            stream_versions,
+            new.event_ids,
+            new.types,
+            new.schema_versions,
+            new.payloads,
+        )
+        leaves = [sha(b"\x00" + envelope_bytes(*row)).digest() for row in zip(*cols, strict=True)]
         runs = merkle.push_many(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
             [
-                pa.array(range(size, size + n), pa.uint64()),
-                pa.array([p.stream for p in new], pa.string()),
+                pa.array(seqs, pa.uint64()),
+                pa.array(new.streams, pa.string()),
                 pa.array(stream_versions, pa.uint32()),
-                pa.array([p.event_id for p in new], pa.string()),
-                pa.array([p.type for p in new], pa.string()),
-                pa.array([p.schema_version for p in new], pa.uint16()),
+                pa.array(new.event_ids, pa.string()),
+                pa.array(new.types, pa.string()),
+                pa.array(new.schema_versions, pa.uint16()),
                 pa.array([now] * n, pa.timestamp("us", tz="UTC")),
-                pa.array([p.payload for p in new], pa.binary()),
+                pa.array(new.payloads, pa.binary()),
                 pa.array(leaves, pa.binary(32)),
             ],
             schema=ARROW_SCHEMA,
