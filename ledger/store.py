@@ -491,10 +491,15 @@ class Ledger:
         row = _first(self._con.execute("SELECT max(seq) FROM events"))
         return None if row is None or row[0] is None else int(row[0])
 
-    def raw_rows(self, lo: int, hi: int) -> pa.Table:
-        """Stored rows with ``lo <= seq <= hi`` ordered by seq, without any checking."""
+    def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table:
+        """Stored rows with ``lo <= seq <= hi``, without any checking.
+
+        ``ordered=False`` skips the sort and returns storage order (= seq order unless the
+        file was tampered with; verify checks and sorts itself).
+        """
+        order = " ORDER BY seq" if ordered else ""
         return self._con.sql(
-            "SELECT * FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq", params=[lo, hi]
+            "SELECT * FROM events WHERE seq BETWEEN ? AND ?" + order, params=[lo, hi]
         ).to_arrow_table()
 
     def stored_nodes(self, first_leaf: int, last_leaf: int) -> list[tuple[int, int, bytes]]:
@@ -506,17 +511,13 @@ class Ledger:
         ).fetchall()
         return [(int(lv), int(i), bytes(h)) for lv, i, h in rows]
 
-    def stored_node_runs(
-        self, first_leaf: int, last_leaf: int
-    ) -> list[tuple[int, int, list[bytes]]]:
-        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]`` as
-        ``(level, first index, hashes by index)`` runs, lowest level first."""
-        rows = self._con.execute(
-            "SELECT level, min(idx), list(hash ORDER BY idx) FROM nodes "
-            "WHERE last_leaf BETWEEN ? AND ? GROUP BY level ORDER BY level",
-            [first_leaf, last_leaf],
-        ).fetchall()
-        return [(int(lv), int(first), [bytes(h) for h in hs]) for lv, first, hs in rows]
+    def stored_node_table(self, first_leaf: int, last_leaf: int) -> pa.Table:
+        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]``: columns
+        ``level, idx, hash`` ordered by level then idx (verify's fast comparison)."""
+        return self._con.sql(
+            "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? ORDER BY level, idx",
+            params=[first_leaf, last_leaf],
+        ).to_arrow_table()
 
     def first_version_break(self) -> tuple[int, str, int, int] | None:
         """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order."""
