@@ -32,6 +32,7 @@ import functools
 import hashlib
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -83,6 +84,7 @@ TRIAL_PREFIX = "trial/"
 CHECKPOINT_DIR = "checkpoints"
 FORMAT_VERSION = "1"
 DEFAULT_BUSY_TIMEOUT = 5.0
+DEFAULT_DUCKDB_MEMORY = "128MB"
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
 
 _DDL = """
@@ -217,6 +219,16 @@ def _nonce() -> bytes:
     return random.SystemRandom().randbytes(16)
 
 
+def duckdb_memory_limit() -> str:
+    """``$VLEDGER_DUCKDB_MEMORY`` (e.g. ``2GB``) or the default ``128MB``; validated."""
+    value = os.environ.get("VLEDGER_DUCKDB_MEMORY", DEFAULT_DUCKDB_MEMORY).strip()
+    if not re.fullmatch(
+        r"[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", value, re.IGNORECASE
+    ):
+        raise LedgerError(f"VLEDGER_DUCKDB_MEMORY={value!r} is not a size like '256MB' or '2GB'")
+    return value
+
+
 def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
     """Connect, retrying the process-level file lock with jittered backoff."""
     start = time.monotonic()
@@ -225,6 +237,9 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db))
             con.execute("SET TimeZone = 'UTC'")
+            # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
+            # with the log; larger queries spill to <db>.tmp instead.
+            con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
             return con
         except duckdb.IOException as exc:
             text = str(exc)
