@@ -201,7 +201,7 @@ def build_trial_timeline(
         if not message_view_present:
             return TrialTimeline(_records_only_events(ordered), False, True, termination_reason)
         records_by_key = _link_records(ordered, declared)
-    answers = {} if records_present else _read_answers(messages, tool_messages, declared)
+    answers = {} if records_present else _read_answers(messages, tool_messages, calls_of)
     events = _emit(messages, calls_of, records_present, records_by_key, answers)
     return TrialTimeline(tuple(events), message_view_present, records_present, termination_reason)
 
@@ -294,11 +294,24 @@ def _link_records(
 def _read_answers(
     messages: Sequence[Message],
     tool_messages: Sequence[int],
-    declared: Mapping[str, tuple[int, ToolCallDecl]],
+    calls_of: Mapping[int, list[tuple[str, ToolCallDecl]]],
 ) -> dict[str, str]:
-    """Messages-only results (G6b): each role: tool message joined by derived key, never position."""
+    """Messages-only results (G6b): the k-th role: tool message naming raw id x answers
+    the k-th declaration of x, joined by key and never by position.
+
+    Only assistant declarations are answerable: a user-executed call emits no role: tool
+    message and its result is "never built from the message view" (N2). Counting user
+    declarations here would shift every later answer of an id both actors minted (a
+    bundle from before the shared assigner) onto the wrong call.
+    """
+    answerable: dict[str, list[str]] = {}
+    for i, keyed in calls_of.items():  # insertion order is message order
+        if messages[i].role == _ASSISTANT:
+            for key, decl in keyed:
+                answerable.setdefault(decl.id, []).append(key)
     answers: dict[str, str] = {}
-    deriver = CallIdDeriver()
+    answered: dict[str, int] = {}
+    namer = CallIdDeriver()  # the answer view's own key for each answer (G3), for errors
     for i in tool_messages:
         message = messages[i]
         raw = message.tool_call_id
@@ -310,17 +323,20 @@ def _read_answers(
                 call_id="",
                 where=f"messages[{i}]",
             )
-        key = deriver.derive(raw)
-        if key not in declared:
+        name = namer.derive(raw)
+        k = answered.get(raw, 0)
+        answered[raw] = k + 1
+        keys = answerable.get(raw, ())
+        if k >= len(keys):
             raise TimelineInconsistencyError(
-                f"role: tool message messages[{i}] answers call id {key!r} (raw "
-                f"{raw!r}), which no assistant or user message declares; with no "
-                "tool_log its text is the only evidence of that call, so it can be "
-                "neither joined nor dropped (G6b)",
-                call_id=key,
+                f"role: tool message messages[{i}] answers call id {name!r} (answer "
+                f"{k + 1} to raw id {raw!r}), but the assistant messages declare "
+                f"{len(keys)} call(s) with that id; with no tool_log its text is the only "
+                "evidence of that call, so it can be neither joined nor dropped (G6b)",
+                call_id=name,
                 where=f"messages[{i}]",
             )
-        answers[key] = message.content or ""
+        answers[keys[k]] = message.content or ""
     return answers
 
 
