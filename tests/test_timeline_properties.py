@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from replay.call_ids import derive_call_ids
@@ -29,6 +29,7 @@ from schemas.timeline import (
     Message,
     RecordedToolCall,
     Role,
+    TimelineInconsistencyError,
     ToolCallDecl,
     ToolExecutionStatus,
     ToolExecutorIdentity,
@@ -218,3 +219,59 @@ def test_payload_round_trip(trial: Trial, with_records: bool) -> None:
     )
     assert rebuilt == timeline
     assert canonical_json(timeline_to_payloads(rebuilt)) == canonical_json(payloads)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials(), st.data())
+def test_g7_a_record_nothing_declared_is_refused_wherever_it_lands(trial: Trial, data) -> None:
+    """Insert a record for an id no message declares at a random sequence."""
+    at = data.draw(st.integers(0, len(trial.records)))
+    ghost = RecordedToolCall("ghost", at, "delete_all", {}, ToolExecutorIdentity.AGENT, S.SUCCESS)
+    shifted = [
+        RecordedToolCall(
+            r.call_id, r.sequence + (r.sequence >= at), r.tool_name, r.arguments, r.executor,
+            r.status, r.output, r.latency_seconds,
+        )
+        for r in trial.records
+    ]  # fmt: skip
+    try:
+        build_trial_timeline(trial.messages, [*shifted, ghost], None)
+    except TimelineInconsistencyError as err:
+        assert (err.call_id, err.where) == ("ghost", f"tool_log sequence {at}")
+    else:
+        raise AssertionError("an unlinkable record was accepted")
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials(), st.data())
+def test_g7_a_record_naming_another_tool_is_refused(trial: Trial, data) -> None:
+    assume(trial.records)
+    index = data.draw(st.integers(0, len(trial.records) - 1))
+    r = trial.records[index]
+    records = list(trial.records)
+    records[index] = RecordedToolCall(
+        r.call_id, r.sequence, r.tool_name + "_v2", r.arguments, r.executor, r.status, r.output
+    )
+    key = derive_call_ids(x.call_id for x in trial.records)[index]
+    try:
+        build_trial_timeline(trial.messages, records, None)
+    except TimelineInconsistencyError as err:
+        assert (err.call_id, err.where) == (key, f"tool_log sequence {r.sequence}")
+    else:
+        raise AssertionError("a tool_name mismatch was accepted")
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials(), st.data())
+def test_g6b_a_stray_answer_is_refused_without_records(trial: Trial, data) -> None:
+    at = data.draw(st.integers(0, len(trial.messages)))
+    messages = list(trial.messages)
+    messages.insert(at, Message(Role.TOOL, "?", tool_call_id="ghost"))
+    try:
+        build_trial_timeline(messages, None, None)
+    except TimelineInconsistencyError as err:
+        assert (err.call_id, err.where) == ("ghost", f"messages[{at}]")
+    else:
+        raise AssertionError("an answer to an undeclared call was accepted")
+    # With records present the same message is the shadowed view: not validated.
+    build_trial_timeline(messages, trial.records, None)
