@@ -547,6 +547,11 @@ def timeline_from_payloads(
                 "the timeline from the trial's raw events instead"
             )
         for name in flags:
+            if not isinstance(payload[name], bool):
+                raise ValueError(
+                    f"timeline.event payload #{index}: {name} must be true or false, "
+                    f"not {payload[name]!r}"
+                )
             if flags[name] is None:
                 flags[name] = payload[name]
             elif payload[name] != flags[name]:
@@ -559,7 +564,10 @@ def timeline_from_payloads(
                 f"timeline.event payload #{index}: position {payload['position']!r} "
                 f"should be {index} (positions are dense, G1)"
             )
-        events.append(_event_from_payload(payload))
+        try:
+            events.append(_event_from_payload(payload))
+        except ValueError as exc:  # an enum field holding a value outside its vocabulary
+            raise ValueError(f"timeline.event payload #{index}: {exc}") from None
     for name, value in flags.items():
         if value is None:
             raise ValueError(f"timeline with no events: pass {name}= explicitly")

@@ -713,6 +713,8 @@ def test_from_payloads_needs_flags_for_an_empty_timeline() -> None:
         (lambda p: p[2].update(timeline_version="timeline/0"), "payload #2: timeline_version"),
         (lambda p: p[3].update(records_present=False), "payload #3: records_present"),
         (lambda p: p[1].update(position=7), "payload #1: position 7 should be 1"),
+        (lambda p: p[3].update(status="fine"), "payload #3: 'fine' is not a valid"),
+        (lambda p: p[0].update(message_view_present=None), "payload #0: message_view_present"),
     ],
 )
 def test_from_payloads_refuses_malformed_payloads_by_index_and_key(edit, match) -> None:
