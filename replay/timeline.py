@@ -2,7 +2,7 @@
 
 ``build_trial_timeline`` is pure and runs in hot loops (retrace over whole corpora), so it
 works on the frozen dataclasses of ``schemas.timeline`` directly and builds each event
-once, at its final position, with a positional constructor call.
+once, at its final position, through per-kind constructors that set its slots directly.
 
 Event order, per message in ``messages`` order (G1), skipping ``role: system`` (N3) and
 ``role: tool`` messages (their text becomes a tool_result, never an event of its own):
