@@ -17,7 +17,7 @@ Every rank operation is recorded only when it actually lowers the grade. The pie
 are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so
 the mutation tests can remove or reorder each one and watch the conformance suite fail.
 
-Where the spec leaves room, the choices are (and tests/test_gvc_properties.py pins them):
+Where the spec leaves room, the choices are (tests/test_gvc_properties.py pins each):
 
 * **Tied set, several operations.** Each tied oracle runs the whole step-3 pipeline;
   the record keeps the most favourable *final* outcome, so the grade is always one a
@@ -25,13 +25,14 @@ Where the spec leaves room, the choices are (and tests/test_gvc_properties.py pi
 * **Tie selection.** Highest surviving grade first, uncapped before capped, then the
   lexicographically least ``(author.identity, content_identity)``; the remaining custody
   fields break any leftover tie so the record never depends on input order.
-* **Observability populations over a tied set** (``same_chain_indeterminate``,
-  ``author_chain_unbound``, ``unbindable_content_identity``, ``proof_kernel_exempt``)
-  count once per derivation when any tied oracle raises them (§ 5.1 says so for the
-  indeterminate population; the others follow the same rule).
-* **Kernel exemption** is counted whenever the exemption is invoked — a ``proof``-grade
-  base whose author is kernel-kind at step 3.1 — so a relocated ``kind`` lie is visible
-  even when the chains differ or are unknown.
+* **Observability populations follow the selected base oracle** (the record's
+  attribution), so each counts at most once per derivation (§ 5.1).
+* **"Capped" in the tied-uncap rule** means lowered by a step-3 operation whose
+  predicate depends on the base oracle (same-chain cap or staleness reversion).
+* **Kernel exemption** is counted when it is what kept a same-chain cap off a
+  ``proof`` grade (chains non-empty and equal): the case a relocated ``kind`` lie buys.
+* **Both chains empty** counts both ``same_chain_indeterminate`` and
+  ``author_chain_unbound``: § 5.3.1 makes each a MUST on its own condition.
 """
 
 from __future__ import annotations
@@ -244,17 +245,18 @@ def kernel_exempt(step: Step, member: Oracle) -> bool:
 def same_chain_cap(step: Step, member: Oracle, ctx: Context, ladder: Ladder) -> Step:
     """§ 5.3.1: a judge authored in the producer's own chain caps at constructed_check,
     whatever the author's kind; empty chains are counted, never guessed."""
-    if kernel_exempt(step, member):
-        return step.observe(OBS_KERNEL_EXEMPT)
-    if ladder.rank(step.grade) <= ladder.rank(CONSTRUCTED_CHECK):
-        return step  # the cap could not lower it: nothing to decide, nothing counted
     producer_chain = ctx.producer.chain_id if ctx.producer is not None else ""
     author_chain = member.author.chain_id
+    same_chain = bool(producer_chain) and producer_chain == author_chain
+    if kernel_exempt(step, member):
+        return step.observe(OBS_KERNEL_EXEMPT) if same_chain else step
+    if ladder.rank(step.grade) <= ladder.rank(CONSTRUCTED_CHECK):
+        return step  # the cap could not lower it: nothing to decide, nothing counted
     if not producer_chain:
         step = step.observe(OBS_INDETERMINATE)
     if not author_chain:
         step = step.observe(OBS_UNBOUND)
-    if producer_chain and author_chain and producer_chain == author_chain:
+    if same_chain:
         return apply_op(step, ladder.cap(step.grade, CONSTRUCTED_CHECK), SAME_CHAIN_CAP, ladder)
     return step
 
@@ -326,19 +328,19 @@ def is_tied_uncap(chosen: Outcome, outcomes: Sequence[Outcome]) -> bool:
 # ------------------------------------------------------------------------- counters
 
 
-def _observed_by_any(flag: str) -> Callable[[Trace], int]:
-    return lambda t: int(any(flag in o.step.observed for o in t.outcomes))
+def _observed(flag: str) -> Callable[[Trace], int]:
+    return lambda t: int(flag in t.chosen.step.observed)
 
 
 COUNTER_RULES: dict[str, Callable[[Trace], int]] = {
     "unverified_from_unrun_declared": lambda t: int(t.unrun_capped),
     "degraded": lambda t: sum(1 for op in t.chosen.step.ops if op != UNRUN_DECLARED_CAP),
     "producer_mint_rejected": lambda t: int(t.mint_rejected),
-    "unbindable_content_identity": _observed_by_any(OBS_UNBINDABLE),
-    "same_chain_indeterminate": _observed_by_any(OBS_INDETERMINATE),
-    "author_chain_unbound": _observed_by_any(OBS_UNBOUND),
+    "unbindable_content_identity": _observed(OBS_UNBINDABLE),
+    "same_chain_indeterminate": _observed(OBS_INDETERMINATE),
+    "author_chain_unbound": _observed(OBS_UNBOUND),
     "failed_declared": lambda t: t.failed_declared,
-    "proof_kernel_exempt": _observed_by_any(OBS_KERNEL_EXEMPT),
+    "proof_kernel_exempt": _observed(OBS_KERNEL_EXEMPT),
     "tied_uncap": lambda t: int(is_tied_uncap(t.chosen, t.outcomes)),
 }
 

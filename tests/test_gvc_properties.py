@@ -202,8 +202,12 @@ def test_tied_members_each_run_the_whole_pipeline() -> None:
 
 
 def test_observability_populations_count_once_over_the_tied_set() -> None:
-    """§ 5.1 counts an indeterminate question over a tied set once per derivation; we
-    apply the same rule to author_chain_unbound: two chainless tied authors → 1."""
+    """§ 5.1 counts an indeterminate question over a tied set once per derivation; the
+    observability populations follow the selected base oracle, so two chainless tied
+    authors count 1, not 2. Both chains empty counts both populations: § 5.3.1 makes
+    each a MUST on its own condition. (The reference runner in the public GVC
+    repository classifies an empty author chain first and then never counts
+    same_chain_indeterminate; we follow the spec's two separate MUSTs.)"""
     ev = UnitEvidence(
         declared=(_passing("h-1", "", "sha:a"), _passing("h-2", "", "sha:a")),
         work_producer=Party(identity="p", kind="agent", chain_id=""),
@@ -213,14 +217,33 @@ def test_observability_populations_count_once_over_the_tied_set() -> None:
     assert (c["author_chain_unbound"], c["same_chain_indeterminate"]) == (1, 1)
 
 
-def test_kernel_exemption_counted_whenever_invoked() -> None:
-    """§ 5.3.1 'each kernel-kind proof exemption MUST be counted': we count it whenever
-    a proof-grade base with a kernel author reaches step 3.1, even across chains, so a
-    relocated `kind` lie stays observable."""
-    ev = UnitEvidence(
-        declared=(_passing("lean", "chain-9", "sha:a", tier="proof", kind="kernel"),),
+def test_kernel_exemption_counted_when_it_kept_a_cap_off() -> None:
+    """§ 5.3.1 'each kernel-kind proof exemption MUST be counted': an exemption is
+    counted when it is what kept the same-chain cap off a proof grade; a kernel proof
+    from another chain was never going to be capped, so nothing was exempted."""
+    same = UnitEvidence(
+        declared=(_passing("lean", "chain-1", "sha:a", tier="proof", kind="kernel"),),
         work_producer=SAME,
         current_content_identity="sha:a",
     )
+    other = replace(
+        same, declared=(_passing("lean", "chain-9", "sha:a", tier="proof", kind="kernel"),)
+    )
+    assert derive(same, LADDER).counters["proof_kernel_exempt"] == 1
+    adm = derive(other, LADDER)
+    assert adm.effective_grade == "proof" and adm.counters["proof_kernel_exempt"] == 0
+
+
+def test_tied_uncap_counts_an_escaped_staleness_reversion() -> None:
+    """§ 5.1 tied-uncap: 'capped' read as lowered by a base-dependent step-3 operation,
+    staleness included. Two tied oracles, one judged stale content: the fresh one
+    carries the record uncapped and the pattern is counted. (The public reference
+    runner counts only escaped same-chain caps here.)"""
+    ev = UnitEvidence(
+        declared=(_passing("h-1", "chain-2", "sha:old"), _passing("h-2", "chain-2", "sha:new")),
+        work_producer=SAME,
+        current_content_identity="sha:new",
+    )
     adm = derive(ev, LADDER)
-    assert adm.effective_grade == "proof" and adm.counters["proof_kernel_exempt"] == 1
+    assert adm.effective_grade == "interop" and adm.oracle_author.identity == "h-2"
+    assert adm.counters["tied_uncap"] == 1

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 import replay.verdict as v
+import replay.verdict_cases as vc
 from replay.verdict_cases import case_mismatches, derive_case
 from schemas.gvc import COUNTER_NAMES, Ladder
 from tests.gvc_support import case_file, ladder
@@ -109,6 +111,48 @@ def _reversed_lexicographic(outcome, lad):
     )
 
 
+ORIGINAL_DERIVE = v.derive
+
+
+def _record_bent(**change: Callable) -> Mutant:
+    """Bend one field of the finished record (for fields set in one place only)."""
+
+    def bent(ev, lad):
+        adm = ORIGINAL_DERIVE(ev, lad)
+        return replace(adm, **{k: fn(adm) for k, fn in change.items()})
+
+    return lambda mp: mp.setattr(vc, "derive", bent)
+
+
+def _mint_admitted(ev, lad):
+    adm = ORIGINAL_DERIVE(ev, lad)
+    supplied = ev.producer_supplied_grade
+    return replace(adm, effective_grade=supplied) if supplied is not None else adm
+
+
+def _agent_only_cap(step, member, ctx, lad):
+    if member.author.kind != "agent":
+        return step
+    return v.same_chain_cap(step, member, ctx, lad)
+
+
+def _fold_unbound_into_indeterminate(mp: pytest.MonkeyPatch) -> None:
+    both = lambda t: int(  # noqa: E731
+        bool({v.OBS_INDETERMINATE, v.OBS_UNBOUND} & t.chosen.step.observed)
+    )
+    mp.setitem(v.COUNTER_RULES, "same_chain_indeterminate", both)
+    mp.setitem(v.COUNTER_RULES, "author_chain_unbound", lambda t: 0)
+
+
+def _unknown_ranks_above_all(self: Ladder, grade: str) -> int:
+    return len(self.grades) - self.grades.index(grade) if grade in self.grades else 99
+
+
+def _base_min(passing, lad):
+    members = [o.tier for o in passing if lad.is_member(o.tier)]
+    return min(members, key=lad.rank) if members else lad.floor
+
+
 MUTANTS: dict[str, Mutant] = {
     # each rank operation removed
     "no_unrun_declared_cap": lambda mp: mp.setattr(v, "unrun_declared_cap", lambda s, d, lad: s),
@@ -156,6 +200,33 @@ MUTANTS: dict[str, Mutant] = {
     "base_ignores_vocabulary": lambda mp: mp.setattr(
         v, "base_grade", lambda passing, lad: passing[0].tier if passing else lad.floor
     ),
+    "base_is_min_instead_of_max": lambda mp: mp.setattr(v, "base_grade", _base_min),
+    "unknown_grade_ranks_above_all": lambda mp: mp.setattr(
+        Ladder, "rank", _unknown_ranks_above_all
+    ),
+    "demotion_returns_same_tier": lambda mp: mp.setattr(Ladder, "demote", lambda self, g: g),
+    "fail_closed_branch_disabled": lambda mp: mp.setattr(
+        v, "fail_closed", lambda ev, lad: ORIGINAL_DERIVE(replace(ev, admission_evidence=True), lad)
+    ),
+    "same_chain_cap_gated_on_agent_kind": _set_ops(
+        (_agent_only_cap, v.conflict_demotion, v.staleness_reversion)
+    ),
+    "unbound_folded_into_indeterminate": _fold_unbound_into_indeterminate,
+    # record fields bent
+    "oracle_runner_dropped": _record_bent(oracle_runner=lambda a: None),
+    "oracle_author_dropped": _record_bent(oracle_author=lambda a: None),
+    "failed_flag_hardcoded_true": _record_bent(failed_declared_evidence=lambda a: True),
+    "conflict_flag_follows_the_op": _record_bent(
+        conflicting_evidence=lambda a: "conflict_demotion" in a.applied_rank_ops
+    ),
+    "applied_ops_reversed": _record_bent(
+        applied_rank_ops=lambda a: tuple(reversed(a.applied_rank_ops))
+    ),
+    "evidence_kind_follows_effective_grade": _record_bent(
+        evidence_kind=lambda a: a.effective_grade
+    ),
+    "provenance_unlabeled": _record_bent(provenance=lambda a: "derived"),
+    "producer_mint_admitted": lambda mp: mp.setattr(vc, "derive", _mint_admitted),
     # each counter removed, and each pair of counters swapped
     **{f"counter_{name}_removed": _counter(name, lambda t: 0) for name in COUNTER_NAMES},
     **{
