@@ -82,9 +82,7 @@ def compare_grades(
         return out
     if not _same_number(recorded.get("score"), replayed.get("score")):
         out.append(
-            Difference(
-                "score", recorded.get("score"), replayed.get("score"), "combined score differs"
-            )
+            Difference("score", recorded.get("score"), replayed.get("score"), "combined score differs")
         )
     if recorded.get("binary_pass") != replayed.get("binary_pass"):
         out.append(
@@ -215,4 +213,6 @@ class PathTally:
             self.counts[key] = self.counts.get(key, 0) + 1
 
     def as_list(self) -> list[dict[str, Any]]:
-        return [{"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())]
+        return [
+            {"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())
+        ]
