@@ -13,6 +13,7 @@ re-derives every recorded admission and names each unit whose stream or record i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,6 +220,56 @@ def admit(lg: LedgerLike, unit: str, registration: Registration | None = None) -
         ]
     )
     return admission
+
+
+ADMIT_LINE = "admit"
+LINE_TYPES = ("oracle.declared", "work.produced", "oracle.ran", ADMIT_LINE)
+
+
+class LineRejected(ValueError):
+    """A JSONL line that could not be recorded; names the source, the line and why."""
+
+    def __init__(self, source: str, lineno: int, detail: str) -> None:
+        self.source, self.lineno, self.detail = source, lineno, detail
+        super().__init__(f"{source}:{lineno}: {detail}")
+
+
+def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[str]:
+    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
+    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
+
+    Lines are recorded in order, each checked like the single-event verbs; the first
+    refused line stops the run (``LineRejected``), earlier lines stay recorded.
+    Returns one summary string per recorded line.
+    """
+    done: list[str] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise LineRejected(source, lineno, f"not JSON: {exc}") from None
+        if not isinstance(obj, dict) or obj.get("type") not in LINE_TYPES:
+            raise LineRejected(
+                source, lineno, f"want an object whose type is one of {', '.join(LINE_TYPES)}"
+            )
+        unit = obj.get("unit")
+        if not isinstance(unit, str) or not unit:
+            raise LineRejected(source, lineno, "missing 'unit' (a non-empty string)")
+        body = {k: v for k, v in obj.items() if k != "type"}
+        try:
+            if obj["type"] == ADMIT_LINE:
+                if set(body) != {"unit"}:
+                    raise LineRejected(source, lineno, "an admit line carries only 'unit'")
+                grade = admit(lg, unit).effective_grade
+                done.append(f"admitted {unit}: {grade}")
+            else:
+                seq = record(lg, unit, obj["type"], body)
+                done.append(f"{obj['type']} {unit} at seq {seq}")
+        except UnitRejected as exc:
+            raise LineRejected(source, lineno, str(exc)) from None
+    return done
 
 
 # -------------------------------------------------------------------- listing, verify

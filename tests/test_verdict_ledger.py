@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ledger import verdicts as vd
 from ledger.cli import main
 from ledger.errors import InvalidEvent
-from ledger.store import Ledger, init_ledger
+from ledger.store import Ledger, init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from schemas.gvc import COUNTER_NAMES, Party
 
@@ -258,3 +258,44 @@ def test_cli_derive_check_fails_on_a_wrong_expectation(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["verdict", "derive", str(path), "--check"])
     assert res.exit_code == 1
     assert "effective_grade: got 'unverified', want 'proof'" in res.output
+
+
+def test_jsonl_append_path(tmp_path: Path) -> None:
+    init_ledger(tmp_path / "lg").close()
+    author = {"identity": "op", "kind": "human", "chain_id": ""}
+    runner = {"identity": "ci", "kind": "kernel", "chain_id": "ci"}
+    lines = [
+        {
+            "type": "oracle.declared",
+            "unit": "u1",
+            "oracle_id": "t",
+            "tier": "interop",
+            "author": author,
+        },
+        {
+            "type": "work.produced",
+            "unit": "u1",
+            "producer": author | {"kind": "agent"},
+            "content_identity": "sha:a",
+        },
+        {
+            "type": "oracle.ran",
+            "unit": "u1",
+            "oracle_id": "t",
+            "passed": True,
+            "runner": runner,
+            "content_identity": "sha:a",
+        },
+        {"type": "admit", "unit": "u1"},
+        {"type": "oracle.ran", "unit": "u1", "oracle_id": "t", "passed": False, "runner": runner},
+    ]
+    path = tmp_path / "units.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    res = CliRunner().invoke(
+        main, ["verdict", "record", str(path), "--ledger", str(tmp_path / "lg")]
+    )
+    assert res.exit_code == 1
+    assert f"{path}:5: unit 'u1': oracle.ran arrives after the unit's admission" in res.output
+    with open_ledger(tmp_path / "lg") as lg:
+        assert [r.record["effective_grade"] for r in vd.admissions(lg)] == ["interop"]
+        assert lg.size() == 4

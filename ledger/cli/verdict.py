@@ -161,6 +161,34 @@ def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  provenance: {rec['provenance']}")
 
 
+@verdict.command("record")
+@click.argument("jsonl", type=click.File("r"))
+@ledger_option
+def record_cmd(jsonl: Any, ledger_dir: Path | None) -> None:
+    """Record units from a JSONL file (``-`` for stdin), one event per line.
+
+    \b
+    {"type": "oracle.declared", "unit": "u1", "oracle_id": "t", "tier": "interop",
+     "author": {"identity": "op", "kind": "human", "chain_id": ""}}
+    {"type": "work.produced", "unit": "u1", "producer": {…}, "content_identity": "sha:a"}
+    {"type": "oracle.ran", "unit": "u1", "oracle_id": "t", "passed": true,
+     "runner": {…}, "content_identity": "sha:a"}
+    {"type": "admit", "unit": "u1"}
+
+    Stops at the first refused line (exit 1, naming it); earlier lines stay recorded.
+    """
+    text = jsonl.read()
+    with _open(ledger_dir) as lg:
+        try:
+            done = verdicts.record_jsonl(lg, text, getattr(jsonl, "name", "<stdin>"))
+        except verdicts.LineRejected as exc:
+            _fail(str(exc))
+        except LedgerError as exc:
+            _fail(str(exc), exit_code(exc))
+    for line in done:
+        click.echo(line)
+
+
 @verdict.command("derive")
 @click.argument("cases_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--registration", type=click.Path(exists=True, dir_okay=False, path_type=Path),
