@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.receipts import read_run_dir, verify_run_dir
 from replay.vcore_receipt import (
@@ -22,6 +25,7 @@ from replay.vcore_receipt import (
     parse_events,
     rebuild_from_files,
     receipt_bytes,
+    verify_run_files,
 )
 
 DEMO = (
@@ -214,3 +218,33 @@ def test_unknown_graph_node_key_cannot_rebuild(run: Path) -> None:
     (run / "graph.json").write_text(json.dumps(graph))
     problems = verify_run_dir(run)
     assert problems == ["cannot rebuild receipt: graph node 'cli_flag': unknown key(s) ['colour']"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_changed_byte_is_reported_and_never_crashes(data) -> None:
+    """Property: whatever single byte of events.jsonl changes, verification returns
+    problems (never raises), and the first one is the events digest."""
+    files = read_run_dir(DEMO)
+    raw = bytearray(files.events)
+    pos = data.draw(st.integers(0, len(raw) - 1))
+    new = data.draw(st.integers(0, 255).filter(lambda b: b != raw[pos]))
+    raw[pos] = new
+    problems = verify_run_files(replace(files, events=bytes(raw)))
+    assert problems[0] == DIGEST
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(0, 8))
+def test_graph_digest_ignores_key_order_and_whitespace(rnd, indent) -> None:
+    graph = json.loads((DEMO / "graph.json").read_text())
+
+    def shuffle(value):
+        if isinstance(value, dict):
+            items = list(value.items())
+            rnd.shuffle(items)
+            return {k: shuffle(v) for k, v in items}
+        return [shuffle(v) for v in value] if isinstance(value, list) else value
+
+    text = json.dumps(shuffle(graph), indent=indent or None)
+    assert graph_digest(canonical_graph(json.loads(text))) == graph_digest(canonical_graph(graph))
