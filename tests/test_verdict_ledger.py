@@ -8,6 +8,7 @@ CLI is checked against expectations taken from the GVC spec.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,29 @@ def test_jsonl_append_path(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "lg") as lg:
         assert [r.record["effective_grade"] for r in vd.admissions(lg)] == ["interop"]
         assert lg.size() == 4
+
+
+# GVC § 9.3 decidable floor: default surfaces must not phrase a grade as a correctness
+# verdict (the class of phrasings the spec's publication gate checks).
+CORRECTNESS_CLAIM = re.compile(
+    r"(?i)\b(?:verified|proven|graded|guaranteed)\s+correct\b|\bguarantees?\s+correctness\b"
+)
+
+
+def test_default_surfaces_make_no_correctness_claim(tmp_path: Path) -> None:
+    from tests.gvc_support import CASES_PATH
+
+    with init_ledger(tmp_path / "lg") as lg:
+        _unit(lg, "u", tier="proof", author=Party(identity="k", kind="kernel", chain_id="chain-1"))
+    led = ["--ledger", str(tmp_path / "lg")]
+    outputs = [
+        _cli(["verdict", "admit", "u", *led]).output,
+        _cli(["admissions", *led]).output,
+        _cli(["verdict", "derive", str(CASES_PATH)]).output,
+        _cli(["verdict", "--help"]).output,
+        (Path(__file__).resolve().parents[1] / "docs" / "readme" / "verdict.md").read_text(),
+    ]
+    assert "proof" in outputs[0] and "not correctness" in outputs[0]
+    for text in outputs:
+        assert CORRECTNESS_CLAIM.search(text) is None
+    assert CORRECTNESS_CLAIM.search("the unit is verified correct")  # the predicate bites
