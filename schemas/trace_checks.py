@@ -165,6 +165,12 @@ class Matcher(_Closed):
     @model_validator(mode="before")
     @classmethod
     def _kind_is_required(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("quantifier" in data or "match" in data):
+            raise ValueError(
+                "a bare matcher carries no quantifier or match: key — write its kind and"
+                " predicates directly (forbidden is universal over its events, so a quantifier"
+                " there names nothing)"
+            )
         if isinstance(data, Mapping) and "kind" not in data:
             raise ValueError(
                 "a matcher needs kind: one of tool_call, tool_result, assistant_message,"

@@ -142,7 +142,7 @@ def before(left: Resolution, ql: str, right: Resolution, qr: str, on_missing: On
         can["fail"] |= rl[1] >= rr[0]
     unmatched = _unmatched("before", (("left", left), ("right", right)))
     fail_msg = (
-        f"{unmatched} (on_missing: fail)"
+        unmatched
         if unmatched
         else "before: no match is ordered before the other side under the declared quantifiers"
         f" (left: {ql} at {list(left.matched[:10])}, right: {qr} at {list(right.matched[:10])})"
@@ -231,7 +231,7 @@ def immediately_before(
         can[want] = any(_adjacent(nxt, a, b, ql, qr) is target for a in lo for b in ro)
     unmatched = _unmatched("immediately_before", (("left", left), ("right", right)))
     fail_msg = (
-        f"{unmatched} (on_missing: fail)"
+        unmatched
         if unmatched
         else f"immediately_before: no left match is immediately followed by a right match in"
         f" the {among} view under left: {ql}, right: {qr} (left at {list(left.matched[:10])},"
@@ -269,7 +269,7 @@ def absent_before(
         # fail: some achievable anchor has some possible forbidden event before it.
         can["fail"] |= bool(all_f) and all_f[0] < ra[1]
     if not anchor.matched:
-        fail_msg = "absent_before is unmatched: anchor selected no event (on_missing: fail)"
+        fail_msg = "absent_before is unmatched: anchor selected no event"
     else:
         a = anchor.matched[0] if qa == "first" else anchor.matched[-1]
         bad = [p for p in forbidden.matched if p < a]
@@ -343,13 +343,13 @@ def _between_message(
 ) -> str:
     unmatched = _unmatched("absent_between", (("start", start), ("end", end)))
     if unmatched:
-        return f"{unmatched} (on_missing: fail)"
+        return unmatched
     s = start.matched[0] if qs == "first" else start.matched[-1]
     e = end.matched[0] if qe == "first" else end.matched[-1]
     if s >= e:
         return (
             f"absent_between is unmatched: the window is empty or inverted (start at {s}, end at"
-            f" {e}) (on_missing: fail)"
+            f" {e})"
         )
     bad = [p for p in forbidden.matched if s < p < e]
     return f"absent_between: forbidden event(s) at {bad[:10]} lie between the start at {s} and the end at {e}"
