@@ -45,17 +45,41 @@ def make_timeline(calls: int, candidates: int) -> TrialTimeline:
     for i in range(calls):
         turn = i // 3
         if i % 3 == 0:
-            events.append(TraceEvent(len(events), turn, TraceEventKind.ASSISTANT_MESSAGE, text="working"))
+            events.append(
+                TraceEvent(len(events), turn, TraceEventKind.ASSISTANT_MESSAGE, text="working")
+            )
         cid = f"call_{i}"
         args = {"case": f"CS-{turn % candidates}"}
         tool = TOOLS[i % 3]
-        events.append(TraceEvent(len(events), turn, TraceEventKind.TOOL_CALL, call_id=cid, tool_name=tool, arguments=args))
-        events.append(TraceEvent(len(events), turn, TraceEventKind.TOOL_RESULT, call_id=cid, tool_name=tool, result="ok"))
+        events.append(
+            TraceEvent(
+                len(events),
+                turn,
+                TraceEventKind.TOOL_CALL,
+                call_id=cid,
+                tool_name=tool,
+                arguments=args,
+            )
+        )
+        events.append(
+            TraceEvent(
+                len(events),
+                turn,
+                TraceEventKind.TOOL_RESULT,
+                call_id=cid,
+                tool_name=tool,
+                result="ok",
+            )
+        )
     return TrialTimeline(tuple(events), message_view_present=True, records_present=False)
 
 
 def _m(tool: str, bound: bool) -> dict[str, Any]:
-    m: dict[str, Any] = {"kind": "tool_call", "tool": {"equals": tool}, "status": {"equals": "success"}}
+    m: dict[str, Any] = {
+        "kind": "tool_call",
+        "tool": {"equals": tool},
+        "status": {"equals": "success"},
+    }
     if bound:
         m["args"] = {"case": {"equals_binding": "case"}}
     return m
@@ -73,7 +97,10 @@ def bound_constraint() -> Constraint:
         "constraints": [
             {
                 "id": "not_told_while_open",
-                "bind": {"match": _m("open_case", False), "values": {"case": {"field": "args.case"}}},
+                "bind": {
+                    "match": _m("open_case", False),
+                    "values": {"case": {"field": "args.case"}},
+                },
                 "require": require,
             }
         ]
@@ -102,12 +129,16 @@ def one_reading_constraint(value: str) -> Constraint:
 # --- the baseline: the published cost shape ---------------------------------------------------
 
 
-def _naive_resolve(events: tuple[TraceEvent, ...], idx: TimelineIndex, tool: str, value: Any) -> tuple[list[int], list[int]]:
+def _naive_resolve(
+    events: tuple[TraceEvent, ...], idx: TimelineIndex, tool: str, value: Any
+) -> tuple[list[int], list[int]]:
     matched, undecidable = [], []
     for e in events:
         if e.kind is not TraceEventKind.TOOL_CALL or e.tool_name != tool:
             continue
-        if value is not None and not apply_operator("equals", read_field(idx, e, "args.case"), value):
+        if value is not None and not apply_operator(
+            "equals", read_field(idx, e, "args.case"), value
+        ):
             continue
         status = read_field(idx, e, "status")
         if status is UNKNOWN:
@@ -170,17 +201,28 @@ def main() -> None:
         idx = TimelineIndex(timeline)
         binder = resolve(idx, prepare(idx, bound.bind.match, None, "linear"), {})  # type: ignore[union-attr]
         cands = collect_candidates(idx, binder, bound.bind, "linear")  # type: ignore[arg-type]
-        assert len(cands.undecidable) == candidates and not cands.definite, "shape is not the worst case"
+        assert len(cands.undecidable) == candidates and not cands.definite, (
+            "shape is not the worst case"
+        )
         single = one_reading_constraint("CS-0")
-        reading_ms = best_ms(lambda: evaluate_constraint(TimelineIndex(timeline), single, "linear"), args.repeat)
-        bound_ms = best_ms(lambda: evaluate_constraint(TimelineIndex(timeline), bound, "linear"), args.repeat)
-        base_ms = best_ms(lambda: naive_bound(timeline), max(1, args.repeat // 2))
+        reading_ms = best_ms(
+            lambda t=timeline, c=single: evaluate_constraint(TimelineIndex(t), c, "linear"),
+            args.repeat,
+        )
+        bound_ms = best_ms(
+            lambda t=timeline: evaluate_constraint(TimelineIndex(t), bound, "linear"), args.repeat
+        )
+        base_ms = best_ms(lambda t=timeline: naive_bound(t), max(1, args.repeat // 2))
         ours = evaluate_constraint(TimelineIndex(timeline), bound, "linear")
         can_pass, can_fail = naive_bound(timeline)
-        agree = (ours.undecided == (can_pass and can_fail)) and (ours.passed == (can_pass and not can_fail))
+        agree = (ours.undecided == (can_pass and can_fail)) and (
+            ours.passed == (can_pass and not can_fail)
+        )
         rows.append((calls, candidates, reading_ms, bound_ms, base_ms, agree))
 
-    print("| calls | distinct candidates | one reading (published) | one reading | bound constraint (published) | bound constraint | ≤ 1/10 published | baseline, same run | verdicts agree |")
+    print(
+        "| calls | distinct candidates | one reading (published) | one reading | bound constraint (published) | bound constraint | ≤ 1/10 published | baseline, same run | verdicts agree |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | :---: |")
     for n, (calls, candidates, reading_ms, bound_ms, base_ms, agree) in enumerate(rows):
         if n < len(SHAPES):

@@ -480,6 +480,23 @@ class TraceChecksConfig(_Closed):
         return tuple(self.alternatives or ())
 
 
+_MISSING_HINTS = {
+    "quantifier": "quantifier: any | all | first | last (an anchor takes first | last)",
+    "match": "match: {kind: …, …} — the matcher this side selects events with",
+    "require": "require: {<one of " + ", ".join(KIND_NAMES) + ">: …}",
+    "id": "id: <a name unique across the block>",
+    "forbidden": "forbidden: {kind: …, …} — a bare matcher",
+    "left": "left: {quantifier: …, match: …}",
+    "right": "right: {quantifier: …, match: …}",
+    "anchor": "anchor: {quantifier: first | last, match: …}",
+    "start": "start: {quantifier: first | last, match: …}",
+    "end": "end: {quantifier: first | last, match: …}",
+    "values": "values: {<name>: {field: …}}",
+    "field": "field: tool | text | result | args | args.<dotted path>",
+    "constraints": "constraints: [<constraint>, …]",
+}
+
+
 def load_trace_checks(data: Any) -> TraceChecksConfig:
     """Validate a trace_checks mapping, raising :class:`TraceChecksConfigError` on refusal."""
     try:
@@ -491,6 +508,9 @@ def load_trace_checks(data: Any) -> TraceChecksConfig:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 msg = f"unknown key {err['loc'][-1]!r}; it is not part of the block's vocabulary"
+            elif err["type"] == "missing":
+                key = str(err["loc"][-1])
+                msg = f"{key} is required; write {_MISSING_HINTS.get(key, f'{key}: …')}"
             if loc:
                 lines.append(f"trace_checks.{loc}: {msg}")
             else:  # block-level refusals arrive addressed, one per line
