@@ -339,3 +339,49 @@ def test_multiple_names_bind_tuples() -> None:
         assert result(calls(("read", {"a": 1, "b": 2}), *perm), cfg).message.endswith(
             "failed under (a=1, b=3)"
         )
+
+
+@st.composite
+def binder_trials(draw) -> tuple[list[tuple[str, str, bool]], str]:
+    """Writes (value, executed?) and reads of values; the binder reads status on the writes."""
+    steps = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(("read_record", "write_record")),
+                st.sampled_from("ABC"),
+                st.booleans(),
+            ),
+            max_size=6,
+        )
+    )
+    return steps, draw(st.sampled_from(("fail", "pass")))
+
+
+@settings(max_examples=150, deadline=None)
+@given(binder_trials())
+def test_bound_verdicts_agree_with_every_completion_of_the_candidate_set(trial) -> None:
+    """Brute force: each unexecuted write may or may not be a candidate; the constraint
+    (∀ candidate v: some read of v exists, on_unbound for none) is decided only where every
+    completion agrees."""
+    steps, on_unbound = trial
+    s = Script().user()
+    for tool, value, executed in steps:
+        s.say().call(tool, {"record_id": value}, executed=executed or tool == "read_record")
+    t = s.build()
+    reads = {v for tool, v, _ in steps if tool == "read_record"}
+    definite = [v for tool, v, ex in steps if tool == "write_record" and ex]
+    maybe = [v for tool, v, ex in steps if tool == "write_record" and not ex]
+    outcomes = set()
+    for n in range(len(maybe) + 1):
+        for chosen in itertools.combinations(maybe, n):
+            cands = set(definite) | set(chosen)
+            outcomes.add(on_unbound == "pass" if not cands else cands <= reads)
+    res = result(t, undecidable_binder(on_unbound))
+    expected = (
+        (True, False)
+        if outcomes == {True}
+        else (False, False)
+        if outcomes == {False}
+        else (False, True)
+    )
+    assert (res.passed, res.undecided) == expected

@@ -449,8 +449,17 @@ def test_every_problem_of_a_block_is_reported_in_one_raise() -> None:
 
 
 def test_a_missing_quantifier_is_named_with_what_to_write() -> None:
-    msg = refused({"constraints": [c({"before": {"left": {"match": tc("a")}, "right": side("any", tc("b"))}})]})
-    assert "require.before.left.quantifier: quantifier is required; write quantifier: any | all | first | last" in msg
+    msg = refused(
+        {
+            "constraints": [
+                c({"before": {"left": {"match": tc("a")}, "right": side("any", tc("b"))}})
+            ]
+        }
+    )
+    assert (
+        "require.before.left.quantifier: quantifier is required; write quantifier: any | all | first | last"
+        in msg
+    )
 
 
 def test_recorded_pack_blocks_load() -> None:
@@ -460,7 +469,9 @@ def test_recorded_pack_blocks_load() -> None:
     import yaml
 
     root = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora" / "packs"
-    blocks = [yaml.safe_load(p.read_text())["trace_checks"] for p in sorted(root.glob("*/grading.yaml"))]
+    blocks = [
+        yaml.safe_load(p.read_text())["trace_checks"] for p in sorted(root.glob("*/grading.yaml"))
+    ]
     assert len(blocks) == 2
     for block in blocks:
         (con,) = load_trace_checks(block).shared

@@ -405,3 +405,81 @@ def test_cache_debug_charge_once_reading_scores_three_quarters() -> None:
     )
     s.say().call("write_note", {"body": "cache holds shipped"})
     assert run(s.build(), block).component == 0.75
+
+
+# --- the same-matcher survivors table, read at zero to four matching calls ---------------------
+
+POLL = tc("poll")
+
+
+def _survivor(kind: str, a: str, b: str) -> dict[str, Any]:
+    if kind == "absent_before":
+        return {"absent_before": {"forbidden": POLL, "anchor": {"quantifier": a, "match": POLL}}}
+    if kind == "absent_between":
+        return {
+            "absent_between": {
+                "forbidden": POLL,
+                "start": {"quantifier": a, "match": POLL},
+                "end": {"quantifier": b, "match": POLL},
+            }
+        }
+    payload: dict[str, Any] = {
+        "left": {"quantifier": a, "match": POLL},
+        "right": {"quantifier": b, "match": POLL},
+    }
+    if kind == "immediately_before":
+        payload["among"] = "tool_calls"
+    return {kind: payload}
+
+
+SURVIVORS = [
+    *[("before", a, b, lambda k: k >= 2) for a in ("first", "any") for b in ("last", "any")],
+    *[
+        (
+            "immediately_before",
+            a,
+            b,
+            (lambda k: k == 2) if (a, b) == ("first", "last") else (lambda k: k >= 2),
+        )
+        for a in ("first", "any")
+        for b in ("last", "any")
+    ],
+    ("absent_before", "last", "", lambda k: k == 1),
+    ("absent_between", "first", "last", lambda k: k == 2),
+]
+
+
+def test_same_matcher_survivors_read_as_the_table_says() -> None:
+    """before: at least twice; immediately_before: at least twice, first/last exactly twice;
+    absent_before anchored last: once; absent_between first/last: exactly twice — measured
+    at zero to four matching calls under the default on_missing."""
+    assert len(SURVIVORS) == 10
+    for kind, a, b, reads in SURVIVORS:
+        block = {"constraints": [{"id": "c", "require": _survivor(kind, a, b)}]}
+        for k in range(5):
+            passed = run(calls(*(["poll"] * k), "other"), block).results[0].passed
+            assert passed is reads(k), (kind, a, b, k)
+
+
+def test_the_refused_same_matcher_shapes_are_constants_bar_one() -> None:
+    """Twenty-seven of the 28 refused shapes are false at every trajectory; the 28th
+    (absent_before anchored first) reads 'the events occurred at all'. Evaluated by building
+    the constraint past the block-level refusal."""
+    from replay.trace_checks import evaluate_constraint
+    from replay.trace_checks.matching import TimelineIndex
+    from schemas.trace_checks import Constraint
+
+    qs = ("any", "all", "first", "last")
+    shapes = [(k, a, b) for k in ("before", "immediately_before") for a in qs for b in qs]
+    shapes += [("absent_before", a, "") for a in ("first", "last")]
+    shapes += [("absent_between", a, b) for a in ("first", "last") for b in ("first", "last")]
+    survivors = {(k, a, b) for k, a, b, _ in SURVIVORS}
+    refused = [s for s in shapes if s not in survivors]
+    assert len(refused) == 28
+    for kind, a, b in refused:
+        con = Constraint.model_validate({"id": "c", "require": _survivor(kind, a, b)})
+        for k in range(5):
+            t = calls(*(["poll"] * k), "other")
+            passed = evaluate_constraint(TimelineIndex(t), con, "linear").passed
+            expected = k >= 1 if (kind, a) == ("absent_before", "first") else False
+            assert passed is expected, (kind, a, b, k)
