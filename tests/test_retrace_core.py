@@ -90,12 +90,7 @@ def test_identical_grades_have_no_difference() -> None:
 
 
 def test_a_component_difference_is_named_with_both_values() -> None:
-    replayed = {
-        "score": 0.0,
-        "binary_pass": False,
-        "components": {"llm_judge": 0.0},
-        "reasons": ["x"],
-    }
+    replayed = {"score": 0.0, "binary_pass": False, "components": {"llm_judge": 0.0}, "reasons": ["x"]}
     diffs = {d.component: d for d in compare_grades(RECORDED, replayed)}
     assert set(diffs) == {"llm_judge", "score", "binary_pass"}
     assert (diffs["llm_judge"].recorded, diffs["llm_judge"].replayed) == (1.0, 0.0)
@@ -112,9 +107,5 @@ def test_not_measured_components_are_not_differences() -> None:
 
 
 def test_replaced_components_are_not_compared_and_nor_is_the_fold() -> None:
-    replayed = {
-        "score": 0.3,
-        "binary_pass": False,
-        "components": {"llm_judge": 1.0, "trace_checks": 0.3},
-    }
+    replayed = {"score": 0.3, "binary_pass": False, "components": {"llm_judge": 1.0, "trace_checks": 0.3}}
     assert compare_grades(RECORDED, replayed, replaced=frozenset({"trace_checks"})) == []
