@@ -851,3 +851,13 @@ def _regex_problems(c: Constraint, address: str, engine: RegexEngine) -> list[st
                 f"{where}: {pattern!r} does not compile under {engine_name}: {exc}{hint}"
             )
     return problems
+
+
+def iter_block_matchers(cfg: TraceChecksConfig) -> Iterator[tuple[str, Matcher]]:
+    """Every matcher of a block with the address the authoring gate reports it at:
+    ``trace_checks.<id>`` (shared) or ``trace_checks.<path>.<id>`` (in a route), then
+    ``.require.…`` for the require tree and ``.bind.match`` for the binder."""
+    for address, constraint in iter_constraints(cfg):
+        yield from iter_matchers(constraint.require, f"{address}.require")
+        if constraint.bind is not None:
+            yield f"{address}.bind.match", constraint.bind.match

@@ -476,3 +476,47 @@ def test_recorded_pack_blocks_load() -> None:
     for block in blocks:
         (con,) = load_trace_checks(block).shared
         assert (con.severity, con.on_missing, con.kind) == ("gate", "fail", "before")
+
+
+def test_every_matcher_is_addressed_for_the_authoring_gate() -> None:
+    from schemas.trace_checks import iter_block_matchers
+
+    ref = {"present": {"match": tc("read", args={"id": {"equals_binding": "r"}})}}
+    cfg = load_trace_checks(
+        {
+            "constraints": [
+                c(
+                    ref,
+                    id="shared",
+                    bind={"match": tc("write"), "values": {"r": {"field": "args.id"}}},
+                )
+            ],
+            "alternatives": [
+                {
+                    "id": "p",
+                    "constraints": [
+                        c(
+                            {
+                                "absent_between": {
+                                    "forbidden": tc("n"),
+                                    "start": side("first", tc("o")),
+                                    "end": side("last", tc("x")),
+                                }
+                            },
+                            id="w",
+                        )
+                    ],
+                },
+                {"id": "q", "constraints": [c(BEFORE, id="b")]},
+            ],
+        }
+    )
+    assert [a for a, _ in iter_block_matchers(cfg)] == [
+        "trace_checks.shared.require.present.match",
+        "trace_checks.shared.bind.match",
+        "trace_checks.p.w.require.absent_between.forbidden",
+        "trace_checks.p.w.require.absent_between.start.match",
+        "trace_checks.p.w.require.absent_between.end.match",
+        "trace_checks.q.b.require.before.left.match",
+        "trace_checks.q.b.require.before.right.match",
+    ]
