@@ -8,7 +8,11 @@ from replay.trace_checks.results import (
     TraceChecksSummary,
 )
 
+# Recorded on grade.replayed beside the scores, so a replay says which evaluator produced them.
+TRACE_CHECKS_VERSION = "trace_checks/1"
+
 __all__ = [
+    "TRACE_CHECKS_VERSION",
     "ConstraintResult",
     "PathLine",
     "TraceChecksResult",

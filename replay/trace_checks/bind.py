@@ -105,6 +105,7 @@ class CandidateSet:
     undecidable: tuple[Candidate, ...]
     binder: Resolution
     unread: tuple[int, ...]  # binder positions whose value the trial does not carry
+    names: tuple[str, ...] = ()
 
 
 def collect_candidates(
@@ -134,6 +135,7 @@ def collect_candidates(
         tuple(undecidable[k] for k in order(undecidable, key=repr)),
         binder,
         tuple(unread),
+        tuple(bind.values),
     )
 
 
@@ -183,7 +185,7 @@ def fold_bound(
         else:
             msg = (
                 "bind selected no candidate: no binder event carried a value for "
-                f"{', '.join(sorted(_names(cands)))} (on_unbound: fail)"
+                f"{', '.join(cands.names)} (on_unbound: fail)"
             )
         return Verdict(Truth.FALSE, msg, positions, diagnostics), failing_envs
     return Verdict(
@@ -196,13 +198,6 @@ def _and(truths: Iterable[Truth]) -> Truth:
     if Truth.FALSE in seen:
         return Truth.FALSE
     return Truth.UNKNOWN if Truth.UNKNOWN in seen else Truth.TRUE
-
-
-def _names(cands: CandidateSet) -> list[str]:
-    for c in (*cands.definite, *cands.undecidable):
-        if c.env is not None:
-            return list(c.env)
-    return ["the bound names"]
 
 
 def _undecided_message(cands: CandidateSet, verdicts: Mapping[Any, Verdict]) -> str:
