@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.bind import collect_candidates
+from replay.trace_checks.matching import TimelineIndex, prepare, resolve
 from tests.trace_builders import Script, calls, one, side, tc
 
 READ_BEFORE_WRITE = {
@@ -217,8 +219,16 @@ def test_a_definite_value_absorbs_its_undecidable_reading() -> None:
     s = Script().user().say().call("read_record", {"record_id": "A"})
     s.say().call("write_record", {"record_id": "A"})  # executed: definite candidate A
     s.call("write_record", {"record_id": "A"}, executed=False)  # undecidable, same value
-    res = result(s.build(), undecidable_binder())
+    t = s.build()
+    res = result(t, undecidable_binder())
     assert (res.passed, res.undecided) == (True, False)
+    # The value is in the set whatever the missing evidence says: no undecidable candidate.
+    bind = undecidable_binder().shared[0].bind
+    idx = TimelineIndex(t)
+    binder = resolve(idx, prepare(idx, bind.match, None, "linear"), {})
+    assert len(binder.undecidable) == 1
+    cands = collect_candidates(idx, binder, bind, "linear")
+    assert [c.env for c in cands.definite] == [{"rec": "A"}] and cands.undecidable == ()
 
 
 def test_a_definite_failing_candidate_decides_despite_undecidable_ones() -> None:

@@ -125,10 +125,9 @@ def collect_candidates(
                 continue
             for c in cands:
                 into.setdefault(c.key, c)
+    # A value the trial definitely binds absorbs its undecidable reading.
     for key in definite:
-        undecidable.pop(
-            key, None
-        )  # a value the trial definitely binds absorbs its undecidable reading
+        undecidable.pop(key, None)
     order = sorted  # a set has nothing to choose: report in a canonical order
     return CandidateSet(
         tuple(definite[k] for k in order(definite, key=repr)),
