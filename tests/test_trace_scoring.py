@@ -483,3 +483,20 @@ def test_the_refused_same_matcher_shapes_are_constants_bar_one() -> None:
             passed = evaluate_constraint(TimelineIndex(t), con, "linear").passed
             expected = k >= 1 if (kind, a) == ("absent_before", "first") else False
             assert passed is expected, (kind, a, b, k)
+
+
+def test_all_gate_only_routes_score_their_gate_verdict() -> None:
+    """Routes with nothing scored score 1.0 where their gates held, 0.0 otherwise — so the
+    clean route wins outright rather than tying with the shut one."""
+    block = {
+        "alternatives": [
+            {"id": "shut", "constraints": [absent("no_b", "b", severity="gate")]},
+            {"id": "clean", "constraints": [absent("no_c", "c", severity="gate")]},
+        ]
+    }
+    res = run(calls("b"), block)
+    assert [(p.id, p.score, p.gate_failed) for p in res.summary.paths] == [
+        ("shut", 0.0, True),
+        ("clean", 1.0, False),
+    ]
+    assert (res.summary.winning_path, res.component) == ("clean", 1.0)
