@@ -500,3 +500,19 @@ def test_all_gate_only_routes_score_their_gate_verdict() -> None:
         ("clean", 1.0, False),
     ]
     assert (res.summary.winning_path, res.component) == ("clean", 1.0)
+
+
+def test_the_result_reads_as_a_component_result_and_a_raw_block_is_validated() -> None:
+    block = {"constraints": [present("a", "read"), absent("g", "read", severity="gate")]}
+    res = evaluate_trace_checks(calls("read"), block)  # the mapping, as parsed YAML
+    assert (res.score, res.gate_failed, res.not_measured, res.evaluated) == (0.0, True, None, True)
+    assert res.reasons == ("FAILED trace gates: g", "Trace checks: score=0.00")
+    empty = TrialTimeline((), message_view_present=True, records_present=True)
+    unscored = evaluate_trace_checks(empty, block)
+    assert (unscored.score, unscored.evaluated, unscored.not_measured) == (None, False, None)
+    import pytest
+
+    from schemas.trace_checks import TraceChecksConfigError
+
+    with pytest.raises(TraceChecksConfigError):
+        evaluate_trace_checks(calls("read"), {"constraints": [present("a", "read", weight=0)]})

@@ -33,6 +33,7 @@ from schemas.trace_checks import (
     Require,
     TraceChecksConfig,
     Within,
+    load_trace_checks,
 )
 
 NO_EVENTS = "the timeline carries no events, so no constraint has evidence to read"
@@ -141,8 +142,16 @@ def evaluate_constraint(
     )
 
 
-def evaluate_trace_checks(timeline: TrialTimeline, config: TraceChecksConfig) -> TraceChecksResult:
-    """Score a validated trace_checks block over one trial's timeline. Pure; no I/O."""
+def evaluate_trace_checks(
+    timeline: TrialTimeline, config: TraceChecksConfig | Mapping[str, Any]
+) -> TraceChecksResult:
+    """Score a validated trace_checks block over one trial's timeline. Pure; no I/O.
+
+    A raw mapping is validated first (raising TraceChecksConfigError), so a caller holding
+    the block as parsed YAML meets the same load-time refusals as one holding the model.
+    """
+    if not isinstance(config, TraceChecksConfig):
+        config = load_trace_checks(config)
     if not timeline.events:
         return TraceChecksResult(None, (), TraceChecksSummary(), {}, skipped_reason=NO_EVENTS)
     idx = TimelineIndex(timeline)

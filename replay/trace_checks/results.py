@@ -85,6 +85,29 @@ class TraceChecksResult:
             "trace_checks_summary": self.summary.to_grade_dict(),
         }
 
+    # The component-result surface the grade fold reads (score / reasons / gate_failed /
+    # not_measured): a trace block is always measurable from the timeline it is given, and
+    # a timeline with no events leaves it unevaluated (score None), not unmeasurable.
+    @property
+    def score(self) -> float | None:
+        return self.component
+
+    @property
+    def gate_failed(self) -> bool:
+        return self.summary.gate_failed
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.reason_segments()
+
+    @property
+    def not_measured(self) -> None:
+        return None
+
+    @property
+    def evaluated(self) -> bool:
+        return self.component is not None
+
     def reason_segments(self) -> tuple[str, ...]:
         """The ``reasons`` segments grade.yaml carries for this component."""
         if self.component is None:
