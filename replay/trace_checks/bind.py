@@ -111,13 +111,12 @@ class CandidateSet:
 def collect_candidates(
     idx: TimelineIndex, binder: Resolution, bind: Bind, engine: RegexEngine
 ) -> CandidateSet:
-    by_position = {e.position: e for e in idx.events}
     definite: dict[Any, Candidate] = {}
     undecidable: dict[Any, Candidate] = {}
     unread: list[int] = []
     for positions, into in ((binder.matched, definite), (binder.undecidable, undecidable)):
         for pos in positions:
-            cands = event_candidates(idx, by_position[pos], bind, engine)
+            cands = event_candidates(idx, idx.events[pos], bind, engine)  # positions are dense (G1)
             if cands is None:
                 unread.append(pos)
                 key = ("unread", pos)
@@ -128,10 +127,11 @@ def collect_candidates(
     # A value the trial definitely binds absorbs its undecidable reading.
     for key in definite:
         undecidable.pop(key, None)
-    order = sorted  # a set has nothing to choose: report in a canonical order
+    # A set has nothing to choose: candidates are reported in a canonical order of their
+    # values, never in the order the binder's events happened to occur.
     return CandidateSet(
-        tuple(definite[k] for k in order(definite, key=repr)),
-        tuple(undecidable[k] for k in order(undecidable, key=repr)),
+        tuple(definite[k] for k in sorted(definite, key=repr)),
+        tuple(undecidable[k] for k in sorted(undecidable, key=repr)),
         binder,
         tuple(unread),
         tuple(bind.values),
