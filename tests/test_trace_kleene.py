@@ -166,3 +166,64 @@ def test_an_unrelated_event_never_changes_a_decided_present_or_absent(
     unrelated.insert(min(at, len(steps)), ("unrelated_tool", executed, "error"))
     after = evaluate_trace_checks(build(unrelated, records), cfg).results[0]
     assert (after.passed, after.undecided) == (before.passed, before.undecided)
+
+
+# --- end to end: a quantified before over a generated trial, against the definition --------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("a", "b", "c")), st.booleans(), st.sampled_from(("success", "error"))
+        ),
+        max_size=7,
+    ),
+    st.booleans(),
+    st.sampled_from(("any", "all", "first", "last")),
+    st.sampled_from(("any", "all", "first", "last")),
+    st.sampled_from(("fail", "pass")),
+)
+def test_before_over_a_trial_agrees_with_the_definition(steps, records, ql, qr, on_missing) -> None:
+    """left: calls to a whose status is success (undecidable where the call never ran or no
+    record exists); right: every call to b. The oracle derives the two sets from the script
+    itself and folds the quantified definition over every completion."""
+    t = build(steps, records)
+    calls_at = [e.position for e in t.events if e.kind.value == "tool_call"]
+    left_d, left_u, right = [], [], []
+    for pos, (tool, executed, status) in zip(calls_at, steps, strict=True):
+        if tool == "a":
+            if executed and records:
+                if status == "success":
+                    left_d.append(pos)
+            else:
+                left_u.append(pos)
+        elif tool == "b":
+            right.append(pos)
+    outcomes = set()
+    for n in range(len(left_u) + 1):
+        for extra in itertools.combinations(left_u, n):
+            L = sorted(left_d + list(extra))
+            if not L or not right:
+                outcomes.add(on_missing == "pass")
+                continue
+            Lr = [L[0]] if ql == "first" else [L[-1]] if ql == "last" else L
+            Rr = [right[0]] if qr == "first" else [right[-1]] if qr == "last" else right
+            inner = all if qr == "all" else any
+            outer = all if ql == "all" else any
+            outcomes.add(outer(inner(x < y for y in Rr) for x in Lr))
+    expected = (
+        (True, False)
+        if outcomes == {True}
+        else (False, False)
+        if outcomes == {False}
+        else (False, True)
+    )
+    req = {
+        "before": {
+            "left": {"quantifier": ql, "match": tc("a", status={"equals": "success"})},
+            "right": {"quantifier": qr, "match": tc("b")},
+        }
+    }
+    r = evaluate_trace_checks(t, one(req, on_missing=on_missing)).results[0]
+    assert (r.passed, r.undecided) == expected
