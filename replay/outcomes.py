@@ -26,7 +26,9 @@ INFRASTRUCTURE_ABORTS = frozenset({"rate_limit", "api_timeout", "provision_error
 HARNESS_ERRORS = frozenset({"error", "trial_lost"})
 
 
-def classify_trial_outcome(termination_reason: str | None, grading_error: str | None) -> TrialOutcomeClass:
+def classify_trial_outcome(
+    termination_reason: str | None, grading_error: str | None
+) -> TrialOutcomeClass:
     if grading_error:
         return TrialOutcomeClass.UNGRADEABLE
     if termination_reason in INFRASTRUCTURE_ABORTS:

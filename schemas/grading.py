@@ -199,7 +199,9 @@ class StateChecksConfig(_Closed):
         for table, key in value.items():
             parts = [key] if isinstance(key, str) else list(key)
             if not parts:
-                raise ValueError(f"state_checks.id_fields.{table} is an empty list; name the key field(s)")
+                raise ValueError(
+                    f"state_checks.id_fields.{table} is an empty list; name the key field(s)"
+                )
             for part in parts:
                 if not isinstance(part, str) or not part.strip():
                     raise ValueError(
@@ -235,7 +237,7 @@ class StateChecksConfig(_Closed):
 
     @property
     def weight_consulted(self) -> bool:
-        """"Needs a weight" exactly: enabled, a source, and non-empty jsonpaths."""
+        """ "Needs a weight" exactly: enabled, a source, and non-empty jsonpaths."""
         h = self.hash
         return bool(h and h.enabled and h.source and self.jsonpaths)
 
@@ -585,7 +587,9 @@ def _state_gate(file: str, state: StateChecksConfig) -> list[str]:
 JSONPATH_OPERATORS: tuple[str, ...] = ("equals", "equals_ci", "contains", "contains_ci")
 
 
-def _weight_problems(file: str, configured: tuple[str, ...], weights: Mapping[str, float]) -> list[str]:
+def _weight_problems(
+    file: str, configured: tuple[str, ...], weights: Mapping[str, float]
+) -> list[str]:
     problems = []
     for name in configured:
         if name not in weights:

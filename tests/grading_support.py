@@ -46,13 +46,30 @@ def timeline_of(script: list[Any], *, records_present: bool = True) -> TrialTime
             _, tool, args, executor, status = item
             who = ToolExecutorIdentity(executor) if records_present else None
             cid = f"c{n}"
-            events.append(TraceEvent(pos, turn, TraceEventKind.TOOL_CALL, call_id=cid, tool_name=tool,
-                                     executor=who, arguments=dict(args)))
+            events.append(
+                TraceEvent(
+                    pos,
+                    turn,
+                    TraceEventKind.TOOL_CALL,
+                    call_id=cid,
+                    tool_name=tool,
+                    executor=who,
+                    arguments=dict(args),
+                )
+            )
             if status is not None or not records_present:
-                events.append(TraceEvent(len(events), turn, TraceEventKind.TOOL_RESULT, call_id=cid,
-                                         tool_name=tool, executor=who,
-                                         status=ToolExecutionStatus(status) if records_present else None,
-                                         result=""))
+                events.append(
+                    TraceEvent(
+                        len(events),
+                        turn,
+                        TraceEventKind.TOOL_RESULT,
+                        call_id=cid,
+                        tool_name=tool,
+                        executor=who,
+                        status=ToolExecutionStatus(status) if records_present else None,
+                        result="",
+                    )
+                )
     return TrialTimeline(tuple(events), message_view_present=True, records_present=records_present)
 
 
@@ -65,7 +82,11 @@ def pack_case_timeline(case: dict[str, Any]) -> TrialTimeline:
     for m in case.get("messages") or []:
         script.append((m["role"], m.get("content") or ""))
         for c in m.get("tool_calls") or []:
-            script.append(("call", c["tool_name"], c.get("arguments") or {}, c["executor"], c["status"]))
+            script.append(
+                ("call", c["tool_name"], c.get("arguments") or {}, c["executor"], c["status"])
+            )
     for c in case.get("tool_calls") or []:
-        script.append(("call", c["tool_name"], c.get("arguments") or {}, c["executor"], c["status"]))
+        script.append(
+            ("call", c["tool_name"], c.get("arguments") or {}, c["executor"], c["status"])
+        )
     return timeline_of(script)

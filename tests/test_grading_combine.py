@@ -24,11 +24,18 @@ def test_method_table_on_components_scoring_0_and_1(method: str, expected: tuple
     assert (fold.score, fold.binary_pass) == expected
 
 
-@pytest.mark.parametrize("weights", [{"state_checks": 0.9, "transcript_rules": 0.1},
-                                     {"state_checks": 1.0, "transcript_rules": 1.0}])
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"state_checks": 0.9, "transcript_rules": 0.1},
+        {"state_checks": 1.0, "transcript_rules": 1.0},
+    ],
+)
 @pytest.mark.parametrize("method", ["all", "any"])
 def test_all_and_any_never_read_the_shares(method: str, weights: dict) -> None:
-    fold = combine_components(SPLIT, configured=BOTH, combine=CombineConfig(method=method, weights=weights))
+    fold = combine_components(
+        SPLIT, configured=BOTH, combine=CombineConfig(method=method, weights=weights)
+    )
     assert fold.score == (0.0 if method == "all" else 1.0)
 
 
@@ -39,15 +46,20 @@ def test_weighted_mean_reads_the_shares() -> None:
 
 @pytest.mark.parametrize(
     ("method", "satisfying", "violating"),
-    [("weighted", (0.0, False), (0.0, False)), ("all", (1.0, True), (0.0, False)),
-     ("any", (1.0, True), (0.0, False))],
+    [
+        ("weighted", (0.0, False), (0.0, False)),
+        ("all", (1.0, True), (0.0, False)),
+        ("any", (1.0, True), (0.0, False)),
+    ],
 )
 def test_zero_share_table(method: str, satisfying: tuple, violating: tuple) -> None:
     """At weights {state_checks: 0.0}: weighted (0.0, False) on both trials; all and any
     give the component's own verdict — the zero-total rule is weighted-only."""
     cfg = CombineConfig(method=method, weights={"state_checks": 0.0})
     for score, expected in ((1.0, satisfying), (0.0, violating)):
-        fold = combine_components({"state_checks": score}, configured=("state_checks",), combine=cfg)
+        fold = combine_components(
+            {"state_checks": score}, configured=("state_checks",), combine=cfg
+        )
         assert (fold.score, fold.binary_pass) == expected
         if method == "weighted":
             assert any("sum to zero" in r for r in fold.reasons)
@@ -58,7 +70,9 @@ def test_a_scored_component_without_a_share_raises_naming_both_fixes() -> None:
     with pytest.raises(MissingWeightError) as err:
         combine_components(SPLIT, configured=BOTH, combine=cfg)
     assert err.value.components == ["transcript_rules"]
-    assert "declare combine.weights.transcript_rules, or drop the transcript_rules section" in str(err.value)
+    assert "declare combine.weights.transcript_rules, or drop the transcript_rules section" in str(
+        err.value
+    )
 
 
 def test_nothing_asked_is_a_pass() -> None:
@@ -82,8 +96,11 @@ def test_weights_naming_nothing_configured_fail_naming_the_keys() -> None:
 def test_an_unevaluated_component_leaves_the_fold_and_is_named() -> None:
     """An errored judge is excluded from numerator and denominator, never read as 0.0."""
     cfg = CombineConfig(weights={"state_checks": 1.0, "llm_judge": 3.0})
-    fold = combine_components({"state_checks": 1.0, "llm_judge": None},
-                              configured=("state_checks", "llm_judge"), combine=cfg)
+    fold = combine_components(
+        {"state_checks": 1.0, "llm_judge": None},
+        configured=("state_checks", "llm_judge"),
+        combine=cfg,
+    )
     assert (fold.score, fold.binary_pass) == (1.0, True)
     assert fold.reasons == ("Not evaluated, left out of the fold: llm_judge",)
 
@@ -91,10 +108,14 @@ def test_an_unevaluated_component_leaves_the_fold_and_is_named() -> None:
 @pytest.mark.parametrize("gate", ["judge_gate_failed", "trace_gate_failed"])
 def test_a_failed_gate_forces_binary_pass_false(gate: str) -> None:
     cfg = CombineConfig(weights={"state_checks": 1.0}, pass_threshold=0.0)
-    fold = combine_components({"state_checks": 1.0}, configured=("state_checks",), combine=cfg, **{gate: True})
+    fold = combine_components(
+        {"state_checks": 1.0}, configured=("state_checks",), combine=cfg, **{gate: True}
+    )
     assert (fold.score, fold.binary_pass) == (1.0, False)
 
 
 def test_threshold_is_inclusive() -> None:
     cfg = CombineConfig(weights={"state_checks": 1.0}, pass_threshold=0.75)
-    assert combine_components({"state_checks": 0.75}, configured=("state_checks",), combine=cfg).binary_pass
+    assert combine_components(
+        {"state_checks": 0.75}, configured=("state_checks",), combine=cfg
+    ).binary_pass

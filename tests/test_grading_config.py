@@ -44,7 +44,9 @@ def _problems(data, **kw) -> list[str]:
         ("transcript_rules", "must_contian", "must_contain"),
     ],
 )
-def test_typed_block_refuses_unknown_key_with_closest_field_and_accepted_set(block, typo, closest) -> None:
+def test_typed_block_refuses_unknown_key_with_closest_field_and_accepted_set(
+    block, typo, closest
+) -> None:
     data = {"combine": {"weights": {}}, block: {typo: 1}}
     if block == "combine":
         data = {block: {typo: 0.95}}
@@ -58,15 +60,30 @@ def test_typed_block_refuses_unknown_key_with_closest_field_and_accepted_set(blo
 @pytest.mark.parametrize(
     ("data", "where", "accepts"),
     [
-        ({"transcript_rules": {"required_actions": [{"action_id": "a", "name": "x", "compare_arg": ["k"]}]}},
-         "transcript_rules.required_actions[0].compare_arg",
-         "action_id, requestor, name, arguments, compare_args"),
-        ({"transcript_rules": {"communicate_info": [{"info": "x", "requird": True}]}},
-         "transcript_rules.communicate_info[0].requird", "info, required"),
-        ({"state_checks": {"hash": {"enalbed": True}}},
-         "state_checks.hash.enalbed", "enabled, expect_initial_state, golden_actions, weight, description"),
-        ({"transcript_rules": {"tool_expectations": {"required_toolz": ["x"]}}},
-         "transcript_rules.tool_expectations.required_toolz", "required_tools, disallowed_tools"),
+        (
+            {
+                "transcript_rules": {
+                    "required_actions": [{"action_id": "a", "name": "x", "compare_arg": ["k"]}]
+                }
+            },
+            "transcript_rules.required_actions[0].compare_arg",
+            "action_id, requestor, name, arguments, compare_args",
+        ),
+        (
+            {"transcript_rules": {"communicate_info": [{"info": "x", "requird": True}]}},
+            "transcript_rules.communicate_info[0].requird",
+            "info, required",
+        ),
+        (
+            {"state_checks": {"hash": {"enalbed": True}}},
+            "state_checks.hash.enalbed",
+            "enabled, expect_initial_state, golden_actions, weight, description",
+        ),
+        (
+            {"transcript_rules": {"tool_expectations": {"required_toolz": ["x"]}}},
+            "transcript_rules.tool_expectations.required_toolz",
+            "required_tools, disallowed_tools",
+        ),
     ],
 )
 def test_nested_positions_get_the_same_message(data, where, accepts) -> None:
@@ -115,9 +132,20 @@ def test_combine_and_judge_empty_mappings_load() -> None:
     ("block", "needle"),
     [
         ({"state_checks": {"jsonpaths": []}}, "state_checks declares no source"),
-        ({"state_checks": {"id_fields": {"w": "widget_id"}, "relaxed_validation": True}}, "declares no source"),
-        ({"transcript_rules": {"must_contain": [], "required_actions": [],
-                               "tool_expectations": {"required_tools": []}}}, "declares no rule"),
+        (
+            {"state_checks": {"id_fields": {"w": "widget_id"}, "relaxed_validation": True}},
+            "declares no source",
+        ),
+        (
+            {
+                "transcript_rules": {
+                    "must_contain": [],
+                    "required_actions": [],
+                    "tool_expectations": {"required_tools": []},
+                }
+            },
+            "declares no rule",
+        ),
         ({"custom_checks": {"file": "checks.py"}}, "no enabled key"),
     ],
 )
@@ -135,8 +163,10 @@ def test_custom_checks_opt_out_loads_and_asks_for_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value", "replacement"),
-    [("env_assertions", [{"path": "$.db"}], "state_checks.jsonpaths"),
-     ("db_hash_check", True, "state_checks.hash")],
+    [
+        ("env_assertions", [{"path": "$.db"}], "state_checks.jsonpaths"),
+        ("db_hash_check", True, "state_checks.hash"),
+    ],
 )
 def test_populated_retired_state_keys_draw_the_migration(key, value, replacement) -> None:
     for authored in (True, False):
@@ -145,60 +175,119 @@ def test_populated_retired_state_keys_draw_the_migration(key, value, replacement
 
 
 def test_inert_retired_state_keys_are_dropped() -> None:
-    cfg = _load({"state_checks": {"env_assertions": [], "db_hash_check": False,
-                                  "jsonpaths": [{"path": "$.db.a", "equals": 1}]},
-                 "combine": {"weights": {"state_checks": 1.0}}})
+    cfg = _load(
+        {
+            "state_checks": {
+                "env_assertions": [],
+                "db_hash_check": False,
+                "jsonpaths": [{"path": "$.db.a", "equals": 1}],
+            },
+            "combine": {"weights": {"state_checks": 1.0}},
+        }
+    )
     assert cfg.state_checks.jsonpaths
 
 
 def test_expected_state_hash_migrates_when_authored_and_drops_when_recorded() -> None:
-    data = {"state_checks": {"hash": {"enabled": True, "expected_state_hash": "ab" * 32,
-                                      "expect_initial_state": True}},
-            "combine": {"weights": {"state_checks": 1.0}}}
+    data = {
+        "state_checks": {
+            "hash": {
+                "enabled": True,
+                "expected_state_hash": "ab" * 32,
+                "expect_initial_state": True,
+            }
+        },
+        "combine": {"weights": {"state_checks": 1.0}},
+    }
     problems = _problems(data)
-    assert any("expected_state_hash is retired" in p and "golden_actions" in p
-               and "expect_initial_state" in p for p in problems)
+    assert any(
+        "expected_state_hash is retired" in p
+        and "golden_actions" in p
+        and "expect_initial_state" in p
+        for p in problems
+    )
     assert _load(data, authored=False).state_checks.hash.source == "expect_initial_state"
 
 
 def test_hash_flag_and_source_rules() -> None:
     base = {"combine": {"weights": {"state_checks": 1.0}}}
-    off = _problems({**base, "state_checks": {"hash": {"enabled": "off", "expect_initial_state": True}}})
-    assert any("state_checks.hash.expect_initial_state is declared under a hash.enabled a run reads as off" in p for p in off)
+    off = _problems(
+        {**base, "state_checks": {"hash": {"enabled": "off", "expect_initial_state": True}}}
+    )
+    assert any(
+        "state_checks.hash.expect_initial_state is declared under a hash.enabled a run reads as off"
+        in p
+        for p in off
+    )
     bare = _problems({**base, "state_checks": {"hash": {"enabled": True}}})
     assert any("state_checks.hash.enabled is on with no source" in p for p in bare)
-    both = _problems({**base, "state_checks": {"hash": {"enabled": True, "expect_initial_state": True,
-                                                        "golden_actions": [{"name": "x"}]}}},
-                     authored=False)
+    both = _problems(
+        {
+            **base,
+            "state_checks": {
+                "hash": {
+                    "enabled": True,
+                    "expect_initial_state": True,
+                    "golden_actions": [{"name": "x"}],
+                }
+            },
+        },
+        authored=False,
+    )
     assert any("expect_initial_state beside golden_actions" in p for p in both)
-    notalist = _problems({**base, "state_checks": {"hash": {"enabled": True, "golden_actions": "place_order"}}})
+    notalist = _problems(
+        {**base, "state_checks": {"hash": {"enabled": True, "golden_actions": "place_order"}}}
+    )
     assert any("golden_actions holds a string" in p for p in notalist)
 
 
-@pytest.mark.parametrize(("value", "reads"), [(1, True), ("yes", True), ("false", False), ("no", False),
-                                              ("off", False), ("0", False), (None, False)])
+@pytest.mark.parametrize(
+    ("value", "reads"),
+    [
+        (1, True),
+        ("yes", True),
+        ("false", False),
+        ("no", False),
+        ("off", False),
+        ("0", False),
+        (None, False),
+    ],
+)
 def test_enabled_reads_the_way_a_run_reads_it(value, reads) -> None:
-    cfg = _load({"state_checks": {"hash": {"enabled": value}, "jsonpaths": [{"path": "$.a", "equals": 1}]}},
-                authored=False)
+    cfg = _load(
+        {"state_checks": {"hash": {"enabled": value}, "jsonpaths": [{"path": "$.a", "equals": 1}]}},
+        authored=False,
+    )
     assert cfg.state_checks.hash.enabled is reads
 
 
 def test_db_probes_beside_another_source_is_refused_naming_both_fixes() -> None:
     probe = {"name": "p", "dsn": "postgresql://g@db/x", "query": "SELECT 1"}
-    for other in ({"jsonpaths": [{"path": "$.db.a", "equals": 1}]},
-                  {"hash": {"enabled": True, "expect_initial_state": True}}):
+    for other in (
+        {"jsonpaths": [{"path": "$.db.a", "equals": 1}]},
+        {"hash": {"enabled": True, "expect_initial_state": True}},
+    ):
         problems = _problems({"state_checks": {"db_probes": [probe], **other}}, authored=False)
-        assert any("db_probes beside" in p and "keep the probes and drop" in p
-                   and "drop the probes" in p for p in problems)
+        assert any(
+            "db_probes beside" in p and "keep the probes and drop" in p and "drop the probes" in p
+            for p in problems
+        )
     # beside a disabled hash it loads
     _load({"state_checks": {"db_probes": [probe], "hash": {"enabled": False}}}, authored=False)
 
 
 @pytest.mark.parametrize(
     ("id_fields", "ok"),
-    [({"w": "widget_id"}, True), ({"p": ["account_id", "symbol"]}, True), ({"p": ["a"]}, True),
-     ({"p": []}, False), ({"p": ["a", " "]}, False), ({"p": ["a", "a"]}, False), ({"p": ""}, False),
-     ({"p": ["a", 3]}, False)],
+    [
+        ({"w": "widget_id"}, True),
+        ({"p": ["account_id", "symbol"]}, True),
+        ({"p": ["a"]}, True),
+        ({"p": []}, False),
+        ({"p": ["a", " "]}, False),
+        ({"p": ["a", "a"]}, False),
+        ({"p": ""}, False),
+        ({"p": ["a", 3]}, False),
+    ],
 )
 def test_id_fields_shapes(id_fields: dict, ok: bool) -> None:
     data = {"state_checks": {"jsonpaths": [{"path": "$.a", "equals": 1}], "id_fields": id_fields}}
@@ -212,7 +301,9 @@ def test_path_glob_needs_contains_ci_and_filesystem_paths_are_refused() -> None:
     base = {"combine": {"weights": {"state_checks": 1.0}}}
     g = _problems({**base, "state_checks": {"jsonpaths": [{"path_glob": "/env/*", "equals": "x"}]}})
     assert any("path_glob + contains_ci" in p for p in g)
-    f = _problems({**base, "state_checks": {"jsonpaths": [{"path": "$.filesystem['/a']", "equals": "x"}]}})
+    f = _problems(
+        {**base, "state_checks": {"jsonpaths": [{"path": "$.filesystem['/a']", "equals": "x"}]}}
+    )
     assert any("rooted at filesystem" in p for p in f)
 
 
@@ -220,10 +311,14 @@ def test_path_glob_needs_contains_ci_and_filesystem_paths_are_refused() -> None:
 
 
 def test_unsatisfiable_turn_window_message_is_the_specs() -> None:
-    spec_block = re.search(r"grading\.yaml transcript_rules declares an unsatisfiable turn window:.*?at least 5\.",
-                           SPEC, re.S).group(0)
-    problems = _problems({"transcript_rules": {"min_assistant_turns": 5, "max_turns": 3}, **W},
-                         )
+    spec_block = re.search(
+        r"grading\.yaml transcript_rules declares an unsatisfiable turn window:.*?at least 5\.",
+        SPEC,
+        re.S,
+    ).group(0)
+    problems = _problems(
+        {"transcript_rules": {"min_assistant_turns": 5, "max_turns": 3}, **W},
+    )
     assert " ".join(spec_block.split()) in [" ".join(p.split()) for p in problems]
     assert unsatisfiable_window_message(5, 3) == " ".join(spec_block.split())
 
@@ -254,7 +349,9 @@ def test_uncompilable_regex_is_refused_at_load() -> None:
 
 def test_combine_method_set_is_closed() -> None:
     problems = _problems({"combine": {"method": "average"}})
-    assert any("'average' is not a combine method; write one of weighted, all, any" in p for p in problems)
+    assert any(
+        "'average' is not a combine method; write one of weighted, all, any" in p for p in problems
+    )
 
 
 @pytest.mark.parametrize("threshold", [True, "0.8", 1.2])
@@ -264,13 +361,17 @@ def test_pass_threshold_is_a_real_number_in_range(threshold) -> None:
 
 def test_component_and_weight_name_each_other_both_directions() -> None:
     unweighted = _problems({"transcript_rules": {"max_turns": 3}})
-    assert any("declare combine.weights.transcript_rules, or drop the transcript_rules section" in p
-               for p in unweighted)
+    assert any(
+        "declare combine.weights.transcript_rules, or drop the transcript_rules section" in p
+        for p in unweighted
+    )
     orphan = _problems({"combine": {"weights": {"llm_judge": 1.0}}})
     assert any("configure the llm_judge section, or drop the weight" in p for p in orphan)
     typo = _problems({"combine": {"weights": {"llm_jugde": 1.0}}})
-    assert any("names no grading component" in p and "drop the weight" in p
-               and "configure" not in p for p in typo)
+    assert any(
+        "names no grading component" in p and "drop the weight" in p and "configure" not in p
+        for p in typo
+    )
 
 
 def test_a_pack_scoring_nothing_is_clean() -> None:
@@ -279,20 +380,33 @@ def test_a_pack_scoring_nothing_is_clean() -> None:
 
 def test_project_combine_layering() -> None:
     """§ Inheriting combine: the project block's weights survive, the task's threshold wins."""
-    eff = effective_combine({"pass_threshold": 0.7},
-                            {"weights": {"llm_judge": 1.0}, "pass_threshold": 0.8})
-    assert (eff.method, dict(eff.weights), eff.pass_threshold) == ("weighted", {"llm_judge": 1.0}, 0.7)
-    merged = effective_combine({"weights": {"state_checks": 0.4}},
-                               {"weights": {"llm_judge": 1.0, "state_checks": 0.9}, "method": "all"})
-    assert dict(merged.weights) == {"llm_judge": 1.0, "state_checks": 0.4} and merged.method == "all"
-    assert effective_combine(None, None).model_dump() == {"method": "weighted", "weights": {},
-                                                          "pass_threshold": 0.8}
+    eff = effective_combine(
+        {"pass_threshold": 0.7}, {"weights": {"llm_judge": 1.0}, "pass_threshold": 0.8}
+    )
+    assert (eff.method, dict(eff.weights), eff.pass_threshold) == (
+        "weighted",
+        {"llm_judge": 1.0},
+        0.7,
+    )
+    merged = effective_combine(
+        {"weights": {"state_checks": 0.4}},
+        {"weights": {"llm_judge": 1.0, "state_checks": 0.9}, "method": "all"},
+    )
+    assert (
+        dict(merged.weights) == {"llm_judge": 1.0, "state_checks": 0.4} and merged.method == "all"
+    )
+    assert effective_combine(None, None).model_dump() == {
+        "method": "weighted",
+        "weights": {},
+        "pass_threshold": 0.8,
+    }
 
 
 def test_inherited_weights_satisfy_the_mutual_naming_rule() -> None:
-    cfg = load_grading_config({"llm_judge": {"rubric": {"criteria": [{"id": "a"}]}},
-                               "combine": {"pass_threshold": 0.7}},
-                              project_combine={"weights": {"llm_judge": 1.0}})
+    cfg = load_grading_config(
+        {"llm_judge": {"rubric": {"criteria": [{"id": "a"}]}}, "combine": {"pass_threshold": 0.7}},
+        project_combine={"weights": {"llm_judge": 1.0}},
+    )
     assert cfg.combine.weights == {"llm_judge": 1.0}
 
 
@@ -304,6 +418,12 @@ def test_project_layer_unknown_key_names_its_dotted_path() -> None:
 
 def test_recorded_notes_configs_load() -> None:
     for task in sorted((SHARED / "corpora" / "notes_duplicate_check").glob("*/*/task.yaml")):
-        cfg = load_grading_config(yaml.safe_load(task.read_text())["grading_config"], authored=False)
+        cfg = load_grading_config(
+            yaml.safe_load(task.read_text())["grading_config"], authored=False
+        )
         assert cfg.configured() == ("llm_judge",)
-        assert [c.id for c in cfg.llm_judge.rubric.criteria] == ["checked_duplicates_first", "note_saved", "clarity"]
+        assert [c.id for c in cfg.llm_judge.rubric.criteria] == [
+            "checked_duplicates_first",
+            "note_saved",
+            "clarity",
+        ]

@@ -23,8 +23,13 @@ FAIL = re.compile("fail", re.IGNORECASE)
 
 
 def test_score_averages_checks_that_reached_a_verdict() -> None:
-    suite = RecordedSuite((CheckVerdict("a", "passed"), CheckVerdict("b", "failed", "off by 3"),
-                           CheckVerdict("c", "skipped")))
+    suite = RecordedSuite(
+        (
+            CheckVerdict("a", "passed"),
+            CheckVerdict("b", "failed", "off by 3"),
+            CheckVerdict("c", "skipped"),
+        )
+    )
     result = evaluate_custom_checks(ON, suite)
     assert result.score == 0.5
     (sentence,) = result.reasons
@@ -42,11 +47,15 @@ def test_all_skipped_is_unscored_and_carries_no_fail() -> None:
 
 def test_a_passing_suite_names_no_check() -> None:
     """A check called no_failures_logged cannot manufacture FAIL evidence."""
-    result = evaluate_custom_checks(ON, RecordedSuite((CheckVerdict("no_failures_logged", "passed"),)))
+    result = evaluate_custom_checks(
+        ON, RecordedSuite((CheckVerdict("no_failures_logged", "passed"),))
+    )
     assert result.score == 1.0 and not FAIL.search(result.reasons[0])
 
 
-@pytest.mark.parametrize("error", ["checks file not found: checks.py", "Failed to load/run checks: boom"])
+@pytest.mark.parametrize(
+    "error", ["checks file not found: checks.py", "Failed to load/run checks: boom"]
+)
 def test_could_not_run_under_fail_on_error_scores_zero_with_its_own_fail(error: str) -> None:
     result = evaluate_custom_checks(ON, RecordedSuite(error=error))
     assert result.score == 0.0
@@ -75,5 +84,7 @@ def test_parity_pack_custom_checks() -> None:
     assert set(trials) == {"satisfying", "violating"}
     assert evaluate_custom_checks(block, None).not_measured == NOT_EXECUTED
     sat = evaluate_custom_checks(block, RecordedSuite((CheckVerdict("order_shipped", "passed"),)))
-    vio = evaluate_custom_checks(block, RecordedSuite((CheckVerdict("order_shipped", "failed", "status pending"),)))
+    vio = evaluate_custom_checks(
+        block, RecordedSuite((CheckVerdict("order_shipped", "failed", "status pending"),))
+    )
     assert sat.score > vio.score

@@ -67,7 +67,9 @@ def _brute(n: int, c: int, k: int) -> Fraction:
 
 
 @settings(max_examples=120)
-@given(st.integers(1, 9).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+@given(
+    st.integers(1, 9).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n)))
+)
 def test_closed_form_matches_the_subset_definition(nck: tuple[int, int, int]) -> None:
     n, c, k = nck
     assert pass_at_k(n, c, k) == pytest.approx(float(_brute(n, c, k)))

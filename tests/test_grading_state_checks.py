@@ -56,7 +56,9 @@ def test_digest_reproduces_the_one_a_recorded_pack_carries() -> None:
 
 
 def test_numeric_types_always_fold() -> None:
-    assert to_hashable({"t": 72}) == to_hashable({"t": 72.0}) == to_hashable({"t": Decimal("72.00")})
+    assert (
+        to_hashable({"t": 72}) == to_hashable({"t": 72.0}) == to_hashable({"t": Decimal("72.00")})
+    )
     assert to_hashable({"t": 72}) != to_hashable({"t": 73})
 
 
@@ -86,7 +88,7 @@ def test_a_string_shaped_like_a_token_is_escaped() -> None:
 
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=6)
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=6)
 )
 json_values = st.recursive(
     json_scalars,
@@ -106,7 +108,7 @@ def test_key_order_never_changes_the_digest(state: dict, rnd) -> None:
 
 
 @settings(max_examples=150)
-@given(st.integers(-10**9, 10**9), st.integers(0, 4))
+@given(st.integers(-(10**9), 10**9), st.integers(0, 4))
 def test_every_representation_of_one_number_folds(n: int, places: int) -> None:
     as_decimal = Decimal(n).scaleb(0).quantize(Decimal(1).scaleb(-places))
     variants = [n, float(n), as_decimal]
@@ -117,7 +119,7 @@ def test_every_representation_of_one_number_folds(n: int, places: int) -> None:
 
 
 @settings(max_examples=150)
-@given(st.integers(-10**6, 10**6), st.integers(-10**6, 10**6))
+@given(st.integers(-(10**6), 10**6), st.integers(-(10**6), 10**6))
 def test_different_numbers_stay_different(a: int, b: int) -> None:
     assert (state_digest({"v": a}) == state_digest({"v": b})) == (a == b)
     assert (state_digest({"v": str(a)}, ["v"]) == state_digest({"v": float(b)})) == (a == b)
@@ -126,9 +128,15 @@ def test_different_numbers_stay_different(a: int, b: int) -> None:
 # -------------------------------------------------------------------- jsonpaths
 
 
-STATE = {"db": {"orders": [{"id": "O1", "status": "shipped", "tags": ["Gift", "x"]},
-                           {"id": "O2", "status": "pending"}]},
-         "filesystem": {"/env/fs/agent-visible/out/r.md": "Rollback done"}}
+STATE = {
+    "db": {
+        "orders": [
+            {"id": "O1", "status": "shipped", "tags": ["Gift", "x"]},
+            {"id": "O2", "status": "pending"},
+        ]
+    },
+    "filesystem": {"/env/fs/agent-visible/out/r.md": "Rollback done"},
+}
 
 
 @pytest.mark.parametrize(
@@ -179,7 +187,7 @@ def test_measured_fold_figures_05_08_02() -> None:
     for ev in (MATCH, DIVERGE):
         result = evaluate_state_checks(sourceless, ev)
         assert result.score == 0.5
-        assert NO_SOURCE_SKIPPED in result.reasons
+        assert NO_SOURCE_SKIPPED in result.reasons[0]
     sourced = _state(
         {"hash": {"enabled": True, "expect_initial_state": True, "weight": 0.6}, "jsonpaths": HALF}
     )
@@ -196,13 +204,19 @@ def test_hash_only_is_the_verdict_at_every_weight() -> None:
         assert evaluate_state_checks(cfg, MATCH).score == 1.0
         assert evaluate_state_checks(cfg, DIVERGE).score == 0.0
         if weight is not None:
-            assert WEIGHT_NOT_CONSULTED in evaluate_state_checks(cfg, MATCH).reasons
+            assert WEIGHT_NOT_CONSULTED in evaluate_state_checks(cfg, MATCH).reasons[0]
 
 
 def test_hash_match_reason_string_and_description() -> None:
-    cfg = _state({"hash": {"enabled": True, "expect_initial_state": True, "description": "nothing moved"}})
-    assert evaluate_state_checks(cfg, MATCH).reasons == (f"{HASH_MATCH} (nothing moved)",)
-    assert evaluate_state_checks(cfg, DIVERGE).reasons[0].startswith("State hash mismatch: expected ")
+    cfg = _state(
+        {"hash": {"enabled": True, "expect_initial_state": True, "description": "nothing moved"}}
+    )
+    assert evaluate_state_checks(cfg, MATCH).reasons == (f"State: {HASH_MATCH} (nothing moved)",)
+    assert (
+        evaluate_state_checks(cfg, DIVERGE)
+        .reasons[0]
+        .startswith("State: State hash mismatch: expected ")
+    )
 
 
 def test_neither_source_is_unevaluated_not_a_score() -> None:
@@ -215,8 +229,12 @@ def test_jsonpaths_only_is_the_assertion_score() -> None:
 
 
 def test_sources_needing_a_live_world_are_not_measured() -> None:
-    golden = _state({"hash": {"enabled": True, "golden_actions": [{"name": "x"}], "weight": 0.5},
-                     "jsonpaths": HALF})
+    golden = _state(
+        {
+            "hash": {"enabled": True, "golden_actions": [{"name": "x"}], "weight": 0.5},
+            "jsonpaths": HALF,
+        }
+    )
     result = evaluate_state_checks(golden, MATCH)
     assert result.score is None and result.not_measured == GOLDEN_NOT_MEASURABLE
     probes = _state({"db_probes": [{"name": "p", "dsn": "postgresql://x", "query": "SELECT 1"}]})
@@ -239,7 +257,9 @@ def test_fold_formula() -> None:
 
 
 def test_weight_is_required_exactly_when_the_fold_needs_it() -> None:
-    with pytest.raises(GradingConfigError, match="1.0 lets the hash decide, 0.0 lets the jsonpaths decide, 0.5"):
+    with pytest.raises(
+        GradingConfigError, match="1.0 lets the hash decide, 0.0 lets the jsonpaths decide, 0.5"
+    ):
         _state({"hash": {"enabled": True, "expect_initial_state": True}, "jsonpaths": HALF})
     # hash only, jsonpaths only, and a sourceless hash need none
     _state({"hash": {"enabled": True, "expect_initial_state": True}})
@@ -297,4 +317,7 @@ def test_parity_pack_hash_weight_after_its_migration() -> None:
     assert scores["hash_diverging"] == pytest.approx(0.375)
     # the recorded (pre-rule) reading has no hash source: core's answer is the 0.5 alone
     for case in scores:
-        assert evaluate_state_checks(recorded, StateEvidence(trial[case]["state"], initial)).score == 0.5
+        assert (
+            evaluate_state_checks(recorded, StateEvidence(trial[case]["state"], initial)).score
+            == 0.5
+        )

@@ -18,8 +18,14 @@ def score(tl, **kw) -> float | None:
     return evaluate_transcript_rules(tl, rules(**kw)).score
 
 
-TWO_TURNS = timeline_of([("user", "hi"), ("assistant", "Refund issued."), ("user", "thanks"),
-                         ("assistant", "Anything else?")])
+TWO_TURNS = timeline_of(
+    [
+        ("user", "hi"),
+        ("assistant", "Refund issued."),
+        ("user", "thanks"),
+        ("assistant", "Anything else?"),
+    ]
+)
 
 
 def test_phrase_rules_read_the_agents_text_case_insensitively() -> None:
@@ -28,7 +34,10 @@ def test_phrase_rules_read_the_agents_text_case_insensitively() -> None:
     assert score(TWO_TURNS, must_contain=["thanks"]) == 0.0
     assert score(TWO_TURNS, communicate_info=[{"info": "anything else"}]) == 1.0
     # a non-required info is advisory: no sub-check; the other rule alone scores
-    assert score(TWO_TURNS, must_contain=["x"], communicate_info=[{"info": "zzz", "required": False}]) == 0.0
+    assert (
+        score(TWO_TURNS, must_contain=["x"], communicate_info=[{"info": "zzz", "required": False}])
+        == 0.0
+    )
 
 
 def test_one_sub_check_per_entry_and_the_fraction() -> None:
@@ -56,12 +65,20 @@ def test_min_assistant_turns_is_a_gate_not_a_sub_check() -> None:
     assert score(TWO_TURNS, **four_passing, min_assistant_turns=3) == 0.0
     half = dict(must_contain=["refund", "absent"])
     assert score(TWO_TURNS, **half, min_assistant_turns=1) == 0.5  # met: not diluted upward
-    assert score(TWO_TURNS, must_contain=["refund", "else"], min_assistant_turns=3) == 0.0  # not 0.667
+    assert (
+        score(TWO_TURNS, must_contain=["refund", "else"], min_assistant_turns=3) == 0.0
+    )  # not 0.667
 
 
 def test_floor_counts_generations_not_answers() -> None:
-    tl = timeline_of([("assistant", ""), ("call", "a", {}, "agent", "success"),
-                      ("assistant", ""), ("assistant", "")])
+    tl = timeline_of(
+        [
+            ("assistant", ""),
+            ("call", "a", {}, "agent", "success"),
+            ("assistant", ""),
+            ("assistant", ""),
+        ]
+    )
     assert score(tl, min_assistant_turns=3) == 1.0
 
 
@@ -75,14 +92,16 @@ def test_events_less_timeline_skips_everything_but_the_floor() -> None:
     assert any("must_contain was skipped" in r for r in with_floor.reasons)
 
 
-TOOLS = timeline_of([
-    ("assistant", ""),
-    ("call", "db_update", {"id": 1}, "agent", "error"),
-    ("call", "lookup", {}, "agent", "success"),
-    ("call", "calc", {"e": "1+1"}, "user", "success"),
-    ("call", "bash", {}, "agent", "error"),
-    ("call", "delete_customer", {}, "agent", None),  # declared on a terminating turn, never ran
-])
+TOOLS = timeline_of(
+    [
+        ("assistant", ""),
+        ("call", "db_update", {"id": 1}, "agent", "error"),
+        ("call", "lookup", {}, "agent", "success"),
+        ("call", "calc", {"e": "1+1"}, "user", "success"),
+        ("call", "bash", {}, "agent", "error"),
+        ("call", "delete_customer", {}, "agent", None),  # declared on a terminating turn, never ran
+    ]
+)
 
 
 @pytest.mark.parametrize(
@@ -104,17 +123,26 @@ def test_tool_expectations(required, disallowed, expected) -> None:
 
 
 def test_records_absent_fails_declared_tools_but_not_undeclared_ones() -> None:
-    tl = timeline_of([("assistant", ""), ("call", "bash", {}, "agent", "success")], records_present=False)
-    result = evaluate_transcript_rules(tl, rules(tool_expectations={"required_tools": ["bash"],
-                                                                      "disallowed_tools": ["bash", "rm"]}))
+    tl = timeline_of(
+        [("assistant", ""), ("call", "bash", {}, "agent", "success")], records_present=False
+    )
+    result = evaluate_transcript_rules(
+        tl,
+        rules(tool_expectations={"required_tools": ["bash"], "disallowed_tools": ["bash", "rm"]}),
+    )
     assert result.score == pytest.approx(1 / 3)
     assert UNRECORDED in result.reasons[0]
 
 
 def test_required_actions_match_requestor_status_and_compare_args() -> None:
-    tl = timeline_of([("assistant", ""), ("call", "cancel", {"order": "O1", "note": "x"}, "agent", "success"),
-                      ("call", "refund", {"order": "O1"}, "agent", "error"),
-                      ("call", "calc", {"e": "2+2"}, "user", "success")])
+    tl = timeline_of(
+        [
+            ("assistant", ""),
+            ("call", "cancel", {"order": "O1", "note": "x"}, "agent", "success"),
+            ("call", "refund", {"order": "O1"}, "agent", "error"),
+            ("call", "calc", {"e": "2+2"}, "user", "success"),
+        ]
+    )
 
     def act(**kw):
         base = {"action_id": "a", "name": "cancel", "arguments": {"order": "O1", "note": "y"}}
@@ -151,8 +179,10 @@ def test_parity_packs(pack: str, expected: tuple[float, float]) -> None:
     """Satisfying strictly above violating on the component the key feeds (one sub-check,
     so 1.0 vs 0.0)."""
     cfg, trials = _pack(pack)
-    got = tuple(evaluate_transcript_rules(pack_case_timeline(trials[c]), cfg).score
-                for c in ("satisfying", "violating"))
+    got = tuple(
+        evaluate_transcript_rules(pack_case_timeline(trials[c]), cfg).score
+        for c in ("satisfying", "violating")
+    )
     assert got == expected
 
 
@@ -161,7 +191,10 @@ def test_parity_pack_must_contain_with_its_key() -> None:
     differ only in "Refund issued", which is the phrase the combine_method pack asserts."""
     trials = read_yaml(PARITY / "transcript_rules_must_contain" / "trial.yaml")
     cfg = rules(must_contain=["Refund issued"])
-    got = [evaluate_transcript_rules(pack_case_timeline(trials[c]), cfg).score for c in ("satisfying", "violating")]
+    got = [
+        evaluate_transcript_rules(pack_case_timeline(trials[c]), cfg).score
+        for c in ("satisfying", "violating")
+    ]
     assert got == [1.0, 0.0]
 
 

@@ -70,7 +70,12 @@ def to_hashable(item: Any, string_fields: frozenset[str] | None = None) -> Any:
 def _to_hashable(item: Any, string_fields: frozenset[str] | None, fold: bool) -> Any:
     if isinstance(item, dict):
         return tuple(
-            (key, _to_hashable(value, string_fields, string_fields is not None and key in string_fields))
+            (
+                key,
+                _to_hashable(
+                    value, string_fields, string_fields is not None and key in string_fields
+                ),
+            )
             for key, value in sorted(item.items())
         )
     if isinstance(item, list | tuple):

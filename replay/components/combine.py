@@ -86,7 +86,11 @@ def _decide_empty(
         return FoldResult(1.0, True, tuple(reasons))
     dangling = sorted(k for k in weights if k not in configured)
     if dangling:
-        reasons.append(f"Combine: weights name nothing the config configures: {', '.join(dangling)}")
+        reasons.append(
+            f"Combine: weights name nothing the config configures: {', '.join(dangling)}"
+        )
     if configured:
-        reasons.append(f"Combine: no configured component produced a verdict ({', '.join(configured)})")
+        reasons.append(
+            f"Combine: no configured component produced a verdict ({', '.join(configured)})"
+        )
     return FoldResult(0.0, False, tuple(reasons))

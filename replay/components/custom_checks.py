@@ -39,7 +39,9 @@ class RecordedSuite:
     error: str | None = None
 
 
-def evaluate_custom_checks(config: CustomChecksConfig, suite: RecordedSuite | None) -> ComponentResult:
+def evaluate_custom_checks(
+    config: CustomChecksConfig, suite: RecordedSuite | None
+) -> ComponentResult:
     if suite is None:
         return ComponentResult.unmeasurable(NOT_EXECUTED)
     if suite.error is not None:
@@ -49,7 +51,9 @@ def evaluate_custom_checks(config: CustomChecksConfig, suite: RecordedSuite | No
             )
         return ComponentResult(
             score=None,
-            reasons=("Custom checks: the suite did not run, and this pack leaves such a suite unscored",),
+            reasons=(
+                "Custom checks: the suite did not run, and this pack leaves such a suite unscored",
+            ),
         )
     decided = [r for r in suite.results if r.status != "skipped"]
     skipped = len(suite.results) - len(decided)

@@ -17,8 +17,7 @@ from schemas.grading import LlmJudgeConfig, RubricCriterion
 
 GRADED_MET_THRESHOLD = 0.5
 NO_RECORDED_VERDICTS = (
-    "llm_judge needs a live judge call; the bundle recorded no criterion results to "
-    "re-aggregate"
+    "llm_judge needs a live judge call; the bundle recorded no criterion results to re-aggregate"
 )
 
 

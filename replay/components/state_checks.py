@@ -118,7 +118,9 @@ def _resolve(state: Mapping[str, Any], assertion: Mapping[str, Any], glob: Any) 
     return [m.value for m in expr.find(dict(state))]
 
 
-def jsonpath_score(state: Mapping[str, Any], assertions: list[dict[str, Any]]) -> tuple[float, list[str]]:
+def jsonpath_score(
+    state: Mapping[str, Any], assertions: list[dict[str, Any]]
+) -> tuple[float, list[str]]:
     passed, reasons = 0, []
     for assertion in assertions:
         ok, reason = check_assertion(state, assertion)
@@ -146,7 +148,11 @@ def hash_verdict(
     extra = f" ({block.description})" if block.description else ""
     if actual == expected:
         return 1.0, HASH_MATCH + extra, True
-    return 0.0, f"State hash mismatch: expected {expected[:16]}..., got {actual[:16]}...{extra}", True
+    return (
+        0.0,
+        f"State hash mismatch: expected {expected[:16]}..., got {actual[:16]}...{extra}",
+        True,
+    )
 
 
 def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) -> ComponentResult:
@@ -172,10 +178,17 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
     if block is not None and block.weight is not None and not config.weight_consulted:
         reasons.append(WEIGHT_NOT_CONSULTED)
     score = fold_state_sources(h_score, j_score, block.weight if block else None)
-    return ComponentResult(score=score, reasons=tuple(reasons))
+    return ComponentResult(score=score, reasons=(state_segment(reasons),) if reasons else ())
 
 
-def fold_state_sources(hash_score: float | None, jsonpath: float | None, weight: float | None) -> float | None:
+def state_segment(reasons: list[str]) -> str:
+    """The one ``State:`` segment grade.reasons carries for this component."""
+    return "State: " + "; ".join(reasons)
+
+
+def fold_state_sources(
+    hash_score: float | None, jsonpath: float | None, weight: float | None
+) -> float | None:
     """hash only → the verdict; jsonpaths only → the assertion score; both →
     jsonpath × (1 − weight) + hash × weight; neither → no verdict."""
     if hash_score is None:

@@ -81,7 +81,9 @@ def attempted_calls(timeline: TrialTimeline) -> list[AttemptedCall]:
     return calls
 
 
-def evaluate_transcript_rules(timeline: TrialTimeline, rules: TranscriptRulesConfig) -> ComponentResult:
+def evaluate_transcript_rules(
+    timeline: TrialTimeline, rules: TranscriptRulesConfig
+) -> ComponentResult:
     if not timeline.events:
         return _events_less(rules)
     texts = assistant_texts(timeline)
@@ -96,7 +98,9 @@ def evaluate_transcript_rules(timeline: TrialTimeline, rules: TranscriptRulesCon
         n = len(texts)
         ok = n <= rules.max_turns
         verb = "within limit of" if ok else "exceeds limit of"
-        checks.append(SubCheck("max_turns", ok, f"Assistant turn count {n} {verb} {rules.max_turns}"))
+        checks.append(
+            SubCheck("max_turns", ok, f"Assistant turn count {n} {verb} {rules.max_turns}")
+        )
     te = rules.tool_expectations
     if te is not None:
         present = timeline.records_present
@@ -123,7 +127,9 @@ def _events_less(rules: TranscriptRulesConfig) -> ComponentResult:
         return ComponentResult(score=None, reasons=(skip_note,) if skip_note else ())
     unmet = _floor(rules, 0)
     result = _score([], unmet)
-    return ComponentResult(score=result.score, reasons=result.reasons + ((skip_note,) if skip_note else ()))
+    return ComponentResult(
+        score=result.score, reasons=result.reasons + ((skip_note,) if skip_note else ())
+    )
 
 
 def _declared_keys(rules: TranscriptRulesConfig) -> list[str]:
@@ -160,7 +166,9 @@ def _score(checks: Sequence[SubCheck], floor_unmet: SubCheck | None) -> Componen
     score = 0.0 if floor_unmet is not None else passed / len(rows)
     failures = [c.message for c in rows if not c.passed]
     head = f"Transcript: score={score:.2f}"
-    return ComponentResult(score=score, reasons=(head + (": " + "; ".join(failures) if failures else ""),))
+    return ComponentResult(
+        score=score, reasons=(head + (": " + "; ".join(failures) if failures else ""),)
+    )
 
 
 def _must_contain(text: str, texts: Sequence[str]) -> SubCheck:
@@ -177,7 +185,9 @@ def _disallow_regex(pattern: str, engine: str, texts: Sequence[str]) -> SubCheck
     except Exception as exc:  # an authoring error the load gate missed: a failed check
         return SubCheck("disallow_regex", False, f"Invalid disallow_regex {pattern!r}: {exc}")
     if any(compiled.search(t) for t in texts):
-        return SubCheck("disallow_regex", False, f"Disallowed pattern {pattern!r} matched an assistant message")
+        return SubCheck(
+            "disallow_regex", False, f"Disallowed pattern {pattern!r} matched an assistant message"
+        )
     return SubCheck("disallow_regex", True, f"Disallowed pattern {pattern!r} did not match")
 
 
@@ -186,7 +196,11 @@ def _declared(calls: Sequence[AttemptedCall], tool: str) -> list[AttemptedCall]:
 
 
 def _agent_ran(calls: Sequence[AttemptedCall], tool: str) -> list[AttemptedCall]:
-    return [c for c in _declared(calls, tool) if c.status is not None and c.executor is ToolExecutorIdentity.AGENT]
+    return [
+        c
+        for c in _declared(calls, tool)
+        if c.status is not None and c.executor is ToolExecutorIdentity.AGENT
+    ]
 
 
 def _unknown(calls: Sequence[AttemptedCall], tool: str, records_present: bool) -> bool:
@@ -216,7 +230,9 @@ def _disallowed_tool(tool: str, calls: Sequence[AttemptedCall], records_present:
     )
 
 
-def _required_action(action: RequiredAction, calls: Sequence[AttemptedCall], records_present: bool) -> SubCheck:
+def _required_action(
+    action: RequiredAction, calls: Sequence[AttemptedCall], records_present: bool
+) -> SubCheck:
     label = f"required_action {action.action_id!r} (tool={action.name!r}, requestor={action.requestor!r})"
     if not action.name:
         return SubCheck("required_action", False, f"{label}: no name declared")
@@ -232,7 +248,9 @@ def _required_action(action: RequiredAction, calls: Sequence[AttemptedCall], rec
         if all(c.arguments.get(k) == action.arguments.get(k) for k in keys):
             return SubCheck("required_action", True, f"{label}: matched a successful tool call")
     args = f" with args {keys}" if keys else ""
-    return SubCheck("required_action", False, f"{label}: no matching successful tool call found{args}")
+    return SubCheck(
+        "required_action", False, f"{label}: no matching successful tool call found{args}"
+    )
 
 
 def _communicate_info(info: CommunicateInfo, texts: Sequence[str]) -> SubCheck | None:
