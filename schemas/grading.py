@@ -160,6 +160,47 @@ class DbProbe(_Closed):
     description: str | None = None
 
 
+class ViewReference(_Closed):
+    table: str
+    field: str
+
+
+class ComparisonRule(_Closed):
+    """One rule of a declared comparison view (not in GRADING.md: the shape is read off the
+    state_checks_comparison_view parity pack). Each kind reads only its own keys."""
+
+    kind: Literal["exclude_tables", "exclude_records", "normalize_ids"]
+    reason: str
+    tables: list[str] | None = None
+    table: str | None = None
+    where: dict[str, Any] | None = None
+    key: list[str] | None = None
+    references: list[ViewReference] = Field(default_factory=list)
+    scope: Literal["all"] = "all"
+
+    @model_validator(mode="after")
+    def _kind_keys(self) -> ComparisonRule:
+        needs = {
+            "exclude_tables": ("tables",),
+            "exclude_records": ("table", "where"),
+            "normalize_ids": ("table", "key"),
+        }[self.kind]
+        missing = [k for k in needs if not getattr(self, k)]
+        if missing:
+            raise ValueError(
+                f"state_checks.comparison_view rule of kind {self.kind} needs "
+                f"{', '.join(missing)}; declare it, or drop the rule"
+            )
+        return self
+
+
+class ComparisonView(_Closed):
+    """Which of a trial's changes count, applied to both sides of the hash comparison."""
+
+    version: Literal[1]
+    rules: list[ComparisonRule] = Field(default_factory=list)
+
+
 _RETIRED_STATE_KEYS = {
     "env_assertions": (
         "state_checks.env_assertions was removed; assert the final state with "
@@ -180,6 +221,7 @@ class StateChecksConfig(_Closed):
     id_fields: dict[str, str | list[str]] = Field(default_factory=dict)
     relaxed_validation: bool = False
     db_probes: list[DbProbe] = Field(default_factory=list)
+    comparison_view: ComparisonView | None = None
 
     @model_validator(mode="before")
     @classmethod

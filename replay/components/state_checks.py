@@ -18,8 +18,14 @@ from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
 from replay.components.canonical import extract_db_state, state_digest
+from replay.components.comparison_view import apply_view
 from replay.components.result import ComponentResult
-from schemas.grading import JSONPATH_OPERATORS, StateChecksConfig, StateHashConfig
+from schemas.grading import (
+    JSONPATH_OPERATORS,
+    ComparisonView,
+    StateChecksConfig,
+    StateHashConfig,
+)
 
 HASH_MATCH = "State hash matches (tau-bench algorithm)"
 WEIGHT_NOT_CONSULTED = (
@@ -131,7 +137,11 @@ def jsonpath_score(
 
 
 def hash_verdict(
-    block: StateHashConfig, evidence: StateEvidence, numeric_string_fields: list[str]
+    block: StateHashConfig,
+    evidence: StateEvidence,
+    numeric_string_fields: list[str],
+    view: ComparisonView | None = None,
+    id_fields: Mapping[str, str | list[str]] | None = None,
 ) -> tuple[float | None, str, bool]:
     """(verdict, reason, measurable): 0.0 / 1.0, or None with why no verdict exists."""
     source = block.source
@@ -143,8 +153,13 @@ def hash_verdict(
         return None, "the bundle recorded no final state to hash", False
     if evidence.initial_db is None:
         return None, "the task snapshot records no initial_state.json_db to compare against", False
-    expected = state_digest(evidence.initial_db, numeric_string_fields)
-    actual = state_digest(extract_db_state(dict(evidence.final_state)), numeric_string_fields)
+    expected_db = evidence.initial_db
+    actual_db = extract_db_state(dict(evidence.final_state))
+    if view is not None:
+        expected_db = apply_view(expected_db, view, id_fields or {})
+        actual_db = apply_view(actual_db, view, id_fields or {})
+    expected = state_digest(expected_db, numeric_string_fields)
+    actual = state_digest(actual_db, numeric_string_fields)
     extra = f" ({block.description})" if block.description else ""
     if actual == expected:
         return 1.0, HASH_MATCH + extra, True
@@ -163,7 +178,9 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
     h_score: float | None = None
     block = config.hash
     if block is not None and block.enabled:
-        h_score, reason, measurable = hash_verdict(block, evidence, config.numeric_string_fields)
+        h_score, reason, measurable = hash_verdict(
+            block, evidence, config.numeric_string_fields, config.comparison_view, config.id_fields
+        )
         if not measurable:
             return ComponentResult.unmeasurable(reason)
         reasons.append(reason)
