@@ -12,7 +12,7 @@ import pytest
 from replay.components.custom_checks import CheckVerdict, RecordedSuite
 from replay.grade import Grade, GradeInputs, grade_trial
 from schemas.grading import GradingConfig, load_grading_config
-from tests.grading_support import PARITY, pack_case_timeline, read_yaml
+from tests.grading_support import PARITY, pack_case_views, read_yaml
 
 
 def _grade(pack: str, case: str, config: GradingConfig | None = None, **extra: Any) -> Grade:
@@ -20,16 +20,18 @@ def _grade(pack: str, case: str, config: GradingConfig | None = None, **extra: A
     cfg = config or load_grading_config(read_yaml(root / "grading.yaml"))
     trial = read_yaml(root / "trial.yaml")[case]
     initial = (read_yaml(root / "task.yaml").get("initial_state") or {}).get("json_db")
+    messages, records = pack_case_views(trial)
     inputs = GradeInputs(
         trial=f"{pack}/{case}",
-        messages=(),
-        recorded_calls=(),
+        messages=messages,
+        recorded_calls=records,
         termination_reason="agent_done",
         initial_db=initial,
         final_state=trial.get("state"),
         **extra,
     )
-    return grade_trial(inputs, cfg, timeline=pack_case_timeline(trial))
+    # no timeline handed in: grade_trial builds it with replay.timeline.build_trial_timeline
+    return grade_trial(inputs, cfg)
 
 
 PACKS = {

@@ -18,18 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.components.result import ComponentResult
+from replay.timeline import assistant_texts, attempted_calls
 from schemas.grading import (
     CommunicateInfo,
     RequiredAction,
     TranscriptRulesConfig,
     compile_rule_regex,
 )
-from schemas.timeline import (
-    ToolExecutionStatus,
-    ToolExecutorIdentity,
-    TraceEventKind,
-    TrialTimeline,
-)
+from schemas.timeline import ToolExecutionStatus, ToolExecutorIdentity, TrialTimeline
 
 UNRECORDED = (
     "the trial carries no tool-call record, so nothing says whether the calls it declared "
@@ -56,29 +52,23 @@ class SubCheck:
     message: str
 
 
-def assistant_texts(timeline: TrialTimeline) -> list[str]:
-    """One text per assistant generation (N3: system messages are never events)."""
-    return [e.text or "" for e in timeline.events if e.kind is TraceEventKind.ASSISTANT_MESSAGE]
-
-
-def attempted_calls(timeline: TrialTimeline) -> list[AttemptedCall]:
-    results = {e.call_id: e for e in timeline.events if e.kind is TraceEventKind.TOOL_RESULT}
-    calls = []
-    for e in timeline.events:
-        if e.kind is not TraceEventKind.TOOL_CALL:
-            continue
-        result = results.get(e.call_id)
-        executor = e.executor if e.executor is not None else (result.executor if result else None)
-        calls.append(
+def agent_view_calls(timeline: TrialTimeline) -> list[AttemptedCall]:
+    """The timeline module's one call/result join, as the tool rules read it."""
+    out = []
+    for call, result in attempted_calls(timeline):
+        executor = (
+            call.executor if call.executor is not None else (result.executor if result else None)
+        )
+        out.append(
             AttemptedCall(
-                call_id=e.call_id,
-                tool_name=e.tool_name,
-                arguments=dict(e.arguments or {}),
+                call_id=call.call_id,
+                tool_name=call.tool_name,
+                arguments=dict(call.arguments or {}),
                 executor=executor,
                 status=result.status if result is not None else None,
             )
         )
-    return calls
+    return out
 
 
 def evaluate_transcript_rules(
@@ -87,7 +77,7 @@ def evaluate_transcript_rules(
     if not timeline.events:
         return _events_less(rules)
     texts = assistant_texts(timeline)
-    calls = attempted_calls(timeline)
+    calls = agent_view_calls(timeline)
     checks: list[SubCheck] = []
     floor_unmet = _floor(rules, len(texts))
     for text in rules.must_contain:
