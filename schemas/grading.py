@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -526,6 +527,7 @@ def _compile_problems(file: str, rules: TranscriptRulesConfig) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def compile_rule_regex(pattern: str, engine: str) -> Any:
     """Compile a phrase-rule regex case-insensitively under the declared engine."""
     if engine == "backtracking":

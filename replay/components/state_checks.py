@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
@@ -118,10 +119,17 @@ def _resolve(state: Mapping[str, Any], assertion: Mapping[str, Any], glob: Any) 
             return f"filesystem is missing from the final state for glob {glob}"
         return [v for k, v in files.items() if fnmatch.fnmatchcase(str(k), str(glob))]
     try:
-        expr = parse_jsonpath(str(assertion["path"]))
+        expr = _compiled_path(str(assertion["path"]))
     except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # noqa: B014
         return f"Path {assertion['path']!r} does not parse as JSONPath: {exc}"
     return [m.value for m in expr.find(dict(state))]
+
+
+@lru_cache(maxsize=4096)
+def _compiled_path(path: str) -> Any:
+    # parsing dominates an assertion's cost (a yacc parser per call); expressions are
+    # immutable once parsed, so one per distinct path serves every trial
+    return parse_jsonpath(path)
 
 
 def jsonpath_score(
