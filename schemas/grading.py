@@ -666,6 +666,17 @@ def _combine_layer(raw: Any, where: str, file: str) -> tuple[dict[str, Any], lis
     return {k: getattr(model, k) for k in model.model_fields_set}, []
 
 
+def project_combine(project: Any) -> Any:
+    """project.yaml's task_defaults.grading_defaults.combine, or None. The tiers above the
+    combine block are lenient (GradingDefaults ignores keys it does not declare); the
+    block itself is closed and validated by :func:`effective_combine`."""
+    if not isinstance(project, Mapping):
+        return None
+    defaults = project.get("task_defaults")
+    grading = defaults.get("grading_defaults") if isinstance(defaults, Mapping) else None
+    return grading.get("combine") if isinstance(grading, Mapping) else None
+
+
 def effective_combine(
     task_combine: Any,
     project_combine: Any = None,

@@ -14,6 +14,7 @@ from schemas.grading import (
     GradingConfigError,
     effective_combine,
     load_grading_config,
+    project_combine,
     unsatisfiable_window_message,
 )
 
@@ -408,6 +409,16 @@ def test_inherited_weights_satisfy_the_mutual_naming_rule() -> None:
         project_combine={"weights": {"llm_judge": 1.0}},
     )
     assert cfg.combine.weights == {"llm_judge": 1.0}
+
+
+def test_the_specs_project_example() -> None:
+    project = yaml.safe_load(
+        "task_defaults:\n  grading_defaults:\n    combine:\n      weights: { llm_judge: 1.0 }\n"
+        "      pass_threshold: 0.8\n  grading_defaults_typo: {}\n"
+    )
+    eff = effective_combine({"pass_threshold": 0.7}, project_combine(project))
+    assert (dict(eff.weights), eff.pass_threshold, eff.method) == ({"llm_judge": 1.0}, 0.7, "weighted")
+    assert project_combine({"task_defaults": {}}) is None
 
 
 def test_project_layer_unknown_key_names_its_dotted_path() -> None:
