@@ -47,6 +47,10 @@ class Grade(BaseModel):
     not_measured: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
 
+    def reasons_line(self) -> str:
+        """The reasons as grade.yaml carries them: one string of ` | `-joined segments."""
+        return " | ".join(self.reasons)
+
 
 @dataclass(frozen=True, slots=True)
 class GradeInputs:

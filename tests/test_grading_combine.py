@@ -4,6 +4,8 @@ gates (GRADING.md § Score Combination)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay.components.combine import MissingWeightError, combine_components
 from schemas.grading import CombineConfig
@@ -119,3 +121,33 @@ def test_threshold_is_inclusive() -> None:
     assert combine_components(
         {"state_checks": 0.75}, configured=("state_checks",), combine=cfg
     ).binary_pass
+
+
+component_maps = st.dictionaries(
+    st.sampled_from(
+        ["state_checks", "transcript_rules", "trace_checks", "llm_judge", "custom_checks"]
+    ),
+    st.tuples(st.floats(0, 1), st.floats(0.01, 5)),
+    min_size=1,
+)
+
+
+@settings(max_examples=150)
+@given(component_maps, st.floats(0, 1))
+def test_weighted_lies_between_all_and_any(components: dict, threshold: float) -> None:
+    scores = {n: s for n, (s, _) in components.items()}
+    weights = {n: w for n, (_, w) in components.items()}
+    folds = {
+        m: combine_components(
+            scores,
+            configured=tuple(scores),
+            combine=CombineConfig(method=m, weights=weights, pass_threshold=threshold),
+        )
+        for m in ("weighted", "all", "any")
+    }
+    assert folds["all"].score - 1e-12 <= folds["weighted"].score <= folds["any"].score + 1e-12
+    # every component clearing the threshold puts their mean above it (up to rounding)
+    if folds["all"].binary_pass:
+        assert folds["weighted"].score >= threshold - 1e-9
+    assert folds["all"].binary_pass <= folds["any"].binary_pass
+    assert folds["weighted"].binary_pass == (folds["weighted"].score >= threshold)

@@ -219,6 +219,12 @@ def test_compare_names_each_difference() -> None:
     assert diffs["llm_judge"].reason == "not measurable from the recorded evidence: no verdicts"
     assert "llm_judge not measured" in diffs["score"].reason
     assert compare_grades(rec, rec) == []
+    assert rec.reasons_line() == "Judge: score=1.00 | Judge KB: none offered"
+
+
+def test_grading_is_deterministic() -> None:
+    for bundle in (BUNDLES[0], BUNDLES[-1], REFUSAL):
+        assert grade_bundle(bundle) == grade_bundle(bundle)
 
 
 def test_bundle_reader_keeps_no_record_apart_from_an_empty_record() -> None:
