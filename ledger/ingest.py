@@ -38,7 +38,6 @@ from ledger.importers.detect import (
     detect,
     discover_bundles,
     discover_packs,
-    in_run_layout,
 )
 from ledger.importers.shape import BundleError
 from ledger.importers.tolokaforge import (
@@ -47,6 +46,8 @@ from ledger.importers.tolokaforge import (
     Corpus,
     bundle_events,
     event_id,
+    bundle_location,
+    in_run_layout,
     pack_events,
     read_bundle,
     read_corpus,
@@ -141,9 +142,7 @@ class _Task:
     path: Path
     source: str
     corpus: str | None = None
-    bundle_path: str | None = None
     corpus_doc: Corpus | None = None
-    corpus_file: str | None = None
     pack_path: str | None = None
 
 
@@ -160,7 +159,6 @@ def _label(given: str, path: Path, root: Path) -> str:
 def _corpus_tasks(given: str, root: Path, corpus_dir: Path, name: str, limits: YamlLimits) -> list[_Task]:
     label = _label(given, corpus_dir, root)
     corpus = read_corpus(corpus_dir, label, limits)
-    corpus_file = f"{_rel(corpus_dir, root) + '/' if corpus_dir != root else ''}corpus.yaml"
     bundles = list(discover_bundles(corpus_dir))
     present = {b.name for b in bundles if b.parent == corpus_dir}
     for i, d in enumerate(corpus.entries):
@@ -169,8 +167,7 @@ def _corpus_tasks(given: str, root: Path, corpus_dir: Path, name: str, limits: Y
                               "a bundle directory (holding trajectory.yaml) beside corpus.yaml",
                               f"{d!r}, which is not there")
     return [
-        _Task("bundle", b, _label(given, b, root), corpus=name, bundle_path=_rel(b, root),
-              corpus_doc=corpus, corpus_file=corpus_file)
+        _Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=corpus)
         for b in bundles
     ]
 
@@ -195,7 +192,7 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
         for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
             tasks += _corpus_tasks(given, root, part, name, limits)
         return kind, tasks
-    return kind, [_Task("bundle", b, _label(given, b, root), corpus=name, bundle_path=_rel(b, root))
+    return kind, [_Task("bundle", b, _label(given, b, root), corpus=name)
                   for b in discover_bundles(root)]
 
 
@@ -205,13 +202,11 @@ def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: Ya
     parent = bundle.parent
     if (parent / "corpus.yaml").is_file():
         c = read_corpus(parent, str(Path(given).parent), limits)
-        return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name,
-                     bundle_path=bundle.name, corpus_doc=c, corpus_file="corpus.yaml")
+        return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name, corpus_doc=c)
     if in_run_layout(bundle.resolve()):
         run = bundle.resolve().parent.parent.parent
-        return _Task("bundle", bundle, given, corpus=corpus or run.name,
-                     bundle_path=bundle.resolve().relative_to(run).as_posix())
-    return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name, bundle_path=bundle.name)
+        return _Task("bundle", bundle, given, corpus=corpus or run.name)
+    return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name)
 
 
 def _unit(task: _Task, limits: YamlLimits) -> Unit:
@@ -224,11 +219,12 @@ def _unit(task: _Task, limits: YamlLimits) -> Unit:
         return Unit("pack", task.source, stream, events)
     raw = read_bundle(task.path, task.source, limits)
     entry = task.corpus_doc.entries.get(task.path.name) if task.corpus_doc else None
+    resolved = task.path.resolve()
     ctx = BundleContext(
-        corpus=task.corpus or task.path.parent.name,
-        trial=trial_name(task.path.resolve()),
-        bundle_path=task.bundle_path or task.path.name,
-        corpus_file=task.corpus_file if task.corpus_doc else None,
+        corpus=task.corpus or resolved.parent.name,
+        trial=trial_name(resolved),
+        bundle_path=bundle_location(resolved),
+        corpus_file=f"{resolved.parent.name}/corpus.yaml" if task.corpus_doc else None,
         criterion=task.corpus_doc.criterion if task.corpus_doc else None,
         entry=entry,
     )

@@ -110,6 +110,21 @@ def trial_name(bundle_dir: Path) -> str:
     return bundle_dir.name
 
 
+def bundle_location(bundle_dir: Path) -> str:
+    """The bundle's recorded source path, the same however the PATH named it.
+
+    ``<corpus dir>/<bundle>`` beside a corpus.yaml, ``trials/<task_id>/<index>`` in a run
+    layout, else the bundle directory's name. It is part of ``trial.registered``'s
+    content, so it must not depend on whether a corpus, its part or the bundle itself
+    was passed (that would read as a changed bundle on re-ingest).
+    """
+    if (bundle_dir.parent / "corpus.yaml").is_file():
+        return f"{bundle_dir.parent.name}/{bundle_dir.name}"
+    if in_run_layout(bundle_dir):
+        return f"trials/{bundle_dir.parent.name}/{bundle_dir.name}"
+    return bundle_dir.name
+
+
 # --------------------------------------------------------------------------- reading
 
 
