@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-
 from ledger.importers.shape import (
     BundleError,
     check_keys,
@@ -38,6 +36,7 @@ from ledger.importers.shape import (
     opt_str,
 )
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_yaml
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent
