@@ -404,7 +404,7 @@ def write_trial(out: Path, seed: int, n: int, alter: bool) -> GeneratedTrial:
     trial_index = (n // len(TASKS)) % 4
     directory = f"{run_id}_trial{trial_index}"
     agent_model = rng.choice(AGENT_MODELS)
-    t, termination = _trajectory(task_id, rng, records_present=gen == 4, max_turns=rng.choice((3, 4, 6, 8)))
+    t, termination = _trajectory(task_id, rng, records_present=gen == 4, max_turns=rng.choice((2, 3, 4, 6, 8)))
     task = _task_snapshot(task_id, trial_index, gen, agent_model)
     bundle = out / directory
     bundle.mkdir(parents=True, exist_ok=False)
