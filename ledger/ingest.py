@@ -192,8 +192,17 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
         for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
             tasks += _corpus_tasks(given, root, part, name, limits)
         return kind, tasks
-    return kind, [_Task("bundle", b, _label(given, b, root), corpus=name)
-                  for b in discover_bundles(root)]
+    # a collection or run dir: a bundle sitting beside a corpus.yaml still gets its row
+    corpora: dict[Path, Corpus] = {}
+    tasks = []
+    for b in discover_bundles(root):
+        doc = None
+        if (b.parent / "corpus.yaml").is_file():
+            if b.parent not in corpora:
+                corpora[b.parent] = read_corpus(b.parent, _label(given, b.parent, root), limits)
+            doc = corpora[b.parent]
+        tasks.append(_Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=doc))
+    return kind, tasks
 
 
 def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> _Task:

@@ -334,3 +334,13 @@ def test_corpus_option_overrides_the_name(lg: Ledger) -> None:
 def test_nothing_readable_is_an_error(tmp_path: Path, lg: Ledger) -> None:
     with pytest.raises(IngestError, match="no trial bundle"):
         ingest(lg, [tmp_path])
+
+
+def test_collection_above_corpora_keeps_corpus_rows(tmp_path: Path, lg: Ledger) -> None:
+    shutil.copytree(NOTES, tmp_path / "all" / "notes")
+    report = ingest(lg, [tmp_path / "all"])
+    assert report.paths == [{"path": str(tmp_path / "all"), "kind": "collection"}]
+    registered = [e.data() for e in lg.read(type="trial.registered")]
+    assert len(registered) == 17
+    assert sorted(r["met"] for r in registered) == [False] * 5 + [True] * 12
+    assert {r["corpus"] for r in registered} == {"all"}
