@@ -251,6 +251,12 @@ def test_bad_status_in_record(tmp_path: Path, lg: Ledger) -> None:
     _assert_aborts(lg, [coll], r"tool_log.yaml: key '\[0\].status': expected one of success, error")
 
 
+def test_integer_beyond_64_bits_is_a_named_error(tmp_path: Path, lg: Ledger) -> None:
+    coll = _corpus_copy(tmp_path, ("met", M0))
+    _edit_yaml(coll / M0 / "metrics.yaml", lambda m: m.update(turns=2**70))
+    _assert_aborts(lg, [coll], r"key '<trial.registered payload>': expected values canonical JSON can carry")
+
+
 def test_alias_bomb_in_a_bundle_is_refused(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     bomb = "a0: &a0 [x, x, x, x, x, x, x, x]\n" + "".join(
@@ -344,3 +350,30 @@ def test_collection_above_corpora_keeps_corpus_rows(tmp_path: Path, lg: Ledger) 
     assert len(registered) == 17
     assert sorted(r["met"] for r in registered) == [False] * 5 + [True] * 12
     assert {r["corpus"] for r in registered} == {"all"}
+
+
+def test_packs_become_registration_and_migration_events(lg: Ledger) -> None:
+    ingest(lg, [PACKS])
+    for pack in ("notes_duplicate_check_narrowed", "notes_duplicate_check_policy_narrowed"):
+        evs = list(lg.read(stream=f"pack/{pack}"))
+        assert [e.type for e in evs] == ["pack.registered", "migration.declared"]
+        reg, mig = evs[0].data(), evs[1].data()
+        assert reg["task"] == _load(PACKS / pack / "task.yaml")
+        assert reg["grading"] == _load(PACKS / pack / "grading.yaml")
+        assert reg["grading_source"] == "grading.yaml"
+        assert reg["task_id"] == _load(PACKS / pack / "task.yaml")["task_id"]
+        assert mig["declaration"] == _load(PACKS / pack / "migration.yaml")
+
+
+def test_authored_bundle_with_states_and_inline_record(lg: Ledger) -> None:
+    """grading_bundles/: bundle.yaml as the task snapshot, env.yaml as the final state,
+    an inline ``tool_log: []`` (a record view of a trial that called nothing)."""
+    bundle = SHARED / "reference" / "tolokaforge" / "grading_bundles" / "expect_initial_state_refusal"
+    ingest(lg, [bundle])
+    evs = list(lg.read())
+    reg = evs[0].data()
+    assert reg["task_source"] == "bundle.yaml" and reg["record_view"] is True
+    states = {e.data()["which"]: e.data() for e in evs if e.type == "state.recorded"}
+    assert states["initial"]["state"] == _load(bundle / "bundle.yaml")["initial_state"]
+    assert states["final"]["state"] == _load(bundle / "env.yaml")
+    assert sum(e.type == "trial.tool_call" for e in evs) == 0

@@ -97,6 +97,23 @@ def event_id(stream: str, position: int, type: str, payload: Any) -> str:
     return hashlib.sha256(canonical_json([stream, position, type, payload])).hexdigest()[:32]
 
 
+def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str) -> tuple[NewEvent, ...]:
+    """Number and id a stream's events; the first expects a new stream.
+
+    A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
+    naming the input, not a crash.
+    """
+    out = []
+    for i, (t, p) in enumerate(typed):
+        try:
+            eid = event_id(stream, i, t, p)
+        except TypeError as exc:
+            raise BundleError(label, f"<{t} payload>", "values canonical JSON can carry "
+                              "(integers within 64 bits, string keys)", str(exc)) from None
+        out.append(NewEvent(stream, t, p, event_id=eid, expected_version="no_stream" if i == 0 else "any"))
+    return tuple(out)
+
+
 def in_run_layout(bundle_dir: Path) -> bool:
     """``<run>/trials/<task_id>/<trial_index>/``: the layout a run writes."""
     return bundle_dir.name.isdigit() and bundle_dir.parent.parent.name == "trials"
@@ -472,11 +489,7 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
         typed.append(("grade.recorded", grade))
     typed += [("timeline.event", p) for p in timeline]
     stream = trial_stream(ctx.corpus, traj["task_id"], ctx.trial)
-    events = tuple(
-        NewEvent(stream, t, p, event_id=event_id(stream, i, t, p),
-                 expected_version="no_stream" if i == 0 else "any")
-        for i, (t, p) in enumerate(typed)
-    )
+    events = to_events(stream, typed, raw.label)
     counts = {"messages": len(msgs), "tool_calls": len(recs or ()), "timeline": len(timeline)}
     return BundlePlan(stream, raw.label, events, inconsistency, counts)
 
@@ -539,9 +552,4 @@ def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[NewEvent, ...]
         need_list(decl["migrations"], mfile, "migrations")
         typed.append(("migration.declared", {"pack": raw.name, "file": "migration.yaml", "declaration": decl}))
     stream = pack_stream(raw.name)
-    events = tuple(
-        NewEvent(stream, t, p, event_id=event_id(stream, i, t, p),
-                 expected_version="no_stream" if i == 0 else "any")
-        for i, (t, p) in enumerate(typed)
-    )
-    return stream, events
+    return stream, to_events(stream, typed, raw.label)

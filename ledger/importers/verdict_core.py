@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.importers.shape import BundleError, describe
-from ledger.importers.tolokaforge import _escape, event_id
+from ledger.importers.tolokaforge import _escape, to_events
 from schemas.envelope import NewEvent
 
 MAX_JSON_BYTES = 256 * 1024 * 1024
@@ -156,9 +156,4 @@ def run_events(path: Path, label: str) -> tuple[str, tuple[NewEvent, ...]]:
             "events_file": layout,
         }))
     stream = run_stream(run_id)
-    events = tuple(
-        NewEvent(stream, t, p, event_id=event_id(stream, i, t, p),
-                 expected_version="no_stream" if i == 0 else "any")
-        for i, (t, p) in enumerate(typed)
-    )
-    return stream, events
+    return stream, to_events(stream, typed, label)
