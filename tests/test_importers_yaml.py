@@ -130,3 +130,48 @@ def _same(a, b) -> bool:
     if isinstance(b, list):
         return isinstance(a, list) and len(a) == len(b) and all(map(_same, a, b))
     return a == b and type(a) is type(b)
+
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+
+
+def test_same_values_as_pyyaml_on_every_shared_yaml_file() -> None:
+    """The trimmed loader is PyYAML's safe loader (timestamps aside): pin it on real files."""
+    files = sorted((SHARED / "corpora").rglob("*.yaml")) + sorted((SHARED / "reference" / "tolokaforge").rglob("*.yaml"))
+    assert len(files) > 100
+    for p in files:
+        data = p.read_bytes()
+        assert load_yaml_bytes(data, p) == yaml.load(data, Loader=yaml.CSafeLoader), p  # noqa: S506
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b"base: &b {x: 1, y: [1, 2]}\nderived:\n  <<: *b\n  y: 3\n",  # merge key: full constructor
+        b"a: !!str 123\nb: !!int '7'\nc: !!float '1.5'\nd: !!bool 'yes'\ne: !!null ''\n",
+        b"n: [0x1F, 0o17, 1_000, -3, +4, 1.5e3, .5, 190:20:30]\nb: [yes, No, on, OFF, true]\n",
+        b"? [complex, key]\n: value\n",  # unhashable key: PyYAML's own error
+        b"s: &s shared\nt: *s\nl: &l [1]\nm: [*l, *l]\n",
+        b"=: value-key\n",
+        b"",
+        b"--- plain\n",
+    ],
+)
+def test_fast_path_agrees_with_pyyaml(doc: bytes) -> None:
+    try:
+        expected = yaml.load(doc, Loader=yaml.CSafeLoader)  # noqa: S506
+    except yaml.YAMLError:
+        with pytest.raises(YamlLoadError):
+            load_yaml_bytes(doc, "d.yaml")
+        return
+    assert load_yaml_bytes(doc, "d.yaml") == expected
+
+
+def test_aliases_stay_shared_objects() -> None:
+    value = load_yaml_bytes(b"l: &l [1]\nm: [*l, *l]\n", "d.yaml")
+    assert value["m"][0] is value["m"][1] is value["l"]
+
+
+def test_deep_nesting_is_a_named_error() -> None:
+    with pytest.raises(YamlLoadError, match="d.yaml"):
+        load_yaml_bytes(b"[" * 5000 + b"]" * 5000, "d.yaml")

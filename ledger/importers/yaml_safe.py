@@ -13,8 +13,14 @@ Three bounds, each refusing the file by name rather than degrading:
   ``!!set``, ``!!omap``, ``!!pairs`` and non-finite floats are refused, since canonical
   JSON cannot carry them without rewriting them.
 
-The fast path is PyYAML's C loader (``CSafeLoader``); the tree walk only runs when the
-bytes contain an anchor (``&``), which every alias needs.
+The parser is PyYAML's C loader (``CSafeLoader``); the tree walk only runs when the
+bytes contain an anchor (``&``), which every alias needs. Two Python-side costs of that
+loader are trimmed, since ingest spends most of its time here (benchmarks/ingest.py):
+tag resolution skips the path-resolver bookkeeping no safe loader uses, and documents
+holding only the JSON-shaped core tags are built from the composed node graph by one
+small recursive function instead of PyYAML's generator-based constructor. Any other tag,
+a merge key (``<<``) or an unhashable key falls back to the full SafeConstructor, so
+both paths give the same value (pinned by tests/test_importers_yaml.py).
 """
 
 from __future__ import annotations
@@ -92,7 +98,103 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """Safe loader whose constructors only produce JSON-shaped values."""
 
 
+_T = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP = (_T + t for t in ("str", "int", "float", "bool", "null", "timestamp"))
+_SEQ, _MAP = _T + "seq", _T + "map"
+_IMPLICIT = {
+    k: tuple(v) + tuple(_BaseLoader.yaml_implicit_resolvers.get(None, ()))
+    for k, v in _BaseLoader.yaml_implicit_resolvers.items()
+    if k is not None
+}
+_WILDCARD = tuple(_BaseLoader.yaml_implicit_resolvers.get(None, ()))
+
+
+def _resolve(self: Any, kind: type, value: Any, implicit: Any) -> str:
+    """``BaseResolver.resolve`` for a loader with no path resolvers (a safe loader)."""
+    if kind is yaml.ScalarNode:
+        if implicit[0]:
+            for tag, regexp in _IMPLICIT.get(value[0] if value else "", _WILDCARD):
+                if regexp.match(value):
+                    return tag
+        return _STR
+    return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+def _no_path(self: Any, *args: Any) -> None:
+    return None
+
+
+_Loader.resolve = _resolve
+_Loader.descend_resolver = _no_path
+_Loader.ascend_resolver = _no_path
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+
+class _Fallback(Exception):
+    """The document needs the full SafeConstructor (a tag or key the fast path leaves alone)."""
+
+
+def _construct_fast(loader: Any, node: yaml.Node) -> Any:
+    """Build a document of core tags from its node graph; aliases stay shared objects."""
+    memo: dict[int, Any] = {}
+    active: set[int] = set()
+    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
+
+    def conv(n: yaml.Node) -> Any:
+        if n.__class__ is scalar:
+            tag = n.tag
+            if tag in (_STR, _TIMESTAMP):
+                return n.value
+            if tag == _NULL:
+                return None
+            if tag == _INT:
+                return loader.construct_yaml_int(n)
+            if tag == _FLOAT:
+                return loader.construct_yaml_float(n)
+            if tag == _BOOL:
+                return loader.construct_yaml_bool(n)
+            raise _Fallback
+        key = id(n)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise YamlAliasBomb(loader.name, "an alias refers to a node containing itself (recursive alias)")
+        active.add(key)
+        if n.__class__ is sequence:
+            if n.tag != _SEQ:
+                raise _Fallback
+            value: Any = [conv(c) for c in n.value]
+        else:
+            if n.tag != _MAP:
+                raise _Fallback
+            value = {}
+            for k_node, v_node in n.value:
+                k = conv(k_node)
+                if isinstance(k, (dict, list)) or k_node.tag == _T + "merge":
+                    raise _Fallback
+                value[k] = conv(v_node)
+        active.discard(key)
+        memo[key] = value
+        return value
+
+    return conv(node)
+
+
+def _parse(data: bytes, path: Path | str) -> Any:
+    loader = _Loader(data)
+    loader.name = str(path)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return _construct_fast(loader, node)
+        except _Fallback:
+            return loader.construct_document(node)
+        except RecursionError:
+            raise YamlLoadError(path, "nesting too deep to read") from None
+    finally:
+        loader.dispose()
 for _tag in ("binary", "set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(f"!!{_tag}"))
 
@@ -104,7 +206,7 @@ def load_yaml_bytes(data: bytes, path: Path | str, limits: YamlLimits = DEFAULT_
     if len(data) > limits.max_bytes:
         raise YamlTooLarge(path, len(data), limits.max_bytes)
     try:
-        value = yaml.load(data, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader subclass
+        value = _parse(data, path)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
