@@ -63,7 +63,12 @@ def test_one_half_alone_is_insufficient_evidence_and_blocks() -> None:
     """5 < 17 declared is allowed under --source: the verdict is insufficient, not refused."""
     half = [o for o in union() if o.trial.startswith("not_met/")]
     r = reconcile_entry(claim(entry()), half, sweep=False)
-    assert (r.observations, r.kappa, r.accuracy, r.verdict) == (5, None, 1.0, "insufficient_evidence")
+    assert (r.observations, r.kappa, r.accuracy, r.verdict) == (
+        5,
+        None,
+        1.0,
+        "insufficient_evidence",
+    )
     assert r.table.as_dict()["not_met_failed"] == 5
     assert r.counterfactual.pass_rate_before == (0, 5) == r.counterfactual.pass_rate_after
     assert exit_code([CorpusReport("x", (), 5, (r,))]) == 1
@@ -78,7 +83,9 @@ def test_fewer_observations_than_declared_refuse_in_the_sweep() -> None:
 
 
 def test_more_observations_than_declared_refuse() -> None:
-    r = reconcile_entry(claim(entry(evidence={"observations": 16, "kappa": 1.0})), union(), sweep=False)
+    r = reconcile_entry(
+        claim(entry(evidence={"observations": 16, "kappa": 1.0})), union(), sweep=False
+    )
     assert kinds(r) == ["declared_evidence_contradicts_measurement"]
     assert "under-counts" in r.refusals[0].detail
 
@@ -112,7 +119,12 @@ def test_a_strict_disagreement_refuses_a_candidate_and_still_exits_zero() -> Non
     """RUBRIC_MIGRATION.md § lot_ops_names_lot: 10 strict, κ 0.000, refused, exit 0."""
     e = entry(mode="candidate", residual=None, evidence=None, combine_weights=None)
     r = reconcile_entry(claim(e), lot_ops(), sweep=True)
-    assert r.table.as_dict() == {"met_passed": 0, "met_failed": 10, "not_met_passed": 0, "not_met_failed": 0}
+    assert r.table.as_dict() == {
+        "met_passed": 0,
+        "met_failed": 10,
+        "not_met_passed": 0,
+        "not_met_failed": 0,
+    }
     assert (r.accuracy, r.kappa) == (0.0, 0.0)
     assert r.verdict == "refused" and kinds(r) == ["unacknowledged_disagreement"]
     assert {d.direction for d in r.disagreements} == {"strict"}
@@ -170,7 +182,12 @@ def test_an_acknowledged_disagreement_is_waived_by_any_spelling_of_its_trial() -
     obs = mixed("strict")
     odd = obs[-1]
     obs[-1] = type(odd)(
-        odd.trial, odd.task_id, odd.grade, odd.grading, odd.candidate, frozenset({"corpora/notes/odd/t0"})
+        odd.trial,
+        odd.task_id,
+        odd.grade,
+        odd.grading,
+        odd.candidate,
+        frozenset({"corpora/notes/odd/t0"}),
     )
     r = reconcile_entry(claim(e), obs, sweep=False)
     d = next(x for x in r.disagreements if x.trial == "odd/t0")
@@ -187,7 +204,14 @@ def test_a_stale_acknowledgement_refuses() -> None:
 
 
 def test_recorded_rubric_contradicting_was_names_bundle_and_field() -> None:
-    e = entry(was={"kind": "binary", "required": False, "weight": 1.0, "description": NOTES_RUBRIC[0].description})
+    e = entry(
+        was={
+            "kind": "binary",
+            "required": False,
+            "weight": 1.0,
+            "description": NOTES_RUBRIC[0].description,
+        }
+    )
     r = reconcile_entry(claim(e), union(), sweep=True)
     assert kinds(r) == ["recorded_rubric_contradicts_was"]
     assert "met/t0: required (recorded True, was declares False)" in r.refusals[0].detail
@@ -200,14 +224,17 @@ def test_a_corpus_regenerated_after_the_migration_says_so() -> None:
     )
     current = CriterionShape(CRIT, "binary", True, 1.0, NARROWED_TEXT)
     obs = [notes_obs(f"t{i}", met=i % 2 == 0, passed=i % 2 == 0, grading=post) for i in range(4)]
-    r = reconcile_entry(claim(entry(evidence={"observations": 4, "kappa": 1.0}), current=current), obs, sweep=True)
+    r = reconcile_entry(
+        claim(entry(evidence={"observations": 4, "kappa": 1.0}), current=current), obs, sweep=True
+    )
     assert kinds(r) == ["recorded_rubric_contradicts_was"]
     assert "the corpus records the post-migration rubric" in r.refusals[0].detail
 
 
 def test_a_corpus_straddling_a_pack_revision_names_both_bundles() -> None:
     other = RecordedGrading(
-        (CriterionShape(CRIT, "binary", True, 2.0, NOTES_RUBRIC[0].description),) + NOTES_RUBRIC[1:],
+        (CriterionShape(CRIT, "binary", True, 2.0, NOTES_RUBRIC[0].description),)
+        + NOTES_RUBRIC[1:],
         {"llm_judge": 1.0},
     )
     obs = union()
@@ -220,7 +247,9 @@ def test_a_corpus_straddling_a_pack_revision_names_both_bundles() -> None:
 
 def test_a_candidate_is_not_charged_the_recorded_rubric_rules() -> None:
     e = entry(
-        mode="candidate", residual=None, evidence=None,
+        mode="candidate",
+        residual=None,
+        evidence=None,
         was={"kind": "binary", "required": False, "weight": 3.0, "description": "other"},
     )
     r = reconcile_entry(claim(e), union(), sweep=True)
@@ -236,8 +265,18 @@ def test_each_exclusion_is_counted_and_named() -> None:
         notes_obs("x/no_results", met=True, passed=True, criterion_results=None),
         notes_obs("x/no_row", met=True, passed=True, criterion_results=()),
         notes_obs("x/undecided", met=True, passed=None),
-        notes_obs("x/route_lost", met=True, passed=True, candidate=CandidateEvaluation({}, 1.0, False, "b")),
-        notes_obs("x/unavailable", met=True, passed=True, candidate=Unavailable("timeline inconsistent: call c1")),
+        notes_obs(
+            "x/route_lost",
+            met=True,
+            passed=True,
+            candidate=CandidateEvaluation({}, 1.0, False, "b"),
+        ),
+        notes_obs(
+            "x/unavailable",
+            met=True,
+            passed=True,
+            candidate=Unavailable("timeline inconsistent: call c1"),
+        ),
         notes_obs("x/other_task", met=True, passed=False, task_id="elsewhere"),
     ]
     r = reconcile_entry(claim(entry()), obs, sweep=True)
@@ -284,7 +323,9 @@ def test_a_lazy_candidate_is_computed_only_for_trials_that_reach_it() -> None:
 
 def test_counterfactual_names_the_trials_it_cannot_recompute() -> None:
     obs = union()
-    obs[0] = notes_obs("met/t0", met=True, passed=True, components={"llm_judge": 1.0, "state_checks": 1.0})
+    obs[0] = notes_obs(
+        "met/t0", met=True, passed=True, components={"llm_judge": 1.0, "state_checks": 1.0}
+    )
     obs[1] = notes_obs("met/t1", met=True, passed=True, components={"llm_judge": 0.25})
     r = reconcile_entry(claim(entry()), obs, sweep=True)
     gaps = {u.trial: u.gap for u in r.counterfactual.unrecomputed}
@@ -300,7 +341,9 @@ def test_no_declared_map_cannot_weight_the_installed_trace_component() -> None:
     e = entry(combine_weights=None)
     r = reconcile_entry(claim(e), union(), sweep=True)
     assert r.counterfactual.rows == ()
-    assert {u.gap for u in r.counterfactual.unrecomputed} == {"folded_component_has_no_declared_weight"}
+    assert {u.gap for u in r.counterfactual.unrecomputed} == {
+        "folded_component_has_no_declared_weight"
+    }
     assert "trace_checks" in r.counterfactual.unrecomputed[0].reason
 
 
@@ -317,19 +360,38 @@ def test_json_contract_carries_the_issue_keys() -> None:
     assert doc["exit_code"] == 0
     (e,) = doc["entries"]
     for key in (
-        "criterion", "task_ids", "mode", "verdict", "observations", "table", "accuracy",
-        "kappa", "disagreements", "refusals", "counterfactual",
+        "criterion",
+        "task_ids",
+        "mode",
+        "verdict",
+        "observations",
+        "table",
+        "accuracy",
+        "kappa",
+        "disagreements",
+        "refusals",
+        "counterfactual",
     ):
         assert key in e
-    assert e["table"] == {"met_passed": 12, "met_failed": 0, "not_met_passed": 0, "not_met_failed": 5}
+    assert e["table"] == {
+        "met_passed": 12,
+        "met_failed": 0,
+        "not_met_passed": 0,
+        "not_met_failed": 5,
+    }
     assert e["counterfactual"]["pass_rate_before"] == {"passed": 12, "of": 17}
 
 
 def test_human_report_has_the_reference_shape() -> None:
     r = reconcile_entry(claim(entry()), union(), sweep=True)
     text = render_text(CorpusReport("corpora/notes", ("packs",), 17, (r,)))
-    assert "checked_duplicates_first (task_a) — declared narrowed, no_counter_evidence over 17 observations" in text
-    assert "  met                        12       0\n  not met                     0       5\n" in text
+    assert (
+        "checked_duplicates_first (task_a) — declared narrowed, no_counter_evidence over 17 observations"
+        in text
+    )
+    assert (
+        "  met                        12       0\n  not met                     0       5\n" in text
+    )
     assert "  accuracy 1.000, kappa 1.000\n" in text
     assert "judge 0.000 → 1.000 · trial 0.000/False → 0.500/False" in text
     assert (
