@@ -57,12 +57,7 @@ def judge_component(
         if criterion.required:
             gate_failed = gate_failed or not result.met
             continue
-        if result.score is None:
-            raise NotRecomposable(
-                "criterion_has_no_recorded_score",
-                f"criterion {criterion.id!r} is scored but its recorded score is null",
-            )
-        numerator += criterion.weight * result.score
+        numerator += criterion.weight * _criterion_score(criterion, result)
         denominator += criterion.weight
         scored += 1
     if gate_failed:
@@ -74,6 +69,18 @@ def judge_component(
             "judge_weights_sum_to_zero", "the non-required criteria's weights sum to 0"
         )
     return JudgeComponent(numerator / denominator, False)
+
+
+def _criterion_score(criterion: CriterionShape, result: CriterionResult) -> float:
+    """binary: 1.0 when met else 0.0; graded: the recorded score."""
+    if criterion.kind == "binary":
+        return 1.0 if result.met else 0.0
+    if result.score is None:
+        raise NotRecomposable(
+            "criterion_has_no_recorded_score",
+            f"criterion {criterion.id!r} is graded but its recorded score is null",
+        )
+    return result.score
 
 
 @dataclass(frozen=True, slots=True)

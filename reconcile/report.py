@@ -180,7 +180,8 @@ def _entry_lines(e: EntryResult) -> list[str]:
         f"{e.observations} observations",
     ]
     if e.residual is not None:
-        lines.append(f"  residual ({e.residual[0]}), as the author declared it: {e.residual[1]}")
+        reason = " ".join(e.residual[1].split())
+        lines.append(f"  residual ({e.residual[0]}), as the author declared it: {reason}")
     lines += [
         "  judge \\ constraint      passed  failed",
         f"  met                    {t.met_passed:>6}  {t.met_failed:>6}",

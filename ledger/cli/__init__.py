@@ -17,3 +17,4 @@ def main() -> None:
 
 # Command modules register themselves on ``main``; keep one import per area.
 from ledger.cli import demo as _demo  # noqa: E402,F401
+from ledger.cli import reconcile as _reconcile  # noqa: E402,F401
