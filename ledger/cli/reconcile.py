@@ -149,7 +149,12 @@ def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
                 "pack": str(pack_dir),
                 "migration": pack.migration is not None,
                 "findings": [
-                    {"entry": f.entry, "criterion": f.criterion, "rule": f.rule, "message": f.message}
+                    {
+                        "entry": f.entry,
+                        "criterion": f.criterion,
+                        "rule": f.rule,
+                        "message": f.message,
+                    }
                     for f in findings
                 ],
                 "exit_code": 1 if findings else 0,
