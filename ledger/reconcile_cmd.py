@@ -366,9 +366,10 @@ Evaluator = Callable[[Bundle, Pack], Candidate]
 def trace_evaluator() -> Evaluator:
     """The production projection, or one naming why it cannot run in this build."""
     try:
-        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
         from replay.trace_checks import evaluate_trace_checks  # noqa: PLC0415
         from schemas.trace_checks import TraceChecksConfig  # noqa: PLC0415
+
+        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
     except ImportError as exc:
         missing = f"the trace-check projection is not available in this build ({exc})"
         return lambda _bundle, _pack: Unavailable(missing)
@@ -428,16 +429,22 @@ def bundle_calls(bundle: Bundle) -> list[RecordedToolCall] | None:
     ]
 
 
-def candidate_from_result(result: Any) -> CandidateEvaluation:
-    """Adapt a ``TraceChecksResult`` (per-constraint results + winning path) to our values."""
-    verdicts: dict[str, bool | None] = {}
-    for r in result.results:
-        verdicts[r.id] = None if getattr(r, "undecided", False) else bool(r.passed)
+def candidate_from_result(result: Any) -> Candidate:
+    """Adapt a ``TraceChecksResult`` (decision-set results + summary) to our values.
+
+    ``results`` covers the shared constraints and the winning route's, so a route-scoped
+    constraint whose route lost is absent — which reconciliation names as unavailable.
+    """
+    if not result.results and getattr(result, "skipped_reason", ""):
+        return Unavailable(f"the trace checks did not run: {result.skipped_reason}")
+    verdicts: dict[str, bool | None] = {
+        r.id: None if r.undecided else bool(r.passed) for r in result.results
+    }
     return CandidateEvaluation(
         verdicts=verdicts,
         component=result.component,
-        gate_failed=bool(result.gate_failed),
-        winning_path=result.winning_path or "",
+        gate_failed=bool(result.summary.gate_failed),
+        winning_path=result.summary.winning_path or "",
     )
 
 
