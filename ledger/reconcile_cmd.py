@@ -184,28 +184,47 @@ def read_pack(directory: Path) -> Pack:
             migration = parse_migration(_load_yaml(migration_path), source=str(migration_path))
         except MigrationSchemaError as exc:
             raise MigrationLoadError(str(exc)) from None
-    view = pack_view(task_id, str(directory), grading)
+    try:
+        view = pack_view(task_id, str(directory), grading)
+    except RubricShapeError as exc:
+        raise ReconcileError(f"{grading_path}: {exc}") from None
     return Pack(
         directory, view, grading, migration, "sha256:" + hashlib.sha256(raw_bytes).hexdigest()
     )
 
 
-def _criterion(raw: Mapping[str, Any]) -> CriterionShape:
+class RubricShapeError(ValueError):
+    """A rubric that does not read as one; names the criterion index and key."""
+
+
+def _criterion(index: int, raw: Any) -> CriterionShape:
+    where = f"llm_judge.rubric.criteria[{index}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
+        raise RubricShapeError(f"{where} is not a criterion with a string id")
+    kind = raw.get("kind", "graded")
+    required = raw.get("required", False)
+    weight = raw.get("weight", 1.0)
+    if kind not in ("binary", "graded"):
+        raise RubricShapeError(f"{where}.kind is {kind!r}; want binary or graded")
+    if not isinstance(required, bool):
+        raise RubricShapeError(f"{where}.required is {required!r}; want true or false")
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise RubricShapeError(f"{where}.weight is {weight!r}; want a number")
     return CriterionShape(
-        id=str(raw.get("id")),
-        kind=str(raw.get("kind", "graded")),
-        required=bool(raw.get("required", False)),
-        weight=float(raw.get("weight", 1.0)),
-        description=str(raw.get("description", "")),
+        raw["id"], kind, required, float(weight), str(raw.get("description") or "")
     )
 
 
 def rubric_of(grading: Mapping[str, Any] | None) -> tuple[CriterionShape, ...] | None:
+    """The rubric's criteria, ``None`` when no judge rubric is configured."""
     judge = (grading or {}).get("llm_judge") or {}
     rubric = judge.get("rubric") if isinstance(judge, Mapping) else None
-    if not isinstance(rubric, Mapping):
+    if rubric is None:
         return None
-    return tuple(_criterion(c) for c in rubric.get("criteria") or [])
+    criteria = rubric.get("criteria") if isinstance(rubric, Mapping) else None
+    if not isinstance(criteria, list):
+        raise RubricShapeError("llm_judge.rubric.criteria is not a list of criteria")
+    return tuple(_criterion(i, c) for i, c in enumerate(criteria))
 
 
 def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView:
@@ -283,13 +302,17 @@ def read_bundle(directory: Path) -> Bundle | None:
     task_id = task.get("task_id") or trajectory.get("task_id")
     if not isinstance(task_id, str):
         raise UnreadableBundle("neither task.yaml nor trajectory.yaml names a task_id")
+    try:
+        grading = _recorded_grading(grading_cfg)
+    except RubricShapeError as exc:
+        raise UnreadableBundle(f"task.yaml grading_config.{exc}") from None
     return Bundle(
         directory=directory,
         task_id=task_id,
         trajectory=trajectory,
         tool_log=tool_log,
         grade=_recorded_grade(grade_raw),
-        grading=_recorded_grading(grading_cfg),
+        grading=grading,
         file_digest="sha256:" + hasher.hexdigest(),
     )
 
@@ -532,6 +555,7 @@ def _observations(
     packs_by_task: Mapping[str, Pack],
     evaluator: Evaluator,
     corpus_value: str | None,
+    roots: Sequence[str],
 ) -> tuple[list[TrialObservation], list[tuple[str, str]], list[tuple[str, str]], list[str]]:
     """Observations under ``root``, unreadable trials, excluded bundles, file digests."""
     bundles = discover_bundles(root)
@@ -552,7 +576,8 @@ def _observations(
         pack = packs_by_task.get(bundle.task_id)
         if pack is None:
             raise ReconcileError(
-                f"task_id {bundle.task_id!r} of {trial} resolves in none of the searched pack roots"
+                f"task_id {bundle.task_id!r} of {trial} resolves in none of the searched pack "
+                f"roots ({', '.join(roots)}) — pass --packs with the directory holding its pack"
             )
         keys = {trial, directory.relative_to(root).as_posix()}
         if corpus_value is not None:
@@ -601,7 +626,7 @@ def run_reconcile(inv: Invocation) -> Outcome:
     digests = [f"pack:{p.directory}={p.digest}" for p in packs]
     if inv.source is not None:
         obs, unreadable, excluded, files = _observations(
-            inv.source, inv.base, packs_by_task, evaluator, None
+            inv.source, inv.base, packs_by_task, evaluator, None, pack_names
         )
         tasks = {o.task_id for o in obs}
         mine = [c for _, c in claims if tasks & set(c.task_ids)]
@@ -622,7 +647,7 @@ def run_reconcile(inv: Invocation) -> Outcome:
             resolution = corpora[corpus_value]
             root = Path(resolution.resolved)
             obs, unreadable, excluded, files = _observations(
-                root, inv.base, packs_by_task, evaluator, corpus_value
+                root, inv.base, packs_by_task, evaluator, corpus_value, pack_names
             )
             entries = tuple(
                 reconcile_entry(c, obs, sweep=True) for v, c in claims if v == corpus_value

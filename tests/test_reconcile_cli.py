@@ -511,3 +511,100 @@ def test_a_real_run_appends_reconcile_completed_with_a_receipt(tmp_path: Path) -
     assert receipt["checkpoint"]["size"] == 0
     assert receipt["inputs_digest"].startswith("sha256:")
     assert receipt["outputs_digest"].startswith("sha256:")
+
+
+def test_a_recorded_rubric_that_does_not_read_as_one_is_unreadable(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
+    task = yaml.safe_load((corpus / "z" / "task.yaml").read_text())
+    task["grading_config"]["llm_judge"]["rubric"]["criteria"][1]["required"] = "yes"
+    write_yaml(corpus / "z" / "task.yaml", task)
+    out = run_tmp(tmp_path)
+    (row,) = out.document["sources"][0]["unreadable_trials"]
+    assert row["trial"] == "corpus/z"
+    assert "criteria[1].required is 'yes'" in row["reason"]
+
+
+def test_a_trial_that_never_ran_is_excluded_by_name(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    write_yaml(
+        corpus / "aborted" / "trajectory.yaml",
+        {"task_id": "t_task", "status": "error", "messages": []},
+    )
+    out = run_tmp(tmp_path)
+    assert out.document["sources"][0]["excluded_bundles"] == [
+        {"bundle": "corpus/aborted", "reason": "no task.yaml: the trial never ran"}
+    ]
+    assert out.exit_code == 0
+
+
+def test_a_task_id_no_pack_declares_names_the_roots(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    make_bundle(corpus, "stranger", met=True, listed=True, task_id="t_unknown")
+    with pytest.raises(
+        ReconcileError, match=r"'t_unknown' of corpus/stranger resolves in none .*packs"
+    ):
+        run_tmp(tmp_path)
+
+
+def test_a_single_bundle_is_a_source(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    out = run_tmp(tmp_path, source=corpus / "a")
+    (e,) = out.document["entries"]
+    assert (e["observations"], e["verdict"], out.exit_code) == (1, "insufficient_evidence", 1)
+
+
+def test_the_cli_appends_reconcile_completed_bound_to_the_checkpoint_it_read(
+    tmp_path: Path,
+) -> None:
+    from ledger.store import init_ledger, open_ledger
+    from schemas.canonical import digest
+
+    init_ledger(tmp_path / "lg").close()
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    res = CliRunner().invoke(
+        main,
+        [
+            "reconcile",
+            "--packs",
+            str(tmp_path / "packs"),
+            "--base",
+            str(tmp_path),
+            "--json",
+            "--ledger",
+            str(tmp_path / "lg"),
+        ],
+    )
+    doc = json.loads(res.stdout)
+    receipt = doc.pop("receipt")
+    with open_ledger(tmp_path / "lg") as lg:
+        (ev,) = list(lg.read(type="reconcile.completed"))
+        assert receipt["checkpoint"] == {"size": 0, "root": lg.root(0).hex()}
+        payload = ev.data()
+    assert payload["receipt"] == receipt
+    assert receipt["outputs_digest"] == digest(doc)
+    assert payload["exit_code"] == doc["exit_code"] == res.exit_code
+
+
+def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    res = CliRunner().invoke(
+        main,
+        [
+            "reconcile",
+            "--packs",
+            str(tmp_path / "packs"),
+            "--base",
+            str(tmp_path),
+            "--ledger",
+            str(tmp_path / "missing"),
+        ],
+    )
+    assert res.exit_code == 3
+    assert "create the ledger first, or pass --dry-run" in res.output
+    assert not (tmp_path / "missing").exists()
