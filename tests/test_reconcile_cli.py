@@ -29,7 +29,9 @@ from ledger.reconcile_cmd import (
     resolve_corpus,
     run_reconcile,
 )
+from ledger.store import init_ledger, open_ledger
 from reconcile.inputs import CandidateEvaluation
+from schemas.canonical import digest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -492,27 +494,6 @@ def test_validate_reports_a_malformed_sidecar(tmp_path: Path) -> None:
     assert "residual" in res.output and "write residual: {kind: text|none" in res.output
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("ledger.store") is None, reason="the store has not landed"
-)
-def test_a_real_run_appends_reconcile_completed_with_a_receipt(tmp_path: Path) -> None:
-    from ledger.store import init_ledger, open_ledger
-
-    from ledger.reconcile_cmd import append_receipt
-
-    init_ledger(tmp_path / "lg").close()
-    make_pack(tmp_path, migration())
-    make_corpus(tmp_path, BALANCED)
-    out = run_tmp(tmp_path)
-    receipt = append_receipt(tmp_path / "lg", out, run_id="r1")
-    with open_ledger(tmp_path / "lg") as lg:
-        (ev,) = list(lg.read(type="reconcile.completed"))
-        assert ev.stream == "reconcile/r1"
-    assert receipt["checkpoint"]["size"] == 0
-    assert receipt["inputs_digest"].startswith("sha256:")
-    assert receipt["outputs_digest"].startswith("sha256:")
-
-
 def test_a_recorded_rubric_that_does_not_read_as_one_is_unreadable(tmp_path: Path) -> None:
     make_pack(tmp_path, migration())
     corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
@@ -560,9 +541,6 @@ def test_a_single_bundle_is_a_source(tmp_path: Path) -> None:
 def test_the_cli_appends_reconcile_completed_bound_to_the_checkpoint_it_read(
     tmp_path: Path,
 ) -> None:
-    from ledger.store import init_ledger, open_ledger
-    from schemas.canonical import digest
-
     init_ledger(tmp_path / "lg").close()
     make_pack(tmp_path, migration())
     make_corpus(tmp_path, BALANCED)
