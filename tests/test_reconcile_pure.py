@@ -8,8 +8,11 @@ the rules' closed forms, never from a previous run.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconcile.inputs import CandidateEvaluation, CriterionShape, RecordedGrading, Unavailable
+from reconcile.kappa import cohen_kappa
 from reconcile.reconcile import reconcile_entry
 from reconcile.report import CorpusReport, exit_code, render_text, run_json
 from tests.test_reconcile_helpers import (
@@ -400,3 +403,50 @@ def test_human_report_has_the_reference_shape() -> None:
         "'the_notes_were_listed_before_the_note_was_added']"
     ) in text
     assert "pass rate 12/17 → 12/17 (evidence, not a gate" in text
+
+
+trial_specs = st.lists(
+    st.tuples(
+        st.sampled_from(["completed", "completed", "completed", "errored"]),
+        st.booleans(),  # judge met
+        st.sampled_from([True, False, None]),  # constraint passed / undecided
+        st.booleans(),  # the grade holds a row for the criterion
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150)
+@given(trial_specs, st.sampled_from(["candidate", "narrowed", "retired"]))
+def test_reconciliation_invariants(specs, mode: str) -> None:
+    obs = [
+        notes_obs(
+            f"t{i}",
+            met=met,
+            passed=passed,
+            judge_status=status,
+            criterion_results="default" if has_row else (),
+        )
+        for i, (status, met, passed, has_row) in enumerate(specs)
+    ]
+    overrides: dict = {"mode": mode, "evidence": {"observations": 10_000, "kappa": None}}
+    if mode == "candidate":
+        overrides.update(residual=None, evidence=None)
+    if mode == "retired":
+        overrides["residual"] = {"kind": "none", "reason": "nothing remains"}
+    r = reconcile_entry(claim(entry(**overrides)), obs, sweep=False)
+    t = r.table
+    assert t.n == r.observations == len(r.contributing)
+    assert r.observations + len(r.exclusions) == len(obs)
+    assert sum(d.direction == "strict" for d in r.disagreements) == t.met_failed
+    assert sum(d.direction == "permissive" for d in r.disagreements) == t.not_met_passed
+    assert r.kappa == cohen_kappa(t)
+    forbidden = t.met_failed + (t.not_met_passed if mode == "retired" else 0)
+    assert kinds(r) == (["unacknowledged_disagreement"] * bool(t.met_failed)) + (
+        ["unacknowledged_disagreement"] * bool(mode == "retired" and t.not_met_passed)
+    )
+    assert (r.verdict == "refused") == bool(forbidden)
+    if not forbidden:
+        want = "insufficient_evidence" if r.kappa is None else "no_counter_evidence"
+        assert r.verdict == want
+    assert r == reconcile_entry(claim(entry(**overrides)), obs, sweep=False)
