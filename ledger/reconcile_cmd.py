@@ -115,7 +115,8 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
             return _with_error(
                 shown,
                 f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
-                "subdirectory does — point it at a directory `vledger`/tolokaforge curate wrote",
+                "subdirectory does — point it at a curated corpus (a directory holding "
+                "corpus.yaml) or at a directory of such parts",
             )
     bundles = frozenset(p.relative_to(real).as_posix() for p in discover_bundles(real))
     return CorpusResolution(value, str(base), str(joined), None, bundles)
@@ -583,8 +584,7 @@ def _observations(
         if corpus_value is not None:
             keys.add(f"{corpus_value.rstrip('/')}/{directory.relative_to(root).as_posix()}")
 
-        def lazy(bundle: Bundle = bundle, pack: Pack = pack) -> Candidate:
-            return evaluator(bundle, pack)
+        lazy = _once(evaluator, bundle, pack)
 
         observations.append(
             TrialObservation(
@@ -592,6 +592,18 @@ def _observations(
             )
         )
     return observations, unreadable, excluded, digests
+
+
+def _once(evaluator: Evaluator, bundle: Bundle, pack: Pack) -> Callable[[], Candidate]:
+    """Evaluate on first demand only, and once: two entries over one trial share the result."""
+    memo: list[Candidate] = []
+
+    def compute() -> Candidate:
+        if not memo:
+            memo.append(evaluator(bundle, pack))
+        return memo[0]
+
+    return compute
 
 
 def _display(path: Path, base: Path) -> str:
