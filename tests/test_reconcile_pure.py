@@ -450,3 +450,43 @@ def test_reconciliation_invariants(specs, mode: str) -> None:
         want = "insufficient_evidence" if r.kappa is None else "no_counter_evidence"
         assert r.verdict == want
     assert r == reconcile_entry(claim(entry(**overrides)), obs, sweep=False)
+
+
+def test_the_report_carries_no_field_that_ranks_modes() -> None:
+    """RUBRIC_MIGRATION.md § Reading the evidence: locked by set-equality over field names,
+    so a field comparing or recommending modes cannot be added unnoticed."""
+    from dataclasses import fields
+
+    from reconcile.reconcile import EntryResult
+    from reconcile.report import entry_json
+
+    assert {f.name for f in fields(EntryResult)} == {
+        "criterion", "task_ids", "mode", "by", "residual", "observations", "table",
+        "accuracy", "kappa", "disagreements", "exclusions", "refusals", "verdict",
+        "tolerated_directions", "counterfactual", "declared_evidence", "contributing",
+    }  # fmt: skip
+    r = reconcile_entry(claim(entry()), union(), sweep=True)
+    assert set(entry_json(r)) == {
+        "criterion", "task_ids", "mode", "verdict", "observations", "table", "accuracy",
+        "kappa", "disagreements", "refusals", "counterfactual", "by", "residual",
+        "excluded_trials", "tolerated_directions", "gates_exit_code", "declared_evidence",
+    }  # fmt: skip
+
+
+def test_reconciliation_reaches_no_llm_client() -> None:
+    """The bar spends nothing: importing the whole reconcile path loads no LLM/HTTP client."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, ledger.reconcile_cmd, ledger.cli.reconcile\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'openai', 'anthropic', 'httpx', 'requests', 'litellm', 'aiohttp'})\n"
+        "print(','.join(bad))\n"
+    )
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True,
+        env={"PYTHONPATH": str(root)}, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == ""
