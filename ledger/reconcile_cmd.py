@@ -626,58 +626,59 @@ def _packs_by_task(packs: Sequence[Pack]) -> dict[str, Pack]:
     return by_task
 
 
+@dataclass(frozen=True)
+class _Context:
+    base: Path
+    packs_by_task: Mapping[str, Pack]
+    evaluator: Evaluator
+    roots: tuple[str, ...]
+
+
+def _corpus_report(
+    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim]
+) -> tuple[CorpusReport, list[str]]:
+    """One corpus read and every claim over it reconciled; the sweep knows its corpus."""
+    obs, unreadable, excluded, files = _observations(
+        root, ctx.base, ctx.packs_by_task, ctx.evaluator, corpus_value, ctx.roots
+    )
+    if corpus_value is None:  # --source: the claims of the packs behind its trials
+        tasks = {o.task_id for o in obs}
+        claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
+    sweep = corpus_value is not None
+    entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
+    report = CorpusReport(
+        shown, ctx.roots, len(obs) + len(unreadable), entries, tuple(unreadable), tuple(excluded)
+    )
+    return report, files
+
+
 def run_reconcile(inv: Invocation) -> Outcome:
     """Every report the invocation asks for, their JSON document and the exit code."""
     packs = find_packs(inv.packs)
     corpora = load_declarations(packs, inv.base)
-    packs_by_task = _packs_by_task(packs)
     claims = pool_claims(packs)
-    evaluator = inv.evaluator or trace_evaluator()
-    pack_names = tuple(str(p) for p in inv.packs)
+    ctx = _Context(
+        inv.base,
+        _packs_by_task(packs),
+        inv.evaluator or trace_evaluator(),
+        tuple(str(p) for p in inv.packs),
+    )
     reports: list[CorpusReport] = []
-    digests = [f"pack:{p.directory}={p.digest}" for p in packs]
+    digests = [f"pack:{_display(p.directory, inv.base)}={p.digest}" for p in packs]
     if inv.source is not None:
-        obs, unreadable, excluded, files = _observations(
-            inv.source, inv.base, packs_by_task, evaluator, None, pack_names
-        )
-        tasks = {o.task_id for o in obs}
-        mine = [c for _, c in claims if tasks & set(c.task_ids)]
-        entries = tuple(reconcile_entry(c, obs, sweep=False) for c in _dedupe(mine))
-        reports.append(
-            CorpusReport(
-                _display(inv.source, inv.base),
-                pack_names,
-                len(obs) + len(unreadable),
-                entries,
-                tuple(unreadable),
-                tuple(excluded),
-            )
-        )
+        shown = _display(inv.source, inv.base)
+        report, files = _corpus_report(ctx, inv.source, shown, None, [c for _, c in claims])
+        reports.append(report)
         digests += files
     else:
-        for corpus_value in sorted({v for v, _ in claims}):
-            resolution = corpora[corpus_value]
-            root = Path(resolution.resolved)
-            obs, unreadable, excluded, files = _observations(
-                root, inv.base, packs_by_task, evaluator, corpus_value, pack_names
-            )
-            entries = tuple(
-                reconcile_entry(c, obs, sweep=True) for v, c in claims if v == corpus_value
-            )
-            reports.append(
-                CorpusReport(
-                    corpus_value,
-                    pack_names,
-                    len(obs) + len(unreadable),
-                    entries,
-                    tuple(unreadable),
-                    tuple(excluded),
-                )
-            )
+        for value in sorted({v for v, _ in claims}):
+            mine = [c for v, c in claims if v == value]
+            root = Path(corpora[value].resolved)
+            report, files = _corpus_report(ctx, root, value, value, mine)
+            reports.append(report)
             digests += files
-    inputs_digest = digest(sorted(digests))
     document = run_json(reports)
-    return Outcome(reports, document, inputs_digest, document["exit_code"])
+    return Outcome(reports, document, digest(sorted(digests)), document["exit_code"])
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
