@@ -586,3 +586,15 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
     assert res.exit_code == 3
     assert "create the ledger first, or pass --dry-run" in res.output
     assert not (tmp_path / "missing").exists()
+
+
+def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    first, again = run_tmp(tmp_path), run_tmp(tmp_path)
+    assert first.inputs_digest == again.inputs_digest
+    assert first.document == again.document
+    grading = yaml.safe_load((pack / "grading.yaml").read_text())
+    grading["trace_checks"]["constraints"][0]["description"] = "edited"
+    write_yaml(pack / "grading.yaml", grading)
+    assert run_tmp(tmp_path).inputs_digest != first.inputs_digest
