@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reconcile.compose import NotRecomposable, fold, judge_component
-from reconcile.inputs import CandidateEvaluation, ConstraintDecl, TrialObservation
+from reconcile.inputs import CandidateEvaluation, ConstraintDecl, CriterionShape, TrialObservation
 
 TOLERANCE = 1e-9
 
@@ -159,7 +159,7 @@ def _row(m: Migration, obs: TrialObservation, candidate: CandidateEvaluation) ->
     )
 
 
-def _vetoes_after(m: Migration, rubric) -> tuple[str, ...]:
+def _vetoes_after(m: Migration, rubric: Sequence[CriterionShape]) -> tuple[str, ...]:
     kept = {c.id for c in rubric if c.required and (c.id != m.criterion or m.mode == "narrowed")}
     gates = {cid for cid in m.by if cid in m.constraints and m.constraints[cid].severity == "gate"}
     return tuple(sorted(kept | gates))

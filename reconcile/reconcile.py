@@ -18,7 +18,7 @@ undefined, else ``no_counter_evidence``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -260,7 +260,7 @@ def _acknowledgement(entry: MigrationEntry, obs: TrialObservation) -> str | None
     return None
 
 
-def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]):
+def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iterator[Disagreement]:
     for item in labelled:
         if item.judge_met == item.constraint_passed:
             continue

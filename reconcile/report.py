@@ -129,7 +129,9 @@ def run_json(reports: Sequence[CorpusReport], **extra: Any) -> dict[str, Any]:
                 "source": r.source,
                 "packs_searched": list(r.packs),
                 "trials_read": r.trials_read,
-                "unreadable_trials": [{"trial": t, "reason": why} for t, why in r.unreadable_trials],
+                "unreadable_trials": [
+                    {"trial": t, "reason": why} for t, why in r.unreadable_trials
+                ],
                 "excluded_bundles": [{"bundle": b, "reason": why} for b, why in r.excluded_bundles],
                 "blocking": r.blocking(),
             }

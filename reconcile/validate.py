@@ -127,7 +127,9 @@ def _missing_criterion(entry: MigrationEntry, pack: PackView) -> str:
     )
 
 
-def _candidate(entry, current, pack) -> list[tuple[str, str]]:
+def _candidate(
+    entry: MigrationEntry, current: CriterionShape | None, pack: PackView
+) -> list[tuple[str, str]]:
     rule = "candidate_shape"
     out = []
     if current is None:
@@ -159,7 +161,9 @@ def _candidate(entry, current, pack) -> list[tuple[str, str]]:
     return out
 
 
-def _narrowed(entry, current, pack) -> list[tuple[str, str]]:
+def _narrowed(
+    entry: MigrationEntry, current: CriterionShape | None, pack: PackView
+) -> list[tuple[str, str]]:
     out = []
     if current is None:
         out.append(("narrowed_shape", _missing_criterion(entry, pack)))
@@ -196,7 +200,9 @@ def _narrowed(entry, current, pack) -> list[tuple[str, str]]:
     return out
 
 
-def _retired(entry, current, pack) -> list[tuple[str, str]]:
+def _retired(
+    entry: MigrationEntry, current: CriterionShape | None, pack: PackView
+) -> list[tuple[str, str]]:
     out = []
     if current is not None:
         out.append(
