@@ -308,12 +308,8 @@ def _rubric_refusals(claim: Claim, labelled: Sequence[_Labelled]) -> list[Refusa
         if diffs:
             contradicted.append(f"{item.obs.trial}: {'; '.join(diffs)}")
             current = claim.current_criterion
-            if current is not None and not _shape_diffs(
-                CriterionShape(
-                    current.id, current.kind, current.required, current.weight, current.description
-                ),
-                recorded,
-            ):
+            # the bundle records what the pack holds *now*: regenerated after the migration
+            if current is not None and not _shape_diffs(current, recorded):
                 post_migration = True
     if contradicted:
         detail = "the recorded rubric contradicts was — " + " | ".join(contradicted)
