@@ -156,7 +156,10 @@ def reconcile_entry(
     for item in labelled:
         table = table.add(item.judge_met, item.constraint_passed)
     kappa = cohen_kappa(table)
-    disagreements = tuple(_disagreements(entry, labelled))
+    # strict ones first, then permissive, each in trial order (the report's two lists)
+    disagreements = tuple(
+        sorted(_disagreements(entry, labelled), key=lambda d: d.direction != "strict")
+    )
 
     refusals: list[Refusal] = []
     refusals += _rubric_refusals(claim, labelled)
