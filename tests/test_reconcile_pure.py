@@ -490,3 +490,17 @@ def test_reconciliation_reaches_no_llm_client() -> None:
         env={"PYTHONPATH": str(root)}, check=True,
     )  # fmt: skip
     assert out.stdout.strip() == ""
+
+
+def test_strict_disagreements_are_listed_before_permissive_ones() -> None:
+    obs = [
+        notes_obs("p1", met=False, passed=True),
+        notes_obs("s1", met=True, passed=False),
+        notes_obs("p2", met=False, passed=True),
+        notes_obs("s2", met=True, passed=False),
+    ]
+    e = entry(mode="candidate", residual=None, evidence=None)
+    r = reconcile_entry(claim(e), obs, sweep=False)
+    assert [(d.trial, d.direction) for d in r.disagreements] == [
+        ("s1", "strict"), ("s2", "strict"), ("p1", "permissive"), ("p2", "permissive"),
+    ]  # fmt: skip
