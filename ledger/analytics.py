@@ -84,6 +84,7 @@ class Source:
 
     kind: str  # "store" | "segments" | "empty"
     detail: str
+    relation: str = ""  # the SQL of the envelope rows the views were created over
 
 
 def check_read_only(sql: str) -> list[str]:
@@ -176,7 +177,7 @@ def connect(ledger_dir: Path | str) -> Iterator[tuple[duckdb.DuckDBPyConnection,
     try:
         rel, source = attach_source(con, Path(ledger_dir))
         views.create_views(con, rel)
-        yield con, source
+        yield con, Source(source.kind, source.detail, rel)
     finally:
         con.close()
 
@@ -187,9 +188,28 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     try:
         for text in texts[:-1]:
             con.execute(text)
-        return con.sql(texts[-1]).to_arrow_table()
+        rel = con.sql(texts[-1])
+        if rel is None:  # a statement that returns no relation (never a read, but be safe)
+            return pa.table({})
+        return _mark_json(rel.to_arrow_table(), [str(t) for t in rel.types])
     except duckdb.Error as exc:
         raise SqlQueryError(str(exc).strip()) from None
+
+
+JSON_METADATA = {b"duckdb_type": b"JSON"}
+
+
+def _mark_json(table: pa.Table, types: list[str]) -> pa.Table:
+    """Tag JSON-typed columns in the Arrow schema so printers can emit them as JSON values."""
+    fields = [
+        f.with_metadata(JSON_METADATA) if t == "JSON" else f
+        for f, t in zip(table.schema, types, strict=True)
+    ]
+    return table.cast(pa.schema(fields))
+
+
+def is_json_field(field: pa.Field) -> bool:
+    return bool(field.metadata) and field.metadata.get(b"duckdb_type") == b"JSON"
 
 
 def query(ledger_dir: Path | str, sql: str) -> pa.Table:

@@ -13,6 +13,7 @@ one-line fix here and nowhere else.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,7 +51,8 @@ PATHS: dict[str, dict[str, list[str]]] = {
             "$.model_config.judge.name",
             "$.task.model_config.judge.name",
         ],
-        "met": ["$.met", "$.corpus_met", "$.corpus.met"],
+        "met": ["$.met", "$.membership.met"],
+        "record_view": ["$.record_view"],
     },
     "trial.ended": {
         "status": ["$.status"],
@@ -83,7 +85,8 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "arguments": ["$.arguments"],
     },
     "timeline.event": {
-        "projection_version": ["$.projection_version", "$.version"],
+        "projection_version": ["$.timeline_version", "$.projection_version"],
+        "inconsistency": ["$.inconsistency.message"],
         "position": ["$.position", "$.event.position"],
         "turn_index": ["$.turn_index", "$.event.turn_index"],
         "kind": ["$.kind", "$.event.kind"],
@@ -97,24 +100,6 @@ PATHS: dict[str, dict[str, list[str]]] = {
     },
     "timeline.event/json": {
         "arguments": ["$.arguments", "$.event.arguments"],
-    },
-    # grade.recorded carries the whole grade.yaml (optionally wrapped under "grade");
-    # grade.replayed carries {"trial", "task_id", "projection_version", "config_digest",
-    # "replay_id", "grade": {...}}.
-    "grade.replayed": {
-        "trial": ["$.trial"],
-        "task_id": ["$.task_id"],
-        "projection_version": ["$.projection_version"],
-        "config_digest": ["$.config_digest"],
-        "replay_id": ["$.replay_id"],
-    },
-    "grade.recorded": {
-        "trial": ["$.trial"],
-        "task_id": ["$.task_id"],
-    },
-    "grade/root": {
-        "recorded": ["$.grade"],
-        "replayed": ["$.grade"],
     },
     "receipt": {
         "replay_id": ["$.replay_id", "$.reconcile_id", "$.run_id", "$.receipt.run_id"],
@@ -153,6 +138,29 @@ PATHS: dict[str, dict[str, list[str]]] = {
             "$.derived.applied_rank_ops",
         ],
         "counters": ["$.counters", "$.admission.counters", "$.derived.counters"],
+    },
+}
+
+# grade.recorded = {"source": "grade.yaml", "grade": <grade.yaml verbatim>} (issue 3);
+# grade.replayed = {"trial", "task_id", "projection_version", "config_digest", "replay_id",
+# "grade": {...}} (issue 6). Both are read with ONE json_transform per event into this shape;
+# nested lists stay JSON for the views that unnest them.
+GRADE_EVENT_SHAPE: dict[str, object] = {
+    "trial": "VARCHAR",
+    "task_id": "VARCHAR",
+    "projection_version": "VARCHAR",
+    "config_digest": "VARCHAR",
+    "replay_id": "VARCHAR",
+    "grade": {
+        "score": "DOUBLE",
+        "binary_pass": "BOOLEAN",
+        "judge_status": "VARCHAR",
+        "reasons": "JSON",
+        "components": "JSON",
+        "not_measured": "JSON",
+        "criterion_results": "JSON",
+        "trace_check_results": "JSON",
+        "trace_checks_summary": "JSON",
     },
 }
 
@@ -246,21 +254,40 @@ def _grade_rank(col: str) -> str:
     return f"CASE {col} {whens} ELSE {len(GRADE_LADDER)} END"
 
 
+_CRITERIA_COLS = (
+    "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, c.id AS criterion, "
+    "c.met, c.score, c.justification, g.gs.judge_status AS judge_status"
+)
+_CRITERIA_UNNEST = (
+    "unnest(json_transform(g.gs.criterion_results, '[{\"id\": \"VARCHAR\", "
+    "\"met\": \"BOOLEAN\", \"score\": \"DOUBLE\", \"justification\": \"VARCHAR\"}]')) AS u(c)"
+)
+_TRACE_COLS = (
+    "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, g.recorded_at, "
+    "(u.i - 1)::INTEGER AS ord, u.r.id AS constraint_id, u.r.kind AS kind, "
+    "u.r.severity AS severity, u.r.weight AS weight, u.r.passed AS passed, "
+    "coalesce(u.r.undecided, false) AS undecided, coalesce(u.r.withheld, false) AS withheld, "
+    "CASE WHEN coalesce(u.r.withheld, false) THEN 'withheld' "
+    "WHEN coalesce(u.r.undecided, false) THEN 'undecided' "
+    "WHEN u.r.passed THEN 'pass' ELSE 'fail' END AS verdict, u.r.message AS message, "
+    "u.r.matched_positions AS matched_positions, "
+    "g.gs.trace_checks_summary ->> 'winning_path' AS winning_path"
+)
+# Each result with its 1-based position in the list (declaration order).
+_TRACE_UNNEST = (
+    "(SELECT unnest(l) AS r, unnest(range(1, len(l) + 1)) AS i FROM (SELECT "
+    "json_transform(g.gs.trace_check_results, '[{\"id\": \"VARCHAR\", \"kind\": \"VARCHAR\", "
+    "\"severity\": \"VARCHAR\", \"weight\": \"DOUBLE\", \"passed\": \"BOOLEAN\", "
+    "\"undecided\": \"BOOLEAN\", \"withheld\": \"BOOLEAN\", \"message\": \"VARCHAR\", "
+    "\"matched_positions\": [\"INTEGER\"]}]') AS l)) AS u"
+)
+
+
 def _views() -> list[View]:
     reg_cols = list(PATHS["trial.registered"])
     end_cols = list(PATHS["trial.ended"])
-    rec = PATHS["grade/root"]["recorded"][0]
-    rep = PATHS["grade/root"]["replayed"][0]
-    gr_sv, gr = _fields("grade.replayed")
-    gc_sv, gc = _fields("grade.recorded")
     rc_sv, rc = _fields("receipt")
     ks = ", ".join(str(k) for k in PASS_K_VALUES)
-    grade_struct = (
-        '{"score": "DOUBLE", "binary_pass": "BOOLEAN", "judge_status": "VARCHAR", '
-        '"reasons": "JSON", "components": "JSON", "not_measured": "JSON", '
-        '"criterion_results": "JSON", "trace_check_results": "JSON", '
-        '"trace_checks_summary": "JSON"}'
-    )
     return [
         View(
             "_ev",
@@ -415,51 +442,43 @@ def _views() -> list[View]:
             ),
         ),
         View(
-            "_grade_src",
-            # Recorded grades (the grade.yaml as ingested) and replayed ones (issue 6), one
-            # shape: the trial they grade, who produced them, and the grade object itself.
-            "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.task_id, r.task_id) AS task_id, "
-            "u.projection_version, u.config_digest, u.replay_id, u.grade FROM ("
-            f"SELECT seq, recorded_at, 'recorded' AS source, coalesce({gc['trial']}, stream) AS trial, "
-            f"{gc['task_id']} AS task_id, NULL::VARCHAR AS projection_version, "
-            f"NULL::VARCHAR AS config_digest, NULL::VARCHAR AS replay_id, "
-            f"coalesce(json_extract(body, {_sql_str(rec)}), body::JSON) AS grade "
-            f"FROM (SELECT *, {gc_sv} FROM _ev WHERE type = 'grade.recorded') "
-            f"UNION ALL "
-            f"SELECT seq, recorded_at, 'replayed', coalesce({gr['trial']}, stream), "
-            f"{gr['task_id']}, {gr['projection_version']}, "
-            f"{gr['config_digest']}, {gr['replay_id']}, "
-            f"json_extract(body, {_sql_str(rep)}) "
-            f"FROM (SELECT *, {gr_sv} FROM _ev WHERE type = 'grade.replayed')) u "
-            "LEFT JOIN (SELECT stream, any_value(task_id) AS task_id FROM _registered "
-            "GROUP BY stream) r ON r.stream = u.trial",
+            "_trial_keys",
+            # The latest trial.registered per stream: the only place task and models live.
+            "SELECT stream AS trial, arg_max(task_id, seq) AS task_id, "
+            "arg_max(agent_model, seq) AS agent_model FROM _registered GROUP BY stream",
             "internal",
             (),
             public=False,
         ),
         View(
-            "_grade_parsed",
-            "SELECT g.*, json_transform(grade, '" + grade_struct + "') AS gs FROM _grade_src g",
+            "_trial_core",
+            "WITH r AS (SELECT * FROM _registered QUALIFY row_number() OVER "
+            "(PARTITION BY stream ORDER BY seq DESC) = 1), "
+            "e AS (SELECT * FROM _ended QUALIFY row_number() OVER "
+            "(PARTITION BY stream ORDER BY seq DESC) = 1) "
+            "SELECT r.stream AS trial, r.corpus, r.task_id, TRY_CAST(r.trial_index AS INTEGER) "
+            "AS trial_index, r.agent_model, r.user_model, r.judge_model, "
+            "TRY_CAST(r.met AS BOOLEAN) AS met, TRY_CAST(r.record_view AS BOOLEAN) AS records_present, "
+            "e.status, e.termination_reason, e.grading_error, "
+            f"{_outcome_case('e.termination_reason', 'e.grading_error')} AS outcome_class, "
+            f"({_outcome_case('e.termination_reason', 'e.grading_error')}) "
+            "<> 'infrastructure_abort' AS counted, e.start_ts, e.end_ts, "
+            "r.recorded_at AS registered_at FROM r LEFT JOIN e USING (stream)",
             "internal",
             (),
             public=False,
         ),
         View(
             "trials",
-            "WITH r AS (SELECT * FROM _registered QUALIFY row_number() OVER "
-            "(PARTITION BY stream ORDER BY seq DESC) = 1), "
-            "e AS (SELECT * FROM _ended QUALIFY row_number() OVER "
-            "(PARTITION BY stream ORDER BY seq DESC) = 1), "
-            "m AS (SELECT stream, count(*) AS n FROM _ev WHERE type = 'trial.message' GROUP BY stream), "
-            "t AS (SELECT stream, count(*) AS n FROM _ev WHERE type = 'trial.tool_call' GROUP BY stream) "
-            "SELECT r.stream AS trial, r.corpus, r.task_id, TRY_CAST(r.trial_index AS INTEGER) AS trial_index, "
-            "r.agent_model, r.user_model, r.judge_model, TRY_CAST(r.met AS BOOLEAN) AS met, "
-            "e.status, e.termination_reason, e.grading_error, "
-            f"{_outcome_case('e.termination_reason', 'e.grading_error')} AS outcome_class, "
-            f"({_outcome_case('e.termination_reason', 'e.grading_error')}) <> 'infrastructure_abort' AS counted, "
-            "e.start_ts, e.end_ts, coalesce(m.n, 0) AS n_messages, coalesce(t.n, 0) AS n_tool_calls, "
-            "r.recorded_at AS registered_at "
-            "FROM r LEFT JOIN e USING (stream) LEFT JOIN m USING (stream) LEFT JOIN t USING (stream)",
+            "WITH m AS (SELECT stream AS trial, count(*) AS n FROM _ev "
+            "WHERE type = 'trial.message' GROUP BY stream), "
+            "t AS (SELECT stream AS trial, count(*) AS n FROM _ev "
+            "WHERE type = 'trial.tool_call' GROUP BY stream) "
+            "SELECT c.trial, c.corpus, c.task_id, c.trial_index, c.agent_model, c.user_model, "
+            "c.judge_model, c.met, c.records_present, c.status, c.termination_reason, "
+            "c.grading_error, c.outcome_class, c.counted, c.start_ts, c.end_ts, "
+            "coalesce(m.n, 0) AS n_messages, coalesce(t.n, 0) AS n_tool_calls, c.registered_at "
+            "FROM _trial_core c LEFT JOIN m USING (trial) LEFT JOIN t USING (trial)",
             "one row per registered trial (trial.registered + trial.ended)",
             (
                 ("trial", "trial stream (trial/<corpus>/<task_id>/<trial>)"),
@@ -470,6 +489,7 @@ def _views() -> list[View]:
                 ("user_model", "model_config.user.name"),
                 ("judge_model", "model_config.judge.name (null when none recorded)"),
                 ("met", "the corpus.yaml met label, when curated"),
+                ("records_present", "a tool_log.yaml record view exists (false: messages only)"),
                 ("status", "trajectory status, e.g. completed"),
                 ("termination_reason", "how the trial ended (null when not recorded)"),
                 ("grading_error", "why grading produced no verdict, or null"),
@@ -487,14 +507,30 @@ def _views() -> list[View]:
             ),
         ),
         View(
+            "_grade_src",
+            # Recorded grades (grade.yaml as ingested) and replayed ones (issue 6) in one shape,
+            # parsed once: the trial they grade, who produced them, and the typed grade.
+            "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.x.task_id, k.task_id) "
+            "AS task_id, u.x.projection_version AS projection_version, "
+            "u.x.config_digest AS config_digest, u.x.replay_id AS replay_id, u.x.grade AS gs, "
+            "u.body FROM (SELECT seq, recorded_at, body, x, "
+            "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
+            "coalesce(x.trial, stream) AS trial FROM (SELECT seq, recorded_at, type, stream, body, "
+            f"json_transform(body, {_sql_str(json.dumps(GRADE_EVENT_SHAPE))}) AS x FROM _ev "
+            "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
+            "LEFT JOIN _trial_keys k ON k.trial = u.trial",
+            "internal",
+            (),
+            public=False,
+        ),
+        View(
             "grades",
-            "SELECT seq, trial, task_id, source, projection_version, config_digest, "
-            "replay_id, gs.score AS score, gs.binary_pass AS binary_pass, "
-            "gs.judge_status AS judge_status, "
+            "SELECT seq, trial, task_id, source, projection_version, config_digest, replay_id, "
+            "gs.score AS score, gs.binary_pass AS binary_pass, gs.judge_status AS judge_status, "
             "CASE WHEN json_type(gs.reasons) = 'ARRAY' THEN array_to_string("
             "json_transform(gs.reasons, '[\"VARCHAR\"]'), ' | ') "
-            "ELSE gs.reasons ->> '$' END AS reasons, recorded_at, grade "
-            "FROM _grade_parsed",
+            "ELSE gs.reasons ->> '$' END AS reasons, recorded_at, "
+            "json_extract(body, '$.grade') AS grade FROM _grade_src",
             "every grade ever recorded or replayed; replays never replace a recorded grade",
             (
                 ("seq", "log position of the grade event (the grade's id)"),
@@ -513,17 +549,28 @@ def _views() -> list[View]:
             ),
         ),
         View(
+            "_current",
+            # One pass over the grades: the pick is the latest replay, else the latest
+            # recorded grade (a replay never shadows history; it is just preferred here).
+            "SELECT trial, any_value(task_id) AS task_id, "
+            "arg_max({'seq': seq, 'source': source, 'replay_id': replay_id, "
+            "'projection_version': projection_version, 'score': gs.score, "
+            "'binary_pass': gs.binary_pass, 'recorded_at': recorded_at}, "
+            "(source = 'replayed')::BIGINT * 4611686018427387904 + seq) AS cur, "
+            "arg_max({'score': gs.score, 'binary_pass': gs.binary_pass}, seq) "
+            "FILTER (WHERE source = 'recorded') AS rec, "
+            "count(*) FILTER (WHERE source = 'replayed') AS replays FROM _grade_src GROUP BY trial",
+            "internal",
+            (),
+            public=False,
+        ),
+        View(
             "current_grades",
-            "WITH ranked AS (SELECT *, row_number() OVER (PARTITION BY trial "
-            "ORDER BY (source = 'replayed') DESC, seq DESC) AS rn FROM grades), "
-            "rec AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
-            "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1), "
-            "nrep AS (SELECT trial, count(*) AS n FROM grades WHERE source = 'replayed' GROUP BY trial) "
-            "SELECT c.trial, c.task_id, c.seq, c.source, c.replay_id, c.projection_version, "
-            "c.score, c.binary_pass, rec.score AS recorded_score, "
-            "rec.binary_pass AS recorded_binary_pass, coalesce(nrep.n, 0) AS replays, "
-            "c.recorded_at FROM ranked c LEFT JOIN rec USING (trial) LEFT JOIN nrep USING (trial) "
-            "WHERE c.rn = 1",
+            "SELECT trial, task_id, cur.seq AS seq, cur.source AS source, cur.replay_id AS replay_id, "
+            "cur.projection_version AS projection_version, cur.score AS score, "
+            "cur.binary_pass AS binary_pass, rec.score AS recorded_score, "
+            "rec.binary_pass AS recorded_binary_pass, replays, cur.recorded_at AS recorded_at "
+            "FROM _current",
             "the current grade of each trial: its latest replay, else its latest recorded grade",
             (
                 ("trial", "trial stream"),
@@ -542,21 +589,18 @@ def _views() -> list[View]:
         ),
         View(
             "components",
-            "WITH k AS (SELECT g.seq, g.trial, g.task_id, g.source, g.replay_id, j.key AS component, "
-            "j.value AS v FROM _grade_parsed g, json_each(g.gs.components) j), "
+            "WITH g AS (SELECT seq, trial, task_id, source, replay_id, gs FROM _grade_src), "
+            "k AS (SELECT g.seq, j.key AS component, j.value AS v FROM g, "
+            "json_each(g.gs.components) j), "
             "nm AS (SELECT g.seq, j.key AS component, j.value ->> '$' AS reason "
-            "FROM _grade_parsed g, json_each(g.gs.not_measured) j) "
-            "SELECT coalesce(k.seq, x.seq) AS grade_seq, coalesce(k.trial, x.trial) AS trial, "
-            "coalesce(k.task_id, x.task_id) AS task_id, coalesce(k.source, x.source) AS source, "
-            "coalesce(k.replay_id, x.replay_id) AS replay_id, "
-            "coalesce(k.component, nm.component) AS component, "
-            "TRY_CAST(k.v ->> '$' AS DOUBLE) AS score, "
-            "CASE WHEN nm.reason IS NOT NULL THEN 'not_measured' "
-            "WHEN TRY_CAST(k.v ->> '$' AS DOUBLE) IS NULL THEN 'not_evaluated' ELSE 'scored' END AS status, "
-            "nm.reason AS reason "
-            "FROM k FULL OUTER JOIN nm ON k.seq = nm.seq AND k.component = nm.component "
-            "LEFT JOIN (SELECT seq, trial, task_id, source, replay_id FROM _grade_parsed) x "
-            "ON x.seq = nm.seq",
+            "FROM g, json_each(g.gs.not_measured) j), "
+            "kn AS (SELECT coalesce(k.seq, nm.seq) AS seq, coalesce(k.component, nm.component) "
+            "AS component, TRY_CAST(k.v ->> '$' AS DOUBLE) AS score, nm.reason "
+            "FROM k FULL OUTER JOIN nm ON k.seq = nm.seq AND k.component = nm.component) "
+            "SELECT g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, kn.component, "
+            "kn.score, CASE WHEN kn.reason IS NOT NULL THEN 'not_measured' "
+            "WHEN kn.score IS NULL THEN 'not_evaluated' ELSE 'scored' END AS status, kn.reason "
+            "FROM kn JOIN g ON g.seq = kn.seq",
             "per grade, per component: its score, or not-evaluated / not-measured with the reason",
             (
                 ("grade_seq", "the grade (grades.seq)"),
@@ -576,11 +620,7 @@ def _views() -> list[View]:
         ),
         View(
             "criteria",
-            "SELECT g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, "
-            "c.id AS criterion, c.met, c.score, c.justification, g.gs.judge_status AS judge_status "
-            "FROM _grade_parsed g, unnest(json_transform(g.gs.criterion_results, "
-            "'[{\"id\": \"VARCHAR\", \"met\": \"BOOLEAN\", \"score\": \"DOUBLE\", "
-            "\"justification\": \"VARCHAR\"}]')) AS u(c)",
+            f"SELECT {_CRITERIA_COLS} FROM _grade_src g, {_CRITERIA_UNNEST}",
             "judge criterion results carried by a grade (criterion_results)",
             (
                 ("grade_seq", "the grade (grades.seq)"),
@@ -597,21 +637,7 @@ def _views() -> list[View]:
         ),
         View(
             "trace_checks",
-            "SELECT g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, "
-            "g.recorded_at, t.ord::INTEGER AS ord, t.r.id AS constraint_id, t.r.kind AS kind, "
-            "t.r.severity AS severity, t.r.weight AS weight, t.r.passed AS passed, "
-            "coalesce(t.r.undecided, false) AS undecided, coalesce(t.r.withheld, false) AS withheld, "
-            "CASE WHEN coalesce(t.r.withheld, false) THEN 'withheld' "
-            "WHEN coalesce(t.r.undecided, false) THEN 'undecided' "
-            "WHEN t.r.passed THEN 'pass' ELSE 'fail' END AS verdict, t.r.message AS message, "
-            "t.r.matched_positions AS matched_positions, "
-            "g.gs.trace_checks_summary ->> 'winning_path' AS winning_path "
-            "FROM _grade_parsed g, (SELECT unnest(json_transform(g.gs.trace_check_results, "
-            "'[{\"id\": \"VARCHAR\", \"kind\": \"VARCHAR\", \"severity\": \"VARCHAR\", "
-            "\"weight\": \"DOUBLE\", \"passed\": \"BOOLEAN\", \"undecided\": \"BOOLEAN\", "
-            "\"withheld\": \"BOOLEAN\", \"message\": \"VARCHAR\", "
-            "\"matched_positions\": [\"INTEGER\"]}]')) AS r, "
-            "generate_subscripts(json_transform(g.gs.trace_check_results, '[\"JSON\"]'), 1) - 1 AS ord) t",
+            f"SELECT {_TRACE_COLS} FROM _grade_src g, {_TRACE_UNNEST}",
             "per grade, per trace constraint: pass / fail / undecided / withheld",
             (
                 ("grade_seq", "the grade (grades.seq)"),
@@ -636,10 +662,8 @@ def _views() -> list[View]:
         ),
         View(
             "constraint_separation",
-            "WITH latest AS (SELECT task_id, max(grade_seq) AS s FROM trace_checks "
-            "WHERE source = 'replayed' GROUP BY task_id), "
-            "lr AS (SELECT t.task_id, t.replay_id FROM trace_checks t JOIN latest l "
-            "ON t.task_id IS NOT DISTINCT FROM l.task_id AND t.grade_seq = l.s), "
+            "WITH lr AS (SELECT task_id, arg_max(replay_id, grade_seq) AS replay_id "
+            "FROM trace_checks WHERE source = 'replayed' GROUP BY task_id), "
             "rows_ AS (SELECT t.* FROM trace_checks t JOIN lr "
             "ON t.task_id IS NOT DISTINCT FROM lr.task_id AND t.replay_id = lr.replay_id "
             "WHERE t.source = 'replayed'), "
@@ -733,13 +757,12 @@ def _views() -> list[View]:
         ),
         View(
             "_trial_outcomes",
-            # Every registered trial, with its current and recorded verdicts; a counted trial
+            # Every registered trial with its current and recorded verdicts; a counted trial
             # without a grade (trial_lost, ungradeable) counts as not passed.
             "SELECT t.trial, t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
-            "t.outcome_class, t.counted, "
-            "coalesce(cg.binary_pass, false) AS pass_current, "
-            "coalesce(cg.recorded_binary_pass, false) AS pass_recorded "
-            "FROM trials t LEFT JOIN current_grades cg USING (trial)",
+            "t.outcome_class, t.counted, coalesce(c.cur.binary_pass, false) AS pass_current, "
+            "coalesce(c.rec.binary_pass, false) AS pass_recorded "
+            "FROM _trial_core t LEFT JOIN _current c USING (trial)",
             "internal",
             (),
             public=False,
@@ -787,14 +810,19 @@ def _views() -> list[View]:
         ),
         View(
             "agreement",
-            # Criterion verdicts from the latest recorded grade, constraint verdicts from the
-            # current grade (latest replay, else recorded); a trial counts for a pair when
-            # both are decided.
-            "WITH cr AS (SELECT c.trial, c.task_id, c.criterion, c.met FROM criteria c "
-            "JOIN (SELECT trial, max(grade_seq) AS s FROM criteria WHERE source = 'recorded' "
-            "GROUP BY trial) l ON c.trial = l.trial AND c.grade_seq = l.s WHERE c.met IS NOT NULL), "
-            "tc AS (SELECT t.trial, t.constraint_id, t.verdict = 'pass' AS passed FROM trace_checks t "
-            "JOIN current_grades g ON t.grade_seq = g.seq WHERE t.verdict IN ('pass', 'fail')), "
+            # One parse of the grades: criterion verdicts from each trial's latest recorded
+            # grade, constraint verdicts from its current grade (latest replay, else
+            # recorded); a trial counts for a pair when both are decided.
+            "WITH g AS MATERIALIZED (SELECT * FROM _grade_src), "
+            "pick AS (SELECT trial, max(seq) FILTER (WHERE source = 'recorded') AS rec_seq, "
+            "arg_max(seq, (source = 'replayed')::BIGINT * 4611686018427387904 + seq) AS cur_seq "
+            "FROM g GROUP BY trial), "
+            f"cr AS (SELECT trial, task_id, criterion, met FROM (SELECT {_CRITERIA_COLS} "
+            "FROM (SELECT g.* FROM g JOIN pick ON g.seq = pick.rec_seq) g, "
+            f"{_CRITERIA_UNNEST}) WHERE met IS NOT NULL), "
+            f"tc AS (SELECT trial, constraint_id, verdict = 'pass' AS passed FROM (SELECT {_TRACE_COLS} "
+            "FROM (SELECT g.* FROM g JOIN pick ON g.seq = pick.cur_seq) g, "
+            f"{_TRACE_UNNEST}) WHERE verdict IN ('pass', 'fail')), "
             "pairs AS (SELECT cr.task_id, cr.criterion, tc.constraint_id, cr.met, tc.passed "
             "FROM cr JOIN tc USING (trial)), "
             "cnt AS (SELECT CASE WHEN grouping(task_id) = 1 THEN '*' ELSE task_id END AS task_id, "

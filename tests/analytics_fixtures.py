@@ -99,7 +99,8 @@ def trial_events(
                 "corpus": corpus,
                 "models": {"agent": model, "user": "sim-user", "judge": "judge-1"},
                 "met": met,
-                "source": f"/data/{corpus}/{task}_{idx}",
+                "trial": str(idx),
+                "record_view": bool(tools),
             },
         ),
         (s, "trial.message", {"index": 0, "role": "user", "content": "please add a note é",
@@ -114,14 +115,14 @@ def trial_events(
     )
     for i, (name, status, lat) in enumerate(tools):
         out.append(
-            (s, "trial.tool_call", {"call_id": f"c{i}", "sequence": i, "tool_name": name,
+            (s, "trial.tool_call", {"index": i, "call_id": f"c{i}", "sequence": i, "tool_name": name,
                                     "arguments": {"i": i}, "executor": "agent", "status": status,
                                     "output": "ok", "latency_seconds": lat,
                                     "timestamp": "2026-08-03T06:30:21Z"})
         )
     for pos in range(2):
         out.append(
-            (s, "timeline.event", {"projection_version": "timeline/1", "position": pos,
+            (s, "timeline.event", {"timeline_version": "timeline/1", "position": pos,
                                    "turn_index": 0, "kind": "message", "text": f"m{pos}"})
         )
     out.append(
@@ -129,7 +130,7 @@ def trial_events(
                             "grading_error": grading_error})
     )
     if grade is not None:
-        out.append((s, "grade.recorded", grade))
+        out.append((s, "grade.recorded", {"source": "grade.yaml", "grade": grade}))
     return out
 
 
