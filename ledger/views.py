@@ -101,6 +101,17 @@ PATHS: dict[str, dict[str, list[str]]] = {
     "timeline.event/json": {
         "arguments": ["$.arguments", "$.event.arguments"],
     },
+    # the scalar head of grade.recorded / grade.replayed, read without parsing nested lists
+    "grade.head": {
+        "trial": ["$.trial"],
+        "task_id": ["$.task_id"],
+        "projection_version": ["$.projection_version"],
+        "config_digest": ["$.config_digest"],
+        "replay_id": ["$.replay_id"],
+        "score": ["$.grade.score"],
+        "binary_pass": ["$.grade.binary_pass"],
+        "judge_status": ["$.grade.judge_status"],
+    },
     "receipt": {
         "replay_id": ["$.replay_id", "$.reconcile_id", "$.run_id", "$.receipt.run_id"],
         "checkpoint_size": ["$.receipt.checkpoint.size", "$.checkpoint.size"],
@@ -287,6 +298,7 @@ def _views() -> list[View]:
     reg_cols = list(PATHS["trial.registered"])
     end_cols = list(PATHS["trial.ended"])
     rc_sv, rc = _fields("receipt")
+    gh_sv, gh = _fields("grade.head")
     ks = ", ".join(str(k) for k in PASS_K_VALUES)
     return [
         View(
@@ -524,13 +536,31 @@ def _views() -> list[View]:
             public=False,
         ),
         View(
+            "_grade_head",
+            # The scalar fields only (one cheap pass): what grades / current_grades / pass@k need.
+            "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
+            "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
+            "u.judge_status, u.body FROM (SELECT seq, recorded_at, body, "
+            "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
+            f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
+            f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
+            f"{gh['replay_id']} AS replay_id, TRY_CAST({gh['score']} AS DOUBLE) AS score, "
+            f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status "
+            f"FROM (SELECT seq, recorded_at, type, stream, body, {gh_sv} FROM _ev "
+            "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
+            "LEFT JOIN _trial_keys k ON k.trial = u.trial",
+            "internal",
+            (),
+            public=False,
+        ),
+        View(
             "grades",
             "SELECT seq, trial, task_id, source, projection_version, config_digest, replay_id, "
-            "gs.score AS score, gs.binary_pass AS binary_pass, gs.judge_status AS judge_status, "
-            "CASE WHEN json_type(gs.reasons) = 'ARRAY' THEN array_to_string("
-            "json_transform(gs.reasons, '[\"VARCHAR\"]'), ' | ') "
-            "ELSE gs.reasons ->> '$' END AS reasons, recorded_at, "
-            "json_extract(body, '$.grade') AS grade FROM _grade_src",
+            "score, binary_pass, judge_status, "
+            "CASE WHEN json_type(body, '$.grade.reasons') = 'ARRAY' THEN array_to_string("
+            "json_transform(json_extract(body, '$.grade.reasons'), '[\"VARCHAR\"]'), ' | ') "
+            "ELSE json_extract_string(body, '$.grade.reasons') END AS reasons, recorded_at, "
+            "json_extract(body, '$.grade') AS grade FROM _grade_head",
             "every grade ever recorded or replayed; replays never replace a recorded grade",
             (
                 ("seq", "log position of the grade event (the grade's id)"),
@@ -554,12 +584,12 @@ def _views() -> list[View]:
             # recorded grade (a replay never shadows history; it is just preferred here).
             "SELECT trial, any_value(task_id) AS task_id, "
             "arg_max({'seq': seq, 'source': source, 'replay_id': replay_id, "
-            "'projection_version': projection_version, 'score': gs.score, "
-            "'binary_pass': gs.binary_pass, 'recorded_at': recorded_at}, "
+            "'projection_version': projection_version, 'score': score, "
+            "'binary_pass': binary_pass, 'recorded_at': recorded_at}, "
             "(source = 'replayed')::BIGINT * 4611686018427387904 + seq) AS cur, "
-            "arg_max({'score': gs.score, 'binary_pass': gs.binary_pass}, seq) "
+            "arg_max({'score': score, 'binary_pass': binary_pass}, seq) "
             "FILTER (WHERE source = 'recorded') AS rec, "
-            "count(*) FILTER (WHERE source = 'replayed') AS replays FROM _grade_src GROUP BY trial",
+            "count(*) FILTER (WHERE source = 'replayed') AS replays FROM _grade_head GROUP BY trial",
             "internal",
             (),
             public=False,
@@ -769,9 +799,10 @@ def _views() -> list[View]:
         ),
         View(
             "pass_at_k",
-            "WITH b AS (SELECT 'current' AS basis, task_id, model, counted, pass_current AS p, "
-            "outcome_class FROM _trial_outcomes UNION ALL SELECT 'recorded', task_id, model, "
-            "counted, pass_recorded, outcome_class FROM _trial_outcomes), "
+            "WITH o AS MATERIALIZED (SELECT * FROM _trial_outcomes), "
+            "b AS (SELECT 'current' AS basis, task_id, model, counted, pass_current AS p, "
+            "outcome_class FROM o UNION ALL SELECT 'recorded', task_id, model, "
+            "counted, pass_recorded, outcome_class FROM o), "
             "per_task AS (SELECT basis, task_id, CASE WHEN grouping(model) = 1 THEN '*' ELSE model END AS model, "
             "count(*) FILTER (WHERE counted) AS n, count(*) FILTER (WHERE counted AND p) AS c, "
             "count(*) FILTER (WHERE NOT counted) AS aborts "
