@@ -1,0 +1,117 @@
+"""The store's error vocabulary: typed, with fields, each message naming the key and the way out.
+
+No duckdb exception leaves ``ledger/``: the store translates driver errors here, at the seam
+(STYLE.md, eventsourcing). The CLI maps each class to an exit code in one place
+(``EXIT_CODES``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LedgerError(Exception):
+    """Base of every error the ledger raises on purpose."""
+
+
+class LedgerNotFound(LedgerError):
+    """Opening a directory that holds no ledger (never silently create one)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"no ledger at {str(path)!r}; create one with `vledger init --ledger {path}` "
+            "or pass the right --ledger / VLEDGER_HOME"
+        )
+
+
+class LedgerExists(LedgerError):
+    """``init`` on a directory that already holds a ledger."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(f"a ledger already exists at {str(path)!r}; open it instead of init")
+
+
+class LedgerBusy(LedgerError):
+    """Another process holds the ledger's single writer lock for longer than the retry bound."""
+
+    def __init__(self, path: Path, waited: float, detail: str = "") -> None:
+        self.path = path
+        self.waited = waited
+        self.detail = detail
+        super().__init__(
+            f"ledger busy: {str(path)!r} is held by another process; gave up after "
+            f"{waited:.1f}s (raise busy_timeout / --busy-timeout, or read sealed segments)"
+            + (f" [{detail}]" if detail else "")
+        )
+
+
+class StreamVersionConflict(LedgerError):
+    """Optimistic concurrency: the stream is not at the version the caller expected."""
+
+    def __init__(self, stream: str, expected: int | str, actual: int | None) -> None:
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+        shown = "no stream (no events yet)" if actual is None else f"version {actual}"
+        super().__init__(
+            f"stream {stream!r}: expected version {expected!r}, but the stream is at {shown}"
+        )
+
+
+class EventIdConflict(LedgerError):
+    """The same ``event_id`` offered with content different from what is stored under it."""
+
+    def __init__(self, event_id: str, seq: int | None, differs: list[str]) -> None:
+        self.event_id = event_id
+        self.seq = seq
+        self.differs = differs
+        where = f"stored at seq {seq}" if seq is not None else "earlier in the same batch"
+        super().__init__(
+            f"event_id {event_id!r} is already {where} with different "
+            f"{', '.join(differs)}; use a new event_id for new content"
+        )
+
+
+class InvalidEvent(LedgerError):
+    """An event refused at the append seam (bad type, payload or field); names its batch index."""
+
+    def __init__(self, index: int, detail: str) -> None:
+        self.index = index
+        self.detail = detail
+        super().__init__(f"event #{index} of the batch: {detail}")
+
+
+class ProofError(LedgerError):
+    """A Merkle proof request or check that fails; names the function and its arguments."""
+
+
+class CheckpointError(LedgerError):
+    """A checkpoint that cannot be signed, parsed or verified; says which and why."""
+
+
+class TamperDetected(LedgerError):
+    """``verify`` found stored data that does not match what was committed."""
+
+    def __init__(self, where: str, what: str) -> None:
+        self.where = where
+        self.what = what
+        super().__init__(f"{where}: {what}")
+
+
+# One place that maps each error to the CLI's exit code (usage errors exit 2 via click).
+EXIT_CODES: dict[type[LedgerError], int] = {
+    TamperDetected: 1,
+    LedgerBusy: 3,
+    StreamVersionConflict: 4,
+    EventIdConflict: 4,
+}
+
+
+def exit_code(exc: LedgerError) -> int:
+    """The documented exit code of ``exc`` (1 unless a more specific one is listed)."""
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return 1

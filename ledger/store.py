@@ -1,0 +1,630 @@
+"""The embedded event store: one DuckDB file inside the ledger directory (DESIGN.md § 4).
+
+A ledger is a directory::
+
+    <dir>/events.duckdb      events, Merkle interior nodes, tree state, metadata
+    <dir>/checkpoints/       signed checkpoint notes (C2SP tlog-checkpoint), one per size
+    <dir>/segments/          sealed Parquet segments + manifest.json
+
+Guarantees (each pinned by ``tests/store_contract.py``):
+
+* one ``append`` call is one DuckDB transaction: all events commit or none do, and the
+  commit is durable (DuckDB fsyncs its WAL) when ``append`` returns;
+* ``seq`` is dense from 0 and assigned under the single writer, so commit order = seq order;
+* ``expected_version`` is checked against the stream as it stood before the batch;
+* ``event_id`` is the idempotency key. When the caller gives none, it is derived from the
+  content: ``sha256(canonical_json([stream, type, schema_version, payload]))`` in hex. So
+  re-appending identical content to the same stream without ids is a no-op: callers who
+  want two identical events in one stream must give them distinct ``event_id`` s;
+* there is no update or delete method;
+* the Merkle frontier (O(log n) hashes) lives in the ``tree_state`` row and each interior
+  node is stored once when complete, so appends never re-read history and proofs read at
+  most O(log n) stored hashes.
+
+DuckDB allows one read-write process per file: :func:`open_ledger` retries the file lock
+for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ledger import merkle
+from ledger.errors import (
+    EventIdConflict,
+    InvalidEvent,
+    LedgerBusy,
+    LedgerError,
+    LedgerExists,
+    LedgerNotFound,
+    ProofError,
+    StreamVersionConflict,
+)
+from schemas.canonical import canonical_json
+from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
+from schemas.events import PayloadError, validate_payload
+
+DB_FILE = "events.duckdb"
+FORMAT_VERSION = "1"
+DEFAULT_BUSY_TIMEOUT = 5.0
+READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
+
+_DDL = """
+CREATE TABLE events (
+    seq UBIGINT NOT NULL,
+    stream VARCHAR NOT NULL,
+    stream_version UINTEGER NOT NULL,
+    event_id VARCHAR NOT NULL,
+    type VARCHAR NOT NULL,
+    schema_version USMALLINT NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL,
+    payload BLOB NOT NULL,
+    leaf_hash BLOB NOT NULL
+);
+CREATE TABLE nodes (
+    level UTINYINT NOT NULL,
+    idx UBIGINT NOT NULL,
+    last_leaf UBIGINT NOT NULL,
+    hash BLOB NOT NULL
+);
+CREATE TABLE tree_state (size UBIGINT NOT NULL, frontier BLOB NOT NULL);
+CREATE TABLE meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL);
+"""
+
+_NODE_SCHEMA = pa.schema(
+    [
+        pa.field("level", pa.uint8(), nullable=False),
+        pa.field("idx", pa.uint64(), nullable=False),
+        pa.field("last_leaf", pa.uint64(), nullable=False),
+        pa.field("hash", pa.binary(32), nullable=False),
+    ]
+)
+
+EXPECTED_WORDS = ("any", "no_stream", "exists")
+
+# One lock per ledger file per process: DuckDB shares one database instance between
+# connections of a process, so two Ledger objects on one path must not interleave appends.
+_PROCESS_LOCKS: dict[Path, threading.Lock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """An event of the batch that was already stored (same ``event_id``, same content)."""
+
+    index: int
+    event_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What one ``append`` did. ``first_seq``/``last_seq`` are ``None`` when nothing was new.
+
+    ``seqs[i]`` is the position of the batch's event ``i``: new, or the original one for a
+    duplicate.
+    """
+
+    first_seq: int | None
+    last_seq: int | None
+    appended: int
+    duplicates: tuple[Duplicate, ...]
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    stream: str
+    type: str
+    schema_version: int
+    event_id: str
+    payload: bytes
+    expected: int | str
+
+
+# --- opening --------------------------------------------------------------------------
+
+
+def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Ledger:
+    """Create the ledger directory and its store; refuse if one exists there already."""
+    root = Path(path)
+    if (root / DB_FILE).exists():
+        raise LedgerExists(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "checkpoints").mkdir(exist_ok=True)
+    con = _connect(root / DB_FILE, busy_timeout)
+    try:
+        con.execute("BEGIN")
+        con.execute(_DDL)
+        con.execute("INSERT INTO tree_state VALUES (0, ''::BLOB)")
+        origin = f"vledger.local/{hashlib.sha256(str(root.resolve()).encode() + _nonce()).hexdigest()[:16]}"
+        con.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [["format_version", FORMAT_VERSION], ["origin", origin]],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.close()
+        raise
+    return Ledger(root, con)
+
+
+def open_ledger(
+    path: str | Path, *, create: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> Ledger:
+    """Open the ledger at ``path``; with ``create=True`` make it first if absent.
+
+    Raises :class:`LedgerNotFound` when there is no ledger (a mistyped ``--ledger`` never
+    creates an empty one silently) and :class:`LedgerBusy` when another process holds it
+    for longer than ``busy_timeout`` seconds.
+    """
+    root = Path(path)
+    if not (root / DB_FILE).exists():
+        if create:
+            try:
+                return init_ledger(root, busy_timeout=busy_timeout)
+            except LedgerExists:
+                pass  # another process created it meanwhile: open theirs
+        else:
+            raise LedgerNotFound(root)
+    return Ledger(root, _connect(root / DB_FILE, busy_timeout))
+
+
+def _nonce() -> bytes:
+    return random.SystemRandom().randbytes(16)
+
+
+def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
+    """Connect, retrying the process-level file lock with jittered backoff."""
+    start = time.monotonic()
+    delay = 0.005
+    while True:
+        try:
+            con = duckdb.connect(str(db))
+            con.execute("SET TimeZone = 'UTC'")
+            return con
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" not in text.lower():
+                raise LedgerError(f"cannot open {str(db)!r}: {text}") from None
+            waited = time.monotonic() - start
+            if waited >= busy_timeout:
+                raise LedgerBusy(db.parent, waited) from None
+            time.sleep(min(delay * (0.5 + random.random()), max(busy_timeout - waited, 0.001)))
+            delay = min(delay * 2, 0.1)
+
+
+# --- preparing a batch (pure) -----------------------------------------------------------
+
+
+def derive_event_id(stream: str, type: str, schema_version: int, payload: bytes) -> str:
+    """Content-derived idempotency key: sha256 hex of the canonical content tuple."""
+    head = canonical_json([stream, type, schema_version])
+    return hashlib.sha256(head + b"\n" + payload).hexdigest()
+
+
+def prepare_event(index: int, ev: NewEvent) -> _Prepared:
+    """Validate one offered event and canonicalise its payload, or raise InvalidEvent."""
+    if not isinstance(ev, NewEvent):
+        raise InvalidEvent(index, f"expected a NewEvent, got {type(ev).__name__}")
+    if not isinstance(ev.stream, str) or not ev.stream:
+        raise InvalidEvent(index, "stream must be a non-empty string (e.g. 'run/<run_id>')")
+    if not isinstance(ev.type, str) or not ev.type:
+        raise InvalidEvent(index, "type must be a non-empty string")
+    if not isinstance(ev.schema_version, int) or not 0 <= ev.schema_version < 2**16:
+        raise InvalidEvent(
+            index, f"schema_version must be an int in [0, 65535], got {ev.schema_version!r}"
+        )
+    _check_expected_form(index, ev.expected_version)
+    try:
+        validate_payload(ev.type, ev.payload)
+        payload = canonical_json(ev.payload)
+    except PayloadError as exc:
+        raise InvalidEvent(index, str(exc)) from None
+    except TypeError as exc:  # orjson: a value JSON cannot carry
+        raise InvalidEvent(index, f"payload is not JSON-serialisable: {exc}") from None
+    event_id = ev.event_id
+    if event_id is None:
+        event_id = derive_event_id(ev.stream, ev.type, ev.schema_version, payload)
+    elif not isinstance(event_id, str) or not event_id:
+        raise InvalidEvent(index, f"event_id must be a non-empty string or None, got {event_id!r}")
+    return _Prepared(ev.stream, ev.type, ev.schema_version, event_id, payload, ev.expected_version)
+
+
+def _check_expected_form(index: int, expected: Any) -> None:
+    if expected in EXPECTED_WORDS and isinstance(expected, str):
+        return
+    if isinstance(expected, int) and not isinstance(expected, bool) and expected >= 0:
+        return
+    raise InvalidEvent(
+        index,
+        f"expected_version {expected!r} is not one of 'any', 'no_stream', 'exists' "
+        "or an int >= 0 (the version of the stream's last event)",
+    )
+
+
+def check_expected(stream: str, expected: int | str, actual: int | None) -> None:
+    """Raise StreamVersionConflict unless ``actual`` satisfies ``expected``."""
+    if expected == "any":
+        return
+    if expected == "no_stream":
+        ok = actual is None
+    elif expected == "exists":
+        ok = actual is not None
+    else:
+        ok = actual == expected
+    if not ok:
+        raise StreamVersionConflict(stream, expected, actual)
+
+
+def content_differences(a: _Prepared, stored: tuple[str, str, int, bytes]) -> list[str]:
+    """Names of the content fields that differ between an offered and a stored event."""
+    stream, type_, schema_version, payload = stored
+    out = []
+    if a.stream != stream:
+        out.append(f"stream ({a.stream!r} vs stored {stream!r})")
+    if a.type != type_:
+        out.append(f"type ({a.type!r} vs stored {type_!r})")
+    if a.schema_version != schema_version:
+        out.append(f"schema_version ({a.schema_version} vs stored {schema_version})")
+    if a.payload != payload:
+        out.append("payload")
+    return out
+
+
+# --- the ledger -------------------------------------------------------------------------
+
+
+class Ledger:
+    """An open ledger. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection) -> None:
+        self.path = path
+        self._con = con
+        key = (path / DB_FILE).resolve()
+        with _PROCESS_LOCKS_GUARD:
+            self._lock = _PROCESS_LOCKS.setdefault(key, threading.Lock())
+
+    # lifecycle
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # small queries
+
+    def meta(self, key: str) -> str:
+        row = self._con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        if row is None:
+            raise LedgerError(f"ledger {str(self.path)!r} has no meta key {key!r}")
+        return row[0]
+
+    @property
+    def origin(self) -> str:
+        """The checkpoint origin line: this log's unique name."""
+        return self.meta("origin")
+
+    def size(self) -> int:
+        """Number of events in the log (= the next seq)."""
+        return self._tree_state()[0]
+
+    def stream_version(self, stream: str) -> int | None:
+        """Version (0-based) of the stream's last event, or ``None`` if it has none."""
+        row = self._con.execute(
+            "SELECT max(stream_version) FROM events WHERE stream = ?", [stream]
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def streams(self, prefix: str | None = None) -> list[str]:
+        """Stream names (sorted), optionally only those starting with ``prefix``."""
+        sql = "SELECT DISTINCT stream FROM events"
+        params: list[Any] = []
+        if prefix is not None:
+            sql += " WHERE starts_with(stream, ?)"
+            params.append(prefix)
+        return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
+
+    def _tree_state(self) -> tuple[int, list[bytes]]:
+        size, blob = self._con.execute("SELECT size, frontier FROM tree_state").fetchone()
+        blob = bytes(blob)
+        frontier = [blob[i : i + 32] for i in range(0, len(blob), 32)]
+        if len(frontier) != len(merkle.frontier_levels(size)):
+            raise LedgerError(
+                f"tree_state of {str(self.path)!r} holds {len(frontier)} frontier hashes for "
+                f"size {size}; run `vledger verify`"
+            )
+        return int(size), frontier
+
+    # appending
+
+    def append(self, events: Iterable[NewEvent]) -> AppendResult:
+        """Append ``events`` as one atomic, durable batch (see the module docstring)."""
+        prepared = [prepare_event(i, ev) for i, ev in enumerate(events)]
+        if not prepared:
+            return AppendResult(None, None, 0, (), ())
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                result = self._append_in_tx(prepared)
+                self._con.execute("COMMIT")
+            except duckdb.Error as exc:
+                self._rollback()
+                raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc
+            except BaseException:
+                self._rollback()
+                raise
+        return result
+
+    def _rollback(self) -> None:
+        # If the transaction is already gone, the original error is what matters.
+        with contextlib.suppress(duckdb.Error):
+            self._con.execute("ROLLBACK")
+
+    def _append_in_tx(self, batch: list[_Prepared]) -> AppendResult:
+        stored = self._stored_by_id(sorted({p.event_id for p in batch}))
+        size, frontier = self._tree_state()
+        seqs: list[int] = []
+        dups: list[Duplicate] = []
+        new: list[_Prepared] = []
+        seen: dict[str, tuple[_Prepared, int]] = {}  # batch-local event_id -> (first, its seq)
+        for i, p in enumerate(batch):
+            if p.event_id in stored:
+                seq, content = stored[p.event_id]
+                differs = content_differences(p, content)
+                if differs:
+                    raise EventIdConflict(p.event_id, seq, differs)
+                dups.append(Duplicate(i, p.event_id, seq))
+                seqs.append(seq)
+            elif p.event_id in seen:
+                first, seq = seen[p.event_id]
+                key = (first.stream, first.type, first.schema_version, first.payload)
+                differs = content_differences(p, key)
+                if differs:
+                    raise EventIdConflict(p.event_id, None, differs)
+                dups.append(Duplicate(i, p.event_id, seq))
+                seqs.append(seq)
+            else:
+                seen[p.event_id] = (p, size + len(new))
+                seqs.append(size + len(new))
+                new.append(p)
+        if new:
+            versions = self._versions_of(sorted({p.stream for p in new}))
+            for p in new:
+                check_expected(p.stream, p.expected, versions.get(p.stream))
+            self._insert(new, size, frontier, versions)
+        first = size if new else None
+        last = size + len(new) - 1 if new else None
+        return AppendResult(first, last, len(new), tuple(dups), tuple(seqs))
+
+    def _stored_by_id(self, ids: list[str]) -> dict[str, tuple[int, tuple[str, str, int, bytes]]]:
+        rows = self._con.execute(
+            "SELECT event_id, seq, stream, type, schema_version, payload FROM events "
+            "WHERE event_id IN (SELECT unnest($1::VARCHAR[]))",
+            [ids],
+        ).fetchall()
+        return {r[0]: (int(r[1]), (r[2], r[3], int(r[4]), bytes(r[5]))) for r in rows}
+
+    def _versions_of(self, streams: list[str]) -> dict[str, int]:
+        rows = self._con.execute(
+            "SELECT stream, max(stream_version) FROM events "
+            "WHERE stream IN (SELECT unnest($1::VARCHAR[])) GROUP BY stream",
+            [streams],
+        ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def _insert(
+        self, new: list[_Prepared], size: int, frontier: list[bytes], versions: dict[str, int]
+    ) -> None:
+        n = len(new)
+        stream_versions: list[int] = []
+        next_version = dict(versions)
+        for p in new:
+            v = next_version.get(p.stream, -1) + 1
+            next_version[p.stream] = v
+            stream_versions.append(v)
+        leaves: list[bytes] = []
+        nodes: list[tuple[int, int, bytes]] = []
+        sha = hashlib.sha256
+        for k, p in enumerate(new):
+            entry = envelope_bytes(
+                size + k,
+                p.stream,
+                stream_versions[k],
+                p.event_id,
+                p.type,
+                p.schema_version,
+                p.payload,
+            )
+            leaf = sha(b"\x00" + entry).digest()
+            leaves.append(leaf)
+            merkle.frontier_push(frontier, size + k, leaf, nodes)
+        now = datetime.now(UTC)
+        table = pa.table(
+            [
+                pa.array(range(size, size + n), pa.uint64()),
+                pa.array([p.stream for p in new], pa.string()),
+                pa.array(stream_versions, pa.uint32()),
+                pa.array([p.event_id for p in new], pa.string()),
+                pa.array([p.type for p in new], pa.string()),
+                pa.array([p.schema_version for p in new], pa.uint16()),
+                pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+                pa.array([p.payload for p in new], pa.binary()),
+                pa.array(leaves, pa.binary(32)),
+            ],
+            schema=ARROW_SCHEMA,
+        )
+        self._insert_arrow("events", table)
+        if nodes:
+            node_table = pa.table(
+                [
+                    pa.array([lv for lv, _, _ in nodes], pa.uint8()),
+                    pa.array([i for _, i, _ in nodes], pa.uint64()),
+                    pa.array([((i + 1) << lv) - 1 for lv, i, _ in nodes], pa.uint64()),
+                    pa.array([h for _, _, h in nodes], pa.binary(32)),
+                ],
+                schema=_NODE_SCHEMA,
+            )
+            self._insert_arrow("nodes", node_table)
+        self._con.execute(
+            "UPDATE tree_state SET size = ?, frontier = ?", [size + n, b"".join(frontier)]
+        )
+
+    def _insert_arrow(self, table_name: str, data: pa.Table) -> None:
+        self._con.register("_batch", data)
+        try:
+            self._con.execute(f"INSERT INTO {table_name} SELECT * FROM _batch")
+        finally:
+            self._con.unregister("_batch")
+
+    # reading
+
+    def read_arrow(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> pa.Table:
+        """The matching events as one Arrow table in ``ARROW_SCHEMA``, in seq order.
+
+        ``from_seq`` and ``to_seq`` are both inclusive.
+        """
+        batches = list(self._batches(stream, type, from_seq, to_seq, types, stream_prefix))
+        return pa.Table.from_batches(batches, schema=ARROW_SCHEMA)
+
+    def read(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> Iterator[StoredEvent]:
+        """Stream the matching events in seq order (``to_seq`` inclusive)."""
+        for batch in self._batches(stream, type, from_seq, to_seq, types, stream_prefix):
+            for row in batch.to_pylist():
+                yield StoredEvent(**row)
+
+    def _batches(
+        self,
+        stream: str | None,
+        type: str | None,
+        from_seq: int | None,
+        to_seq: int | None,
+        types: Sequence[str] | None,
+        stream_prefix: str | None,
+    ) -> Iterator[pa.RecordBatch]:
+        where, params = _filters(stream, type, types, stream_prefix)
+        size = self.size()
+        lo = max(from_seq or 0, 0)
+        hi = size - 1 if to_seq is None else min(to_seq, size - 1)
+        cur = self._con.cursor()
+        try:
+            # Scan in seq windows so a large log is never sorted or held in memory at once.
+            while lo <= hi:
+                top = min(lo + READ_WINDOW - 1, hi)
+                sql = (
+                    "SELECT * FROM events WHERE seq BETWEEN ? AND ?"
+                    + "".join(f" AND {w}" for w in where)
+                    + " ORDER BY seq"
+                )
+                table = cur.sql(sql, params=[lo, top, *params]).to_arrow_table()
+                if table.num_rows:
+                    yield from table.cast(ARROW_SCHEMA).to_batches()
+                lo = top + 1
+        finally:
+            cur.close()
+
+    # Merkle tree
+
+    def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
+        """:class:`merkle.HashReader` over this store: leaves from events, nodes from nodes."""
+        leaf_seqs = sorted({i for lv, i in indexes if lv == 0})
+        node_keys = sorted({(lv, i) for lv, i in indexes if lv > 0})
+        found: dict[merkle.HashIndex, bytes] = {}
+        if leaf_seqs:
+            rows = self._con.execute(
+                "SELECT seq, leaf_hash FROM events WHERE seq IN (SELECT unnest($1::UBIGINT[]))",
+                [leaf_seqs],
+            ).fetchall()
+            found.update({(0, int(s)): bytes(h) for s, h in rows})
+        if node_keys:
+            rows = self._con.execute(
+                "SELECT level, idx, hash FROM nodes WHERE last_leaf IN "
+                "(SELECT unnest($1::UBIGINT[])) ",
+                [sorted({((i + 1) << lv) - 1 for lv, i in node_keys})],
+            ).fetchall()
+            found.update({(int(lv), int(i)): bytes(h) for lv, i, h in rows})
+        missing = [ix for ix in indexes if ix not in found]
+        if missing:
+            raise ProofError(f"read_hashes: stored hashes missing for (level, index) {missing[:5]}")
+        return [found[ix] for ix in indexes]
+
+    def root(self, size: int | None = None) -> bytes:
+        """RFC 9162 root hash of the first ``size`` events (default: the whole log)."""
+        current, frontier = self._tree_state()
+        if size is None or size == current:
+            return merkle.frontier_root(frontier)
+        if not 0 <= size <= current:
+            raise ProofError(f"root(size={size}): the log has {current} events")
+        return merkle.tree_hash(size, self)
+
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
+        """RFC 9162 inclusion proof of event ``seq`` in the tree of ``size`` events."""
+        size = self.size() if size is None else size
+        self._check_size("prove_inclusion", size)
+        return merkle.prove_inclusion(seq, size, self)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
+        """RFC 9162 consistency proof from the tree of ``old`` events to that of ``new``."""
+        new = self.size() if new is None else new
+        self._check_size("prove_consistency", new)
+        return merkle.prove_consistency(old, new, self)
+
+    def _check_size(self, fn: str, size: int) -> None:
+        current = self.size()
+        if size > current:
+            raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
+
+
+def _filters(
+    stream: str | None,
+    type: str | None,
+    types: Sequence[str] | None,
+    stream_prefix: str | None,
+) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if stream is not None:
+        where.append("stream = ?")
+        params.append(stream)
+    if stream_prefix is not None:
+        where.append("starts_with(stream, ?)")
+        params.append(stream_prefix)
+    if type is not None:
+        where.append("type = ?")
+        params.append(type)
+    if types is not None:
+        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(list(types))
+    return where, params
