@@ -704,11 +704,7 @@ def _views() -> list[View]:
             "count(*) FILTER (WHERE verdict = 'undecided') AS undecided FROM rows_ "
             "GROUP BY task_id, replay_id, constraint_id) "
             "SELECT task_id, replay_id, constraint_id, ord, evaluated, passed, failed, undecided, "
-            "CASE WHEN evaluated = 0 THEN 'not_measured' "
-            "WHEN passed > 0 AND failed > 0 THEN 'discriminating' "
-            "WHEN passed + failed = 0 THEN 'never_decided' "
-            "WHEN undecided > 0 THEN 'undecided_in_part' "
-            "WHEN failed = 0 THEN 'always_true' ELSE 'always_false' END AS class "
+            "constraint_class(passed, failed, undecided) AS class "
             "FROM agg",
             "per task, per constraint, over the task's latest replay: how it separates trials "
             "(FORMATS.md § 9 verdict order)",
@@ -893,6 +889,13 @@ VIEWS: tuple[View, ...] = tuple(_views())
 PUBLIC_VIEWS: tuple[View, ...] = tuple(v for v in VIEWS if v.public)
 
 MACROS: tuple[str, ...] = (
+    # The retrace verdict order (FORMATS.md § 9, replay.retrace.classify): not_measured first.
+    "CREATE OR REPLACE MACRO constraint_class(passed, failed, undecided) AS CASE "
+    "WHEN passed + failed + undecided = 0 THEN 'not_measured' "
+    "WHEN passed > 0 AND failed > 0 THEN 'discriminating' "
+    "WHEN passed + failed = 0 THEN 'never_decided' "
+    "WHEN undecided > 0 THEN 'undecided_in_part' "
+    "WHEN failed = 0 THEN 'always_true' ELSE 'always_false' END",
     # 1 − C(n−c, k)/C(n, k) as a product of k ratios, so large n never overflows; a factor
     # reaches 0 exactly when fewer than k failures exist, giving 1.0 with no rounding.
     "CREATE OR REPLACE MACRO pass_at_k_value(n, c, k) AS CASE WHEN k IS NULL OR n IS NULL "

@@ -206,6 +206,19 @@ def test_pass_at_k_value_is_the_closed_form(n: int, data: st.DataObject) -> None
             assert got == 1.0  # exactly: fewer failures than draws
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 5), st.integers(0, 5), st.integers(0, 5))
+def test_constraint_class_matches_the_retrace_projection(passed: int, failed: int, undecided: int) -> None:
+    """The SQL classification and replay.retrace.classify are one rule, written twice."""
+    from replay.retrace import classify  # noqa: PLC0415
+
+    con = duckdb.connect()
+    for macro in views.MACROS:
+        con.execute(macro)
+    (got,) = con.execute("SELECT constraint_class(?, ?, ?)", [passed, failed, undecided]).fetchone()
+    assert got == classify(passed, failed, undecided)[0]
+
+
 def test_current_grade_prefers_the_latest_replay_and_history_keeps_all(tmp_path: Path) -> None:
     s = trial_stream("c", "t", 0)
     ev = trial_events("c", "t", 0, grade=recorded_grade(1.0, True))
