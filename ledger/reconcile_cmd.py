@@ -390,10 +390,9 @@ Evaluator = Callable[[Bundle, Pack], Candidate]
 def trace_evaluator() -> Evaluator:
     """The production projection, or one naming why it cannot run in this build."""
     try:
+        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
         from replay.trace_checks import evaluate_trace_checks  # noqa: PLC0415
         from schemas.trace_checks import TraceChecksConfig  # noqa: PLC0415
-
-        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
     except ImportError as exc:
         missing = f"the trace-check projection is not available in this build ({exc})"
         return lambda _bundle, _pack: Unavailable(missing)
