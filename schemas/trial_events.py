@@ -1,21 +1,205 @@
-"""Payload models for recorded trials: registration, messages, tool calls, end, state, grade."""
+"""Payload models for recorded trials: registration, messages, tool calls, end, state, grade.
 
-from pydantic import BaseModel
+One bundle is one stream ``trial/<corpus>/<task_id>/<trial>`` holding, in order:
+``trial.registered``, one ``trial.message`` per message, one ``trial.tool_call`` per
+tool_log.yaml record, ``trial.ended``, ``state.recorded`` (initial / final, where the
+bundle carries them), ``grade.recorded`` (when grade.yaml exists), then the derived
+``timeline.event``s. Packs are ``pack/<pack>`` streams (``pack.registered``,
+``migration.declared``); skipped bundles are ``ingest.skipped`` events on ``ingest/skipped``.
 
-from schemas.open_payload import OpenPayload
+Every model is closed (``extra="forbid"``) except the *inside* of a recorded grade,
+task snapshot and state, which are evidence copied verbatim: their shapes belong to the
+recording harness and grow fields across generations (FORMATS.md § 4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.timeline import Role, ToolExecutionStatus, ToolExecutorIdentity, TraceEventKind
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CorpusMembership(_Closed):
+    """The bundle's row in corpus.yaml plus the corpus-level facts it is read against."""
+
+    corpus_file: str  # path of corpus.yaml relative to the corpus root
+    criterion: str | None = None
+    entry: dict[str, Any] | None = None  # the bundles[] row verbatim; None when not listed
+    met: bool | None = None
+    record_carried: bool | None = None
+
+
+class Models(_Closed):
+    """Model names from task.yaml ``model_config`` (None where not recorded)."""
+
+    agent: str | None = None
+    user: str | None = None
+    judge: str | None = None
+
+
+class TrialRegistered(_Closed):
+    """Who the trial is, what it was graded under, and where it came from."""
+
+    task_id: str
+    trial_index: int | None = None
+    trial: str  # the stream's last component: bundle dir name, or <run>_trial<index>
+    corpus: str
+    bundle_path: str  # bundle directory relative to the corpus root, POSIX separators
+    files: list[str]  # the bundle files read, relative to the bundle directory
+    record_view: bool  # False = no tool_log record at all ("no record view", not [])
+    met: bool | None = None
+    membership: CorpusMembership | None = None
+    models: Models
+    task: dict[str, Any] | None = None  # task.yaml (or bundle.yaml) verbatim, grading_config inside
+    task_source: str | None = None
+    trajectory_meta: dict[str, Any]  # trajectory.yaml top level minus messages / end fields
+    metrics: dict[str, Any] | None = None
+    schema_version_stamp: int | None = None  # metrics.yaml schema_version
+    redacted: bool = False  # metrics.yaml carries a redaction stamp
+    tool_schemas: list[Any] | None = None  # tools_schemas.yaml verbatim
+
+
+class ToolCallDeclPayload(_Closed):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class TrialMessage(_Closed):
+    """One trajectory.yaml message, every role included (the timeline drops system, N3)."""
+
+    index: int
+    role: Role
+    content: str | None = None
+    content_blocks: Any = None
+    tool_calls: list[ToolCallDeclPayload] | None = None
+    tool_call_id: str | None = None
+    reasoning: Any = None
+    ts: str | None = None
+    openrouter_generation_id: str | None = None
+
+
+class TrialToolCall(_Closed):
+    """One tool_log.yaml record (RecordedToolCall), ``index`` = its place in the file."""
+
+    index: int
+    call_id: str
+    sequence: int
+    tool_name: str
+    arguments: dict[str, Any]
+    executor: ToolExecutorIdentity
+    status: ToolExecutionStatus
+    output: str | None = None
+    latency_seconds: float | None = None
+    timestamp: str | None = None
+
+
+class TrialEnded(_Closed):
+    status: str | None = None
+    termination_reason: str | None = None
+    grading_error: str | None = None
+    grading_error_recorded: bool  # False on bundles predating the key (FORMATS.md § 2)
+
+
+class StateRecorded(_Closed):
+    which: Literal["initial", "final"]
+    source: str  # e.g. "env.yaml", "task.yaml:initial_state"
+    state: Any
+
+
+class RecordedGrade(BaseModel):
+    """grade.yaml: typed where every generation agrees, open for everything else."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    binary_pass: bool
+    score: float
+    components: dict[str, float | None] | None = None
+    reasons: str | None = None
+    criterion_results: list[dict[str, Any]] | None = None
+    judge_status: str | None = None
+    trace_check_results: list[dict[str, Any]] | None = None
+    trace_checks_summary: dict[str, Any] | None = None
+
+
+class GradeRecorded(_Closed):
+    source: str  # "grade.yaml"
+    grade: RecordedGrade
+
+
+class TimelineInconsistency(_Closed):
+    """Why no timeline could be built (G6b / G7): the error's text, key and position."""
+
+    message: str
+    call_id: str
+    where: str
+
+
+class TimelineEvent(_Closed):
+    """One TraceEvent, tagged with the projection version and the two view flags.
+
+    The shape is ``replay.timeline.timeline_to_payloads``'s (every field present, None
+    where inapplicable or unrecorded). A trial whose views disagree (G6b / G7) has
+    instead exactly one ``timeline.event`` with ``inconsistency`` set and no event fields.
+    """
+
+    timeline_version: str
+    message_view_present: bool
+    records_present: bool
+    position: int | None = None
+    turn_index: int | None = None
+    kind: TraceEventKind | None = None
+    text: str | None = None
+    call_id: str | None = None
+    tool_name: str | None = None
+    executor: ToolExecutorIdentity | None = None
+    arguments: dict[str, Any] | None = None
+    status: ToolExecutionStatus | None = None
+    result: str | None = None
+    latency_seconds: float | None = None
+    inconsistency: TimelineInconsistency | None = None
+
+
+class PackRegistered(_Closed):
+    pack: str
+    pack_path: str  # the pack directory as ingest resolved it, relative to the PATH given
+    task_id: str | None = None
+    task: dict[str, Any] | None = None
+    grading: dict[str, Any] | None = None
+    grading_source: str | None = None  # "grading.yaml", "task.yaml:grading_config" or None
+    files: list[str]
+
+
+class MigrationDeclared(_Closed):
+    pack: str
+    file: str  # "migration.yaml"
+    declaration: dict[str, Any]  # verbatim; reconcile/ validates it
+
+
+class IngestSkipped(_Closed):
+    source: str  # the bundle or pack path as given on the command line
+    kind: str  # "bundle", "pack", ...
+    reason: str  # the full error text
+    file: str | None = None
+    key: str | None = None
+    expected: str | None = None
+
 
 PAYLOADS: dict[str, type[BaseModel]] = {
-    t: OpenPayload
-    for t in (
-        "trial.registered",
-        "trial.message",
-        "trial.tool_call",
-        "trial.ended",
-        "timeline.event",
-        "state.recorded",
-        "grade.recorded",
-        "migration.declared",
-        "pack.registered",
-        "ingest.skipped",
-    )
+    "trial.registered": TrialRegistered,
+    "trial.message": TrialMessage,
+    "trial.tool_call": TrialToolCall,
+    "trial.ended": TrialEnded,
+    "timeline.event": TimelineEvent,
+    "state.recorded": StateRecorded,
+    "grade.recorded": GradeRecorded,
+    "migration.declared": MigrationDeclared,
+    "pack.registered": PackRegistered,
+    "ingest.skipped": IngestSkipped,
 }

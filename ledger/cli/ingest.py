@@ -1,0 +1,100 @@
+"""``vledger ingest PATH…``: a thin shell over :func:`ledger.ingest.ingest`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
+from ledger.ingest import IngestError, IngestReport, ingest
+
+EXIT_ABORTED = 1
+
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--corpus", default=None, metavar="NAME",
+              help="Corpus name for every trial read (default: the PATH directory's name).")
+@click.option("--skip-bad", is_flag=True,
+              help="Record each unreadable or changed input as an ingest.skipped event and go on.")
+@click.option("--keep-inconsistent", is_flag=True,
+              help="Ingest trials whose message view and tool_log disagree, recording the disagreement.")
+@click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Refuse any YAML file larger than this.")
+@ledger_option
+@json_option
+def ingest_command(
+    paths: tuple[str, ...],
+    corpus: str | None,
+    skip_bad: bool,
+    keep_inconsistent: bool,
+    max_file_bytes: int,
+    ledger_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Ingest trial bundles, corpora, run directories, task packs or verdict-core runs.
+
+    Each PATH may be a bundle (a directory holding trajectory.yaml), a run directory
+    (trials/<task>/<idx>/), a flat collection of bundles, a corpus (corpus.yaml beside
+    bundle dirs) or a directory of corpora, a task pack or a directory of packs, or a
+    verdict-core run directory (events.jsonl). The whole invocation is one transaction:
+    an unreadable input aborts it with the ledger unchanged (exit 1) unless --skip-bad.
+    Re-ingesting the same material appends nothing. The ledger is created if absent.
+
+    Example: vledger ingest corpora/notes_duplicate_check corpora/packs
+    """
+    from ledger.store import open_ledger
+
+    err = Console(stderr=True)
+    limits = YamlLimits(max_bytes=max_file_bytes)
+    root = resolve_ledger(ledger_dir)
+    if not (root.exists() and any(root.iterdir())):
+        err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
+    try:
+        with open_ledger(root, create=True) as lg:
+            if as_json or not sys.stderr.isatty():
+                report = ingest(lg, paths, corpus=corpus, skip_bad=skip_bad,
+                                keep_inconsistent=keep_inconsistent, limits=limits)
+            else:
+                report = _with_progress(err, lg, paths, corpus, skip_bad, keep_inconsistent, limits)
+    except IngestError as exc:
+        if as_json:
+            emit_json({"error": str(exc), "kind": exc.kind, "source": exc.source, "ledger_unchanged": True})
+        click.echo(f"Error: {exc}", err=True)
+        click.echo("Nothing was ingested; the ledger is unchanged.", err=True)
+        sys.exit(EXIT_ABORTED)
+    if as_json:
+        emit_json(report.to_json())
+        return
+    _print_summary(report)
+
+
+def _with_progress(err: Console, lg, paths, corpus, skip_bad, keep_inconsistent, limits) -> IngestReport:
+    columns = (TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def tick(done: int, total: int, source: str) -> None:
+            bar.update(task, completed=done, total=total, description=source[-60:])
+
+        return ingest(lg, paths, corpus=corpus, skip_bad=skip_bad, progress=tick,
+                      keep_inconsistent=keep_inconsistent, limits=limits)
+
+
+def _print_summary(report: IngestReport) -> None:
+    for p in report.paths:
+        click.echo(f"{p['path']}: {p['kind'].replace('_', ' ')}")
+    click.echo(f"Ingested: {report.summary()}")
+    if report.first_seq is not None:
+        click.echo(f"  appended seq {report.first_seq}..{report.last_seq}")
+    for s in report.skipped:
+        click.echo(f"  skipped · {s['source']}: {s['reason']}")
+    for s in report.inconsistent:
+        click.echo(f"  inconsistent views (kept) · {s['source']}: {s['reason']}")

@@ -1,0 +1,87 @@
+"""PATH detection: one test per kind, on the shared material where it exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.importers.detect import DetectError, PathKind, detect, discover_bundles
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared"
+NOTES = SHARED / "corpora" / "notes_duplicate_check"
+MET = NOTES / "met"
+PACKS = SHARED / "corpora" / "packs"
+DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+M0 = MET / "native_shared_domain_policy_demo_20260803_063010_trial0"
+
+
+def _bundle(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "trajectory.yaml").write_text("task_id: t\nmessages: []\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "resolved"),
+    [
+        (M0, PathKind.BUNDLE, M0),
+        (M0 / "trajectory.yaml", PathKind.BUNDLE, M0),
+        (MET, PathKind.CORPUS, MET),
+        (MET / "corpus.yaml", PathKind.CORPUS, MET),
+        (NOTES, PathKind.MULTI_CORPUS, NOTES),
+        (PACKS / "notes_duplicate_check_narrowed", PathKind.PACK, PACKS / "notes_duplicate_check_narrowed"),
+        (PACKS / "notes_duplicate_check_narrowed" / "migration.yaml", PathKind.PACK,
+         PACKS / "notes_duplicate_check_narrowed"),
+        (PACKS, PathKind.PACK_SET, PACKS),
+        (DEMO_RUN, PathKind.VERDICT_RUN, DEMO_RUN),
+        (DEMO_RUN / "receipt.json", PathKind.VERDICT_RUN, DEMO_RUN),
+    ],
+)
+def test_shared_material_is_detected(path: Path, kind: PathKind, resolved: Path) -> None:
+    found = detect(path)
+    assert found.kind is kind
+    assert found.path == resolved
+
+
+def test_run_dir_layout(tmp_path: Path) -> None:
+    _bundle(tmp_path / "out" / "trials" / "task_a" / "0")
+    _bundle(tmp_path / "out" / "trials" / "task_a" / "1")
+    assert detect(tmp_path / "out").kind is PathKind.RUN_DIR
+    assert [p.name for p in discover_bundles(tmp_path / "out")] == ["0", "1"]
+
+
+def test_flat_collection_and_replay_subtrees_are_skipped(tmp_path: Path) -> None:
+    _bundle(tmp_path / "c" / "b1")
+    _bundle(tmp_path / "c" / "nested" / "b2")
+    _bundle(tmp_path / "c" / "trace_replay" / "r1" / "b3")  # never discovered
+    _bundle(tmp_path / "c" / "x" / "replays" / "b4")  # never discovered, at any depth
+    assert detect(tmp_path / "c").kind is PathKind.COLLECTION
+    assert sorted(p.name for p in discover_bundles(tmp_path / "c")) == ["b1", "b2"]
+
+
+def test_every_subdir_must_hold_corpus_yaml_for_a_multi_part_corpus(tmp_path: Path) -> None:
+    for part in ("a", "b"):
+        (tmp_path / "m" / part).mkdir(parents=True)
+        (tmp_path / "m" / part / "corpus.yaml").write_text("bundles: []\n")
+    assert detect(tmp_path / "m").kind is PathKind.MULTI_CORPUS
+    _bundle(tmp_path / "m" / "stray")
+    assert detect(tmp_path / "m").kind is PathKind.COLLECTION
+
+
+def test_empty_directory_names_what_was_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(DetectError, match="trajectory.yaml") as exc:
+        detect(tmp_path)
+    assert exc.value.path == str(tmp_path)
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(DetectError, match="no such file"):
+        detect(tmp_path / "nope")
+
+
+def test_unknown_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(DetectError, match="not a file ingest reads"):
+        detect(tmp_path / "notes.txt")

@@ -1,0 +1,177 @@
+"""Bounded safe YAML loading: alias bombs, oversize files, truncation, non-JSON types."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.importers.yaml_safe import (
+    YamlAliasBomb,
+    YamlLimits,
+    YamlLoadError,
+    YamlTooLarge,
+    load_yaml,
+    load_yaml_bytes,
+    tree_size,
+)
+
+
+def _bomb(levels: int, fan: int = 9) -> bytes:
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * fan) + "]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fan) + "]")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_alias_bomb_is_refused_by_name(tmp_path: Path) -> None:
+    p = tmp_path / "trajectory.yaml"
+    p.write_bytes(_bomb(9))  # 9**9 leaves when expanded; a few hundred bytes on disk
+    with pytest.raises(YamlAliasBomb) as exc:
+        load_yaml(p)
+    assert str(p) in str(exc.value)
+    assert "nodes" in str(exc.value)
+
+
+def test_recursive_alias_is_refused() -> None:
+    with pytest.raises(YamlAliasBomb, match="recursive alias"):
+        load_yaml_bytes(b"a: &a [1, *a]\n", "x.yaml")
+
+
+def test_modest_aliases_load_and_expand_as_copies() -> None:
+    value = load_yaml_bytes(b"base: &b {k: 1}\nuse: [*b, *b]\n", "x.yaml")
+    assert value == {"base": {"k": 1}, "use": [{"k": 1}, {"k": 1}]}
+
+
+def test_tree_size_counts_each_alias_as_a_copy() -> None:
+    shared = [1, 2, 3]  # 4 nodes as a tree
+    assert tree_size({"a": shared, "b": shared}) == 1 + 4 + 4
+
+
+def test_oversize_file_is_refused_before_parsing(tmp_path: Path) -> None:
+    p = tmp_path / "grade.yaml"
+    p.write_text("score: 1.0\n" + "# padding\n" * 100)
+    with pytest.raises(YamlTooLarge) as exc:
+        load_yaml(p, YamlLimits(max_bytes=100))
+    assert exc.value.path == str(p)
+    assert exc.value.limit == 100
+    assert exc.value.size == p.stat().st_size
+    assert load_yaml(p, YamlLimits(max_bytes=10_000)) == {"score": 1.0}
+
+
+def test_truncated_yaml_names_file_and_line(tmp_path: Path) -> None:
+    p = tmp_path / "tool_log.yaml"
+    p.write_text("- call_id: a\n  sequence: 0\n  arguments: {x: [1, 2\n")
+    with pytest.raises(YamlLoadError) as exc:
+        load_yaml(p)
+    assert str(p) in str(exc.value)
+    assert exc.value.line is not None
+
+
+def test_timestamps_stay_text() -> None:
+    assert load_yaml_bytes(b"ts: 2026-08-03T06:30:20.405550Z\nd: 2026-08-03\n", "t.yaml") == {
+        "ts": "2026-08-03T06:30:20.405550Z",
+        "d": "2026-08-03",
+    }
+
+
+@pytest.mark.parametrize("doc", [b"a: !!binary aGVsbG8=\n", b"a: !!set {x: null}\n", b"a: !!omap [b: 1]\n"])
+def test_non_json_tags_are_refused(doc: bytes) -> None:
+    with pytest.raises(YamlLoadError, match="not allowed"):
+        load_yaml_bytes(doc, "t.yaml")
+
+
+@pytest.mark.parametrize("doc", [b"a: .nan\n", b"a: [-.inf]\n", b"a: {b: .Inf}\n"])
+def test_non_finite_numbers_are_refused(doc: bytes) -> None:
+    with pytest.raises(YamlLoadError, match="non-finite"):
+        load_yaml_bytes(doc, "t.yaml")
+
+
+def test_python_tags_are_refused() -> None:
+    with pytest.raises(YamlLoadError):
+        load_yaml_bytes(b"a: !!python/object/apply:os.system ['true']\n", "t.yaml")
+
+
+# NEL / LS / PS / CR are YAML line breaks that PyYAML's own emitter does not round-trip
+# inside plain scalars; that is the writer's limit, not the loader's.
+_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x85\u2028\u2029\r")
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**62), max_value=2**62),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(_chars, max_size=20),
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(_chars, max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json)
+def test_round_trip_of_json_shaped_values(value) -> None:
+    """Anything JSON-shaped that PyYAML writes reads back equal (timestamps as text)."""
+    text = yaml.safe_dump({"v": value}, allow_unicode=True).encode()
+    back = load_yaml_bytes(text, "rt.yaml")["v"]
+    assert _same(back, value)
+
+
+def _same(a, b) -> bool:
+    if isinstance(b, float) and isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(b, dict):
+        return isinstance(a, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in b)
+    if isinstance(b, list):
+        return isinstance(a, list) and len(a) == len(b) and all(map(_same, a, b))
+    return a == b and type(a) is type(b)
+
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+
+
+def test_same_values_as_pyyaml_on_every_shared_yaml_file() -> None:
+    """The trimmed loader is PyYAML's safe loader (timestamps aside): pin it on real files."""
+    files = sorted((SHARED / "corpora").rglob("*.yaml")) + sorted((SHARED / "reference" / "tolokaforge").rglob("*.yaml"))
+    assert len(files) > 100
+    for p in files:
+        data = p.read_bytes()
+        assert load_yaml_bytes(data, p) == yaml.load(data, Loader=yaml.CSafeLoader), p  # noqa: S506
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b"base: &b {x: 1, y: [1, 2]}\nderived:\n  <<: *b\n  y: 3\n",  # merge key: full constructor
+        b"a: !!str 123\nb: !!int '7'\nc: !!float '1.5'\nd: !!bool 'yes'\ne: !!null ''\n",
+        b"n: [0x1F, 0o17, 1_000, -3, +4, 1.5e3, .5, 190:20:30]\nb: [yes, No, on, OFF, true]\n",
+        b"? [complex, key]\n: value\n",  # unhashable key: PyYAML's own error
+        b"s: &s shared\nt: *s\nl: &l [1]\nm: [*l, *l]\n",
+        b"=: value-key\n",
+        b"",
+        b"--- plain\n",
+    ],
+)
+def test_fast_path_agrees_with_pyyaml(doc: bytes) -> None:
+    try:
+        expected = yaml.load(doc, Loader=yaml.CSafeLoader)  # noqa: S506
+    except yaml.YAMLError:
+        with pytest.raises(YamlLoadError):
+            load_yaml_bytes(doc, "d.yaml")
+        return
+    assert load_yaml_bytes(doc, "d.yaml") == expected
+
+
+def test_aliases_stay_shared_objects() -> None:
+    value = load_yaml_bytes(b"l: &l [1]\nm: [*l, *l]\n", "d.yaml")
+    assert value["m"][0] is value["m"][1] is value["l"]
+
+
+def test_deep_nesting_is_a_named_error() -> None:
+    with pytest.raises(YamlLoadError, match="d.yaml"):
+        load_yaml_bytes(b"[" * 5000 + b"]" * 5000, "d.yaml")

@@ -1,0 +1,66 @@
+"""`vledger ingest`: JSON output, summary line, exit codes, ledger unchanged on abort."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ledger.cli import main
+from ledger.store import open_ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared"
+NOTES = SHARED / "corpora" / "notes_duplicate_check"
+DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, ["ingest", *args], catch_exceptions=False)
+
+
+def test_json_report_then_nothing_new(tmp_path: Path) -> None:
+    lg = tmp_path / "lg"
+    first = _run("--ledger", str(lg), "--json", str(NOTES), str(DEMO_RUN))
+    assert first.exit_code == 0, first.output
+    body = json.loads(first.stdout)
+    with open_ledger(lg) as ledger:
+        size = ledger.size()
+    assert body == {
+        "paths": [{"path": str(NOTES), "kind": "multi_corpus"}, {"path": str(DEMO_RUN), "kind": "verdict_run"}],
+        "trials": {"new": 17, "already_present": 0},
+        "packs": {"new": 0, "already_present": 0},
+        "runs": {"new": 1, "already_present": 0},
+        "events": {"new": size, "already_present": 0},
+        "inconsistent": [],
+        "skipped": [],
+        "first_seq": 0,
+        "last_seq": size - 1,
+    }
+    again = _run("--ledger", str(lg), str(NOTES), str(DEMO_RUN))
+    assert again.exit_code == 0
+    assert f"Ingested: 0 new, {size} already present" in again.stdout
+
+
+def test_bad_input_exits_1_and_changes_nothing(tmp_path: Path) -> None:
+    lg = tmp_path / "lg"
+    assert _run("--ledger", str(lg), str(DEMO_RUN)).exit_code == 0
+    with open_ledger(lg) as ledger:
+        size = ledger.size()
+    bad = tmp_path / "bad"
+    shutil.copytree(NOTES / "met", bad)
+    bundle = sorted(p for p in bad.iterdir() if p.is_dir())[0]
+    (bundle / "grade.yaml").write_text("binary_pass: [unclosed\n")
+    result = _run("--ledger", str(lg), str(bad))
+    assert result.exit_code == 1
+    assert f"Error: {bundle}/grade.yaml:" in result.stderr
+    assert "the ledger is unchanged" in result.stderr
+    with open_ledger(lg) as ledger:
+        assert ledger.size() == size
+    skipped = _run("--ledger", str(lg), "--skip-bad", "--json", str(bad))
+    assert skipped.exit_code == 0
+    body = json.loads(skipped.stdout)
+    assert body["trials"]["new"] == 11
+    assert [s["source"] for s in body["skipped"]] == [str(bundle)]
