@@ -74,6 +74,18 @@ class EventIdConflict(LedgerError):
         )
 
 
+class StreamSealed(LedgerError):
+    """An append to a trial stream already sealed into a segment (trials never split)."""
+
+    def __init__(self, stream: str, sealed_upto: int) -> None:
+        self.stream = stream
+        self.sealed_upto = sealed_upto
+        super().__init__(
+            f"stream {stream!r} is sealed (segments hold seq < {sealed_upto}); a trial's events "
+            "are never split across segments, so append a trial's events before `vledger seal`"
+        )
+
+
 class InvalidEvent(LedgerError):
     """An event refused at the append seam (bad type, payload or field); names its batch index."""
 
@@ -106,6 +118,7 @@ EXIT_CODES: dict[type[LedgerError], int] = {
     LedgerBusy: 3,
     StreamVersionConflict: 4,
     EventIdConflict: 4,
+    StreamSealed: 4,
 }
 
 

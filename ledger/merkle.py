@@ -67,6 +67,38 @@ def frontier_push(
     frontier.append(h)
 
 
+def push_many(
+    frontier: list[bytes], size: int, leaves: Sequence[bytes]
+) -> list[tuple[int, int, list[bytes]]]:
+    """Append many leaves at once, level by level; same result as repeated frontier_push.
+
+    Returns the interior nodes that became complete as ``(level, first_index, hashes)``
+    runs, one per level. Hashing a whole level in one comprehension avoids the per-leaf
+    Python loop of :func:`frontier_push` (the hot path of append and verify).
+    """
+    sha = hashlib.sha256
+    cur = list(leaves)
+    start = size  # index of cur[0] at this level
+    leftovers: list[bytes] = []  # new frontier entries, lowest level first
+    runs: list[tuple[int, int, list[bytes]]] = []
+    level = 0
+    while cur:
+        if start & 1:  # cur[0] is a right child: its left sibling is the frontier's last
+            cur.insert(0, frontier.pop())
+            start -= 1
+        if len(cur) & 1:
+            leftovers.append(cur.pop())
+        if not cur:
+            break
+        parents = [sha(b"\x01" + a + b).digest() for a, b in zip(cur[0::2], cur[1::2], strict=True)]
+        start >>= 1
+        level += 1
+        runs.append((level, start, parents))
+        cur = list(parents)  # the next level edits cur; the run keeps its own list
+    frontier.extend(reversed(leftovers))
+    return runs
+
+
 def frontier_root(frontier: Sequence[bytes]) -> bytes:
     """RFC 9162 § 2.1.1 root from the complete subtrees, folding right to left."""
     if not frontier:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import random
 import threading
 import time
@@ -36,13 +37,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+from pydantic import ValidationError
 
 from ledger import merkle
 from ledger.errors import (
+    CheckpointError,
     EventIdConflict,
     InvalidEvent,
     LedgerBusy,
@@ -50,13 +53,33 @@ from ledger.errors import (
     LedgerExists,
     LedgerNotFound,
     ProofError,
+    StreamSealed,
     StreamVersionConflict,
+)
+from ledger.note import (
+    Checkpoint,
+    InvalidSignature,
+    MalformedNote,
+    NoVerifiableSignatures,
+    Signer,
+    Verifier,
+    format_checkpoint,
+    note_text,
+    open_note,
+    parse_checkpoint,
+    sign_note,
 )
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
-from schemas.events import PayloadError, validate_payload
+from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
+
+if TYPE_CHECKING:
+    from ledger.segments import SegmentInfo
+    from ledger.verify import VerifyReport
 
 DB_FILE = "events.duckdb"
+TRIAL_PREFIX = "trial/"
+CHECKPOINT_DIR = "checkpoints"
 FORMAT_VERSION = "1"
 DEFAULT_BUSY_TIMEOUT = 5.0
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
@@ -143,7 +166,7 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
     if (root / DB_FILE).exists():
         raise LedgerExists(root)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "checkpoints").mkdir(exist_ok=True)
+    (root / CHECKPOINT_DIR).mkdir(exist_ok=True)
     con = _connect(root / DB_FILE, busy_timeout)
     try:
         con.execute("BEGIN")
@@ -152,7 +175,7 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
         origin = f"vledger.local/{hashlib.sha256(str(root.resolve()).encode() + _nonce()).hexdigest()[:16]}"
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [["format_version", FORMAT_VERSION], ["origin", origin]],
+            [["format_version", FORMAT_VERSION], ["origin", origin], ["sealed_upto", "0"]],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -179,7 +202,13 @@ def open_ledger(
                 pass  # another process created it meanwhile: open theirs
         else:
             raise LedgerNotFound(root)
-    return Ledger(root, _connect(root / DB_FILE, busy_timeout))
+    lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
+    try:
+        lg._recover()
+    except BaseException:
+        lg.close()
+        raise
+    return lg
 
 
 def _nonce() -> bytes:
@@ -241,6 +270,106 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
     elif not isinstance(event_id, str) or not event_id:
         raise InvalidEvent(index, f"event_id must be a non-empty string or None, got {event_id!r}")
     return _Prepared(ev.stream, ev.type, ev.schema_version, event_id, payload, ev.expected_version)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A prepared batch as columns (the hot path works on lists, not per-event objects)."""
+
+    streams: list[str]
+    types: list[str]
+    schema_versions: list[int]
+    event_ids: list[str]
+    payloads: list[bytes]
+    expected: list[int | str]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def rows(self) -> list[_Prepared]:
+        return [
+            _Prepared(*r)
+            for r in zip(
+                self.streams,
+                self.types,
+                self.schema_versions,
+                self.event_ids,
+                self.payloads,
+                self.expected,
+                strict=True,
+            )
+        ]
+
+    @staticmethod
+    def of(rows: list[_Prepared]) -> _Batch:
+        return _Batch(
+            [p.stream for p in rows],
+            [p.type for p in rows],
+            [p.schema_version for p in rows],
+            [p.event_id for p in rows],
+            [p.payload for p in rows],
+            [p.expected for p in rows],
+        )
+
+
+def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
+    """:func:`prepare_event` over a batch, column-wise; same results and the same errors.
+
+    Checks run as whole-column comprehensions; if any fails, the batch is re-prepared
+    event by event so the error names the first bad index exactly as prepare_event does.
+    """
+    evs = list(events)
+    if not all(type(e) is NewEvent for e in evs):
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    streams = [e.stream for e in evs]
+    types = [e.type for e in evs]
+    svs = [e.schema_version for e in evs]
+    expected = [e.expected_version for e in evs]
+    objs = [e.payload for e in evs]
+    ok = (
+        all(type(x) is str and x for x in streams)
+        and all(type(x) is str and x for x in types)
+        and all(type(x) is int and 0 <= x < 65536 for x in svs)
+        and all(
+            x == "any" or x == "no_stream" or x == "exists" or (type(x) is int and x >= 0)
+            for x in expected
+        )
+        and _payloads_valid(types, objs)
+    )
+    if not ok:
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    try:
+        payloads = [canonical_json(p) for p in objs]
+    except TypeError:
+        return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    ids = [e.event_id for e in evs]
+    if not all(type(x) is str and x for x in ids):
+        for i, x in enumerate(ids):
+            if x is None:
+                ids[i] = derive_event_id(streams[i], types[i], svs[i], payloads[i])
+            elif type(x) is not str or not x:
+                prepare_event(i, evs[i])  # raises the precise InvalidEvent
+    return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
+    """True when every payload passes ``validate_payload`` (grouped by type, no raising)."""
+    for t in set(types):
+        if t.startswith(EXT_PREFIX):
+            if len(t) == len(EXT_PREFIX):
+                return False
+            continue
+        if t not in PAYLOAD_MODELS:
+            return False
+    if not all(type(p) is dict for p in payloads):
+        return False
+    try:
+        for t, p in zip(types, payloads, strict=True):
+            if not t.startswith(EXT_PREFIX):
+                PAYLOAD_MODELS[t].__pydantic_validator__.validate_python(p)
+    except ValidationError:
+        return False
+    return True
 
 
 def _check_expected_form(index: int, expected: Any) -> None:
@@ -311,7 +440,7 @@ class Ledger:
     # small queries
 
     def meta(self, key: str) -> str:
-        row = self._con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        row = _first(self._con.execute("SELECT value FROM meta WHERE key = ?", [key]))
         if row is None:
             raise LedgerError(f"ledger {str(self.path)!r} has no meta key {key!r}")
         return row[0]
@@ -327,9 +456,9 @@ class Ledger:
 
     def stream_version(self, stream: str) -> int | None:
         """Version (0-based) of the stream's last event, or ``None`` if it has none."""
-        row = self._con.execute(
-            "SELECT max(stream_version) FROM events WHERE stream = ?", [stream]
-        ).fetchone()
+        row = _first(
+            self._con.execute("SELECT max(stream_version) FROM events WHERE stream = ?", [stream])
+        )
         return None if row is None or row[0] is None else int(row[0])
 
     def streams(self, prefix: str | None = None) -> list[str]:
@@ -341,23 +470,126 @@ class Ledger:
             params.append(prefix)
         return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
 
-    def _tree_state(self) -> tuple[int, list[bytes]]:
-        size, blob = self._con.execute("SELECT size, frontier FROM tree_state").fetchone()
+    def tree_state(self) -> tuple[int, list[bytes]]:
+        """The stored ``(size, frontier)`` as is (verify compares it with the rebuilt tree)."""
+        size, blob = _first(self._con.execute("SELECT size, frontier FROM tree_state"))
         blob = bytes(blob)
-        frontier = [blob[i : i + 32] for i in range(0, len(blob), 32)]
+        return int(size), [blob[i : i + 32] for i in range(0, len(blob), 32)]
+
+    def _tree_state(self) -> tuple[int, list[bytes]]:
+        size, frontier = self.tree_state()
         if len(frontier) != len(merkle.frontier_levels(size)):
             raise LedgerError(
                 f"tree_state of {str(self.path)!r} holds {len(frontier)} frontier hashes for "
                 f"size {size}; run `vledger verify`"
             )
-        return int(size), frontier
+        return size, frontier
+
+    # raw access for verify and sealing (rows exactly as stored, tampered or not)
+
+    def max_stored_seq(self) -> int | None:
+        row = _first(self._con.execute("SELECT max(seq) FROM events"))
+        return None if row is None or row[0] is None else int(row[0])
+
+    def raw_rows(self, lo: int, hi: int) -> pa.Table:
+        """Stored rows with ``lo <= seq <= hi`` ordered by seq, without any checking."""
+        return self._con.sql(
+            "SELECT * FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq", params=[lo, hi]
+        ).to_arrow_table()
+
+    def stored_nodes(self, first_leaf: int, last_leaf: int) -> list[tuple[int, int, bytes]]:
+        """Stored interior nodes completed by leaves in ``[first_leaf, last_leaf]``."""
+        rows = self._con.execute(
+            "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? "
+            "ORDER BY last_leaf, level",
+            [first_leaf, last_leaf],
+        ).fetchall()
+        return [(int(lv), int(i), bytes(h)) for lv, i, h in rows]
+
+    def stored_node_runs(
+        self, first_leaf: int, last_leaf: int
+    ) -> list[tuple[int, int, list[bytes]]]:
+        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]`` as
+        ``(level, first index, hashes by index)`` runs, lowest level first."""
+        rows = self._con.execute(
+            "SELECT level, min(idx), list(hash ORDER BY idx) FROM nodes "
+            "WHERE last_leaf BETWEEN ? AND ? GROUP BY level ORDER BY level",
+            [first_leaf, last_leaf],
+        ).fetchall()
+        return [(int(lv), int(first), [bytes(h) for h in hs]) for lv, first, hs in rows]
+
+    def first_version_break(self) -> tuple[int, str, int, int] | None:
+        """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order."""
+        row = _first(
+            self._con.execute(
+                "SELECT seq, stream, stream_version, rn FROM (SELECT seq, stream, stream_version, "
+                "row_number() OVER (PARTITION BY stream ORDER BY seq) - 1 AS rn FROM events) "
+                "WHERE rn != stream_version ORDER BY seq LIMIT 1"
+            )
+        )
+        return None if row is None else (int(row[0]), row[1], int(row[2]), int(row[3]))
+
+    def count_nodes_from(self, first_leaf: int) -> int:
+        row = _first(
+            self._con.execute("SELECT count(*) FROM nodes WHERE last_leaf >= ?", [first_leaf])
+        )
+        return int(row[0]) if row else 0
+
+    # sealing
+
+    def sealed_upto(self) -> int:
+        """Events with seq below this are (being) sealed into segments."""
+        row = _first(self._con.execute("SELECT value FROM meta WHERE key = 'sealed_upto'"))
+        return int(row[0]) if row else 0
+
+    def _set_sealed_upto(self, n: int) -> None:
+        """Record the new sealing boundary (before the segment files are written)."""
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                self._con.execute("DELETE FROM meta WHERE key = 'sealed_upto'")
+                self._con.execute("INSERT INTO meta VALUES ('sealed_upto', ?)", [str(n)])
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _recover(self) -> None:
+        """Finish a seal a crash interrupted (DuckDB itself replays its WAL on connect)."""
+        if self.sealed_upto() == 0:
+            return
+        from ledger import segments
+
+        if segments.load_manifest(self.path).sealed_upto < self.sealed_upto():
+            segments.seal(self, segments.DEFAULT_MAX_ROWS)
+
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """``(min_seq, max_seq)`` of each trial stream's events within ``[start, end)``."""
+        rows = self._con.execute(
+            "SELECT min(seq), max(seq) FROM events WHERE seq >= ? AND seq < ? "
+            "AND starts_with(stream, ?) GROUP BY stream",
+            [start, end, TRIAL_PREFIX],
+        ).fetchall()
+        return [(int(a), int(b)) for a, b in rows]
+
+    def seal(self, max_rows: int | None = None) -> list[SegmentInfo]:
+        """Seal unsealed events into Parquet segments (see :mod:`ledger.segments`)."""
+        from ledger import segments
+
+        return segments.seal(self, max_rows or segments.DEFAULT_MAX_ROWS)
+
+    def verify(self, pub: Verifier | None = None) -> VerifyReport:
+        """Recompute and check everything (see :mod:`ledger.verify`)."""
+        from ledger.verify import verify_ledger
+
+        return verify_ledger(self, pub)
 
     # appending
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
         """Append ``events`` as one atomic, durable batch (see the module docstring)."""
-        prepared = [prepare_event(i, ev) for i, ev in enumerate(events)]
-        if not prepared:
+        prepared = prepare_batch(events)
+        if not len(prepared):
             return AppendResult(None, None, 0, (), ())
         with self._lock:
             self._con.execute("BEGIN TRANSACTION")
@@ -377,9 +609,33 @@ class Ledger:
         with contextlib.suppress(duckdb.Error):
             self._con.execute("ROLLBACK")
 
-    def _append_in_tx(self, batch: list[_Prepared]) -> AppendResult:
-        stored = self._stored_by_id(sorted({p.event_id for p in batch}))
+    def _append_in_tx(self, batch: _Batch) -> AppendResult:
+        ids = batch.event_ids
+        stored = self._stored_by_id(sorted(set(ids)))
         size, frontier = self._tree_state()
+        if not stored and len(set(ids)) == len(ids):  # the common case: all new
+            new, seqs, dups = batch, tuple(range(size, size + len(batch))), ()
+        else:
+            rows, seqs, dups = self._dedupe(batch.rows(), stored, size)
+            new = _Batch.of(rows)
+        n = len(new)
+        if n:
+            versions = self._versions_of(sorted(set(new.streams)))
+            if any(x != "any" for x in new.expected):
+                for stream, expected in zip(new.streams, new.expected, strict=True):
+                    check_expected(stream, expected, versions.get(stream))
+            self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
+            self._insert(new, size, frontier, versions)
+            return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
+        return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
+
+    @staticmethod
+    def _dedupe(
+        batch: list[_Prepared],
+        stored: dict[str, tuple[int, tuple[str, str, int, bytes]]],
+        size: int,
+    ) -> tuple[list[_Prepared], list[int], list[Duplicate]]:
+        """Split a batch into new events and duplicates; raise EventIdConflict on a clash."""
         seqs: list[int] = []
         dups: list[Duplicate] = []
         new: list[_Prepared] = []
@@ -404,14 +660,21 @@ class Ledger:
                 seen[p.event_id] = (p, size + len(new))
                 seqs.append(size + len(new))
                 new.append(p)
-        if new:
-            versions = self._versions_of(sorted({p.stream for p in new}))
-            for p in new:
-                check_expected(p.stream, p.expected, versions.get(p.stream))
-            self._insert(new, size, frontier, versions)
-        first = size if new else None
-        last = size + len(new) - 1 if new else None
-        return AppendResult(first, last, len(new), tuple(dups), tuple(seqs))
+        return new, seqs, dups
+
+    def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
+        """A trial stream already in a segment takes no more events (trials never split)."""
+        sealed = self.sealed_upto()
+        if not existing_trials or sealed == 0:
+            return
+        row = _first(
+            self._con.execute(
+                "SELECT min(stream) FROM events WHERE seq < $1 AND stream IN (SELECT unnest($2::VARCHAR[]))",
+                [sealed, sorted(existing_trials)],
+            )
+        )
+        if row and row[0] is not None:
+            raise StreamSealed(row[0], sealed)
 
     def _stored_by_id(self, ids: list[str]) -> dict[str, tuple[int, tuple[str, str, int, bytes]]]:
         rows = self._con.execute(
@@ -430,58 +693,48 @@ class Ledger:
         return {r[0]: int(r[1]) for r in rows}
 
     def _insert(
-        self, new: list[_Prepared], size: int, frontier: list[bytes], versions: dict[str, int]
+        self, new: _Batch, size: int, frontier: list[bytes], versions: dict[str, int]
     ) -> None:
         n = len(new)
-        stream_versions: list[int] = []
         next_version = dict(versions)
-        for p in new:
-            v = next_version.get(p.stream, -1) + 1
-            next_version[p.stream] = v
-            stream_versions.append(v)
-        leaves: list[bytes] = []
-        nodes: list[tuple[int, int, bytes]] = []
+        stream_versions: list[int] = []
+        push = stream_versions.append
+        get = next_version.get
+        for stream in new.streams:
+            v = get(stream, -1) + 1
+            next_version[stream] = v
+            push(v)
         sha = hashlib.sha256
-        for k, p in enumerate(new):
-            entry = envelope_bytes(
-                size + k,
-                p.stream,
-                stream_versions[k],
-                p.event_id,
-                p.type,
-                p.schema_version,
-                p.payload,
-            )
-            leaf = sha(b"\x00" + entry).digest()
-            leaves.append(leaf)
-            merkle.frontier_push(frontier, size + k, leaf, nodes)
+        seqs = range(size, size + n)
+        cols = (
+            seqs,
+            new.streams,
+            stream_versions,
+            new.event_ids,
+            new.types,
+            new.schema_versions,
+            new.payloads,
+        )
+        leaves = [sha(b"\x00" + envelope_bytes(*row)).digest() for row in zip(*cols, strict=True)]
+        runs = merkle.push_many(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
             [
-                pa.array(range(size, size + n), pa.uint64()),
-                pa.array([p.stream for p in new], pa.string()),
+                pa.array(seqs, pa.uint64()),
+                pa.array(new.streams, pa.string()),
                 pa.array(stream_versions, pa.uint32()),
-                pa.array([p.event_id for p in new], pa.string()),
-                pa.array([p.type for p in new], pa.string()),
-                pa.array([p.schema_version for p in new], pa.uint16()),
+                pa.array(new.event_ids, pa.string()),
+                pa.array(new.types, pa.string()),
+                pa.array(new.schema_versions, pa.uint16()),
                 pa.array([now] * n, pa.timestamp("us", tz="UTC")),
-                pa.array([p.payload for p in new], pa.binary()),
+                pa.array(new.payloads, pa.binary()),
                 pa.array(leaves, pa.binary(32)),
             ],
             schema=ARROW_SCHEMA,
         )
         self._insert_arrow("events", table)
-        if nodes:
-            node_table = pa.table(
-                [
-                    pa.array([lv for lv, _, _ in nodes], pa.uint8()),
-                    pa.array([i for _, i, _ in nodes], pa.uint64()),
-                    pa.array([((i + 1) << lv) - 1 for lv, i, _ in nodes], pa.uint64()),
-                    pa.array([h for _, _, h in nodes], pa.binary(32)),
-                ],
-                schema=_NODE_SCHEMA,
-            )
-            self._insert_arrow("nodes", node_table)
+        if runs:
+            self._insert_arrow("nodes", _node_table(runs))
         self._con.execute(
             "UPDATE tree_state SET size = ?, frontier = ?", [size + n, b"".join(frontier)]
         )
@@ -601,6 +854,86 @@ class Ledger:
         self._check_size("prove_consistency", new)
         return merkle.prove_consistency(old, new, self)
 
+    # checkpoints
+
+    def checkpoints(self) -> list[tuple[Path, str]]:
+        """Stored checkpoint notes ``(file, note)``, oldest (smallest size) first."""
+        folder = self.path / CHECKPOINT_DIR
+        if not folder.is_dir():
+            return []
+        return [(p, p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.note"))]
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        """The body of the largest stored checkpoint (its signatures are not checked here)."""
+        stored = self.checkpoints()
+        return parse_checkpoint(note_text(stored[-1][1])) if stored else None
+
+    def checkpoint(self, signer: Signer) -> str:
+        """Sign, store and return a C2SP checkpoint note of the current tree.
+
+        Refuses (CheckpointError) when any stored checkpoint is not a prefix of the current
+        tree, so the log never signs two checkpoints a consistency proof cannot join. A
+        second signer at the same size adds its signature line to the same note.
+        """
+        with self._lock:
+            size, frontier = self._tree_state()
+            cp = Checkpoint(self.origin, size, merkle.frontier_root(frontier))
+            text = format_checkpoint(cp)
+            for path, stored in self.checkpoints():
+                self._check_joinable(path, stored, cp, signer)
+            target = checkpoint_file(self.path, size)
+            if target.exists():
+                existing = target.read_text(encoding="utf-8")
+                if note_text(existing) != text:
+                    raise CheckpointError(f"{target}: a different checkpoint of size {size} exists")
+                if self._signed_by(existing, signer):
+                    return existing
+                extra = sign_note(text, [signer])[len(text) + 1 :]
+                signed = existing + extra
+            else:
+                signed = sign_note(text, [signer])
+            target.parent.mkdir(exist_ok=True)
+            _write_atomic(target, signed)
+            return signed
+
+    @staticmethod
+    def _signed_by(signed: str, signer: Signer) -> bool:
+        try:
+            open_note(signed, [signer.verifier()])
+        except NoVerifiableSignatures:
+            return False
+        return True
+
+    def _check_joinable(self, path: Path, stored: str, cp: Checkpoint, signer: Signer) -> None:
+        """Raise CheckpointError unless the stored checkpoint is a prefix of ``cp``'s tree."""
+        try:
+            old = parse_checkpoint(note_text(stored))
+            self._signed_by(stored, signer)  # raises InvalidSignature if our key's sig is bad
+        except (MalformedNote, InvalidSignature) as exc:
+            raise CheckpointError(
+                f"refusing to sign: stored checkpoint {path} is bad: {exc}"
+            ) from None
+        if old.origin != cp.origin:
+            raise CheckpointError(
+                f"refusing to sign: {path} is for origin {old.origin!r}, this log is {cp.origin!r}"
+            )
+        if old.size > cp.size:
+            raise CheckpointError(
+                f"refusing to sign: {path} covers {old.size} events but the log has {cp.size}; "
+                "the log lost events (run `vledger verify`)"
+            )
+        try:
+            if old.size == 0:
+                if old.root != merkle.EMPTY_ROOT:
+                    raise ProofError("size-0 checkpoint with a non-empty root")
+            else:
+                proof = merkle.prove_consistency(old.size, cp.size, self)
+                merkle.check_consistency(old.size, cp.size, old.root, cp.root, proof)
+        except ProofError as exc:
+            raise CheckpointError(
+                f"refusing to sign size {cp.size}: not consistent with {path} (size {old.size}): {exc}"
+            ) from None
+
     def _check_size(self, fn: str, size: int) -> None:
         current = self.size()
         if size > current:
@@ -628,3 +961,52 @@ def _filters(
         where.append("type IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(types))
     return where, params
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file, fsync, rename: readers see the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def checkpoint_file(ledger_dir: Path, size: int) -> Path:
+    return ledger_dir / CHECKPOINT_DIR / f"{size:020d}.note"
+
+
+def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row, consuming the whole result: DuckDB 2 refuses further work (e.g.
+    ``register``) on a connection whose last result was not fetched to the end."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
+def _node_table(runs: list[tuple[int, int, list[bytes]]]) -> pa.Table:
+    """Arrow rows for the interior nodes :func:`merkle.push_many` completed."""
+    levels: list[int] = []
+    idxs: list[int] = []
+    last: list[int] = []
+    hashes: list[bytes] = []
+    for lv, first, hs in runs:
+        span = range(first, first + len(hs))
+        levels.extend([lv] * len(hs))
+        idxs.extend(span)
+        last.extend(((i + 1) << lv) - 1 for i in span)
+        hashes.extend(hs)
+    return pa.table(
+        [
+            pa.array(levels, pa.uint8()),
+            pa.array(idxs, pa.uint64()),
+            pa.array(last, pa.uint64()),
+            pa.array(hashes, pa.binary(32)),
+        ],
+        schema=_NODE_SCHEMA,
+    )

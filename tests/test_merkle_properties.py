@@ -131,3 +131,25 @@ def test_consistency_proofs_verify_and_any_alteration_fails(
         m2 = m - 1
         with pytest.raises(ProofError):
             merkle.check_consistency(m2, n, merkle.tree_hash(m2, t), r2, proof)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 300), st.integers(0, 300))
+@example(0, 0)
+@example(1, 1)
+@example(255, 1)
+@example(64, 64)
+def test_push_many_equals_repeated_frontier_push(size: int, k: int) -> None:
+    _, leaves = grown(size + k)
+    frontier: list[bytes] = []
+    for i in range(size):
+        merkle.frontier_push(frontier, i, leaves[i], [])
+    one_by_one = list(frontier)
+    nodes: list[tuple[int, int, bytes]] = []
+    for i in range(size, size + k):
+        merkle.frontier_push(one_by_one, i, leaves[i], nodes)
+    runs = merkle.push_many(frontier, size, leaves[size:])
+    assert frontier == one_by_one
+    flat = sorted((lv, first + j, h) for lv, first, hs in runs for j, h in enumerate(hs))
+    assert flat == sorted(nodes)
+    assert merkle.frontier_root(frontier) == merkle_oracle.mth(leaves)

@@ -42,6 +42,8 @@ def json_option(fn: F) -> F:
 
 def emit_json(value: Any) -> None:
     sys.stdout.write(
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+        orjson.dumps(
+            value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
+        ).decode()
         + "\n"
     )

@@ -1,0 +1,168 @@
+"""Verdict grades and verdict-core receipts: how fast, measured on this machine.
+
+1. Admissions derived per second, one core, for units with 1, 2, 5, 10 and 20 declared
+   oracles (mixed tiers and chains, some failing, all run):
+   * ``derive``          — the pure derivation over already-assembled evidence;
+   * ``derive_verdict``  — from the unit's stream events, payload validation included;
+   * baseline            — an orjson dump+load round-trip of the same events: the floor
+     any consumer of those events pays before deciding anything.
+2. verdict-core receipt verification of ../shared/reference/verdict-core/demo-run:
+   in-process (``verify_run_dir``), and as a whole process
+   (``vledger receipt verify DIR --json``), with ``python -c pass`` as the
+   process-start baseline.
+
+    PYTHONPATH=. python -m benchmarks.verdict [--units 2000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from ledger.receipts import verify_run_dir
+from ledger.verdicts import load_ladder
+from replay.verdict import UnitEvent, derive, derive_verdict, unit_evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / ".." / "shared" / "reference" / "verdict-core" / "demo-run"
+SIZES = (1, 2, 5, 10, 20)
+TIERS = ("proof", "known_answer", "interop", "constructed_check", "review_only")
+
+
+def make_unit(rng: random.Random, n: int, unit: str) -> list[UnitEvent]:
+    events = []
+    for i in range(n):
+        author = {
+            "identity": f"author-{rng.randrange(4)}",
+            "kind": rng.choice(("human", "agent", "kernel")),
+            "chain_id": rng.choice(("", "chain-1", "chain-2")),
+        }
+        events.append(
+            UnitEvent(
+                "oracle.declared",
+                {"unit": unit, "oracle_id": f"o{i}", "tier": rng.choice(TIERS), "author": author},
+            )
+        )
+    producer = {"identity": "producer", "kind": "agent", "chain_id": "chain-1"}
+    events.append(
+        UnitEvent(
+            "work.produced", {"unit": unit, "producer": producer, "content_identity": "sha:a"}
+        )
+    )
+    for i in range(n):
+        events.append(
+            UnitEvent(
+                "oracle.ran",
+                {
+                    "unit": unit,
+                    "oracle_id": f"o{i}",
+                    "passed": rng.random() < 0.8,
+                    "runner": {"identity": "ci", "kind": "kernel", "chain_id": "ci"},
+                    "content_identity": rng.choice(("sha:a", "sha:a", "sha:a", "sha:b", "")),
+                },
+            )
+        )
+    return events
+
+
+def best_rate(fn: Callable[[], None], count: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return count / best
+
+
+def bench_admissions(units: int, repeat: int) -> list[str]:
+    ladder = load_ladder()
+    rows = [
+        "| oracles per unit | `derive` (admissions/s) | `derive_verdict` from events (admissions/s) "
+        "| baseline: orjson round-trip of the events (units/s) |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for n in SIZES:
+        rng = random.Random(n)
+        streams = [make_unit(rng, n, f"u{k}") for k in range(units)]
+        evidence = [unit_evidence(f"u{k}", s) for k, s in enumerate(streams)]
+        raw = [[(e.type, dict(e.data)) for e in s] for s in streams]
+
+        def pure(evidence=evidence) -> None:
+            for ev in evidence:
+                derive(ev, ladder)
+
+        def from_events(streams=streams) -> None:
+            for s in streams:
+                derive_verdict(s, ladder)
+
+        def baseline(raw=raw) -> None:
+            for s in raw:
+                orjson.loads(orjson.dumps(s))
+
+        rows.append(
+            f"| {n} | {best_rate(pure, units, repeat):,.0f} | {best_rate(from_events, units, repeat):,.0f} "
+            f"| {best_rate(baseline, units, repeat):,.0f} |"
+        )
+    return rows
+
+
+def bench_receipt(repeat: int) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    in_process = min(_time(lambda: verify_run_dir(DEMO)) for _ in range(repeat))
+
+    def run(args: list[str]) -> None:
+        subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, cwd=ROOT)
+
+    whole = min(
+        _time(
+            lambda: run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from ledger.cli import main; main()",
+                    "receipt",
+                    "verify",
+                    str(DEMO),
+                    "--json",
+                ]
+            )
+        )
+        for _ in range(repeat)
+    )
+    python_start = min(_time(lambda: run([sys.executable, "-c", "pass"])) for _ in range(repeat))
+    assert verify_run_dir(DEMO) == [], "the demo run must verify clean"
+    return [
+        "| demo-run receipt verification (83 events) | time |",
+        "| --- | ---: |",
+        f"| in-process `verify_run_dir` | {in_process * 1000:.1f} ms |",
+        f"| whole process `vledger receipt verify DIR --json` | {whole * 1000:.0f} ms |",
+        f"| baseline: `python -c pass` | {python_start * 1000:.0f} ms |",
+    ]
+
+
+def _time(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print("\n".join(bench_admissions(args.units, args.repeat)))
+    print()
+    print("\n".join(bench_receipt(args.repeat)))
+
+
+if __name__ == "__main__":
+    main()

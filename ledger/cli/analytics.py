@@ -1,0 +1,206 @@
+"""``vledger sql`` and ``vledger report``: read-only SQL over the views, and the HTML report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ledger import analytics, views
+from ledger.cli import main
+from ledger.cli.options import ledger_option, resolve_ledger
+
+FORMATS = ("table", "csv", "json", "parquet")
+_CELL_WIDTH = 60
+
+
+def _cell(value: Any) -> str:
+    """One value as text: nested values as compact JSON, bytes as hex, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value, default=str).decode()
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Decimal):
+        return float(value)
+    return str(value)
+
+
+def format_table(table: pa.Table) -> str:
+    names = table.column_names
+    rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
+    clipped = [[c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows]
+    clipped = [[c.replace("\n", " ") for c in r] for r in clipped]
+    widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
+    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
+    rule = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in clipped]
+    count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
+    return "\n".join([line, rule, *body, count]) + "\n"
+
+
+def format_csv(table: pa.Table) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.column_names)
+    for r in table.to_pylist():
+        w.writerow([_cell(v) for v in r.values()])
+    return buf.getvalue()
+
+
+def format_json(table: pa.Table) -> str:
+    """A JSON array of row objects; JSON-typed columns are embedded as values, not strings."""
+    rows = table.to_pylist()
+    json_cols = [f.name for f in table.schema if analytics.is_json_field(f)]
+    for r in rows:
+        for name in json_cols:
+            if r[name] is not None:
+                r[name] = orjson.loads(r[name])
+    return orjson.dumps(rows, default=_json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _parquet_safe(table: pa.Table) -> pa.Table:
+    """Extension types (DuckDB's JSON) as plain strings, so any Parquet reader opens the file."""
+    cols = []
+    for col in table.columns:
+        if isinstance(col.type, pa.ExtensionType):
+            col = col.cast(col.type.storage_type)
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def write_result(table: pa.Table, fmt: str, out: Path | None) -> None:
+    """Format last: the rows are an Arrow table until here."""
+    if fmt == "parquet":
+        if out is None:
+            buf = io.BytesIO()
+            pq.write_table(_parquet_safe(table), buf)
+            sys.stdout.buffer.write(buf.getvalue())
+        else:
+            pq.write_table(_parquet_safe(table), out)
+        return
+    text = {"table": format_table, "csv": format_csv, "json": format_json}[fmt](table)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+
+
+def _schema_table() -> pa.Table:
+    rows = views.schema_rows()
+    return pa.table(
+        {
+            "view": [r["view"] for r in rows],
+            "column": [r["column"] for r in rows],
+            "description": [r["description"] for r in rows],
+        }
+    )
+
+
+def _schema_text() -> str:
+    parts = []
+    for v in views.PUBLIC_VIEWS:
+        parts.append(f"{v.name} — {v.doc}")
+        width = max(len(c) for c, _ in v.columns)
+        parts.extend(f"  {c.ljust(width)}  {d}" for c, d in v.columns)
+        parts.append("")
+    parts.append("macro: pass_at_k_value(n, c, k) — 1 − C(n−c, k)/C(n, k); null where n < k")
+    return "\n".join(parts) + "\n"
+
+
+@main.command("sql")
+@click.argument("query", required=False)
+@ledger_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE."
+)
+@click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
+def sql_command(
+    query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool
+) -> None:
+    """Run a read-only SQL QUERY over the ledger's documented views.
+
+    A write statement (INSERT, UPDATE, DELETE, CREATE, DROP, ATTACH, COPY, SET, …) is refused
+    with nothing changed. While a writer holds the ledger, the sealed Parquet segments are read.
+
+    \b
+    Example:
+      vledger sql "SELECT task_id, k, pass_at_k FROM pass_at_k
+                   WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
+      vledger sql --schema
+    """
+    if schema:
+        if fmt == "table":
+            text = _schema_text()
+            if out is None:
+                sys.stdout.write(text)
+            else:
+                out.write_text(text, encoding="utf-8")
+        else:
+            write_result(_schema_table(), fmt, out)
+        return
+    if not query:
+        raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
+    try:
+        table, source = analytics.query_with_source(resolve_ledger(ledger_dir), query)
+    except analytics.SqlRefused as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except analytics.LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    if source.kind == "segments":
+        click.echo(f"note: read {source.detail}; events after the last seal are not shown", err=True)
+    write_result(table, fmt, out)
+
+
+@main.command("report")
+@ledger_option
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+def report_command(ledger_dir: Path | None, out: Path) -> None:
+    """Write one self-contained HTML report (inline SVG, no scripts, no network).
+
+    \b
+    Example:
+      vledger report --out report.html
+    """
+    from ledger import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
+
+    try:
+        summary = report.write_report(resolve_ledger(ledger_dir), out)
+    except analytics.LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"wrote {out} ({summary})")

@@ -1,0 +1,173 @@
+"""``vledger reconcile`` and ``vledger validate``: shells over ``ledger.reconcile_cmd``.
+
+Exit codes (one place):
+
+====  =====================================================================================
+0     every narrowed / retired entry reached ``no_counter_evidence`` and every bundle was
+      readable (``validate``: the declaration loads)
+1     something blocks: ``insufficient_evidence``, a refusal, or an unreadable bundle
+      (``validate``: at least one rule is broken)
+2     usage error (click)
+3     the invocation cannot run: a declaration that does not load, a corpus escaping the
+      base, a task_id no pack (or two packs) declares, no bundle under the source
+====  =====================================================================================
+
+Candidate entries are reported and never gate the exit code.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.reconcile_cmd import (
+    Invocation,
+    MigrationLoadError,
+    ReconcileError,
+    append_receipt,
+    read_pack,
+    resolve_corpus,
+    run_reconcile,
+)
+from reconcile.report import render_text
+from reconcile.validate import validate_migration
+
+EXIT_INVOCATION = 3
+
+
+def _fail(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(EXIT_INVOCATION)
+
+
+@main.command()
+@click.option(
+    "--packs",
+    "packs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory searched recursively for packs and their migration.yaml (repeatable; "
+    "default: ./examples).",
+)
+@click.option(
+    "--source",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A corpus, run directory or bundle; omitted: every declared migration over its own corpus.",
+)
+@click.option(
+    "--base",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Directory declared corpus paths resolve against (default: the working directory).",
+)
+@click.option("--dry-run", is_flag=True, help="Reach and print the verdict; write nothing.")
+@json_option
+@ledger_option
+def reconcile(
+    packs: tuple[Path, ...],
+    source: Path | None,
+    base: Path | None,
+    dry_run: bool,
+    as_json: bool,
+    ledger_dir: Path | None,
+) -> None:
+    """Check migration.yaml claims against the judge's recorded verdicts.
+
+    Example, over the shared notes corpus:
+
+        vledger reconcile --packs ../shared/corpora/packs --base ../shared --dry-run
+    """
+    inv = Invocation(
+        packs=list(packs) or [Path("examples")],
+        base=base if base is not None else Path.cwd(),
+        source=source,
+    )
+    try:
+        outcome = run_reconcile(inv)
+    except ReconcileError as exc:
+        _fail(str(exc))
+        return
+    if not dry_run:
+        run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        try:
+            outcome.document["receipt"] = append_receipt(
+                resolve_ledger(ledger_dir), outcome, run_id=run_id
+            )
+        except Exception as exc:  # the store's typed errors, or no ledger at that path
+            _fail(
+                f"could not append reconcile.completed to {resolve_ledger(ledger_dir)}: {exc} "
+                "— create the ledger first, or pass --dry-run"
+            )
+    if as_json:
+        emit_json(outcome.document)
+    else:
+        for report in outcome.reports:
+            click.echo(render_text(report), err=True, nl=False)
+    sys.exit(outcome.exit_code)
+
+
+@main.command()
+@click.argument("pack_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--base",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Directory declared corpus paths resolve against (default: the working directory).",
+)
+@json_option
+def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
+    """Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
+
+    Example: vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+    """
+    try:
+        pack = read_pack(pack_dir)
+    except MigrationLoadError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except ReconcileError as exc:
+        _fail(str(exc))
+        return
+    base = base if base is not None else Path.cwd()
+    findings = []
+    if pack.migration is not None:
+        corpora = {
+            e.corpus_value: resolve_corpus(e.corpus_value, base)
+            for e in pack.migration.migrations
+            if e.corpus_value is not None
+        }
+        findings = validate_migration(pack.migration, pack.view, corpora)
+    if as_json:
+        emit_json(
+            {
+                "pack": str(pack_dir),
+                "migration": pack.migration is not None,
+                "findings": [
+                    {
+                        "entry": f.entry,
+                        "criterion": f.criterion,
+                        "rule": f.rule,
+                        "message": f.message,
+                    }
+                    for f in findings
+                ],
+                "exit_code": 1 if findings else 0,
+            }
+        )
+    elif pack.migration is None:
+        click.echo(f"{pack_dir}: no migration.yaml — nothing declared, nothing to check")
+    else:
+        for f in findings:
+            click.echo(f"{pack_dir / 'migration.yaml'}: {f}")
+        n = len(pack.migration.migrations)
+        click.echo(
+            f"{pack_dir / 'migration.yaml'}: {n} entr{'y' if n == 1 else 'ies'}, "
+            f"{len(findings)} error{'' if len(findings) == 1 else 's'}"
+        )
+    sys.exit(1 if findings else 0)

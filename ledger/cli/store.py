@@ -1,0 +1,340 @@
+"""``vledger init | append | log | keygen | checkpoint | prove | seal | verify``.
+
+Each command parses, calls one store function, prints (STYLE.md, sqlite-utils). Errors from
+``ledger/`` are translated once, in :func:`_run`: ``Error: …`` on stderr and the exit code
+of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2 via click).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.errors import InvalidEvent, LedgerError, exit_code
+from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
+from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
+from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger
+from schemas.envelope import NewEvent
+
+T = TypeVar("T")
+
+
+def _run(fn: Callable[[], T]) -> T:
+    """Call ``fn``; turn a LedgerError into ``Error: …`` and its documented exit code."""
+    try:
+        return fn()
+    except LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exit_code(exc))
+
+
+def _open(ledger_dir: Path | None, busy_timeout: float) -> Ledger:
+    return _run(lambda: open_ledger(resolve_ledger(ledger_dir), busy_timeout=busy_timeout))
+
+
+def busy_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--busy-timeout",
+        type=float,
+        default=5.0,
+        show_default=True,
+        help="Seconds to wait for another process holding the ledger.",
+    )(fn)
+
+
+@main.command("init")
+@ledger_option
+def init_cmd(ledger_dir: Path | None) -> None:
+    """Create an empty ledger directory.
+
+    Example: vledger init --ledger ./.vledger
+    """
+    path = resolve_ledger(ledger_dir)
+    lg = _run(lambda: init_ledger(path))
+    click.echo(f"initialised ledger {path} (origin {lg.origin})")
+    lg.close()
+
+
+class _Line(BaseModel):
+    """One line of an ``append`` file."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    stream: str
+    type: str
+    payload: dict[str, Any]
+    event_id: str | None = None
+    expected_version: int | str = "any"
+    schema_version: int = 1
+
+
+def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
+    """Parse an events file; raise UsageError naming the first bad line. Blank lines skip."""
+    events: list[NewEvent] = []
+    lines: list[int] = []
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = _Line.model_validate(orjson.loads(raw))
+            except orjson.JSONDecodeError as exc:
+                raise click.ClickException(
+                    f"{path} line {n}: not JSON ({exc}); nothing appended"
+                ) from None
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"]) or "<line>"
+                raise click.ClickException(
+                    f"{path} line {n}: field {where!r}: {err['msg']}; each line is "
+                    '{"stream", "type", "payload", "event_id"?, "expected_version"?}; nothing appended'
+                ) from None
+            events.append(NewEvent(**line.model_dump()))
+            lines.append(n)
+    return events, lines
+
+
+@main.command("append")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@ledger_option
+@busy_option
+@json_option
+def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+    """Append every event of FILE.jsonl as one atomic batch; print the seq range.
+
+    Each line: {"stream", "type", "payload", "event_id"?, "expected_version"?}. Built-in
+    types are validated against their schema; your own types use the ext. prefix.
+
+    Example: vledger append events.jsonl
+    """
+    events, lines = read_jsonl(file)
+    with _open(ledger_dir, busy_timeout) as lg:
+        res = _run(lambda: _append_naming_line(lg, events, lines, file))
+    if as_json:
+        emit_json(
+            {
+                "first_seq": res.first_seq,
+                "last_seq": res.last_seq,
+                "appended": res.appended,
+                "duplicates": [
+                    {"line": lines[d.index], "event_id": d.event_id, "seq": d.seq}
+                    for d in res.duplicates
+                ],
+            }
+        )
+        return
+    if res.appended:
+        click.echo(f"appended {res.appended} events: seq {res.first_seq}..{res.last_seq}")
+    else:
+        click.echo("appended 0 events")
+    if res.duplicates:
+        click.echo(f"{len(res.duplicates)} already present (same event_id and content), skipped")
+
+
+def _append_naming_line(lg: Ledger, events: list[NewEvent], lines: list[int], file: Path) -> Any:
+    """Append; an invalid event's batch index becomes the file's line number."""
+    try:
+        return lg.append(events)
+    except InvalidEvent as exc:
+        raise LedgerError(
+            f"{file} line {lines[exc.index]}: {exc.detail}; nothing appended"
+        ) from None
+
+
+def event_json(e: StoredEvent) -> dict[str, Any]:
+    return {
+        "seq": e.seq,
+        "stream": e.stream,
+        "stream_version": e.stream_version,
+        "event_id": e.event_id,
+        "type": e.type,
+        "schema_version": e.schema_version,
+        "recorded_at": e.recorded_at.isoformat(),
+        "payload": e.data(),
+        "leaf_hash": e.leaf_hash.hex(),
+    }
+
+
+def _json_array(rows: Iterator[dict[str, Any]]) -> None:
+    """Stream a JSON array, one element per line, without holding the rows."""
+    out = sys.stdout
+    first = True
+    out.write("[")
+    for row in rows:
+        out.write("\n" if first else ",\n")
+        out.write(orjson.dumps(row).decode())
+        first = False
+    out.write("\n]\n" if not first else "]\n")
+
+
+@main.command("log")
+@click.option("--stream", default=None, help="Only this stream.")
+@click.option("--type", "type_", default=None, help="Only this event type.")
+@click.option("--from", "from_seq", type=int, default=None, help="First seq (inclusive).")
+@click.option("--to", "to_seq", type=int, default=None, help="Last seq (inclusive).")
+@ledger_option
+@busy_option
+@json_option
+def log_cmd(
+    stream: str | None,
+    type_: str | None,
+    from_seq: int | None,
+    to_seq: int | None,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
+) -> None:
+    """Print events in seq order.
+
+    Example: vledger log --stream run/r1 --from 10 --to 20 --json
+    """
+    with _open(ledger_dir, busy_timeout) as lg:
+        events = lg.read(stream=stream, type=type_, from_seq=from_seq, to_seq=to_seq)
+        if as_json:
+            _json_array(event_json(e) for e in events)
+            return
+        for e in events:
+            payload = e.payload.decode()
+            if len(payload) > 120:
+                payload = payload[:117] + "..."
+            click.echo(f"{e.seq}\t{e.stream}@{e.stream_version}\t{e.type}\t{payload}")
+
+
+@main.command("keygen")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Private key file to write (public key goes to FILE.pub).",
+)
+@click.option(
+    "--name", default=DEFAULT_KEY_NAME, show_default=True, help="Key name shown in signature lines."
+)
+@ledger_option
+def keygen_cmd(out: Path, name: str, ledger_dir: Path | None) -> None:
+    """Create an Ed25519 checkpoint key OUTSIDE the ledger directory.
+
+    Example: vledger keygen --out ~/.vledger-key
+    """
+    verifier = _run(lambda: keygen(out, name, ledger_dir=resolve_ledger(ledger_dir)))
+    click.echo(f"private key: {out} (keep it outside the ledger)")
+    click.echo(f"public key:  {pub_path(out)}")
+    click.echo(verifier.format())
+
+
+@main.command("checkpoint")
+@click.option(
+    "--key",
+    "key_file",
+    envvar="VLEDGER_KEY",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Private key from `vledger keygen` (default: $VLEDGER_KEY).",
+)
+@ledger_option
+@busy_option
+def checkpoint_cmd(key_file: Path | None, ledger_dir: Path | None, busy_timeout: float) -> None:
+    """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
+
+    Example: vledger checkpoint --key ~/.vledger-key
+    """
+    if key_file is None:
+        raise click.UsageError(
+            "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
+        )
+    signer = _run(lambda: load_signer(key_file))
+    with _open(ledger_dir, busy_timeout) as lg:
+        click.echo(_run(lambda: lg.checkpoint(signer)), nl=False)
+
+
+@main.command("prove")
+@click.argument("seq", type=int)
+@click.option(
+    "--size", type=int, default=None, help="Tree size of a stored checkpoint (default: the latest)."
+)
+@ledger_option
+@busy_option
+def prove_cmd(seq: int, size: int | None, ledger_dir: Path | None, busy_timeout: float) -> None:
+    """Print a C2SP tlog-proof: the inclusion proof of SEQ plus the signed checkpoint.
+
+    Example: vledger prove 42 --size 100
+    """
+    with _open(ledger_dir, busy_timeout) as lg:
+        click.echo(_run(lambda: prove_text(lg, seq, size)), nl=False)
+
+
+def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
+    """The tlog-proof of ``seq`` against the stored checkpoint of ``size`` (default latest)."""
+    stored = {parse_checkpoint(note_text(n)).size: n for _, n in lg.checkpoints()}
+    if not stored:
+        raise LedgerError("no checkpoint yet: run `vledger checkpoint --key FILE` first")
+    size = max(stored) if size is None else size
+    if size not in stored:
+        raise LedgerError(f"no checkpoint of size {size}; stored sizes: {sorted(stored)}")
+    if not 0 <= seq < size:
+        raise LedgerError(
+            f"seq {seq} is not in the checkpoint of size {size} (need 0 <= seq < {size})"
+        )
+    path = lg.prove_inclusion(seq, size)
+    return format_tlog_proof(TlogProof(seq, tuple(path), stored[size]))
+
+
+@main.command("seal")
+@ledger_option
+@busy_option
+@json_option
+def seal_cmd(ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+    """Seal unsealed events into immutable Parquet segments (trial streams never split).
+
+    Example: vledger seal
+    """
+    with _open(ledger_dir, busy_timeout) as lg:
+        made = _run(lambda: lg.seal())
+    if as_json:
+        emit_json([m.model_dump() for m in made])
+        return
+    if not made:
+        click.echo("nothing to seal")
+    for m in made:
+        click.echo(
+            f"sealed {m.file}: seq {m.first_seq}..{m.last_seq}, {m.rows} rows, root {m.root}"
+        )
+
+
+@main.command("verify")
+@click.option(
+    "--pub",
+    "pub_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Public key (.pub) to check checkpoint signatures with.",
+)
+@ledger_option
+@busy_option
+@json_option
+def verify_cmd(
+    pub_file: Path | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool
+) -> None:
+    """Recompute every leaf hash and the tree; check checkpoints and segments. Exit 1 on the first problem.
+
+    Example: vledger verify --pub ~/.vledger-key.pub
+    """
+    verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
+    with _open(ledger_dir, busy_timeout) as lg:
+        report = _run(lambda: lg.verify(pub=verifier))
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
+        first = report.problems[0]
+        click.echo(f"Error: {first.where}: {first.what}", err=True)
+        sys.exit(1)

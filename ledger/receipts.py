@@ -1,0 +1,224 @@
+"""Receipt verification at the file/ledger seam.
+
+* verdict-core run directories: read ``receipt.json``, ``events.jsonl``, ``graph.json``
+  and ``review.json`` and hand their bytes to the pure verifier in
+  ``replay.vcore_receipt`` (FORMAT.md § 7).
+* our own receipts: a ``replay.completed`` / ``reconcile.completed`` (or
+  ``receipt.issued``) event carries ``{checkpoint: {size, root}, config_digest,
+  outputs_digest}`` (at the top level or under ``receipt``). Verifying one checks that
+  the receipt event is included in the current log (RFC 9162 § 2.1.3), that the
+  checkpoint it read is consistent with the current log (§ 2.1.4), and, with
+  ``recompute``, that re-running the projection gives the same outputs digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger import merkle
+from ledger.errors import LedgerError, ProofError
+from replay.vcore_receipt import RunFiles, verify_run_files
+from schemas.envelope import StoredEvent, leaf_hash
+
+
+def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
+    """(bytes, None) when readable, (None, None) when absent, (None, error) otherwise."""
+    try:
+        return path.read_bytes(), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, str(exc)
+
+
+def read_run_dir(run_dir: Path) -> RunFiles:
+    """The files of a verdict-core run directory, as the verifier needs them."""
+    run_dir = Path(run_dir)
+    receipt, receipt_err = _read_optional(run_dir / "receipt.json")
+    # An unreadable events.jsonl reads as missing (§ 7 step 4): there is nothing to hash.
+    events, _ = _read_optional(run_dir / "events.jsonl")
+    graph_path = run_dir / "graph.json"
+    try:
+        graph, graph_err = graph_path.read_bytes(), None
+    except OSError as exc:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
+        graph, graph_err = None, f"cannot read graph.json: {exc}"
+    review, review_err = _read_optional(run_dir / "review.json")
+    return RunFiles(
+        name=run_dir.resolve().name,
+        receipt=receipt,
+        events=events,
+        graph=graph,
+        graph_error=graph_err,
+        review=review,
+        review_error=None if review_err is None else f"cannot read review.json: {review_err}",
+        receipt_error=receipt_err,
+        events_label=str(run_dir / "events.jsonl"),
+    )
+
+
+def verify_run_dir(run_dir: Path) -> list[str]:
+    """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
+    return verify_run_files(read_run_dir(Path(run_dir)))
+
+
+# ------------------------------------------------------------- our own receipts (ledger)
+
+RECEIPT_TYPES = ("replay.completed", "reconcile.completed", "receipt.issued")
+
+# Projections register how to recompute their outputs digest from the ledger, keyed by
+# the receipt event type: ``fn(ledger, receipt_event) -> "sha256:…"``. Kept as a
+# registry so ledger/receipts.py never imports the projections that write receipts.
+Recompute = Callable[[Any, StoredEvent], str]
+RECOMPUTERS: dict[str, Recompute] = {}
+
+
+def register_recompute(event_type: str, fn: Recompute) -> None:
+    RECOMPUTERS[event_type] = fn
+
+
+class ReceiptNotFound(LedgerError):
+    def __init__(self, ident: str) -> None:
+        self.ident = ident
+        super().__init__(
+            f"no receipt event with seq or event_id {ident!r}; receipts are the "
+            f"{', '.join(RECEIPT_TYPES)} events (see `vledger sql 'select * from receipts'`)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerReceipt:
+    event: StoredEvent
+    size: int
+    root: bytes
+    config_digest: str | None
+    outputs_digest: str | None
+
+
+@dataclass
+class ReceiptCheck:
+    receipt: LedgerReceipt | None
+    problems: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def find_receipt_event(lg: Any, ident: str) -> StoredEvent:
+    """The receipt event named by its seq (decimal) or its event_id."""
+    if ident.isdigit():
+        seq = int(ident)
+        found = list(lg.read(from_seq=seq, to_seq=seq)) if seq < lg.size() else []
+    else:
+        found = [ev for ev in lg.read(types=list(RECEIPT_TYPES)) if ev.event_id == ident]
+    if not found or found[0].type not in RECEIPT_TYPES:
+        raise ReceiptNotFound(ident)
+    return found[0]
+
+
+def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
+    """Read ``{checkpoint: {size, root}, …}`` from a receipt event's payload."""
+    data = ev.data()
+    body = data.get("receipt") if isinstance(data.get("receipt"), dict) else data
+    cp = body.get("checkpoint") if isinstance(body, dict) else None
+    where = f"{ev.type} at seq {ev.seq}"
+    if (
+        not isinstance(cp, dict)
+        or not isinstance(cp.get("size"), int)
+        or not isinstance(cp.get("root"), str)
+    ):
+        raise ValueError(
+            f"{where} carries no checkpoint receipt: want "
+            "{'checkpoint': {'size': int, 'root': hex}, 'config_digest', 'outputs_digest'}"
+        )
+    try:
+        root = bytes.fromhex(cp["root"])
+    except ValueError:
+        raise ValueError(f"{where}: checkpoint.root {cp['root']!r} is not hex") from None
+    return LedgerReceipt(
+        event=ev,
+        size=cp["size"],
+        root=root,
+        config_digest=body.get("config_digest") or body.get("inputs_digest"),
+        outputs_digest=body.get("outputs_digest"),
+    )
+
+
+def verify_ledger_receipt(lg: Any, ident: str, recompute: bool = False) -> ReceiptCheck:
+    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute."""
+    ev = find_receipt_event(lg, ident)
+    try:
+        rc = parse_ledger_receipt(ev)
+    except ValueError as exc:
+        return ReceiptCheck(None, [str(exc)])
+    check = ReceiptCheck(rc)
+    size = lg.size()
+    _check_inclusion(lg, ev, size, check)
+    _check_checkpoint(lg, rc, size, check)
+    if recompute:
+        _check_recompute(lg, rc, check)
+    return check
+
+
+def _check_inclusion(lg: Any, ev: StoredEvent, size: int, check: ReceiptCheck) -> None:
+    leaf = leaf_hash(ev.entry())
+    if leaf != ev.leaf_hash:
+        check.problems.append(
+            f"receipt event seq {ev.seq}: stored leaf hash does not match its content"
+        )
+        return
+    try:
+        merkle.check_inclusion(ev.seq, size, leaf, lg.prove_inclusion(ev.seq, size), lg.root(size))
+    except ProofError as exc:
+        check.problems.append(
+            f"receipt event seq {ev.seq} is not included in the log of {size} events: {exc}"
+        )
+        return
+    check.checked.append(f"receipt event seq {ev.seq} is included in the log of {size} events")
+
+
+def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck) -> None:
+    seq = rc.event.seq
+    if rc.size > seq:
+        check.problems.append(
+            f"checkpoint size {rc.size} includes the receipt event itself (seq {seq}); "
+            "a receipt binds the log as it stood before it was written"
+        )
+        return
+    try:
+        if rc.size == 0:
+            if rc.root != merkle.EMPTY_ROOT:
+                raise ProofError("a size-0 checkpoint must carry the empty-tree root")
+        else:
+            proof = lg.prove_consistency(rc.size, size)
+            merkle.check_consistency(rc.size, size, rc.root, lg.root(size), proof)
+    except ProofError as exc:
+        check.problems.append(
+            f"checkpoint (size {rc.size}, root {rc.root.hex()}) is not consistent with the "
+            f"current log ({size} events): {exc}"
+        )
+        return
+    check.checked.append(
+        f"checkpoint size {rc.size} is consistent with the current log ({size} events)"
+    )
+
+
+def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
+    fn = RECOMPUTERS.get(rc.event.type)
+    if fn is None:
+        check.problems.append(
+            f"cannot recompute: no projection registered for {rc.event.type} "
+            f"(registered: {sorted(RECOMPUTERS) or 'none'})"
+        )
+        return
+    got = fn(lg, rc.event)
+    if got != rc.outputs_digest:
+        check.problems.append(
+            f"outputs_digest mismatch: recorded {rc.outputs_digest}, recomputed {got}"
+        )
+    else:
+        check.checked.append(f"outputs_digest recomputed: {got}")

@@ -1,0 +1,722 @@
+"""The I/O around reconciliation: packs, corpora and bundles on disk, the ledger receipt.
+
+``reconcile/`` is pure; this module is the seam that feeds it (RUBRIC_MIGRATION.md § Usage,
+FORMATS.md § 1, § 7, § 8):
+
+* packs — every directory under a ``--packs`` root holding ``task.yaml``; its grading file
+  (``grading:`` or a sibling ``grading.yaml``) and its optional ``migration.yaml``;
+* corpora — a declared ``corpus`` value resolves against a caller-supplied base, never
+  escaping it by ``..``, an absolute path or a symlink, to a directory holding
+  ``corpus.yaml`` or whose immediate subdirectories all do;
+* bundles — a directory directly holding ``trajectory.yaml``, discovered recursively,
+  skipping ``trace_replay`` / ``replays`` subtrees; an unreadable one is named, never fatal;
+* the candidate label — the trace-check projection over the bundle's timeline under the
+  *pack's* block (``replay.timeline`` + ``replay.trace_checks``);
+* the receipt — the checkpoint read, the inputs digest and the outputs digest, appended as
+  ``reconcile.completed``.
+
+Defects of the invocation raise :class:`ReconcileError`; a defect in one bundle is an
+``unreadable_trials`` row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reconcile.inputs import (
+    SHARED,
+    Candidate,
+    CandidateEvaluation,
+    ConstraintDecl,
+    CorpusResolution,
+    CriterionResult,
+    CriterionShape,
+    PackView,
+    RecordedGrade,
+    RecordedGrading,
+    TrialObservation,
+    Unavailable,
+    words,
+)
+from reconcile.reconcile import Claim, reconcile_entry
+from reconcile.report import CorpusReport, run_json
+from reconcile.validate import Finding, validate_migration
+from schemas.canonical import canonical_json, digest
+from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
+from schemas.timeline import (
+    Message,
+    RecordedToolCall,
+    Role,
+    ToolCallDecl,
+    ToolExecutionStatus,
+    ToolExecutorIdentity,
+)
+
+SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
+
+try:  # the C loader where PyYAML has it (DESIGN.md § 9)
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - pure-python PyYAML
+    _Loader = yaml.SafeLoader
+
+
+class ReconcileError(Exception):
+    """A defect of the invocation (not of one bundle or one entry); names the path."""
+
+
+class MigrationLoadError(ReconcileError):
+    """A migration.yaml that does not have the sidecar's shape (a rule error, not I/O)."""
+
+
+class UnreadableBundle(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _load_yaml(path: Path) -> Any:
+    with path.open("rb") as fh:
+        return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a safe loader
+
+
+# --- corpora -------------------------------------------------------------------------------
+
+
+def resolve_corpus(value: str, base: Path) -> CorpusResolution:
+    """Resolve a declared ``corpus`` against ``base``; every failure is named, never raised."""
+    base_real = base.resolve()
+    joined = base / value
+    shown = CorpusResolution(value, str(base), str(joined))
+    if Path(value).is_absolute() or ".." in Path(value).parts:
+        return _with_error(shown, f"corpus {value!r} must be a relative path below the base {base}")
+    real = joined.resolve()
+    if not real.is_relative_to(base_real):
+        return _with_error(
+            shown,
+            f"corpus {value!r} resolves to {real}, outside the base {base_real} (through a "
+            "symlink) — point it at a directory inside the base",
+        )
+    if not real.is_dir():
+        return _with_error(
+            shown,
+            f"corpus {value!r} names no directory: resolved {joined}, against the base {base} "
+            "— run from the directory the value is written relative to, or pass --base",
+        )
+    if not (real / "corpus.yaml").is_file():
+        parts = [p for p in sorted(real.iterdir()) if p.is_dir()]
+        if not parts or not all((p / "corpus.yaml").is_file() for p in parts):
+            return _with_error(
+                shown,
+                f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
+                "subdirectory does — point it at a curated corpus (a directory holding "
+                "corpus.yaml) or at a directory of such parts",
+            )
+    bundles = frozenset(p.relative_to(real).as_posix() for p in discover_bundles(real))
+    return CorpusResolution(value, str(base), str(joined), None, bundles)
+
+
+def _with_error(r: CorpusResolution, error: str) -> CorpusResolution:
+    return CorpusResolution(r.value, r.base, r.resolved, error, r.bundles)
+
+
+def discover_bundles(root: Path) -> list[Path]:
+    """Directories directly holding ``trajectory.yaml``, sorted; symlinked dirs not followed."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_SUBTREES)
+        if "trajectory.yaml" in filenames:
+            found.append(Path(dirpath))
+    return sorted(found)
+
+
+# --- packs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pack:
+    directory: Path
+    view: PackView
+    grading: Mapping[str, Any]
+    migration: MigrationFile | None
+    digest: str
+
+
+def find_packs(roots: Sequence[Path]) -> list[Pack]:
+    """Every pack (a directory holding task.yaml) under the roots, sorted by path."""
+    packs = []
+    for root in roots:
+        if not root.is_dir():
+            raise ReconcileError(f"--packs {root}: no such directory")
+        for task_file in sorted(root.rglob("task.yaml")):
+            if any(part in SKIPPED_SUBTREES for part in task_file.parts):
+                continue
+            if (task_file.parent / "trajectory.yaml").exists():
+                continue  # a recorded bundle's frozen task, not a pack
+            packs.append(read_pack(task_file.parent))
+    return packs
+
+
+def read_pack(directory: Path) -> Pack:
+    task = _load_yaml(directory / "task.yaml") or {}
+    task_id = task.get("task_id")
+    if not isinstance(task_id, str):
+        raise ReconcileError(f"{directory / 'task.yaml'}: no task_id")
+    grading_name = task.get("grading") or "grading.yaml"
+    grading_path = directory / grading_name
+    if not isinstance(grading_name, str) or not grading_path.is_file():
+        raise ReconcileError(
+            f"pack {directory} ({task_id}) has no grading file on disk (looked for "
+            f"{grading_path}) — the migration is recomputed from that file's trace_checks"
+        )
+    grading = _load_yaml(grading_path) or {}
+    migration = None
+    raw_bytes = grading_path.read_bytes()
+    migration_path = directory / "migration.yaml"
+    if migration_path.is_file():
+        raw_bytes += b"\0" + migration_path.read_bytes()
+        try:
+            migration = parse_migration(_load_yaml(migration_path), source=str(migration_path))
+        except MigrationSchemaError as exc:
+            raise MigrationLoadError(str(exc)) from None
+    try:
+        view = pack_view(task_id, str(directory), grading)
+    except RubricShapeError as exc:
+        raise ReconcileError(f"{grading_path}: {exc}") from None
+    return Pack(
+        directory, view, grading, migration, "sha256:" + hashlib.sha256(raw_bytes).hexdigest()
+    )
+
+
+class RubricShapeError(ValueError):
+    """A rubric that does not read as one; names the criterion index and key."""
+
+
+def _criterion(index: int, raw: Any) -> CriterionShape:
+    where = f"llm_judge.rubric.criteria[{index}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
+        raise RubricShapeError(f"{where} is not a criterion with a string id")
+    kind = raw.get("kind", "graded")
+    required = raw.get("required", False)
+    weight = raw.get("weight", 1.0)
+    if kind not in ("binary", "graded"):
+        raise RubricShapeError(f"{where}.kind is {kind!r}; want binary or graded")
+    if not isinstance(required, bool):
+        raise RubricShapeError(f"{where}.required is {required!r}; want true or false")
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise RubricShapeError(f"{where}.weight is {weight!r}; want a number")
+    return CriterionShape(
+        raw["id"], kind, required, float(weight), str(raw.get("description") or "")
+    )
+
+
+def rubric_of(grading: Mapping[str, Any] | None) -> tuple[CriterionShape, ...] | None:
+    """The rubric's criteria, ``None`` when no judge rubric is configured."""
+    judge = (grading or {}).get("llm_judge") or {}
+    rubric = judge.get("rubric") if isinstance(judge, Mapping) else None
+    if rubric is None:
+        return None
+    criteria = rubric.get("criteria") if isinstance(rubric, Mapping) else None
+    if not isinstance(criteria, list):
+        raise RubricShapeError("llm_judge.rubric.criteria is not a list of criteria")
+    return tuple(_criterion(i, c) for i, c in enumerate(criteria))
+
+
+def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView:
+    """The ids, routes and severities of the pack's constraints, and its rubric."""
+    block = grading.get("trace_checks") or {}
+    constraints: dict[str, ConstraintDecl] = {}
+
+    def add(raw: Mapping[str, Any], route: str) -> None:
+        cid = str(raw.get("id"))
+        constraints[cid] = ConstraintDecl(
+            cid, route, raw.get("severity", "scored"), canonical_json(raw)
+        )
+
+    for raw in block.get("constraints") or []:
+        add(raw, SHARED)
+    for path in block.get("alternatives") or []:
+        for raw in path.get("constraints") or []:
+            add(raw, str(path.get("id")))
+    combine = grading.get("combine") or {}
+    return PackView(
+        task_id=task_id,
+        source=source,
+        criteria={c.id: c for c in rubric_of(grading) or ()},
+        constraints=constraints,
+        combine_weights=dict(combine.get("weights") or {}),
+        has_trace_checks=bool(block),
+    )
+
+
+# --- bundles -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bundle:
+    directory: Path
+    task_id: str
+    trajectory: Mapping[str, Any]
+    tool_log: list[Any] | None
+    grade: RecordedGrade
+    grading: RecordedGrading
+    file_digest: str
+
+
+def read_bundle(directory: Path) -> Bundle | None:
+    """The bundle, ``None`` for a trial that never ran (no task.yaml), or UnreadableBundle."""
+    hasher = hashlib.sha256()
+    try:
+        trajectory = _read_mapping(directory / "trajectory.yaml", hasher)
+        metrics_path = directory / "metrics.yaml"
+        if metrics_path.is_file():
+            metrics = _read_mapping(metrics_path, hasher)
+            if metrics.get("redaction"):
+                raise UnreadableBundle("metrics.yaml carries a redaction stamp; refused by name")
+        task_path = directory / "task.yaml"
+        if not task_path.is_file():
+            if trajectory.get("status") != "completed" or trajectory.get("grading_error"):
+                return None
+            raise UnreadableBundle(
+                "task.yaml is absent on a bundle whose trajectory records a real episode"
+            )
+        task = _read_mapping(task_path, hasher)
+        grade_path = directory / "grade.yaml"
+        grade_raw = _read_mapping(grade_path, hasher) if grade_path.is_file() else None
+        tool_log = None
+        log_path = directory / "tool_log.yaml"
+        if log_path.is_file():
+            raw = log_path.read_bytes()
+            hasher.update(raw)
+            tool_log = yaml.load(raw, Loader=_Loader)
+            if not isinstance(tool_log, list):
+                raise UnreadableBundle(f"{log_path.name} is not a list of recorded calls")
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        raise UnreadableBundle(f"{type(exc).__name__}: {exc}") from None
+    grading_cfg = task.get("grading_config") or {}
+    task_id = task.get("task_id") or trajectory.get("task_id")
+    if not isinstance(task_id, str):
+        raise UnreadableBundle("neither task.yaml nor trajectory.yaml names a task_id")
+    try:
+        grading = _recorded_grading(grading_cfg)
+    except RubricShapeError as exc:
+        raise UnreadableBundle(f"task.yaml grading_config.{exc}") from None
+    return Bundle(
+        directory=directory,
+        task_id=task_id,
+        trajectory=trajectory,
+        tool_log=tool_log,
+        grade=_recorded_grade(grade_raw),
+        grading=grading,
+        file_digest="sha256:" + hasher.hexdigest(),
+    )
+
+
+def _read_mapping(path: Path, hasher: Any) -> Mapping[str, Any]:
+    raw = path.read_bytes()
+    hasher.update(path.name.encode() + b"\0" + raw)
+    value = yaml.load(raw, Loader=_Loader)
+    if not isinstance(value, Mapping):
+        raise UnreadableBundle(f"{path.name} is not a mapping")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UnreadableBundle(f"grade.yaml {where} is {value!r}, not a number")
+    return float(value)
+
+
+def _recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
+    if raw is None:
+        return RecordedGrade("absent (no grade.yaml)", None, {}, 0.0, False)
+    rows = raw.get("criterion_results")
+    results = None
+    if rows is not None:
+        results = []
+        for i, row in enumerate(rows):
+            if (
+                not isinstance(row, Mapping)
+                or "id" not in row
+                or not isinstance(row.get("met"), bool)
+            ):
+                raise UnreadableBundle(f"grade.yaml criterion_results[{i}] is not a judge verdict")
+            score = row.get("score")
+            results.append(
+                CriterionResult(
+                    str(row["id"]),
+                    row["met"],
+                    None if score is None else _number(score, f"criterion_results[{i}].score"),
+                    str(row.get("justification") or ""),
+                )
+            )
+        results = tuple(results)
+    components = {
+        k: (None if v is None else _number(v, f"components.{k}"))
+        for k, v in (raw.get("components") or {}).items()
+    }
+    summary = raw.get("trace_checks_summary") or {}
+    return RecordedGrade(
+        judge_status=str(raw.get("judge_status", "unspecified")),
+        criterion_results=results,
+        components=components,
+        score=_number(raw.get("score"), "score"),
+        binary_pass=bool(raw.get("binary_pass")),
+        trace_gate_failed=bool(summary.get("gate_failed", False)),
+    )
+
+
+def _recorded_grading(cfg: Mapping[str, Any]) -> RecordedGrading:
+    combine = cfg.get("combine") or {}
+    return RecordedGrading(
+        rubric=rubric_of(cfg),
+        weights=dict(combine.get("weights") or {}),
+        method=str(combine.get("method", "weighted")),
+        pass_threshold=float(combine.get("pass_threshold", 0.75)),
+    )
+
+
+# --- the candidate label -------------------------------------------------------------------
+
+Evaluator = Callable[[Bundle, Pack], Candidate]
+
+
+def trace_evaluator() -> Evaluator:
+    """The production projection, or one naming why it cannot run in this build."""
+    try:
+        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
+        from replay.trace_checks import evaluate_trace_checks  # noqa: PLC0415
+        from schemas.trace_checks import TraceChecksConfig  # noqa: PLC0415
+    except ImportError as exc:
+        missing = f"the trace-check projection is not available in this build ({exc})"
+        return lambda _bundle, _pack: Unavailable(missing)
+    configs: dict[str, Any] = {}
+
+    def evaluate(bundle: Bundle, pack: Pack) -> Candidate:
+        key = str(pack.directory)
+        if key not in configs:
+            configs[key] = TraceChecksConfig.model_validate(pack.grading.get("trace_checks"))
+        try:
+            timeline = build_trial_timeline(
+                bundle_messages(bundle),
+                bundle_calls(bundle),
+                bundle.trajectory.get("termination_reason"),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            # TimelineInconsistencyError is a ValueError; the others are malformed records
+            return Unavailable(f"the timeline cannot be built: {type(exc).__name__}: {exc}")
+        return candidate_from_result(evaluate_trace_checks(timeline, configs[key]))
+
+    return evaluate
+
+
+def bundle_messages(bundle: Bundle) -> list[Message]:
+    """trajectory.yaml's messages as the timeline's message view."""
+    return [
+        Message(
+            role=Role(m.get("role")),
+            content=m.get("content") or "",
+            tool_calls=tuple(
+                ToolCallDecl(str(c["id"]), str(c["name"]), c.get("arguments") or {})
+                for c in m.get("tool_calls") or ()
+            ),
+            tool_call_id=m.get("tool_call_id"),
+        )
+        for m in bundle.trajectory.get("messages") or ()
+    ]
+
+
+def bundle_calls(bundle: Bundle) -> list[RecordedToolCall] | None:
+    """tool_log.yaml as RecordedToolCall values; ``None`` when the bundle carries no record."""
+    if bundle.tool_log is None:
+        return None
+    return [
+        RecordedToolCall(
+            call_id=str(c["call_id"]),
+            sequence=int(c["sequence"]),
+            tool_name=str(c["tool_name"]),
+            arguments=c.get("arguments") or {},
+            executor=ToolExecutorIdentity(c["executor"]),
+            status=ToolExecutionStatus(c["status"]),
+            output=c.get("output"),
+            latency_seconds=c.get("latency_seconds"),
+            timestamp=c.get("timestamp"),
+        )
+        for c in bundle.tool_log
+    ]
+
+
+def candidate_from_result(result: Any) -> Candidate:
+    """Adapt a ``TraceChecksResult`` (decision-set results + summary) to our values.
+
+    ``results`` covers the shared constraints and the winning route's, so a route-scoped
+    constraint whose route lost is absent — which reconciliation names as unavailable.
+    """
+    if not result.results and getattr(result, "skipped_reason", ""):
+        return Unavailable(f"the trace checks did not run: {result.skipped_reason}")
+    verdicts: dict[str, bool | None] = {
+        r.id: None if r.undecided else bool(r.passed) for r in result.results
+    }
+    return CandidateEvaluation(
+        verdicts=verdicts,
+        component=result.component,
+        gate_failed=bool(result.summary.gate_failed),
+        winning_path=result.summary.winning_path or "",
+    )
+
+
+# --- the invocation ------------------------------------------------------------------------
+
+
+@dataclass
+class Invocation:
+    packs: Sequence[Path]
+    base: Path
+    source: Path | None = None
+    evaluator: Evaluator | None = None
+
+
+@dataclass
+class Outcome:
+    reports: list[CorpusReport]
+    document: dict[str, Any]
+    inputs_digest: str
+    exit_code: int
+    findings: list[Finding] = field(default_factory=list)
+
+
+def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusResolution]:
+    """Resolve every declared corpus and validate every migration; raise on any finding."""
+    corpora: dict[str, CorpusResolution] = {}
+    problems: list[str] = []
+    for pack in packs:
+        if pack.migration is None:
+            continue
+        for e in pack.migration.migrations:
+            value = e.corpus_value
+            if value is not None and value not in corpora:
+                corpora[value] = resolve_corpus(value, base)
+        problems += [
+            f"{pack.directory / 'migration.yaml'}: {f}"
+            for f in validate_migration(pack.migration, pack.view, corpora)
+        ]
+    if problems:
+        raise ReconcileError("the declaration does not load:\n  " + "\n  ".join(problems))
+    return corpora
+
+
+def _claim_key(e: MigrationEntry, pack: Pack) -> tuple:
+    specs = tuple(pack.view.constraints[c].spec for c in e.by)
+    return (
+        words(e.was.description),
+        specs,
+        e.mode,
+        e.residual,
+        tuple(sorted((e.combine_weights or {}).items())),
+        e.evidence.model_dump() if e.evidence else None,
+        e.acknowledged,
+    )
+
+
+def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:
+    """(corpus value, claim) pairs; packs declaring one criterion the same way are pooled."""
+    groups: dict[tuple[str, str], list[tuple[MigrationEntry, Pack]]] = {}
+    for pack in packs:
+        for e in pack.migration.migrations if pack.migration else ():
+            groups.setdefault((e.corpus_value or "", e.criterion), []).append((e, pack))
+    out = []
+    for (corpus, criterion), members in sorted(groups.items()):
+        first_entry, first_pack = members[0]
+        key = _claim_key(first_entry, first_pack)
+        for e, pack in members[1:]:
+            if _claim_key(e, pack) != key:
+                raise ReconcileError(
+                    f"criterion {criterion!r} over corpus {corpus!r} is declared differently by "
+                    f"{first_pack.view.task_id} ({first_pack.directory}) and {pack.view.task_id} "
+                    f"({pack.directory}) — one criterion over one corpus is one measurement: make "
+                    "the two declarations and their by constraints identical"
+                )
+        task_ids = tuple(sorted({p.view.task_id for _, p in members}))
+        constraints = {c: first_pack.view.constraints[c] for c in first_entry.by}
+        current = first_pack.view.criteria.get(criterion)
+        out.append((corpus, Claim(first_entry, task_ids, constraints, current)))
+    return out
+
+
+def _observations(
+    root: Path,
+    base: Path,
+    packs_by_task: Mapping[str, Pack],
+    evaluator: Evaluator,
+    corpus_value: str | None,
+    roots: Sequence[str],
+) -> tuple[list[TrialObservation], list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """Observations under ``root``, unreadable trials, excluded bundles, file digests."""
+    bundles = discover_bundles(root)
+    if not bundles:
+        raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
+    observations, unreadable, excluded, digests = [], [], [], []
+    for directory in bundles:
+        trial = _display(directory, base)
+        try:
+            bundle = read_bundle(directory)
+        except UnreadableBundle as exc:
+            unreadable.append((trial, exc.reason))
+            continue
+        if bundle is None:
+            excluded.append((trial, "no task.yaml: the trial never ran"))
+            continue
+        digests.append(f"{trial}={bundle.file_digest}")
+        pack = packs_by_task.get(bundle.task_id)
+        if pack is None:
+            raise ReconcileError(
+                f"task_id {bundle.task_id!r} of {trial} resolves in none of the searched pack "
+                f"roots ({', '.join(roots)}) — pass --packs with the directory holding its pack"
+            )
+        keys = {trial, directory.relative_to(root).as_posix()}
+        if corpus_value is not None:
+            keys.add(f"{corpus_value.rstrip('/')}/{directory.relative_to(root).as_posix()}")
+
+        lazy = _once(evaluator, bundle, pack)
+
+        observations.append(
+            TrialObservation(
+                trial, bundle.task_id, bundle.grade, bundle.grading, lazy, frozenset(keys)
+            )
+        )
+    return observations, unreadable, excluded, digests
+
+
+def _once(evaluator: Evaluator, bundle: Bundle, pack: Pack) -> Callable[[], Candidate]:
+    """Evaluate on first demand only, and once: two entries over one trial share the result."""
+    memo: list[Candidate] = []
+
+    def compute() -> Candidate:
+        if not memo:
+            memo.append(evaluator(bundle, pack))
+        return memo[0]
+
+    return compute
+
+
+def _display(path: Path, base: Path) -> str:
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _packs_by_task(packs: Sequence[Pack]) -> dict[str, Pack]:
+    by_task: dict[str, Pack] = {}
+    for pack in packs:
+        other = by_task.get(pack.view.task_id)
+        if other is not None:
+            raise ReconcileError(
+                f"task_id {pack.view.task_id!r} is declared by two packs: {other.directory} and "
+                f"{pack.directory} — search one root, or give the fixture its own task_id"
+            )
+        by_task[pack.view.task_id] = pack
+    return by_task
+
+
+@dataclass(frozen=True)
+class _Context:
+    base: Path
+    packs_by_task: Mapping[str, Pack]
+    evaluator: Evaluator
+    roots: tuple[str, ...]
+
+
+def _corpus_report(
+    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim]
+) -> tuple[CorpusReport, list[str]]:
+    """One corpus read and every claim over it reconciled; the sweep knows its corpus."""
+    obs, unreadable, excluded, files = _observations(
+        root, ctx.base, ctx.packs_by_task, ctx.evaluator, corpus_value, ctx.roots
+    )
+    if corpus_value is None:  # --source: the claims of the packs behind its trials
+        tasks = {o.task_id for o in obs}
+        claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
+    sweep = corpus_value is not None
+    entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
+    report = CorpusReport(
+        shown, ctx.roots, len(obs) + len(unreadable), entries, tuple(unreadable), tuple(excluded)
+    )
+    return report, files
+
+
+def run_reconcile(inv: Invocation) -> Outcome:
+    """Every report the invocation asks for, their JSON document and the exit code."""
+    packs = find_packs(inv.packs)
+    corpora = load_declarations(packs, inv.base)
+    claims = pool_claims(packs)
+    ctx = _Context(
+        inv.base,
+        _packs_by_task(packs),
+        inv.evaluator or trace_evaluator(),
+        tuple(str(p) for p in inv.packs),
+    )
+    reports: list[CorpusReport] = []
+    digests = [f"pack:{_display(p.directory, inv.base)}={p.digest}" for p in packs]
+    if inv.source is not None:
+        shown = _display(inv.source, inv.base)
+        report, files = _corpus_report(ctx, inv.source, shown, None, [c for _, c in claims])
+        reports.append(report)
+        digests += files
+    else:
+        for value in sorted({v for v, _ in claims}):
+            mine = [c for v, c in claims if v == value]
+            root = Path(corpora[value].resolved)
+            report, files = _corpus_report(ctx, root, value, value, mine)
+            reports.append(report)
+            digests += files
+    document = run_json(reports)
+    return Outcome(reports, document, digest(sorted(digests)), document["exit_code"])
+
+
+def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
+    """With --source, a criterion pooled under two corpus values is reconciled once."""
+    seen, out = set(), []
+    for c in claims:
+        key = (c.entry.criterion, c.task_ids)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+# --- the receipt -----------------------------------------------------------------------------
+
+
+def append_receipt(ledger_dir: Path, outcome: Outcome, *, run_id: str) -> dict[str, Any]:
+    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest}."""
+    from ledger.store import open_ledger  # noqa: PLC0415 - only a real run writes
+    from schemas.envelope import NewEvent  # noqa: PLC0415
+
+    with open_ledger(ledger_dir) as lg:
+        size = lg.size()
+        receipt = {
+            "checkpoint": {"size": size, "root": lg.root(size).hex()},
+            "inputs_digest": outcome.inputs_digest,
+            "outputs_digest": digest(outcome.document),
+        }
+        payload = {
+            "run_id": run_id,
+            "exit_code": outcome.exit_code,
+            "entries": [
+                {
+                    k: e[k]
+                    for k in ("criterion", "task_ids", "mode", "verdict", "observations", "kappa")
+                }
+                for e in outcome.document["entries"]
+            ],
+            "receipt": receipt,
+        }
+        lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
+    return receipt

@@ -1,0 +1,508 @@
+"""``vledger report``: one self-contained HTML page of plots over the ledger's views.
+
+Every chart is inline SVG drawn here from query results — no script, no stylesheet or font
+fetched, nothing a browser must load from elsewhere — so the file can be mailed, archived or
+opened offline. A panel with nothing to show says so instead of drawing empty axes. The page
+carries no wall-clock time, so the same log always renders the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ledger import analytics
+from ledger.report_template import PAGE
+
+PASS, FAIL, UNDECIDED, ACCENT = "#2e8b57", "#c0392b", "#d4a017", "#3b6fb6"
+PALETTE = ("#3b6fb6", "#e07b39", "#2e8b57", "#8e5ea2", "#c0392b", "#17a2b8", "#b8860b", "#6c757d")
+MAX_ROWS = 40  # tasks / constraints shown per chart; the note says how many were left out
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    what: str
+    body: str  # SVG + legend/notes HTML, or "" for "no data yet"
+    empty_reason: str = "no data yet"
+
+    def html(self) -> str:
+        cls = "" if self.body else ' class="empty"'
+        inner = self.body or f'<div class="nodata">{escape(self.empty_reason)}</div>'
+        return (
+            f"<section{cls}><h2>{escape(self.title)}</h2>"
+            f'<p class="what">{escape(self.what)}</p>{inner}</section>'
+        )
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    return analytics.run(con, sql).to_pylist()
+
+
+def _t(x: float, y: float, s: str, *, anchor: str = "start", cls: str = "", rot: int = 0) -> str:
+    c = f' class="{cls}"' if cls else ""
+    r = f' transform="rotate({rot} {x:.1f} {y:.1f})"' if rot else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}{r}>{escape(s)}</text>'
+
+
+def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str) -> str:
+    return (
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" '
+        f'fill="{fill}"><title>{escape(tip)}</title></rect>'
+    )
+
+
+def _svg(w: int, h: int, inner: str, label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
+        f'height="{h}" role="img" aria-label="{escape(label)}">{inner}</svg>'
+    )
+
+
+def _legend(items: Sequence[tuple[str, str]]) -> str:
+    return (
+        '<div class="legend">'
+        + "".join(f'<span><i style="background:{c}"></i>{escape(n)}</span>' for n, c in items)
+        + "</div>"
+    )
+
+
+def _note(text: str) -> str:
+    return f'<div class="note">{escape(text)}</div>'
+
+
+def _short(s: str, n: int = 34) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "undefined" if v is None else f"{v:.{digits}f}"
+
+
+# --- chart primitives --------------------------------------------------------------------
+
+
+def grouped_bars(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    y_label: str,
+    y_max: float | None = None,
+    label: str,
+) -> str:
+    """Vertical grouped bars: one group per category, one bar per series."""
+    w, h, left, bottom, top = 540, 260, 44, 60, 12
+    top_v = y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
+    plot_w, plot_h = w - left - 10, h - bottom - top
+    parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}"/>']
+    for i in range(5):
+        v = top_v * i / 4
+        y = h - bottom - plot_h * i / 4
+        parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - 10}" y2="{y:.1f}"/>')
+        parts.append(_t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted"))
+    group_w = plot_w / max(len(categories), 1)
+    bar_w = group_w * 0.8 / max(len(series), 1)
+    for ci, cat in enumerate(categories):
+        gx = left + ci * group_w + group_w * 0.1
+        for si, (name, vs) in enumerate(series):
+            v = vs[ci]
+            bh = plot_h * (v / top_v if top_v else 0)
+            parts.append(
+                _rect(gx + si * bar_w, h - bottom - bh, bar_w - 1, bh, PALETTE[si % len(PALETTE)],
+                      f"{name} · {cat}: {v:g}")
+            )
+        parts.append(
+            _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 14), anchor="end",
+               rot=-35 if len(categories) > 6 else 0)
+            if len(categories) > 6
+            else _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 18), anchor="middle")
+        )
+    parts.append(_t(12, top + plot_h / 2, y_label, anchor="middle", cls="muted", rot=-90))
+    return _svg(w, h, "".join(parts), label)
+
+
+def line_chart(
+    xs: Sequence[float],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    x_label: str,
+    y_label: str,
+    y_max: float = 1.0,
+    label: str,
+    x_ticks: Sequence[str] | None = None,
+) -> str:
+    w, h, left, bottom, top = 540, 240, 44, 40, 12
+    plot_w, plot_h = w - left - 14, h - bottom - top
+    n = len(xs)
+
+    def px(i: int) -> float:
+        return left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+
+    def py(v: float) -> float:
+        return h - bottom - plot_h * (v / y_max if y_max else 0)
+
+    parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 14}" y2="{h - bottom}"/>']
+    for i in range(5):
+        v = y_max * i / 4
+        parts.append(f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>')
+        parts.append(_t(left - 4, py(v) + 4, f"{v:.2f}" if y_max <= 2 else f"{v:g}", anchor="end", cls="muted"))
+    ticks = x_ticks or [f"{x:g}" for x in xs]
+    step = max(1, math.ceil(n / 12))
+    for i, tick in enumerate(ticks):
+        if i % step == 0:
+            parts.append(_t(px(i), h - bottom + 14, _short(tick, 12), anchor="middle", cls="muted"))
+    for si, (name, vs) in enumerate(series):
+        color = PALETTE[si % len(PALETTE)]
+        pts = [(px(i), py(v), v) for i, v in enumerate(vs) if v is not None]
+        if len(pts) > 1:
+            d = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts)
+            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{d}"/>')
+        for (x, y, v), i in zip(pts, [i for i, v in enumerate(vs) if v is not None], strict=True):
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{color}">'
+                f"<title>{escape(f'{name} · {ticks[i]}: {v:.3f}')}</title></circle>"
+            )
+    parts.append(_t(left + plot_w / 2, h - 4, x_label, anchor="middle", cls="muted"))
+    parts.append(_t(12, top + plot_h / 2, y_label, anchor="middle", cls="muted", rot=-90))
+    return _svg(w, h, "".join(parts), label)
+
+
+def stacked_hbars(
+    rows: Sequence[tuple[str, Sequence[tuple[str, float, str]], str]], *, label: str
+) -> str:
+    """Horizontal stacked bars: (row label, [(part name, value, color)], right-hand note)."""
+    bar_h, gap, left, right = 16, 6, 230, 120
+    w = 540
+    h = 10 + len(rows) * (bar_h + gap)
+    total_max = max([1.0] + [sum(v for _, v, _ in parts) for _, parts, _ in rows])
+    plot_w = w - left - right
+    out = []
+    for i, (name, parts, note) in enumerate(rows):
+        y = 5 + i * (bar_h + gap)
+        out.append(_t(left - 6, y + bar_h - 4, _short(name, 36), anchor="end"))
+        x = float(left)
+        for part, v, color in parts:
+            bw = plot_w * v / total_max
+            out.append(_rect(x, y, bw, bar_h, color, f"{name} · {part}: {v:g}"))
+            x += bw
+        out.append(_t(x + 6, y + bar_h - 4, note, cls="muted"))
+    return _svg(w, h, "".join(out), label)
+
+
+def heatmap(
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    cells: dict[tuple[str, str], tuple[float, str]],
+    *,
+    label: str,
+) -> str:
+    """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
+    cw, ch, left, top = 64, 18, 230, 70
+    w = left + cw * len(col_labels) + 110  # room for the slanted column labels
+    h = top + ch * len(row_labels) + 6
+    out = []
+    for j, c in enumerate(col_labels):
+        out.append(_t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start",
+                      rot=-30, cls="muted"))
+    for i, r in enumerate(row_labels):
+        y = top + i * ch
+        out.append(_t(left - 6, y + ch - 5, _short(r, 36), anchor="end"))
+        for j, c in enumerate(col_labels):
+            if (r, c) not in cells:
+                continue
+            v, tip = cells[(r, c)]
+            out.append(_rect(left + j * cw + 1, y + 1, cw - 2, ch - 2, _ramp(v), tip))
+            out.append(_t(left + j * cw + cw / 2, y + ch - 5, f"{v:.2f}", anchor="middle"))
+    return _svg(w, h, "".join(out), label)
+
+
+def _nice_max(v: float) -> float:
+    """A count axis top that gives integer quarter ticks: 4, 8, 12, 20, 40, 80, 100, 200, …"""
+    if v <= 4:
+        return 4.0
+    mag = 10 ** math.floor(math.log10(v))
+    for step in (1, 2, 4, 5, 8, 10):
+        if step * mag >= v and (step * mag) % 4 == 0:
+            return float(step * mag)
+    return float(math.ceil(v / 4) * 4)
+
+
+def _ramp(v: float) -> str:
+    """Value in [0, 1] → a red-to-green colour (light enough for dark text on top)."""
+    v = min(1.0, max(0.0, v))
+    r = int(235 - 110 * v)
+    g = int(150 + 70 * v)
+    b = int(140 - 10 * v)
+    return f"rgb({r},{g},{b})"
+
+
+def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) -> str:
+    """One judge × constraint contingency table as a small SVG."""
+    w, h, s = 250, 150, 46
+    x0, y0 = 120, 40
+    total = max(a + b + c + d, 1)
+    out = [_t(4, 14, _short(title, 44))]
+    out.append(_t(x0 + s / 2, y0 - 6, "passed", anchor="middle", cls="muted"))
+    out.append(_t(x0 + s * 1.5, y0 - 6, "failed", anchor="middle", cls="muted"))
+    out.append(_t(x0 - 6, y0 + s / 2 + 4, "judge met", anchor="end", cls="muted"))
+    out.append(_t(x0 - 6, y0 + s * 1.5 + 4, "not met", anchor="end", cls="muted"))
+    for (i, j), v, agree in (((0, 0), a, True), ((0, 1), b, False), ((1, 0), c, False), ((1, 1), d, True)):
+        shade = 0.25 + 0.75 * v / total
+        color = PASS if agree else FAIL
+        out.append(
+            f'<rect x="{x0 + j * s}" y="{y0 + i * s}" width="{s - 2}" height="{s - 2}" fill="{color}" '
+            f'fill-opacity="{shade:.2f}"><title>{escape(f"{v} trials")}</title></rect>'
+        )
+        out.append(_t(x0 + j * s + s / 2 - 1, y0 + i * s + s / 2 + 4, str(v), anchor="middle"))
+    out.append(_t(4, h - 8, f"n={a + b + c + d}  κ={_fmt(kappa)}", cls="muted"))
+    return _svg(w, h, "".join(out), f"agreement {title}")
+
+
+# --- panels -------------------------------------------------------------------------------
+
+
+def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(
+        con,
+        "SELECT coalesce(t.agent_model, '(unknown)') AS model, "
+        "least(floor(cg.score * 10), 9)::INTEGER AS bin, count(*) AS n "
+        "FROM current_grades cg JOIN trials t USING (trial) WHERE cg.score IS NOT NULL "
+        "GROUP BY ALL ORDER BY model, bin",
+    )
+    what = "Current score (latest replay, else recorded) of every graded trial, per agent model."
+    if not rows:
+        return Panel("Score distribution per model", what, "")
+    models = sorted({r["model"] for r in rows})
+    bins = [f"{b / 10:.1f}–{(b + 1) / 10:.1f}" for b in range(10)]
+    counts = {(r["model"], r["bin"]): r["n"] for r in rows}
+    series = [(m, [float(counts.get((m, b), 0)) for b in range(10)]) for m in models]
+    body = grouped_bars(bins, series, y_label="trials", label="score distribution")
+    return Panel("Score distribution per model", what, body + _legend(
+        [(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]))
+
+
+def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(
+        con,
+        "SELECT t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
+        "count(*) FILTER (WHERE t.counted) AS n, "
+        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false)) AS c "
+        "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
+        "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
+    )
+    what = ("Pass rate c/n per task and model over measured trials (infrastructure aborts "
+            "excluded; a counted trial without a grade counts as not passed).")
+    if not rows:
+        return Panel("Pass rate per task × model", what, "")
+    tasks = sorted({r["task_id"] or "(no task)" for r in rows})
+    models = sorted({r["model"] for r in rows})
+    shown = tasks[:MAX_ROWS]
+    cells = {
+        (r["task_id"] or "(no task)", r["model"]): (
+            r["c"] / r["n"], f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed")
+        for r in rows
+    }
+    body = heatmap(shown, models, cells, label="pass rate per task and model")
+    if len(tasks) > len(shown):
+        body += _note(f"showing {len(shown)} of {len(tasks)} tasks")
+    return Panel("Pass rate per task × model", what, body)
+
+
+def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    curve = _rows(
+        con,
+        "SELECT level, k, pass_at_k FROM pass_at_k WHERE basis = 'current' AND model = '*' "
+        "AND level IN ('macro', 'micro') ORDER BY level, k",
+    )
+    per_task = _rows(
+        con,
+        "SELECT task_id, k, n, c, pass_at_k FROM pass_at_k WHERE basis = 'current' "
+        "AND model = '*' AND level = 'task' AND pass_at_k IS NOT NULL ORDER BY task_id, k",
+    )
+    what = ("pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks) and "
+            "micro (all trials pooled) by k, and per task at k = 1 and the largest k every "
+            "task supports.")
+    if not per_task:
+        return Panel("pass@k per task", what, "")
+    ks = sorted({r["k"] for r in curve if r["pass_at_k"] is not None})
+    by = {(r["level"], r["k"]): r["pass_at_k"] for r in curve}
+    body = line_chart(
+        [float(k) for k in ks],
+        [(lvl, [by.get((lvl, k)) for k in ks]) for lvl in ("macro", "micro")],
+        x_label="k",
+        y_label="pass@k",
+        label="pass@k by k",
+        x_ticks=[str(k) for k in ks],
+    ) + _legend([("macro", PALETTE[0]), ("micro", PALETTE[1])])
+    tasks = sorted({r["task_id"] or "(no task)" for r in per_task})
+    k_by_task: dict[str, dict[int, float]] = {}
+    for r in per_task:
+        k_by_task.setdefault(r["task_id"] or "(no task)", {})[r["k"]] = r["pass_at_k"]
+    common = set.intersection(*(set(v) for v in k_by_task.values()))
+    k_hi = max(common) if common else 1
+    shown = tasks[:MAX_ROWS]
+    body += grouped_bars(
+        shown,
+        [(f"pass@{k}", [k_by_task[t].get(k, 0.0) for t in shown]) for k in sorted({1, k_hi})],
+        y_label="pass@k",
+        y_max=1.0,
+        label="pass@k per task",
+    ) + _legend([(f"pass@{k}", PALETTE[i]) for i, k in enumerate(sorted({1, k_hi}))])
+    if len(tasks) > len(shown):
+        body += _note(f"showing {len(shown)} of {len(tasks)} tasks")
+    return Panel("pass@k per task", what, body)
+
+
+def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(con, "SELECT * FROM constraint_separation ORDER BY task_id, ord, constraint_id")
+    what = ("Per task and constraint, over the task's latest retrace: decided passes, failures and "
+            "undecided trials, with the retrace class.")
+    if not rows:
+        return Panel("Constraint separation (latest retrace)", what, "",
+                     "no retrace with trace constraints yet — run `vledger retrace`")
+    shown = rows[:MAX_ROWS]
+    bars = [
+        (
+            f"{r['task_id']} · {r['constraint_id']}",
+            [("passed", r["passed"], PASS), ("failed", r["failed"], FAIL),
+             ("undecided", r["undecided"], UNDECIDED)],
+            r["class"],
+        )
+        for r in shown
+    ]
+    body = stacked_hbars(bars, label="constraint separation") + _legend(
+        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)])
+    if len(rows) > len(shown):
+        body += _note(f"showing {len(shown)} of {len(rows)} constraints")
+    return Panel("Constraint separation (latest retrace)", what, body)
+
+
+def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(
+        con,
+        "SELECT * FROM agreement WHERE task_id = '*' ORDER BY observations DESC, criterion, "
+        "constraint_id LIMIT 12",
+    )
+    what = ("Judge criterion (recorded met) against trace constraint (current verdict) over every "
+            "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ.")
+    if not rows:
+        return Panel("Judge vs constraint agreement", what, "",
+                     "no trial carries both a judge criterion and a decided trace constraint yet")
+    body = '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(
+        matrix_2x2(f"{r['criterion']} × {r['constraint_id']}", r["met_passed"], r["met_failed"],
+                   r["not_met_passed"], r["not_met_failed"], r["kappa"])
+        for r in rows
+    ) + "</div>"
+    return Panel("Judge vs constraint agreement", what, body)
+
+
+def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(
+        con,
+        "WITH rec AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
+        "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1) "
+        "SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
+        "count(*) FILTER (WHERE g.binary_pass IS DISTINCT FROM rec.binary_pass) AS pass_differs, "
+        "count(*) FILTER (WHERE abs(coalesce(g.score, -1) - coalesce(rec.score, -1)) > 1e-9) "
+        "AS score_differs FROM grades g JOIN rec USING (trial) WHERE g.source = 'replayed' "
+        "GROUP BY g.replay_id ORDER BY first_seq",
+    )
+    what = ("For each replay in log order: how many re-derived grades disagree with the recorded "
+            "grade of the same trial (verdict, and score).")
+    if not rows:
+        return Panel("Replay vs recorded disagreements over time", what, "",
+                     "no replay of a recorded grade yet — run `vledger retrace`")
+    labels = [r["replay_id"] or f"seq {r['first_seq']}" for r in rows]
+    top = _nice_max(max([r["score_differs"] for r in rows] + [r["pass_differs"] for r in rows]))
+    body = line_chart(
+        list(range(len(rows))),
+        [("verdict differs", [float(r["pass_differs"]) for r in rows]),
+         ("score differs", [float(r["score_differs"]) for r in rows])],
+        x_label="replay (log order)",
+        y_label="trials",
+        y_max=float(top),
+        label="replay vs recorded disagreements",
+        x_ticks=labels,
+    ) + _legend([("verdict differs", PALETTE[0]), ("score differs", PALETTE[1])])
+    body += _note(f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
+                  f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ")
+    return Panel("Replay vs recorded disagreements over time", what, body)
+
+
+def _verdict_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows = _rows(
+        con,
+        "SELECT effective_grade, min(grade_rank) AS rank, count(*) AS units FROM ("
+        "SELECT * FROM admissions QUALIFY row_number() OVER (PARTITION BY unit ORDER BY seq DESC) = 1"
+        ") GROUP BY effective_grade ORDER BY rank, effective_grade",
+    )
+    what = "Latest admission per unit, by verdict grade, strongest first (the registered ladder)."
+    if not rows:
+        return Panel("Verdict-grade distribution", what, "",
+                     "no admissions yet — record units with `vledger verdict`")
+    body = grouped_bars(
+        [r["effective_grade"] or "(none)" for r in rows],
+        [("units", [float(r["units"]) for r in rows])],
+        y_label="units",
+        label="verdict grades",
+    )
+    return Panel("Verdict-grade distribution", what, body)
+
+
+def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
+    (s,) = _rows(
+        con,
+        "SELECT (SELECT count(*) FROM events) AS events, (SELECT max(seq) FROM events) AS last_seq, "
+        "(SELECT max(recorded_at) FROM events) AS last_at, (SELECT count(*) FROM trials) AS trials, "
+        "(SELECT count(*) FROM trials WHERE NOT counted) AS aborts, "
+        "(SELECT count(*) FROM grades WHERE source = 'recorded') AS recorded, "
+        "(SELECT count(*) FROM grades WHERE source = 'replayed') AS replayed, "
+        "(SELECT count(DISTINCT replay_id) FROM grades WHERE source = 'replayed') AS replays, "
+        "(SELECT count(DISTINCT unit) FROM admissions) AS units",
+    )
+    items = [
+        ("events", s["events"]), ("trials", s["trials"]), ("infrastructure aborts", s["aborts"]),
+        ("recorded grades", s["recorded"]), ("replayed grades", s["replayed"]),
+        ("replays", s["replays"]), ("admitted units", s["units"]),
+    ]
+    html = "".join(f'<div class="stat"><b>{v:,}</b><span>{escape(k)}</span></div>' for k, v in items)
+    return html, s
+
+
+PANELS = (_score_panel, _pass_panel, _pass_at_k_panel, _separation_panel, _agreement_panel,
+          _disagreement_panel, _verdict_panel)
+
+
+def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
+    """The report page for a ledger, and the summary numbers it shows."""
+    with analytics.connect(ledger_dir) as (con, source):
+        summary_html, s = _summary(con)
+        panels = [p(con) for p in PANELS]
+    at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
+    subtitle = (f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
+                + (f" through seq {s['last_seq']} (last appended {escape(at)})"
+                   if s["last_seq"] is not None else "")
+                + (f" · read from {escape(source.detail)}" if source.kind == "segments" else ""))
+    page = PAGE.substitute(
+        title="verdict-ledger report",
+        subtitle=subtitle,
+        summary=summary_html,
+        panels="\n".join(p.html() for p in panels),
+    )
+    s["panels_with_data"] = sum(1 for p in panels if p.body)
+    s["panels"] = len(panels)
+    return page, s
+
+
+def write_report(ledger_dir: Path | str, out: Path | str) -> str:
+    """Write the report to ``out``; return a one-line summary for the CLI."""
+    page, s = render(ledger_dir)
+    Path(out).write_text(page, encoding="utf-8")
+    return (f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
+            f"{s['trials']:,} trials")

@@ -1,0 +1,296 @@
+"""Sealing the log into immutable Parquet segments (DESIGN.md § 4 guarantee 9).
+
+Layout: ``<ledger>/segments/seg-<first>-<last>.parquet`` (rows exactly as stored, in
+``ARROW_SCHEMA``, seq order) and ``<ledger>/segments/manifest.json``, which records for
+each segment its ``first_seq``, ``last_seq``, ``rows``, ``root`` (RFC 9162 root over the
+segment's own leaf hashes) and ``log_root`` (root of the whole log at ``last_seq + 1``, so
+a segment can be tied to a checkpoint).
+
+The trial rule — a trial stream's (``trial/…``) events never split across segments —
+is kept on both sides:
+
+* **cutting**: a segment ends only at a seq where no trial stream has events on both
+  sides. Sealing everything unsealed always satisfies this; with ``max_rows`` the cut
+  moves back to the nearest such seq (or forward past a trial longer than ``max_rows``);
+* **appending**: once a trial stream is sealed, appending to it raises
+  :class:`StreamSealed`, so a later segment can never hold part of it. Append a trial's
+  events (timeline, grades…) before sealing it.
+
+Order of writes, so a crash at any point leaves a recoverable state: (1) the new
+``sealed_upto`` is committed in DuckDB (appends to those trial streams are refused from
+then on), (2) each Parquet file is written to a temporary name, fsynced, renamed,
+(3) the manifest is rewritten the same way. ``seal`` first completes any range that (1)
+recorded but (3) did not, so re-running it after a crash finishes the job.
+
+Readers that must not block the single DuckDB writer read segments with
+:func:`read_sealed`, which never opens the database.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict
+
+from ledger import merkle
+from ledger.errors import LedgerError, StreamSealed  # noqa: F401  (re-exported)
+from ledger.store import TRIAL_PREFIX  # noqa: F401  (the rule is about these streams)
+from schemas.envelope import ARROW_SCHEMA, envelope_bytes
+
+if TYPE_CHECKING:
+    from ledger.store import Ledger
+    from ledger.verify import VerifyReport
+
+SEGMENT_DIR = "segments"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "vledger-segments/1"
+DEFAULT_MAX_ROWS = 1_000_000
+
+
+class SegmentInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str
+    first_seq: int
+    last_seq: int
+    rows: int
+    root: str
+    log_root: str
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: str = MANIFEST_FORMAT
+    segments: list[SegmentInfo] = []
+
+    @property
+    def sealed_upto(self) -> int:
+        return self.segments[-1].last_seq + 1 if self.segments else 0
+
+
+def segment_dir(ledger_dir: Path) -> Path:
+    return ledger_dir / SEGMENT_DIR
+
+
+def load_manifest(ledger_dir: Path) -> Manifest:
+    path = segment_dir(ledger_dir) / MANIFEST
+    if not path.exists():
+        return Manifest()
+    try:
+        m = Manifest.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise LedgerError(f"{path}: not a valid segment manifest: {exc}") from None
+    if m.format != MANIFEST_FORMAT:
+        raise LedgerError(f"{path}: format {m.format!r}, this version reads {MANIFEST_FORMAT!r}")
+    return m
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def segment_root(table: pa.Table) -> bytes:
+    """RFC 9162 root over the leaf hashes *recomputed* from a segment's columns."""
+    tree: list[bytes] = []
+    nodes: list[tuple[int, int, bytes]] = []
+    for i, leaf in enumerate(recomputed_leaves(table)):
+        merkle.frontier_push(tree, i, leaf, nodes)
+        nodes.clear()
+    return merkle.frontier_root(tree)
+
+
+def recomputed_leaves(table: pa.Table) -> Iterator[bytes]:
+    cols = [
+        table.column(c).to_pylist()
+        for c in (
+            "seq",
+            "stream",
+            "stream_version",
+            "event_id",
+            "type",
+            "schema_version",
+            "payload",
+        )
+    ]
+    for row in zip(*cols, strict=True):
+        yield merkle.leaf_hash(envelope_bytes(*row))
+
+
+# --- choosing cut points ----------------------------------------------------------------
+
+
+def cut_points(
+    start: int, end: int, trial_spans: list[tuple[int, int]], max_rows: int
+) -> list[int]:
+    """Segment ends (exclusive) covering ``[start, end)`` with no trial span straddling one.
+
+    ``trial_spans`` are ``(min_seq, max_seq)`` of each trial stream within the range. A cut
+    at ``b`` is allowed when no span has ``min < b <= max``. Pure; O(spans · log spans).
+    """
+    if max_rows < 1:
+        raise LedgerError(f"seal: max_rows must be >= 1, got {max_rows}")
+    blocked = sorted((lo + 1, hi) for lo, hi in trial_spans if hi > lo)  # b in [lo+1, hi] bad
+    merged: list[tuple[int, int]] = []
+    for a, b in blocked:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    cuts = []
+    pos = start
+    while pos < end:
+        target = min(pos + max_rows, end)
+        b = target
+        for a, z in merged:  # move back out of a blocked interval
+            if a <= b <= z:
+                b = a - 1
+                break
+        if b <= pos:  # one trial longer than max_rows: take it whole
+            b = next(z + 1 for a, z in merged if a <= target <= z)
+        cuts.append(b)
+        pos = b
+    return cuts
+
+
+# --- sealing ----------------------------------------------------------------------------
+
+
+def seal(lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS) -> list[SegmentInfo]:
+    """Seal every unsealed event; return the new segments (empty when nothing to seal)."""
+    manifest = load_manifest(lg.path)
+    start = manifest.sealed_upto
+    recorded = lg.sealed_upto()
+    if recorded < start:
+        raise LedgerError(
+            f"segment manifest covers seq < {start} but the store records {recorded}; run `vledger verify`"
+        )
+    end = lg.size() if recorded == start else recorded  # finish an interrupted seal first
+    if end <= start:
+        return []
+    cuts = cut_points(start, end, lg.trial_spans(start, end), max_rows)
+    lg._set_sealed_upto(end)  # noqa: SLF001 (one package)
+    folder = segment_dir(lg.path)
+    folder.mkdir(exist_ok=True)
+    made = []
+    lo = start
+    for hi in cuts:
+        made.append(_write_segment(lg, folder, lo, hi - 1))
+        lo = hi
+    manifest.segments.extend(made)
+    _write_atomic(
+        folder / MANIFEST, orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
+    )
+    return made
+
+
+def _write_segment(lg: Ledger, folder: Path, first: int, last: int) -> SegmentInfo:
+    table = lg.raw_rows(first, last).cast(ARROW_SCHEMA)
+    if table.num_rows != last - first + 1:
+        raise LedgerError(
+            f"seal: store holds {table.num_rows} rows for seq {first}..{last}; run `vledger verify`"
+        )
+    name = f"seg-{first}-{last}.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    _write_atomic(folder / name, sink.getvalue().to_pybytes())
+    return SegmentInfo(
+        file=name,
+        first_seq=first,
+        last_seq=last,
+        rows=table.num_rows,
+        root=segment_root(table).hex(),
+        log_root=lg.root(last + 1).hex(),
+    )
+
+
+def read_sealed(ledger_dir: Path) -> Iterator[pa.Table]:
+    """Each sealed segment's rows, in seq order, without opening DuckDB (never blocks)."""
+    for info in load_manifest(Path(ledger_dir)).segments:
+        yield pq.read_table(segment_dir(Path(ledger_dir)) / info.file, schema=ARROW_SCHEMA)
+
+
+# --- verifying --------------------------------------------------------------------------
+
+
+def check_segments(lg: Ledger, report: VerifyReport) -> int:
+    """Verify every sealed segment against the manifest and the store; return how many."""
+    try:
+        manifest = load_manifest(lg.path)
+    except LedgerError as exc:
+        report.add("segments/manifest.json", str(exc))
+        return 0
+    expect_first = 0
+    for info in manifest.segments:
+        where = f"segment {info.file}"
+        if info.first_seq != expect_first or info.last_seq < info.first_seq:
+            report.add(
+                where,
+                f"covers seq {info.first_seq}..{info.last_seq}, expected to start at {expect_first}",
+            )
+        expect_first = info.last_seq + 1
+        _check_one(lg, report, info, where)
+    if lg.sealed_upto() != manifest.sealed_upto:
+        report.add(
+            "segments/manifest.json",
+            f"covers seq < {manifest.sealed_upto} but the store records sealing up to {lg.sealed_upto()} "
+            "(re-run `vledger seal` to finish an interrupted seal)",
+        )
+    return len(manifest.segments)
+
+
+def _check_one(lg: Ledger, report: VerifyReport, info: SegmentInfo, where: str) -> None:
+    path = segment_dir(lg.path) / info.file
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        report.add(where, f"cannot be read: {exc}")
+        return
+    if not table.schema.equals(ARROW_SCHEMA):
+        report.add(where, "schema differs from the envelope's ARROW_SCHEMA")
+        return
+    if table.num_rows != info.rows or info.rows != info.last_seq - info.first_seq + 1:
+        report.add(
+            where,
+            f"holds {table.num_rows} rows, manifest says {info.rows} for seq {info.first_seq}..{info.last_seq}",
+        )
+        return
+    seqs = table.column("seq").to_pylist()
+    leaves = table.column("leaf_hash").to_pylist()
+    for seq, want, got in zip(seqs, recomputed_leaves(table), leaves, strict=True):
+        if want != got:
+            report.add(
+                where, f"seq {seq}: bytes do not match the leaf hash (the segment was altered)"
+            )
+            return
+    if segment_root(table).hex() != info.root:
+        report.add(where, f"root of its leaves differs from the manifest root {info.root[:16]}…")
+        return
+    stored = lg.raw_rows(info.first_seq, info.last_seq).cast(ARROW_SCHEMA)
+    if not stored.equals(table):
+        for col in ARROW_SCHEMA.names:
+            a, b = stored.column(col).to_pylist(), table.column(col).to_pylist()
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
+                if x != y:
+                    report.add(where, f"seq {seqs[i]}: column {col!r} differs from the store")
+                    return
+        report.add(
+            where, f"has {table.num_rows} rows, the store {stored.num_rows} for the same range"
+        )
+        return
+    if lg.size() > info.last_seq and lg.root(info.last_seq + 1).hex() != info.log_root:
+        report.add(where, "log_root in the manifest is not the log's root at the segment's end")

@@ -1,0 +1,353 @@
+"""Verdict grades over the ledger: record a unit's evidence, admit it, list and verify.
+
+A unit lives in the stream ``unit/<unit_id>``: ``oracle.declared`` events first (judges
+are declared before delegation, GVC § 4), then ``work.produced`` and ``oracle.ran`` in
+any order, and finally exactly one ``verdict.admitted``, the record
+``replay.verdict.derive`` computes at admission (§ 6: derived once, by the consumer).
+
+Every write re-checks the whole stream (with the new event at its end) before it is
+appended, and appends with the stream version it checked against, so a concurrent
+writer cannot slip an event between the check and the append. ``verify_admissions``
+re-derives every recorded admission and names each unit whose stream or record is off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from replay.verdict import (
+    Admission,
+    UnitEvent,
+    UnitEvidenceError,
+    check_unit_events,
+    derive,
+    unit_evidence,
+)
+from schemas.envelope import NewEvent, StoredEvent
+from schemas.gvc import Ladder, Party, Registration
+from schemas.verdict_events import VerdictAdmitted
+
+UNIT_PREFIX = "unit/"
+ADMITTED = "verdict.admitted"
+REGISTRATION_FILE = Path(__file__).with_name("verdict-grade-registration.json")
+
+
+class LedgerLike(Protocol):
+    """The slice of ``ledger.store.Ledger`` this module uses."""
+
+    def append(self, events: Iterable[NewEvent]) -> Any: ...
+    def read(self, stream: str | None = None, type: str | None = None) -> Iterable[StoredEvent]: ...
+    def stream_version(self, stream: str) -> int | None: ...
+    def streams(self, prefix: str | None = None) -> list[str]: ...
+
+
+class UnitRejected(ValueError):
+    """An event refused before it reached the log; names the unit and every problem."""
+
+    def __init__(self, unit: str, problems: list[str]) -> None:
+        self.unit = unit
+        self.problems = problems
+        super().__init__(f"unit {unit!r}: " + "; ".join(problems))
+
+
+# ------------------------------------------------------------------------ the ladder
+
+
+def load_registration(path: Path | None = None) -> Registration:
+    """The grade vocabulary registration (GVC § 2), by default the copy shipped with us,
+    which tests assert identical to the canonical one in its identity fields (§ 9.1)."""
+    source = REGISTRATION_FILE if path is None else Path(path)
+    try:
+        return Registration.model_validate_json(source.read_bytes())
+    except OSError as exc:
+        raise FileNotFoundError(
+            f"cannot read the grade registration {str(source)!r}: {exc}"
+        ) from None
+
+
+def load_ladder(path: Path | None = None) -> Ladder:
+    return load_registration(path).ladder()
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def unit_stream(unit: str) -> str:
+    if not unit or "\n" in unit:
+        raise ValueError(f"unit id {unit!r} must be a non-empty single line")
+    return UNIT_PREFIX + unit
+
+
+def unit_of(stream: str) -> str:
+    return stream[len(UNIT_PREFIX) :]
+
+
+def as_unit_event(ev: StoredEvent) -> UnitEvent:
+    return UnitEvent(ev.type, ev.data(), seq=ev.seq, stream_version=ev.stream_version)
+
+
+def read_unit(lg: LedgerLike, unit: str) -> list[UnitEvent]:
+    return [as_unit_event(ev) for ev in lg.read(stream=unit_stream(unit))]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def record(lg: LedgerLike, unit: str, type: str, payload: dict[str, Any]) -> int:
+    """Check and append one evidence event to ``unit/<unit>``; return its seq.
+
+    Refuses (``UnitRejected``) an event that would make the stream unsound: a malformed
+    payload, an oracle run but never declared, a declaration after the work was
+    produced, or anything after the unit's admission.
+    """
+    stream = unit_stream(unit)
+    payload = {**payload, "unit": unit}
+    events = read_unit(lg, unit)
+    version = events[-1].stream_version if events else None
+    problems = check_unit_events(unit, [*events, UnitEvent(type, payload, seq=None)])
+    if problems:
+        raise UnitRejected(unit, problems)
+    res = lg.append(
+        [
+            NewEvent(
+                stream, type, payload, expected_version="no_stream" if version is None else version
+            )
+        ]
+    )
+    return res.seqs[0]
+
+
+def declare(
+    lg: LedgerLike,
+    unit: str,
+    oracle_id: str,
+    tier: str,
+    author: Party,
+    command: str | None = None,
+) -> int:
+    payload: dict[str, Any] = {"oracle_id": oracle_id, "tier": tier, "author": author.model_dump()}
+    if command is not None:
+        payload["command"] = command
+    return record(lg, unit, "oracle.declared", payload)
+
+
+def ran(
+    lg: LedgerLike,
+    unit: str,
+    oracle_id: str,
+    passed: bool,
+    runner: Party,
+    content_identity: str = "",
+    exit_code: int | None = None,
+    evidence: str | None = None,
+) -> int:
+    payload: dict[str, Any] = {
+        "oracle_id": oracle_id,
+        "passed": passed,
+        "runner": runner.model_dump(),
+        "content_identity": content_identity,
+    }
+    if exit_code is not None:
+        payload["exit_code"] = exit_code
+    if evidence is not None:
+        payload["evidence"] = evidence
+    return record(lg, unit, "oracle.ran", payload)
+
+
+def produced(
+    lg: LedgerLike,
+    unit: str,
+    producer: Party,
+    content_identity: str = "",
+    producer_supplied_grade: str | None = None,
+) -> int:
+    payload: dict[str, Any] = {
+        "producer": producer.model_dump(),
+        "content_identity": content_identity,
+    }
+    if producer_supplied_grade is not None:
+        payload["producer_supplied_grade"] = producer_supplied_grade
+    return record(lg, unit, "work.produced", payload)
+
+
+def admission_payload(
+    unit: str, admission: Admission, registration: str, through_version: int
+) -> dict[str, Any]:
+    payload = {
+        "unit": unit,
+        **admission.record(),
+        "registration": registration,
+        "through_version": through_version,
+    }
+    VerdictAdmitted.model_validate(payload)  # our own record must fit the closed schema
+    return payload
+
+
+def derive_unit(events: list[UnitEvent], unit: str, ladder: Ladder) -> Admission:
+    """The admission of a unit from its evidence events (refuses a broken stream)."""
+    return derive(unit_evidence(unit, events), ladder)
+
+
+def admit(lg: LedgerLike, unit: str, registration: Registration | None = None) -> Admission:
+    """Derive the unit's record and append it as ``verdict.admitted`` — exactly once.
+
+    A unit with no ``work.produced`` is admitted fail-closed (``unverified``,
+    provenance ``missing_admission_fact``, GVC § 8), never skipped. A broken stream
+    is refused with every problem named (``UnitRejected``).
+    """
+    registration = registration or load_registration()
+    events = read_unit(lg, unit)
+    try:
+        admission = derive_unit(events, unit, registration.ladder())
+    except UnitEvidenceError as exc:
+        raise UnitRejected(unit, list(exc.problems)) from None
+    version = events[-1].stream_version if events else None
+    payload = admission_payload(
+        unit, admission, registration.schema_version, -1 if version is None else version
+    )
+    lg.append(
+        [
+            NewEvent(
+                unit_stream(unit),
+                ADMITTED,
+                payload,
+                expected_version="no_stream" if version is None else version,
+            )
+        ]
+    )
+    return admission
+
+
+ADMIT_LINE = "admit"
+LINE_TYPES = ("oracle.declared", "work.produced", "oracle.ran", ADMIT_LINE)
+
+
+class LineRejected(ValueError):
+    """A JSONL line that could not be recorded; names the source, the line and why."""
+
+    def __init__(self, source: str, lineno: int, detail: str) -> None:
+        self.source, self.lineno, self.detail = source, lineno, detail
+        super().__init__(f"{source}:{lineno}: {detail}")
+
+
+def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[str]:
+    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
+    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
+
+    Lines are recorded in order, each checked like the single-event verbs; the first
+    refused line stops the run (``LineRejected``), earlier lines stay recorded.
+    Returns one summary string per recorded line.
+    """
+    done: list[str] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise LineRejected(source, lineno, f"not JSON: {exc}") from None
+        if not isinstance(obj, dict) or obj.get("type") not in LINE_TYPES:
+            raise LineRejected(
+                source, lineno, f"want an object whose type is one of {', '.join(LINE_TYPES)}"
+            )
+        unit = obj.get("unit")
+        if not isinstance(unit, str) or not unit:
+            raise LineRejected(source, lineno, "missing 'unit' (a non-empty string)")
+        body = {k: v for k, v in obj.items() if k != "type"}
+        try:
+            if obj["type"] == ADMIT_LINE:
+                if set(body) != {"unit"}:
+                    raise LineRejected(source, lineno, "an admit line carries only 'unit'")
+                grade = admit(lg, unit).effective_grade
+                done.append(f"admitted {unit}: {grade}")
+            else:
+                seq = record(lg, unit, obj["type"], body)
+                done.append(f"{obj['type']} {unit} at seq {seq}")
+        except UnitRejected as exc:
+            raise LineRejected(source, lineno, str(exc)) from None
+    return done
+
+
+# -------------------------------------------------------------------- listing, verify
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRow:
+    unit: str
+    seq: int
+    record: dict[str, Any]
+
+
+def admissions(lg: LedgerLike, ladder: Ladder | None = None) -> list[AdmissionRow]:
+    """Every recorded admission, weakest evidence first (then flagged failures first,
+    then unit id), so the least-evidenced work surfaces before confident summaries."""
+    ladder = ladder or load_ladder()
+    rows = [
+        AdmissionRow(unit_of(ev.stream), ev.seq, ev.data())
+        for ev in lg.read(type=ADMITTED)
+        if ev.stream.startswith(UNIT_PREFIX)
+    ]
+    return sorted(
+        rows,
+        key=lambda r: (
+            ladder.rank(r.record.get("effective_grade", "")),
+            not r.record.get("failed_declared_evidence", False),
+            r.unit,
+        ),
+    )
+
+
+def pending_units(lg: LedgerLike) -> list[str]:
+    """Units with evidence but no admission yet (surfaced, never silently dropped)."""
+    admitted = {ev.stream for ev in lg.read(type=ADMITTED)}
+    return [unit_of(s) for s in lg.streams(prefix=UNIT_PREFIX) if s not in admitted]
+
+
+def verify_admissions(lg: LedgerLike, registration: Registration | None = None) -> list[str]:
+    """Re-derive every recorded admission; one problem string per unit that is off.
+
+    Checks each ``unit/`` stream for soundness (malformed events, undeclared oracles,
+    late declarations, events after admission) and compares every ``verdict.admitted``
+    payload with the record re-derived from the evidence before it.
+    """
+    registration = registration or load_registration()
+    ladder = registration.ladder()
+    problems: list[str] = []
+    for stream in lg.streams(prefix=UNIT_PREFIX):
+        unit = unit_of(stream)
+        events = [as_unit_event(ev) for ev in lg.read(stream=stream)]
+        problems.extend(f"unit {unit!r}: {p}" for p in check_unit_events(unit, events))
+        for i, ev in enumerate(events):
+            if ev.type == ADMITTED:
+                problems.extend(_check_admission(unit, events[:i], ev, registration, ladder))
+    return problems
+
+
+def _check_admission(
+    unit: str,
+    before: list[UnitEvent],
+    admitted: UnitEvent,
+    registration: Registration,
+    ladder: Ladder,
+) -> list[str]:
+    where = f"unit {unit!r}: verdict.admitted at seq {admitted.seq}"
+    evidence = [e for e in before if e.type != ADMITTED]
+    try:
+        admission = derive_unit(evidence, unit, ladder)
+    except UnitEvidenceError as exc:
+        return [
+            f"{where} was derived from evidence that cannot be admitted: {'; '.join(exc.problems)}"
+        ]
+    through = evidence[-1].stream_version if evidence else -1
+    expected = admission_payload(unit, admission, registration.schema_version, through)
+    recorded = dict(admitted.data)
+    diffs = [
+        f"{k} recorded {recorded.get(k)!r}, re-derived {expected.get(k)!r}"
+        for k in sorted(set(expected) | set(recorded))
+        if recorded.get(k) != expected.get(k)
+    ]
+    return [f"{where} differs from its re-derivation: " + "; ".join(diffs)] if diffs else []

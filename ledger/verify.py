@@ -1,0 +1,367 @@
+"""``verify``: recompute everything the ledger claims and name the first thing that is wrong.
+
+Core checks, in order (each problem names a seq, a checkpoint file or a segment file):
+
+1. **Events**, scanned in seq order: ``seq`` dense from 0 (a gap names the missing seq, a
+   repeat the repeated one), each stream's versions 0, 1, 2…, and every stored
+   ``leaf_hash`` equal to ``SHA-256(0x00 || envelope_bytes)`` recomputed from the stored
+   columns (a changed payload byte names its seq).
+2. **Tree**: the RFC 9162 tree is rebuilt from the recomputed leaves; every stored interior
+   node and the stored frontier (``tree_state``) must match, and ``tree_state`` must count
+   exactly the events present (a truncated tail names the first missing seq).
+3. **Checkpoints**: each stored note parses, is for this log's origin, is signed by the
+   ``pub`` key when one is given, covers no more events than exist, carries the root the
+   rebuilt tree has at its size, and joins the current tree by an RFC 9162 consistency
+   proof. A re-hashed forgery (internally consistent, different content) passes 1–2 and
+   fails here, naming the checkpoint.
+4. **Segments**: see :func:`ledger.segments.check_segments`.
+
+Then each function registered in :data:`EXTRA_CHECKS` runs (other areas add deep-timeline,
+admission and receipt checks there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ledger import merkle
+from ledger.errors import LedgerError, ProofError
+from ledger.note import (
+    InvalidSignature,
+    MalformedNote,
+    NoVerifiableSignatures,
+    Verifier,
+    note_text,
+    open_note,
+    parse_checkpoint,
+)
+from schemas.envelope import envelope_bytes
+
+if TYPE_CHECKING:
+    from ledger.store import Ledger
+
+MAX_PROBLEMS = 50
+WINDOW = 65_536  # rows per read while scanning
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing verify found wrong: where (``seq 17``, a file name) and what."""
+
+    where: str
+    what: str
+
+
+@dataclass
+class VerifyReport:
+    size: int = 0
+    root: bytes = merkle.EMPTY_ROOT
+    events: int = 0
+    bytes_hashed: int = 0
+    checkpoints: int = 0
+    signatures_checked: bool = False
+    segments: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, where: str, what: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(where, what))
+
+    def lines(self) -> list[str]:
+        sig = (
+            "signatures checked"
+            if self.signatures_checked
+            else "signatures NOT checked (pass --pub)"
+        )
+        out = [
+            f"events: {self.events} (log size {self.size}), {self.bytes_hashed} bytes hashed",
+            f"root: {self.root.hex()}",
+            f"checkpoints: {self.checkpoints} ({sig})",
+            f"segments: {self.segments}",
+        ]
+        if self.ok:
+            out.append("OK: every leaf hash, the tree, the checkpoints and segments verify")
+        else:
+            out.append(f"FAILED: {len(self.problems)} problem(s); first:")
+            out.extend(f"  {p.where}: {p.what}" for p in self.problems)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "size": self.size,
+            "root": self.root.hex(),
+            "events": self.events,
+            "bytes_hashed": self.bytes_hashed,
+            "checkpoints": self.checkpoints,
+            "signatures_checked": self.signatures_checked,
+            "segments": self.segments,
+            "problems": [{"where": p.where, "what": p.what} for p in self.problems],
+        }
+
+
+ExtraCheck = Callable[["Ledger"], list[Problem]]
+
+# Other areas append their checks here; verify runs them after the core checks.
+EXTRA_CHECKS: list[ExtraCheck] = []
+
+
+def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
+    """Run every core check, then :data:`EXTRA_CHECKS`; never raises for bad data."""
+    from ledger.segments import check_segments
+
+    report = VerifyReport(signatures_checked=pub is not None)
+    sizes = _checkpoint_sizes(lg)
+    roots = _scan_events(lg, report, sizes)
+    _check_checkpoints(lg, report, pub, roots)
+    report.segments = check_segments(lg, report)
+    for check in EXTRA_CHECKS:
+        for p in check(lg):
+            report.add(p.where, p.what)
+    return report
+
+
+def _checkpoint_sizes(lg: Ledger) -> set[int]:
+    sizes = set()
+    for _, stored in lg.checkpoints():
+        with contextlib.suppress(MalformedNote):  # reported by _check_checkpoints
+            sizes.add(parse_checkpoint(note_text(stored)).size)
+    return sizes
+
+
+class _Scan:
+    """Rebuilds the tree from recomputed leaves while walking the stored rows.
+
+    Each window of rows first takes a fast path (column lists, one comprehension for the
+    leaf hashes, an inlined frontier push, list equality against the stored leaves and
+    nodes). Only a window where something differs is re-walked row by row, which is what
+    names the first bad seq.
+    """
+
+    def __init__(self, report: VerifyReport, sizes: set[int]) -> None:
+        self.report = report
+        self.sizes = sorted(sizes)
+        self.next_seq = 0
+        self.frontier: list[bytes] = []
+        self.nodes: list[tuple[int, int, bytes]] = []
+        self.roots: dict[int, bytes] = {0: merkle.EMPTY_ROOT} if 0 in sizes else {}
+        self.gap_reported = False
+
+    def window_fast(
+        self,
+        cols: list[list[Any]],
+        stored_runs: Callable[[int, int], list[tuple[int, int, list[bytes]]]],
+    ) -> bool:
+        """Verify a clean window quickly; return False (state untouched) if anything differs."""
+        seqs, streams, versions, ids, types, svs, payloads, stored = cols
+        n0 = self.next_seq
+        k = len(seqs)
+        if not k or seqs != list(range(n0, n0 + k)):
+            return False
+        entries = [
+            envelope_bytes(*row)
+            for row in zip(seqs, streams, versions, ids, types, svs, payloads, strict=True)
+        ]
+        sha = hashlib.sha256
+        leaves = [sha(b"\x00" + entry).digest() for entry in entries]
+        if leaves != stored:
+            return False
+        before = list(self.frontier)
+        runs = merkle.push_many(self.frontier, n0, leaves)
+        if runs != stored_runs(n0, n0 + k - 1):
+            self.frontier = before  # undo; the slow path re-walks this window
+            return False
+        self.next_seq = n0 + k
+        self.report.bytes_hashed += sum(map(len, entries))
+        return True
+
+    def row(
+        self,
+        seq: int,
+        stream: str,
+        version: int,
+        event_id: str,
+        type_: str,
+        sv: int,
+        payload: bytes,
+        stored_leaf: bytes,
+    ) -> None:
+        rep = self.report
+        if seq != self.next_seq:
+            if seq < self.next_seq:
+                rep.add(f"seq {seq}", "appears more than once (a duplicated or reordered row)")
+                return
+            if not self.gap_reported:
+                rep.add(
+                    f"seq {self.next_seq}",
+                    f"missing: the next stored event is seq {seq} (deleted?)",
+                )
+                self.gap_reported = True
+        entry = envelope_bytes(seq, stream, version, event_id, type_, sv, payload)
+        leaf = merkle.leaf_hash(entry)
+        rep.bytes_hashed += len(entry)
+        if leaf != stored_leaf:
+            rep.add(
+                f"seq {seq}",
+                f"stored bytes do not match the stored leaf hash (recomputed {leaf.hex()[:16]}…, "
+                f"stored {bytes(stored_leaf).hex()[:16]}…): the event was altered",
+            )
+        # Build the tree from what the bytes say, at position self.next_seq.
+        merkle.frontier_push(self.frontier, self.next_seq, leaf, self.nodes)
+        self.next_seq += 1
+        if self.next_seq in self.sizes:
+            self.roots[self.next_seq] = merkle.frontier_root(self.frontier)
+
+
+COLUMNS = (
+    "seq",
+    "stream",
+    "stream_version",
+    "event_id",
+    "type",
+    "schema_version",
+    "payload",
+    "leaf_hash",
+)
+
+
+def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int, bytes]:
+    """Checks 1 and 2; returns the rebuilt root at every checkpoint size reached."""
+    size, stored_frontier = lg.tree_state()
+    report.size = size
+    top = lg.max_stored_seq()
+    scan = _Scan(report, sizes)
+    lo = 0
+    while top is not None and lo <= top:
+        hi = min(lo + WINDOW - 1, top)
+        t = lg.raw_rows(lo, hi)
+        cols = [t.column(c).to_pylist() for c in COLUMNS]
+        if not scan.window_fast(cols, lg.stored_node_runs):
+            first_leaf = scan.next_seq
+            for r in zip(*cols, strict=True):
+                scan.row(*r)
+            _compare_nodes(lg, report, scan, first_leaf)
+        lo = hi + 1
+    report.events = scan.next_seq
+    report.root = merkle.frontier_root(scan.frontier)
+    _check_versions(lg, report)
+    if scan.next_seq < size and not scan.gap_reported:
+        report.add(
+            f"seq {scan.next_seq}",
+            f"missing: tree_state records {size} events but only {scan.next_seq} are stored (truncated tail)",
+        )
+    elif scan.next_seq > size:
+        report.add(
+            f"seq {size}", f"tree_state records {size} events but {scan.next_seq} are stored"
+        )
+    elif scan.frontier != stored_frontier:
+        report.add(
+            "tree_state",
+            "the stored Merkle frontier does not match the tree rebuilt from the events",
+        )
+    extra = lg.count_nodes_from(scan.next_seq)
+    if extra:
+        report.add("nodes", f"{extra} stored interior node(s) cover leaves beyond the last event")
+    report.problems.sort(key=_seq_order)  # stable: the first bad seq comes first
+    # Fast windows compared every stored node with the rebuilt tree, so roots at sizes
+    # inside them can be read from the stored nodes (O(log n) each).
+    for s in scan.sizes:
+        if s not in scan.roots and 0 < s <= scan.next_seq:
+            try:
+                scan.roots[s] = lg.root(s)
+            except (ProofError, LedgerError) as exc:
+                report.add("nodes", f"cannot rebuild the root at size {s}: {exc}")
+    return scan.roots
+
+
+def _seq_order(p: Problem) -> tuple[int, int]:
+    head, _, num = p.where.partition(" ")
+    return (0, int(num)) if head == "seq" and num.isdigit() else (1, 0)
+
+
+def _check_versions(lg: Ledger, report: VerifyReport) -> None:
+    """Each stream's versions are 0, 1, 2… in seq order (one SQL window query)."""
+    bad = lg.first_version_break()
+    if bad is not None:
+        seq, stream, version, want = bad
+        report.add(
+            f"seq {seq}",
+            f"stream {stream!r} is at version {version} here, expected {want} "
+            "(events reordered or removed)",
+        )
+
+
+def _compare_nodes(lg: Ledger, report: VerifyReport, scan: _Scan, first_leaf: int) -> None:
+    """Stored interior nodes completed by leaves [first_leaf, scan.next_seq) must match."""
+    want = scan.nodes
+    scan.nodes = []
+    got = lg.stored_nodes(first_leaf, scan.next_seq - 1) if scan.next_seq > first_leaf else []
+    if got == want:
+        return
+    for i in range(max(len(got), len(want))):
+        g = got[i] if i < len(got) else None
+        w = want[i] if i < len(want) else None
+        if g != w:
+            lv, idx, _ = w or g  # type: ignore[misc]
+            last = ((idx + 1) << lv) - 1
+            report.add(
+                f"seq {last}",
+                f"stored Merkle node (level {lv}, index {idx}) {'is missing' if g is None else 'does not match the rebuilt tree'}",
+            )
+            return
+
+
+def _check_checkpoints(
+    lg: Ledger, report: VerifyReport, pub: Verifier | None, roots: dict[int, bytes]
+) -> None:
+    for path, stored in lg.checkpoints():
+        report.checkpoints += 1
+        where = f"checkpoint {path.name}"
+        try:
+            cp = parse_checkpoint(note_text(stored))
+        except MalformedNote as exc:
+            report.add(where, f"malformed: {exc}")
+            continue
+        if pub is not None:
+            try:
+                open_note(stored, [pub])
+            except InvalidSignature:
+                report.add(
+                    where,
+                    f"signature by {pub.name}+{pub.key_id.hex()} does not verify: the note was altered",
+                )
+                continue
+            except NoVerifiableSignatures:
+                report.add(where, f"not signed by the given key {pub.name}+{pub.key_id.hex()}")
+                continue
+            except MalformedNote as exc:
+                report.add(where, f"malformed note: {exc}")
+                continue
+        if cp.origin != lg.origin:
+            report.add(where, f"origin {cp.origin!r} is not this log's {lg.origin!r}")
+        elif cp.size > report.events:
+            report.add(
+                where,
+                f"covers {cp.size} events but only {report.events} are stored (events removed)",
+            )
+        elif roots.get(cp.size) != cp.root:
+            rebuilt = roots.get(cp.size, b"").hex()
+            report.add(
+                where,
+                f"signed root {cp.root.hex()} at size {cp.size}, but the events rebuild root {rebuilt}: "
+                "the log was rewritten",
+            )
+        elif report.ok and cp.size > 0:
+            try:
+                proof = lg.prove_consistency(cp.size, report.size)
+                merkle.check_consistency(cp.size, report.size, cp.root, report.root, proof)
+            except (ProofError, LedgerError) as exc:
+                report.add(where, f"no consistency proof to the current tree: {exc}")

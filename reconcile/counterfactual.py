@@ -1,0 +1,165 @@
+"""What the migration would have done to each contributing trial's verdict
+(RUBRIC_MIGRATION.md § The counterfactual; FORMATS.md § 8 Counterfactual).
+
+*Before* recomposes the trial from its own recording — the judge component from the
+recorded rubric and criterion verdicts, folded with the recorded components under the
+recorded ``combine.weights`` — and must reproduce the recorded ``llm_judge``, ``score`` and
+``binary_pass`` (to 1e-9) before any *after* column is believed. *After* drops the criterion
+from the rubric (in every mode: the columns are the bound of a full retirement), adds the
+recomputed trace component, and folds under the entry's declared ``combine_weights`` (else
+the recorded map). The veto sets are mode-aware: a narrowed criterion keeps its veto.
+
+Nothing reads the counterfactual: no verdict, exit code or refusal depends on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from reconcile.compose import NotRecomposable, fold, judge_component
+from reconcile.inputs import CandidateEvaluation, ConstraintDecl, CriterionShape, TrialObservation
+
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class CounterfactualRow:
+    trial: str
+    judge_component_before: float | None
+    judge_component_after: float | None
+    score_before: float
+    score_after: float
+    binary_pass_before: bool
+    binary_pass_after: bool
+    weights_before: Mapping[str, float]
+    weights_after: Mapping[str, float]
+    vetoes_before: tuple[str, ...]
+    vetoes_after: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unrecomputed:
+    trial: str
+    gap: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Counterfactual:
+    weights_declared: Mapping[str, float] | None
+    rows: tuple[CounterfactualRow, ...]
+    unrecomputed: tuple[Unrecomputed, ...]
+
+    @property
+    def pass_rate_before(self) -> tuple[int, int]:
+        return sum(r.binary_pass_before for r in self.rows), len(self.rows)
+
+    @property
+    def pass_rate_after(self) -> tuple[int, int]:
+        return sum(r.binary_pass_after for r in self.rows), len(self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """What the counterfactual needs of an entry."""
+
+    criterion: str
+    mode: str
+    by: tuple[str, ...]
+    constraints: Mapping[str, ConstraintDecl]
+    combine_weights: Mapping[str, float] | None
+
+
+def counterfactual(
+    migration: Migration,
+    trials: Sequence[tuple[TrialObservation, CandidateEvaluation]],
+) -> Counterfactual:
+    """Rows for the trials that recompose, and each other trial named with its gap."""
+    rows: list[CounterfactualRow] = []
+    gaps: list[Unrecomputed] = []
+    for obs, candidate in trials:
+        try:
+            rows.append(_row(migration, obs, candidate))
+        except NotRecomposable as exc:
+            gaps.append(Unrecomputed(obs.trial, exc.gap, exc.reason))
+    weights = dict(migration.combine_weights) if migration.combine_weights is not None else None
+    return Counterfactual(weights, tuple(rows), tuple(gaps))
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= TOLERANCE
+
+
+def _row(m: Migration, obs: TrialObservation, candidate: CandidateEvaluation) -> CounterfactualRow:
+    grade, grading = obs.grade, obs.grading
+    if grade.components.get("state_checks") is not None:
+        raise NotRecomposable(
+            "composed_component_has_no_runner_field",
+            "the recorded grade carries a state_checks component, which the runner folds from "
+            "several sources and no single recorded field holds",
+        )
+    rubric = grading.rubric or ()
+    results = grade.criterion_results or ()
+    judge_before = judge_component(rubric, results) if grade.judge_status == "completed" else None
+    before_components = dict(grade.components)
+    if judge_before is not None:
+        before_components["llm_judge"] = judge_before.value
+    before = fold(
+        before_components,
+        grading.weights,
+        method=grading.method,
+        pass_threshold=grading.pass_threshold,
+        gate_failed=(judge_before is not None and judge_before.gate_failed)
+        or grade.trace_gate_failed,
+    )
+    recorded_judge = grade.components.get("llm_judge")
+    recomposed_judge = judge_before.value if judge_before is not None else None
+    if not (
+        _close(recomposed_judge, recorded_judge)
+        and _close(before.score, grade.score)
+        and before.binary_pass == grade.binary_pass
+    ):
+        raise NotRecomposable(
+            "recomputed_verdict_diverges",
+            f"recomposed llm_judge {recomposed_judge}, score {before.score}, pass "
+            f"{before.binary_pass}; recorded llm_judge {recorded_judge}, score {grade.score}, "
+            f"pass {grade.binary_pass}",
+        )
+
+    reduced = tuple(c for c in rubric if c.id != m.criterion)
+    judge_after = judge_component(reduced, results) if grade.judge_status == "completed" else None
+    after_components = dict(before_components)
+    after_components["llm_judge"] = judge_after.value if judge_after is not None else None
+    after_components["trace_checks"] = candidate.component
+    weights_after = (
+        dict(m.combine_weights) if m.combine_weights is not None else dict(grading.weights)
+    )
+    after = fold(
+        after_components,
+        weights_after,
+        method=grading.method,
+        pass_threshold=grading.pass_threshold,
+        gate_failed=(judge_after is not None and judge_after.gate_failed) or candidate.gate_failed,
+    )
+    return CounterfactualRow(
+        trial=obs.trial,
+        judge_component_before=recomposed_judge,
+        judge_component_after=judge_after.value if judge_after is not None else None,
+        score_before=before.score,
+        score_after=after.score,
+        binary_pass_before=before.binary_pass,
+        binary_pass_after=after.binary_pass,
+        weights_before=dict(grading.weights),
+        weights_after=weights_after,
+        vetoes_before=tuple(sorted(c.id for c in rubric if c.required)),
+        vetoes_after=_vetoes_after(m, rubric),
+    )
+
+
+def _vetoes_after(m: Migration, rubric: Sequence[CriterionShape]) -> tuple[str, ...]:
+    kept = {c.id for c in rubric if c.required and (c.id != m.criterion or m.mode == "narrowed")}
+    gates = {cid for cid in m.by if cid in m.constraints and m.constraints[cid].severity == "gate"}
+    return tuple(sorted(kept | gates))

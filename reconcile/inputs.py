@@ -1,0 +1,165 @@
+"""The values reconciliation reads: a pack's view, and one observation per recorded trial.
+
+Everything here is plain frozen data built by the caller (``ledger/reconcile_cmd.py`` from
+bundles and packs, tests by hand). Reconciliation never opens a file: a trial arrives as
+its recorded grade, the rubric it recorded, and the verdicts the trace-check projection
+recomputed over it under the *pack's* constraints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["scored", "gate"]
+SHARED = ""  # the route id of a shared constraint
+
+
+def words(text: str) -> tuple[str, ...]:
+    """A description compared as words, so YAML folding and wrapping do not matter."""
+    return tuple(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionShape:
+    """One rubric criterion as a pack declares it or a bundle recorded it."""
+
+    id: str
+    kind: str
+    required: bool
+    weight: float
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintDecl:
+    """One trace_checks constraint: where it sits (``""`` = shared) and its severity.
+
+    ``spec`` is the constraint's canonical JSON as the pack wrote it, so two packs can be
+    pooled only when they recompute a criterion with byte-identical constraints.
+    """
+
+    id: str
+    route: str
+    severity: Severity
+    spec: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class PackView:
+    """What validation and reconciliation need from a pack's task.yaml + grading.yaml."""
+
+    task_id: str
+    source: str
+    criteria: Mapping[str, CriterionShape]
+    constraints: Mapping[str, ConstraintDecl]
+    combine_weights: Mapping[str, float] = field(default_factory=dict)
+    has_trace_checks: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionResult:
+    """One recorded judge verdict: ``criterion_results[i]`` of grade.yaml."""
+
+    id: str
+    met: bool
+    score: float | None
+    justification: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedGrade:
+    """The grade.yaml fields reconciliation and the counterfactual read."""
+
+    judge_status: str
+    criterion_results: tuple[CriterionResult, ...] | None
+    components: Mapping[str, float | None]
+    score: float
+    binary_pass: bool
+    trace_gate_failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedGrading:
+    """The grading config the trial was graded under (task.yaml's frozen ``grading_config``)."""
+
+    rubric: tuple[CriterionShape, ...] | None
+    weights: Mapping[str, float]
+    method: str = "weighted"
+    pass_threshold: float = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateEvaluation:
+    """The trace-check projection of the pack's block over one trial.
+
+    ``verdicts`` covers the scoring decision set — the shared constraints plus the winning
+    route's — with ``None`` for an undecided constraint. A route-scoped constraint whose
+    route lost is simply absent. ``component`` / ``gate_failed`` are the recomputed trace
+    component the counterfactual folds in.
+    """
+
+    verdicts: Mapping[str, bool | None]
+    component: float | None
+    gate_failed: bool
+    winning_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """The projection could not run on this trial (e.g. the timeline is inconsistent)."""
+
+    reason: str
+
+
+Candidate = CandidateEvaluation | Unavailable
+
+
+@dataclass(frozen=True, slots=True)
+class TrialObservation:
+    """One recorded trial, as reconciliation sees it.
+
+    ``trial`` is the display id (a bundle path); ``keys`` are every spelling a waiver may
+    use for it (corpus-relative and base-relative paths). ``candidate`` is either the
+    precomputed projection or a zero-argument callable computing it on demand.
+    """
+
+    trial: str
+    task_id: str
+    grade: RecordedGrade
+    grading: RecordedGrading
+    candidate: Candidate | Callable[[], Candidate]
+    keys: frozenset[str] = frozenset()
+
+    def evaluate(self) -> Candidate:
+        value = self.candidate
+        return value() if callable(value) else value
+
+    def answers_to(self, spelling: str) -> bool:
+        spelling = normalise_trial_path(spelling)
+        return spelling == normalise_trial_path(self.trial) or spelling in self.keys
+
+
+def normalise_trial_path(path: str) -> str:
+    """POSIX separators, no leading ``./``, no trailing ``/`` — how waivers are compared."""
+    path = path.replace("\\", "/").strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusResolution:
+    """What the caller found when it resolved one declared ``corpus`` value against a base.
+
+    The filesystem work (joining, refusing ``..`` and symlink escapes, looking for
+    ``corpus.yaml``, listing bundles) is the caller's; validation only reads the outcome.
+    ``bundles`` are bundle paths relative to the resolved corpus directory.
+    """
+
+    value: str
+    base: str
+    resolved: str
+    error: str | None = None
+    bundles: frozenset[str] = frozenset()

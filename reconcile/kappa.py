@@ -1,0 +1,94 @@
+"""The 2×2 agreement table, accuracy and Cohen's κ (RUBRIC_MIGRATION.md § The bar).
+
+Rows are the reference labeller (the judge's recorded verdict), columns the candidate
+(the recomputed constraint). κ is computed in exact integer arithmetic and divided once,
+so "undefined" is decided by an exact zero rather than a float that happens to round to
+one:
+
+    N = a + b + c + d,  agree = a + d,  R = a + b (judge met),  C = a + c (constraint passed)
+    p_o = agree / N,  p_e = (R·C + (N−R)(N−C)) / N²
+    κ = (p_o − p_e) / (1 − p_e) = (N·agree − E) / (N² − E),  E = R·C + (N−R)(N−C)
+
+κ is ``None`` below two observations, and where ``N² = E`` — chance agreement is total,
+which happens exactly when neither labeller varies and they agree on the one label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Judge met / not met × constraint passed / failed."""
+
+    met_passed: int = 0
+    met_failed: int = 0
+    not_met_passed: int = 0
+    not_met_failed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("met_passed", "met_failed", "not_met_passed", "not_met_failed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Table.{name} = {getattr(self, name)}, want a count >= 0")
+
+    @property
+    def n(self) -> int:
+        return self.met_passed + self.met_failed + self.not_met_passed + self.not_met_failed
+
+    @property
+    def agreements(self) -> int:
+        return self.met_passed + self.not_met_failed
+
+    def add(self, judge_met: bool, constraint_passed: bool) -> Table:
+        """The table with one more observation in the cell the two labels name."""
+        if judge_met and constraint_passed:
+            return Table(
+                self.met_passed + 1, self.met_failed, self.not_met_passed, self.not_met_failed
+            )
+        if judge_met:
+            return Table(
+                self.met_passed, self.met_failed + 1, self.not_met_passed, self.not_met_failed
+            )
+        if constraint_passed:
+            return Table(
+                self.met_passed, self.met_failed, self.not_met_passed + 1, self.not_met_failed
+            )
+        return Table(self.met_passed, self.met_failed, self.not_met_passed, self.not_met_failed + 1)
+
+    def transposed(self) -> Table:
+        """The same observations with the two labellers swapped."""
+        return Table(self.met_passed, self.not_met_passed, self.met_failed, self.not_met_failed)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "met_passed": self.met_passed,
+            "met_failed": self.met_failed,
+            "not_met_passed": self.not_met_passed,
+            "not_met_failed": self.not_met_failed,
+        }
+
+
+def accuracy(table: Table) -> float | None:
+    """Agreements / N; ``None`` when there is no observation."""
+    return table.agreements / table.n if table.n else None
+
+
+def chance_numerator(table: Table) -> int:
+    """E = R·C + (N−R)(N−C): N² times the chance agreement p_e."""
+    n = table.n
+    r = table.met_passed + table.met_failed
+    c = table.met_passed + table.not_met_passed
+    return r * c + (n - r) * (n - c)
+
+
+def cohen_kappa(table: Table) -> float | None:
+    """Cohen's κ, or ``None`` below two observations or when chance agreement is total."""
+    n = table.n
+    if n < 2:
+        return None
+    expected = chance_numerator(table)
+    denominator = n * n - expected
+    if denominator == 0:
+        return None
+    return (n * table.agreements - expected) / denominator

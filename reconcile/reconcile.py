@@ -1,0 +1,421 @@
+"""Reconciliation: one declared claim against the recorded judge verdicts of its corpus
+(RUBRIC_MIGRATION.md § The bar, § Which trials contribute an observation; FORMATS.md § 8).
+
+Pure: a :class:`Claim` and a sequence of :class:`TrialObservation` in, an
+:class:`EntryResult` out. Per trial, in this order, either a pair of labels or a named
+exclusion:
+
+1. ``criterion_absent_from_recorded_rubric`` — evidence-carrying entries only;
+2. the judge label — ``judge_did_not_complete`` / ``no_criterion_results`` /
+   ``no_verdict_for_criterion``, else the recorded ``met`` (the *reference*);
+3. the constraint label — the conjunction of ``by`` over the recomputed decision set,
+   else ``constraint_verdict_unavailable`` (undecided, or route-scoped and its route lost).
+
+Then the 2×2 table, accuracy, κ, every disagreement with its direction, the refusals, and
+the verdict: ``refused`` if anything refused, else ``insufficient_evidence`` when κ is
+undefined, else ``no_counter_evidence``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconcile.counterfactual import Counterfactual, Migration, counterfactual
+from reconcile.inputs import (
+    CandidateEvaluation,
+    ConstraintDecl,
+    CriterionShape,
+    TrialObservation,
+    Unavailable,
+    words,
+)
+from reconcile.kappa import Table, accuracy, cohen_kappa
+from schemas.migration import MigrationEntry
+
+Direction = Literal["strict", "permissive"]
+VerdictName = Literal["no_counter_evidence", "insufficient_evidence", "refused"]
+
+# Which disagreement directions each mode tolerates (RUBRIC_MIGRATION.md § The bar).
+TOLERATED: Mapping[str, frozenset[str]] = {
+    "candidate": frozenset({"permissive"}),
+    "narrowed": frozenset({"permissive"}),
+    "retired": frozenset(),
+}
+
+REFUSAL_KINDS = (
+    "unacknowledged_disagreement",
+    "stale_acknowledgement",
+    "recorded_rubric_contradicts_was",
+    "corpus_straddles_a_pack_revision",
+    "declared_evidence_contradicts_measurement",
+)
+
+POST_MIGRATION = (
+    "the corpus records the post-migration rubric; evidence for a migration must come from "
+    "bundles recorded before it"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One (possibly pooled) declared entry and what the pack resolves its ``by`` to."""
+
+    entry: MigrationEntry
+    task_ids: tuple[str, ...]
+    constraints: Mapping[str, ConstraintDecl]
+    current_criterion: CriterionShape | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    trial: str
+    direction: Direction
+    judge_met: bool
+    constraint_passed: bool
+    justification: str
+    acknowledged_reason: str | None
+    tolerated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    trial: str
+    exclusion: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntryResult:
+    criterion: str
+    task_ids: tuple[str, ...]
+    mode: str
+    by: tuple[str, ...]
+    residual: tuple[str, str] | None
+    observations: int
+    table: Table
+    accuracy: float | None
+    kappa: float | None
+    disagreements: tuple[Disagreement, ...]
+    exclusions: tuple[Exclusion, ...]
+    refusals: tuple[Refusal, ...]
+    verdict: VerdictName
+    tolerated_directions: tuple[str, ...]
+    counterfactual: Counterfactual
+    declared_evidence: tuple[int, float | None] | None = None
+    contributing: tuple[str, ...] = field(default=())
+
+    @property
+    def gates(self) -> bool:
+        """A candidate converts nothing, so its verdict gates nothing."""
+        return self.mode != "candidate"
+
+    @property
+    def blocks(self) -> bool:
+        return self.gates and self.verdict != "no_counter_evidence"
+
+
+@dataclass(frozen=True, slots=True)
+class _Labelled:
+    obs: TrialObservation
+    candidate: CandidateEvaluation
+    judge_met: bool
+    constraint_passed: bool
+    justification: str
+    recorded: CriterionShape | None
+
+
+def reconcile_entry(
+    claim: Claim, observations: Sequence[TrialObservation], *, sweep: bool
+) -> EntryResult:
+    """Reconcile ``claim`` over the observations of its task ids.
+
+    ``sweep`` says the observations are the whole corpus the entry names (no ``--source``),
+    which turns the declared-observations bound into an equality.
+    """
+    entry = claim.entry
+    labelled: list[_Labelled] = []
+    exclusions: list[Exclusion] = []
+    for obs in observations:
+        if obs.task_id not in claim.task_ids:
+            continue
+        outcome = _label(claim, obs)
+        if isinstance(outcome, Exclusion):
+            exclusions.append(outcome)
+        else:
+            labelled.append(outcome)
+
+    table = Table()
+    for item in labelled:
+        table = table.add(item.judge_met, item.constraint_passed)
+    kappa = cohen_kappa(table)
+    # strict ones first, then permissive, each in trial order (the report's two lists)
+    disagreements = tuple(
+        sorted(_disagreements(entry, labelled), key=lambda d: d.direction != "strict")
+    )
+
+    refusals: list[Refusal] = []
+    refusals += _rubric_refusals(claim, labelled)
+    refusals += _disagreement_refusals(entry, disagreements)
+    refusals += _stale_acknowledgements(entry, labelled)
+    refusals += _evidence_refusals(entry, table.n, kappa, sweep=sweep)
+
+    if refusals:
+        verdict: VerdictName = "refused"
+    elif kappa is None:
+        verdict = "insufficient_evidence"
+    else:
+        verdict = "no_counter_evidence"
+
+    migration = Migration(
+        entry.criterion,
+        entry.mode,
+        tuple(entry.by),
+        claim.constraints,
+        dict(entry.combine_weights) if entry.combine_weights is not None else None,
+    )
+    cf = counterfactual(migration, [(i.obs, i.candidate) for i in labelled])
+    return EntryResult(
+        criterion=entry.criterion,
+        task_ids=claim.task_ids,
+        mode=entry.mode,
+        by=tuple(entry.by),
+        residual=(entry.residual.kind, entry.residual.reason) if entry.residual else None,
+        observations=table.n,
+        table=table,
+        accuracy=accuracy(table),
+        kappa=kappa,
+        disagreements=disagreements,
+        exclusions=tuple(exclusions),
+        refusals=tuple(refusals),
+        verdict=verdict,
+        tolerated_directions=tuple(sorted(TOLERATED[entry.mode])),
+        counterfactual=cf,
+        declared_evidence=(
+            (entry.evidence.observations, entry.evidence.kappa) if entry.evidence else None
+        ),
+        contributing=tuple(i.obs.trial for i in labelled),
+    )
+
+
+# --- labels ----------------------------------------------------------------------------------
+
+
+def _label(claim: Claim, obs: TrialObservation) -> _Labelled | Exclusion:
+    entry = claim.entry
+    rubric = {c.id: c for c in (obs.grading.rubric or ())}
+    recorded = rubric.get(entry.criterion)
+    if entry.evidence is not None and recorded is None:
+        return Exclusion(
+            obs.trial,
+            "criterion_absent_from_recorded_rubric",
+            f"the rubric this bundle recorded holds no {entry.criterion!r} (criteria: "
+            f"{', '.join(rubric) or 'none'})",
+        )
+    grade = obs.grade
+    if grade.judge_status != "completed":
+        return Exclusion(
+            obs.trial, "judge_did_not_complete", f"judge_status is {grade.judge_status!r}"
+        )
+    if grade.criterion_results is None:
+        return Exclusion(
+            obs.trial, "no_criterion_results", "the recorded grade has no criterion_results"
+        )
+    row = next((r for r in grade.criterion_results if r.id == entry.criterion), None)
+    if row is None:
+        judged = ", ".join(r.id for r in grade.criterion_results) or "none"
+        return Exclusion(
+            obs.trial,
+            "no_verdict_for_criterion",
+            f"criterion_results holds no {entry.criterion!r} (criteria judged: {judged})",
+        )
+    candidate = obs.evaluate()
+    if isinstance(candidate, Unavailable):
+        return Exclusion(obs.trial, "constraint_verdict_unavailable", candidate.reason)
+    passed = True
+    for cid in entry.by:
+        if cid not in candidate.verdicts:
+            route = claim.constraints[cid].route if cid in claim.constraints else "?"
+            return Exclusion(
+                obs.trial,
+                "constraint_verdict_unavailable",
+                f"{cid!r} sits in route {route!r}, which did not win (winning path "
+                f"{candidate.winning_path!r})",
+            )
+        verdict = candidate.verdicts[cid]
+        if verdict is None:
+            return Exclusion(obs.trial, "constraint_verdict_unavailable", f"{cid!r} was undecided")
+        passed = passed and verdict
+    return _Labelled(obs, candidate, row.met, passed, row.justification, recorded)
+
+
+def _acknowledgement(entry: MigrationEntry, obs: TrialObservation) -> str | None:
+    for ack in entry.acknowledged:
+        if obs.answers_to(ack.trial):
+            return ack.reason
+    return None
+
+
+def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iterator[Disagreement]:
+    for item in labelled:
+        if item.judge_met == item.constraint_passed:
+            continue
+        direction: Direction = "strict" if item.judge_met else "permissive"
+        yield Disagreement(
+            trial=item.obs.trial,
+            direction=direction,
+            judge_met=item.judge_met,
+            constraint_passed=item.constraint_passed,
+            justification=item.justification,
+            acknowledged_reason=_acknowledgement(entry, item.obs),
+            tolerated=direction in TOLERATED[entry.mode],
+        )
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def _shape_diffs(was: CriterionShape, recorded: CriterionShape) -> list[str]:
+    diffs = []
+    for name in ("kind", "required", "weight", "description"):
+        a, b = getattr(was, name), getattr(recorded, name)
+        if name == "description":
+            if words(a) != words(b):
+                diffs.append("description (the recorded text differs from was.description)")
+        elif a != b:
+            diffs.append(f"{name} (recorded {b!r}, was declares {a!r})")
+    return diffs
+
+
+def _rubric_refusals(claim: Claim, labelled: Sequence[_Labelled]) -> list[Refusal]:
+    entry = claim.entry
+    if entry.evidence is None:
+        return []
+    w = entry.was
+    was = CriterionShape(entry.criterion, w.kind, w.required, w.weight, w.description)
+    out: list[Refusal] = []
+    contradicted = []
+    post_migration = False
+    for item in labelled:
+        recorded = item.recorded
+        if recorded is None:
+            continue
+        diffs = _shape_diffs(was, recorded)
+        if diffs:
+            contradicted.append(f"{item.obs.trial}: {'; '.join(diffs)}")
+            current = claim.current_criterion
+            # the bundle records what the pack holds *now*: regenerated after the migration
+            if current is not None and not _shape_diffs(current, recorded):
+                post_migration = True
+    if contradicted:
+        detail = "the recorded rubric contradicts was — " + " | ".join(contradicted)
+        if post_migration:
+            detail += f". {POST_MIGRATION}"
+        out.append(Refusal("recorded_rubric_contradicts_was", detail))
+
+    shapes: dict[tuple, str] = {}
+    for item in labelled:
+        r = item.recorded
+        if r is None:
+            continue
+        key = (r.kind, r.required, r.weight, words(r.description))
+        shapes.setdefault(key, item.obs.trial)
+    if len(shapes) > 1:
+        first, second = list(shapes.values())[:2]
+        out.append(
+            Refusal(
+                "corpus_straddles_a_pack_revision",
+                f"{first} and {second} record different shapes for {entry.criterion!r} "
+                f"({len(shapes)} shapes in all) — curate the corpus from one pack revision",
+            )
+        )
+    return out
+
+
+def _disagreement_refusals(
+    entry: MigrationEntry, disagreements: Sequence[Disagreement]
+) -> list[Refusal]:
+    out = []
+    for direction in ("strict", "permissive"):
+        open_ = [
+            d.trial
+            for d in disagreements
+            if d.direction == direction and not d.tolerated and d.acknowledged_reason is None
+        ]
+        if open_:
+            meaning = (
+                "judge met, constraint failed"
+                if direction == "strict"
+                else "judge not met, constraint passed"
+            )
+            out.append(
+                Refusal(
+                    "unacknowledged_disagreement",
+                    f"{len(open_)} {direction} disagreement(s) ({meaning}), which mode "
+                    f"{entry.mode} does not tolerate: {', '.join(open_)} — fix the constraint, or "
+                    "waive each with acknowledged: [{trial: <bundle>, reason: <why the judge was "
+                    "wrong>}]",
+                )
+            )
+    return out
+
+
+def _stale_acknowledgements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> list[Refusal]:
+    disagreeing = [i.obs for i in labelled if i.judge_met != i.constraint_passed]
+    out = []
+    for ack in entry.acknowledged:
+        if not any(obs.answers_to(ack.trial) for obs in disagreeing):
+            out.append(
+                Refusal(
+                    "stale_acknowledgement",
+                    f"acknowledged trial {ack.trial!r} contributed no disagreement in this run "
+                    "(it agrees now, or is not under the source), so the waiver would wave "
+                    "through the next disagreement on it unread — remove the waiver",
+                )
+            )
+    return out
+
+
+def format_kappa(kappa: float | None) -> str:
+    """κ at the three decimals the report prints — the number an author copies."""
+    return "undefined" if kappa is None else f"{kappa:.3f}"
+
+
+def _evidence_refusals(
+    entry: MigrationEntry, n: int, kappa: float | None, *, sweep: bool
+) -> list[Refusal]:
+    declared = entry.evidence
+    if declared is None:
+        return []
+    problem = None
+    if n > declared.observations:
+        problem = (
+            f"measured {n} observations where the declaration counts {declared.observations}: "
+            "it under-counts its corpus"
+        )
+    elif n < declared.observations and sweep:
+        problem = (
+            f"measured {n} observations over the corpus the entry names, where the declaration "
+            f"counts {declared.observations}: bundles went missing"
+        )
+    elif n == declared.observations and format_kappa(kappa) != format_kappa(declared.kappa):
+        problem = (
+            f"measured kappa {format_kappa(kappa)} over the declared {n} observations, where the "
+            f"declaration says {format_kappa(declared.kappa)}"
+        )
+    if problem is None:
+        return []
+    return [
+        Refusal(
+            "declared_evidence_contradicts_measurement",
+            f"{problem} — write evidence: {{observations: {n}, kappa: "
+            f"{'null' if kappa is None else format_kappa(kappa)}}} if this corpus is the evidence",
+        )
+    ]

@@ -1,0 +1,222 @@
+"""The reconcile report: the exit contract, the ``--json`` document and the human text
+(FORMATS.md § 8 Console; the JSON contract of issue 7 — extend, never rename).
+
+One :class:`CorpusReport` per corpus read (``--source`` gives one; the sweep one per
+declared corpus). The exit code is a function of the *blocking* list alone: every
+unreadable trial, plus every narrowed / retired entry whose verdict is not
+``no_counter_evidence``. A candidate never gates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reconcile.counterfactual import Counterfactual
+from reconcile.reconcile import EntryResult, format_kappa
+
+REFERENCE_LABELLER = "the judge's recorded criterion verdict (reference)"
+CANDIDATE_LABELLER = "the recomputed trace-constraint verdict (candidate)"
+
+EXIT_OK = 0
+EXIT_BLOCKED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusReport:
+    source: str
+    packs: tuple[str, ...]
+    trials_read: int
+    entries: tuple[EntryResult, ...]
+    unreadable_trials: tuple[tuple[str, str], ...] = ()
+    excluded_bundles: tuple[tuple[str, str], ...] = ()
+
+    def blocking(self) -> list[str]:
+        out = [f"{trial}: {reason}" for trial, reason in self.unreadable_trials]
+        out += [f"{e.criterion} ({e.mode}): {e.verdict}" for e in self.entries if e.blocks]
+        return out
+
+
+def exit_code(reports: Sequence[CorpusReport]) -> int:
+    """0 only when nothing blocks in any report."""
+    return EXIT_BLOCKED if any(r.blocking() for r in reports) else EXIT_OK
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
+    before, after = cf.pass_rate_before, cf.pass_rate_after
+    return {
+        "weights_declared": dict(cf.weights_declared) if cf.weights_declared is not None else None,
+        "trials": [
+            {
+                "trial": r.trial,
+                "judge_component_before": r.judge_component_before,
+                "judge_component_after": r.judge_component_after,
+                "score_before": r.score_before,
+                "score_after": r.score_after,
+                "binary_pass_before": r.binary_pass_before,
+                "binary_pass_after": r.binary_pass_after,
+                "weights_before": dict(r.weights_before),
+                "weights_after": dict(r.weights_after),
+                "vetoes_before": list(r.vetoes_before),
+                "vetoes_after": list(r.vetoes_after),
+            }
+            for r in cf.rows
+        ],
+        "unrecomputed_trials": [
+            {"trial": u.trial, "gap": u.gap, "reason": u.reason} for u in cf.unrecomputed
+        ],
+        "pass_rate_before": {"passed": before[0], "of": before[1]},
+        "pass_rate_after": {"passed": after[0], "of": after[1]},
+    }
+
+
+def entry_json(e: EntryResult, *, source: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "criterion": e.criterion,
+        "task_ids": list(e.task_ids),
+        "mode": e.mode,
+        "verdict": e.verdict,
+        "observations": e.observations,
+        "table": e.table.as_dict(),
+        "accuracy": e.accuracy,
+        "kappa": e.kappa,
+        "disagreements": [
+            {
+                "trial": d.trial,
+                "direction": d.direction,
+                "judge_met": d.judge_met,
+                "constraint_passed": d.constraint_passed,
+                "justification": d.justification,
+                "acknowledged_reason": d.acknowledged_reason,
+                "tolerated": d.tolerated,
+            }
+            for d in e.disagreements
+        ],
+        "refusals": [{"kind": r.kind, "detail": r.detail} for r in e.refusals],
+        "counterfactual": _counterfactual_json(e.counterfactual),
+        # extensions beyond the issue's contract
+        "by": list(e.by),
+        "residual": {"kind": e.residual[0], "reason": e.residual[1]} if e.residual else None,
+        "excluded_trials": [
+            {"trial": x.trial, "exclusion": x.exclusion, "reason": x.reason} for x in e.exclusions
+        ],
+        "tolerated_directions": list(e.tolerated_directions),
+        "gates_exit_code": e.gates,
+        "declared_evidence": (
+            {"observations": e.declared_evidence[0], "kappa": e.declared_evidence[1]}
+            if e.declared_evidence
+            else None
+        ),
+    }
+    if source is not None:
+        out["source"] = source
+    return out
+
+
+def run_json(reports: Sequence[CorpusReport], **extra: Any) -> dict[str, Any]:
+    """``{"entries": […], "exit_code": int, …}`` over every report."""
+    return {
+        "entries": [entry_json(e, source=r.source) for r in reports for e in r.entries],
+        "exit_code": exit_code(reports),
+        "reference_labeller": REFERENCE_LABELLER,
+        "candidate_labeller": CANDIDATE_LABELLER,
+        "sources": [
+            {
+                "source": r.source,
+                "packs_searched": list(r.packs),
+                "trials_read": r.trials_read,
+                "unreadable_trials": [
+                    {"trial": t, "reason": why} for t, why in r.unreadable_trials
+                ],
+                "excluded_bundles": [{"bundle": b, "reason": why} for b, why in r.excluded_bundles],
+                "blocking": r.blocking(),
+            }
+            for r in reports
+        ],
+        **extra,
+    }
+
+
+# --- human text ------------------------------------------------------------------------------
+
+
+def _num(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _weights(weights: Mapping[str, float] | None) -> str:
+    if weights is None:
+        return "none declared"
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(weights.items())) + "}"
+
+
+def render_text(report: CorpusReport, *, report_dir: str | None = None) -> str:
+    """The console shape of FORMATS.md § 8, one report."""
+    lines = [
+        f"Reconciled {report.trials_read} trials under {report.source} against "
+        f"{', '.join(report.packs)}",
+        f"  reference: {REFERENCE_LABELLER}",
+        f"  candidate: {CANDIDATE_LABELLER}",
+    ]
+    for e in report.entries:
+        lines.append("")
+        lines += _entry_lines(e)
+    if report.unreadable_trials:
+        lines.append("")
+        lines += [f"unreadable · {t}: {why}" for t, why in report.unreadable_trials]
+    for bundle, why in report.excluded_bundles:
+        lines.append(f"excluded bundle · {bundle}: {why}")
+    if report_dir is not None:
+        lines += ["", f"Reconcile report: {report_dir}"]
+    return "\n".join(lines) + "\n"
+
+
+def _entry_lines(e: EntryResult) -> list[str]:
+    t = e.table
+    lines = [
+        f"{e.criterion} ({', '.join(e.task_ids)}) — declared {e.mode}, {e.verdict} over "
+        f"{e.observations} observations",
+    ]
+    if e.residual is not None:
+        reason = " ".join(e.residual[1].split())
+        lines.append(f"  residual ({e.residual[0]}), as the author declared it: {reason}")
+    lines += [
+        "  judge \\ constraint      passed  failed",
+        f"  met                    {t.met_passed:>6}  {t.met_failed:>6}",
+        f"  not met                {t.not_met_passed:>6}  {t.not_met_failed:>6}",
+        f"  accuracy {_num(e.accuracy)}, kappa {format_kappa(e.kappa)}",
+    ]
+    for d in e.disagreements:
+        state = "acknowledged" if d.acknowledged_reason is not None else "unacknowledged"
+        lines.append(f"  {d.direction} · {d.trial} ({state})")
+        lines.append(f"    judge: {d.justification}")
+        if d.acknowledged_reason is not None:
+            lines.append(f"    waived because: {d.acknowledged_reason}")
+    cf = e.counterfactual
+    lines.append(
+        f"  counterfactual under the map this entry declares ({_weights(cf.weights_declared)}):"
+    )
+    for r in cf.rows:
+        lines += [
+            f"    {r.trial}",
+            f"      judge {_num(r.judge_component_before)} → {_num(r.judge_component_after)} · "
+            f"trial {r.score_before:.3f}/{r.binary_pass_before} → "
+            f"{r.score_after:.3f}/{r.binary_pass_after}",
+            f"      weights {_weights(r.weights_before)} → {_weights(r.weights_after)} · "
+            f"vetoes {list(r.vetoes_before)} → {list(r.vetoes_after)}",
+        ]
+    for u in cf.unrecomputed:
+        lines.append(f"    not recomputed · {u.trial} ({u.gap}): {u.reason}")
+    (p, n), (q, _) = cf.pass_rate_before, cf.pass_rate_after
+    lines.append(
+        f"    pass rate {p}/{n} → {q}/{n} (evidence, not a gate — nothing here decides the verdict)"
+    )
+    lines += [f"  no observation · {x.trial} ({x.exclusion}): {x.reason}" for x in e.exclusions]
+    lines += [f"  refused ({r.kind}): {r.detail}" for r in e.refusals]
+    if not e.gates:
+        lines.append("  a candidate converts nothing, so its verdict gates nothing")
+    return lines

@@ -1,0 +1,76 @@
+"""The custom_checks component from recorded per-check results (GRADING.md § Custom Checks).
+
+Executing a pack's checks.py is not a projection: without recorded results the component
+is *not measurable from the recorded evidence*.
+
+The ``Custom checks:`` sentence is load-bearing: failure attribution keeps every reason
+segment matching FAIL case-insensitively, so only the two shapes the fold reads as a
+failed component (a losing check; a suite that failed to run) carry the substring, and it
+comes from words written here, never from a quoted error text or a check's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from replay.components.result import ComponentResult
+from schemas.grading import CustomChecksConfig
+
+CheckStatus = Literal["passed", "failed", "skipped"]
+NOT_EXECUTED = (
+    "custom_checks runs the pack's checks.py, which an offline replay does not execute; "
+    "the bundle recorded no per-check results"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckVerdict:
+    name: str
+    status: CheckStatus
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedSuite:
+    """Per-check results as recorded, or the error the suite could not run with."""
+
+    results: tuple[CheckVerdict, ...] = ()
+    error: str | None = None
+
+
+def evaluate_custom_checks(
+    config: CustomChecksConfig, suite: RecordedSuite | None
+) -> ComponentResult:
+    if suite is None:
+        return ComponentResult.unmeasurable(NOT_EXECUTED)
+    if suite.error is not None:
+        if config.fail_on_error:
+            return ComponentResult(
+                score=0.0, reasons=(f"Custom checks: the suite failed to run: {suite.error}",)
+            )
+        return ComponentResult(
+            score=None,
+            reasons=(
+                "Custom checks: the suite did not run, and this pack leaves such a suite unscored",
+            ),
+        )
+    decided = [r for r in suite.results if r.status != "skipped"]
+    skipped = len(suite.results) - len(decided)
+    if not decided:
+        return ComponentResult(
+            score=None,
+            reasons=(f"Custom checks: no check reached a verdict ({skipped} skipped); unscored",),
+        )
+    lost = [r for r in decided if r.status == "failed"]
+    score = (len(decided) - len(lost)) / len(decided)
+    tail = f" ({skipped} skipped)" if skipped else ""
+    if lost:
+        named = "; ".join(f"{r.name}: {r.message}" if r.message else r.name for r in lost)
+        sentence = (
+            f"Custom checks: score={score:.2f}, {len(lost)} of {len(decided)} checks "
+            f"failed{tail}: {named}"
+        )
+    else:
+        sentence = f"Custom checks: score={score:.2f}, all {len(decided)} checks that reached a verdict passed{tail}"
+    return ComponentResult(score=score, reasons=(sentence,))

@@ -1,0 +1,255 @@
+"""Re-derive a trial's whole grade from its recorded evidence: ``grade_trial``.
+
+Pure: it takes the trial's inputs and the grading config and returns a :class:`Grade`
+(the JSON contract of ``vledger grade``). Each configured component is evaluated; a
+component that needs evidence only a live run has is reported under ``not_measured``
+with the reason and left out of the fold — never scored 0.0 or 1.0. When such a
+component would have entered the fold, the trial's score and pass flag are not decidable
+from the recording and are ``None`` — except that a failed gate among the measured
+components still decides ``binary_pass: false``, whatever the rest would have said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from replay.components.combine import combine_components
+from replay.components.custom_checks import RecordedSuite, evaluate_custom_checks
+from replay.components.judge import RecordedJudge, evaluate_judge
+from replay.components.result import COMPONENTS, ComponentResult
+from replay.components.state_checks import StateEvidence, evaluate_state_checks
+from replay.components.transcript_rules import evaluate_transcript_rules
+from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
+from schemas.grading import CustomChecksConfig, GradingConfig
+from schemas.timeline import Message, RecordedToolCall, TrialTimeline
+
+TimelineBuilder = Callable[..., TrialTimeline]
+TraceEvaluator = Callable[[TrialTimeline, Mapping[str, Any]], ComponentResult]
+
+TRACE_NOT_WIRED = (
+    "trace_checks are evaluated by replay.trace_checks.evaluate_trace_checks, which this "
+    "build does not carry yet"
+)
+
+
+class Grade(BaseModel):
+    """The GRADE object of the ``vledger grade --json`` contract (extend, don't rename)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score: float | None
+    binary_pass: bool | None
+    components: dict[str, float | None]
+    not_measured: dict[str, str] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+
+    def reasons_line(self) -> str:
+        """The reasons as grade.yaml carries them: one string of ` | `-joined segments."""
+        return " | ".join(self.reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class GradeInputs:
+    """One trial's grading inputs, as the recording holds them.
+
+    ``recorded_calls`` is ``None`` when the bundle carried no tool-call record (not the
+    same as an empty record). ``initial_db`` is the task snapshot's
+    ``initial_state.json_db``; ``final_state`` the final environment state, where recorded.
+    """
+
+    trial: str
+    messages: tuple[Message, ...]
+    recorded_calls: tuple[RecordedToolCall, ...] | None
+    termination_reason: str | None
+    grading_error: str | None = None
+    initial_db: Any = None
+    final_state: Mapping[str, Any] | None = None
+    judge: RecordedJudge | None = None
+    custom_suite: RecordedSuite | None = None
+
+
+def _default_builder() -> TimelineBuilder:
+    from replay.timeline import build_trial_timeline  # helper timeline's projection
+
+    return build_trial_timeline
+
+
+def _default_trace() -> TraceEvaluator | None:
+    try:
+        from replay.trace_checks import evaluate_trace_checks  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return evaluate_trace_checks  # pragma: no cover - wired when helper trace lands
+
+
+class _LazyTimeline:
+    """Builds the timeline once, and only if a component reads it (judge-only packs never do)."""
+
+    def __init__(
+        self, inputs: GradeInputs, given: TrialTimeline | None, builder: TimelineBuilder | None
+    ):
+        self._inputs, self._value, self._builder = inputs, given, builder
+
+    def get(self) -> TrialTimeline:
+        if self._value is None:
+            build = self._builder or _default_builder()
+            i = self._inputs
+            self._value = build(i.messages, i.recorded_calls, i.termination_reason)
+        return self._value
+
+
+def no_grade(reason: str) -> Grade:
+    return Grade(
+        score=None, binary_pass=None, components=dict.fromkeys(COMPONENTS), reasons=[reason]
+    )
+
+
+def grade_trial(
+    inputs: GradeInputs,
+    config: GradingConfig,
+    *,
+    timeline: TrialTimeline | None = None,
+    build_timeline: TimelineBuilder | None = None,
+    trace_evaluator: TraceEvaluator | None = None,
+) -> Grade:
+    """Every configured component, then the fold. Raises TimelineInconsistencyError and
+    MissingWeightError rather than folding around them."""
+    outcome = classify_trial_outcome(inputs.termination_reason, inputs.grading_error)
+    if outcome is TrialOutcomeClass.INFRASTRUCTURE_ABORT:
+        return no_grade(
+            f"No grade: infrastructure abort ({inputs.termination_reason}), never measured"
+        )
+    if inputs.termination_reason == "trial_lost":
+        return no_grade("No grade: trial_lost — the runner lost the trial, so no verdict exists")
+    lazy = _LazyTimeline(inputs, timeline, build_timeline)
+    results = {
+        name: _evaluate(name, inputs, config, lazy, trace_evaluator) for name in config.configured()
+    }
+    return fold_grade(results, config)
+
+
+def _evaluate(
+    name: str,
+    inputs: GradeInputs,
+    config: GradingConfig,
+    lazy: _LazyTimeline,
+    trace_evaluator: TraceEvaluator | None,
+) -> ComponentResult:
+    if name == "state_checks" and config.state_checks is not None:
+        return evaluate_state_checks(
+            config.state_checks, StateEvidence(inputs.final_state, inputs.initial_db)
+        )
+    if name == "transcript_rules" and config.transcript_rules is not None:
+        return evaluate_transcript_rules(lazy.get(), config.transcript_rules)
+    if name == "llm_judge" and config.llm_judge is not None:
+        return evaluate_judge(config.llm_judge, inputs.judge)
+    if name == "custom_checks" and config.custom_checks is not None:
+        return evaluate_custom_checks(
+            CustomChecksConfig.model_validate(config.custom_checks), inputs.custom_suite
+        )
+    if name == "trace_checks" and config.trace_checks is not None:
+        evaluator = trace_evaluator or _default_trace()
+        if evaluator is None:
+            return ComponentResult.unmeasurable(TRACE_NOT_WIRED)
+        return evaluator(lazy.get(), config.trace_checks)
+    raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
+
+
+def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) -> Grade:
+    """Combine the component results into the trial's Grade."""
+    components = {n: (results[n].score if n in results else None) for n in COMPONENTS}
+    not_measured = {n: r.not_measured for n, r in results.items() if r.not_measured is not None}
+    reasons = [reason for n in COMPONENTS if n in results for reason in results[n].reasons]
+    judge_gate = bool(results.get("llm_judge") and results["llm_judge"].gate_failed)
+    trace_gate = bool(results.get("trace_checks") and results["trace_checks"].gate_failed)
+    if not_measured:
+        blocking = ", ".join(not_measured)
+        reasons.append(
+            f"Combine: not decidable from the recorded evidence ({blocking} not measured)"
+        )
+        decided_fail = False if (judge_gate or trace_gate) else None
+        return Grade(
+            score=None,
+            binary_pass=decided_fail,
+            components=components,
+            not_measured=not_measured,
+            reasons=reasons,
+        )
+    fold = combine_components(
+        {n: components[n] for n in results},
+        configured=config.configured(),
+        combine=config.combine,
+        judge_gate_failed=judge_gate,
+        trace_gate_failed=trace_gate,
+    )
+    return Grade(
+        score=fold.score,
+        binary_pass=fold.binary_pass,
+        components=components,
+        not_measured={},
+        reasons=reasons + list(fold.reasons),
+    )
+
+
+def recorded_grade(grade_yaml: Mapping[str, Any]) -> Grade:
+    """A recorded grade.yaml as a :class:`Grade` (reasons split into their ` | ` segments;
+    a generation lacking a component key records it as not evaluated)."""
+    comps = grade_yaml.get("components") or {}
+    reasons = grade_yaml.get("reasons") or ""
+    segments = (
+        [s for s in reasons.split(" | ") if s] if isinstance(reasons, str) else [str(reasons)]
+    )
+    return Grade(
+        score=grade_yaml.get("score"),
+        binary_pass=grade_yaml.get("binary_pass"),
+        components={n: comps.get(n) for n in COMPONENTS},
+        not_measured={},
+        reasons=segments,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    component: str  # a component name, or "score" / "binary_pass"
+    recorded: Any
+    replayed: Any
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "reason": self.reason,
+        }
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a is b or a == b
+    return abs(float(a) - float(b)) <= 1e-9
+
+
+def compare_grades(recorded: Grade, replayed: Grade) -> list[Difference]:
+    """Every component, the score and the pass flag where the two grades disagree, each
+    with why: a named not-measured reason, or a recomputation that disagrees."""
+    out = []
+    for name in (*COMPONENTS, "score", "binary_pass"):
+        if name in COMPONENTS:
+            rec, rep = recorded.components.get(name), replayed.components.get(name)
+        else:
+            rec, rep = getattr(recorded, name), getattr(replayed, name)
+        if _same(rec, rep):
+            continue
+        if name in replayed.not_measured:
+            why = f"not measurable from the recorded evidence: {replayed.not_measured[name]}"
+        elif rep is None and replayed.not_measured:
+            why = f"not decidable: {', '.join(replayed.not_measured)} not measured"
+        else:
+            why = "the recomputation from the recorded evidence disagrees with the recorded value"
+        out.append(Difference(name, rec, rep, why))
+    return out

@@ -1,0 +1,127 @@
+"""The seventeen predicate operators and the type rules they read (GRADING.md § Operators).
+
+Every operator but ``exists`` is false over a ``None`` field: an absent value satisfies no
+predicate, negative ones included. The numeric comparisons read a real number and nothing
+else (a bool is not a number, nor is a numeric string); ``contains`` recurses into lists and
+dict values and never finds a container inside a container.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a runtime value (bool before int: a bool is not a number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list | tuple | set | frozenset):
+        return "array"
+    return type(value).__name__
+
+
+def is_real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def has_length(value: Any) -> bool:
+    return isinstance(value, str | list | tuple | dict)
+
+
+def contains(haystack: Any, needle: Any, *, ci: bool = False) -> bool:
+    """Substring for two strings, descent into containers, equality for any other pair."""
+    if haystack is None or isinstance(needle, _CONTAINERS):
+        # A container is never found by descent, and nothing is found inside an absent value.
+        return False
+    if isinstance(haystack, str):
+        if not isinstance(needle, str):
+            return False
+        return needle.casefold() in haystack.casefold() if ci else needle in haystack
+    if isinstance(haystack, dict):
+        return any(contains(v, needle, ci=ci) for v in haystack.values())
+    if isinstance(haystack, list | tuple | set | frozenset):
+        return any(contains(v, needle, ci=ci) for v in haystack)
+    if isinstance(needle, str):
+        return False
+    return bool(haystack == needle)
+
+
+def _member(value: Any, items: list[Any]) -> bool:
+    return any(value == item for item in items)
+
+
+def apply_operator(op: str, value: Any, operand: Any, pattern: Any = None) -> bool:
+    """Whether ``op`` holds for a known field value. ``pattern`` is the compiled regex."""
+    if op == "exists":
+        return (value is not None) is operand
+    if value is None:
+        return False
+    match op:
+        case "equals" | "equals_binding":
+            return bool(value == operand)
+        case "not_equals":
+            return bool(value != operand)
+        case "equals_ci":
+            return isinstance(value, str) and value.casefold() == operand.casefold()
+        case "contains" | "contains_binding":
+            return contains(value, operand)
+        case "contains_ci":
+            return contains(value, operand, ci=True)
+        case "regex":
+            return isinstance(value, str) and pattern.search(value) is not None
+        case "gt":
+            return is_real(value) and value > operand
+        case "gte":
+            return is_real(value) and value >= operand
+        case "lt":
+            return is_real(value) and value < operand
+        case "lte":
+            return is_real(value) and value <= operand
+        case "in_":
+            return _member(value, operand)
+        case "not_in":
+            return not _member(value, operand)
+        case "len_gt":
+            return has_length(value) and len(value) > operand
+        case "len_gte":
+            return has_length(value) and len(value) >= operand
+    raise AssertionError(f"bad operator {op!r}: the config model admits only the seventeen")
+
+
+_NUMERIC = frozenset({"integer", "number", "boolean"})
+_SCALAR = frozenset({"string", "integer", "number", "boolean"})
+_CONTAINER_TYPES = frozenset({"array", "object"})
+
+
+def can_ever_hold(op: str, field_type: str, bound_type: str) -> bool:
+    """The per-operator comparability table for a binding reference.
+
+    ``equals_binding`` pairs integer / number / boolean with each other, and a type with
+    itself; ``contains_binding`` finds any scalar inside an array or object by descent, a
+    string inside a string, and otherwise falls back to equality — never a container needle.
+    """
+    if op == "equals_binding":
+        if field_type in _NUMERIC and bound_type in _NUMERIC:
+            return True
+        return field_type == bound_type and field_type != "null"
+    if op == "contains_binding":
+        if bound_type not in _SCALAR:
+            return False
+        if field_type in _CONTAINER_TYPES:
+            return True
+        if field_type == "string" or bound_type == "string":
+            return field_type == bound_type
+        return field_type in _NUMERIC and bound_type in _NUMERIC
+    raise AssertionError(f"{op!r} is not a binding operator")

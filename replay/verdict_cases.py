@@ -1,0 +1,78 @@
+"""Conformance-case projection (GVC spec § 9.2): run a case through the real derivation
+and compare it with its expectation the way the spec prescribes.
+
+Every canonical population is compared in every case — a population the expectation
+does not name expects zero — and the other fields are compared when the case names
+them. Comparison is per field, never whole-structure equality.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.verdict import Admission, derive, evidence_from_case
+from schemas.gvc import COUNTER_MAPPING, COUNTER_NAMES, Case, Ladder
+
+
+def derive_case(case: Case, ladder: Ladder) -> Admission:
+    return derive(evidence_from_case(case.input), ladder)
+
+
+def derived_view(admission: Admission) -> dict[str, Any]:
+    """The ``derived`` object of ``vledger verdict derive --json``."""
+    return {
+        "effective_grade": admission.effective_grade,
+        "evidence_kind": admission.evidence_kind,
+        "applied_rank_ops": list(admission.applied_rank_ops),
+        "conflicting_evidence": admission.conflicting_evidence,
+        "failed_declared_evidence": admission.failed_declared_evidence,
+        "counters": canonical_counters(admission),
+    }
+
+
+def canonical_counters(admission: Admission) -> dict[str, int]:
+    """Local counters under the declared static mapping onto canonical populations.
+
+    Fail-closed (§ 9.2): a canonical population the mapping does not cover raises
+    rather than being skipped.
+    """
+    image = {canonical: local for local, canonical in COUNTER_MAPPING.items()}
+    missing = [name for name in COUNTER_NAMES if name not in image]
+    if missing:
+        raise LookupError(f"counter mapping does not cover canonical populations {missing}")
+    return {name: int(admission.counters[image[name]]) for name in COUNTER_NAMES}
+
+
+def case_mismatches(case: Case, admission: Admission) -> list[str]:
+    """``field: got X, want Y`` for every expectation the derivation misses."""
+    expect = case.expect
+    if expect is None:
+        return []
+    got = admission
+    out: list[str] = []
+
+    def check(name: str, have: Any, want: Any) -> None:
+        if have != want:
+            out.append(f"{name}: got {have!r}, want {want!r}")
+
+    check("effective_grade", got.effective_grade, expect.effective_grade)
+    check("evidence_kind", got.evidence_kind, expect.evidence_kind)
+    check("applied_rank_ops", list(got.applied_rank_ops), list(expect.applied_rank_ops))
+    check("conflicting_evidence", got.conflicting_evidence, expect.conflicting_evidence)
+    if expect.failed_declared_evidence is not None:
+        check(
+            "failed_declared_evidence",
+            got.failed_declared_evidence,
+            expect.failed_declared_evidence,
+        )
+    if expect.provenance is not None:
+        check("provenance", got.provenance, expect.provenance)
+    for role in ("oracle_author", "oracle_runner", "work_producer"):
+        want = getattr(expect, role)
+        if want is not None:
+            check(role, getattr(got, role), want)
+    counters = canonical_counters(got)
+    wanted = expect.counters.model_dump()
+    for name in COUNTER_NAMES:
+        check(f"counters.{name}", counters[name], wanted[name])
+    return out

@@ -1,0 +1,48 @@
+"""Shared set-up for the DuckDB store tests: a populated ledger, raw access for tampering."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from ledger.keys import keygen, load_signer
+from ledger.note import Signer, Verifier
+from ledger.store import DB_FILE, Ledger, init_ledger
+from schemas.envelope import NewEvent
+
+
+def sample_events(n: int, start: int = 0, corpus: str = "c") -> list[NewEvent]:
+    """``n`` events over three trial streams and a run stream, ~100-byte payloads."""
+    out = []
+    for i in range(start, start + n):
+        stream = f"trial/{corpus}/task{i % 3}/0" if i % 4 else "run/r1"
+        out.append(NewEvent(stream, "ext.sample", {"i": i, "text": f"event {i} " + "x" * 80}))
+    return out
+
+
+def make_key(tmp: Path, name: str = "test.example/log") -> tuple[Signer, Verifier, Path]:
+    key_file = tmp / f"key-{name.replace('/', '_')}"
+    verifier = keygen(key_file, name)
+    return load_signer(key_file), verifier, key_file
+
+
+def populated(path: Path, batches: list[int]) -> Ledger:
+    lg = init_ledger(path)
+    seq = 0
+    for k in batches:
+        lg.append(sample_events(k, seq))
+        seq += k
+    return lg
+
+
+@contextmanager
+def raw(ledger_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Direct SQL on a closed ledger's DuckDB file: what an attacker with disk access does."""
+    con = duckdb.connect(str(ledger_dir / DB_FILE))
+    try:
+        yield con
+    finally:
+        con.close()

@@ -1,0 +1,62 @@
+"""Guarantee 8: two writer processes, and the bounded "ledger busy" retry."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import LedgerBusy
+from ledger.store import init_ledger, open_ledger
+from tests.process_harness import ROOT, two_writers, worker
+
+
+@pytest.mark.slow
+def test_two_writer_processes_each_batch_exactly_once(tmp_path: Path) -> None:
+    outputs = two_writers(tmp_path / "ledger", batches=12, size=100, timeout=20.0)
+    # with a 20 s bound neither writer should have given up
+    assert all("busy" not in words for words in outputs.values()), outputs
+
+
+@pytest.mark.slow
+def test_second_writer_gets_ledger_busy_after_bounded_retry(tmp_path: Path) -> None:
+    path = tmp_path / "ledger"
+    init_ledger(path).close()
+    holder = worker("hold", path, 4.0)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"ready"
+    try:
+        start = time.monotonic()
+        with pytest.raises(LedgerBusy) as info:
+            open_ledger(path, busy_timeout=0.5)
+        waited = time.monotonic() - start
+        assert info.value.waited >= 0.5 and waited < 3.0
+        assert str(info.value).startswith(f"ledger busy: {str(path)!r} is held by another process")
+        events = tmp_path / "e.jsonl"
+        events.write_text('{"stream": "s", "type": "ext.x", "payload": {}}\n')
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from ledger.cli import main; main()",
+                "append",
+                str(events),
+                "--ledger",
+                str(path),
+                "--busy-timeout",
+                "0.3",
+            ],
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            timeout=60,
+        )
+        assert cli.returncode == 3, cli.stderr
+        assert b"Error: ledger busy" in cli.stderr
+    finally:
+        holder.wait(timeout=30)
+    with open_ledger(path) as lg:
+        assert lg.size() == 0  # the refused append left nothing behind

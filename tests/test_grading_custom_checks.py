@@ -1,0 +1,90 @@
+"""custom_checks from recorded per-check results (GRADING.md § Custom Checks)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from replay.components.custom_checks import (
+    NOT_EXECUTED,
+    CheckVerdict,
+    RecordedSuite,
+    evaluate_custom_checks,
+)
+from schemas.grading import CustomChecksConfig, load_grading_config
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+PACK = SHARED / "reference" / "tolokaforge" / "grading_parity" / "custom_checks"
+ON = CustomChecksConfig(enabled=True)
+FAIL = re.compile("fail", re.IGNORECASE)
+
+
+def test_score_averages_checks_that_reached_a_verdict() -> None:
+    suite = RecordedSuite(
+        (
+            CheckVerdict("a", "passed"),
+            CheckVerdict("b", "failed", "off by 3"),
+            CheckVerdict("c", "skipped"),
+        )
+    )
+    result = evaluate_custom_checks(ON, suite)
+    assert result.score == 0.5
+    (sentence,) = result.reasons
+    assert sentence.startswith("Custom checks: score=0.50, 1 of 2 checks failed")
+    # the losing check is named with its message; the skipped one is counted, not named
+    assert sentence.split("failed (1 skipped): ", 1)[1] == "b: off by 3"
+
+
+def test_all_skipped_is_unscored_and_carries_no_fail() -> None:
+    result = evaluate_custom_checks(ON, RecordedSuite((CheckVerdict("a", "skipped"),)))
+    assert result.score is None and result.not_measured is None
+    assert not FAIL.search(result.reasons[0])
+    assert evaluate_custom_checks(ON, RecordedSuite(())).score is None  # no check declared
+
+
+def test_a_passing_suite_names_no_check() -> None:
+    """A check called no_failures_logged cannot manufacture FAIL evidence."""
+    result = evaluate_custom_checks(
+        ON, RecordedSuite((CheckVerdict("no_failures_logged", "passed"),))
+    )
+    assert result.score == 1.0 and not FAIL.search(result.reasons[0])
+
+
+@pytest.mark.parametrize(
+    "error", ["checks file not found: checks.py", "Failed to load/run checks: boom"]
+)
+def test_could_not_run_under_fail_on_error_scores_zero_with_its_own_fail(error: str) -> None:
+    result = evaluate_custom_checks(ON, RecordedSuite(error=error))
+    assert result.score == 0.0
+    assert result.reasons[0].startswith("Custom checks: the suite failed to run: ")
+    assert error in result.reasons[0]
+
+
+def test_could_not_run_without_fail_on_error_is_unscored() -> None:
+    cfg = CustomChecksConfig(enabled=True, fail_on_error=False)
+    result = evaluate_custom_checks(cfg, RecordedSuite(error="checks file not found: checks.py"))
+    assert result.score is None and not FAIL.search(result.reasons[0])
+
+
+def test_without_recorded_results_it_is_not_measured() -> None:
+    result = evaluate_custom_checks(ON, None)
+    assert result.score is None and result.not_measured == NOT_EXECUTED
+
+
+def test_parity_pack_custom_checks() -> None:
+    """The pack's checks.py is not shipped and is never executed here: its trials carry no
+    recorded results, so the replay reports the component not measured on both; given the
+    per-check results a run would record, satisfying scores above violating."""
+    cfg = load_grading_config(yaml.safe_load(PACK.joinpath("grading.yaml").read_text()))
+    block = CustomChecksConfig.model_validate(cfg.custom_checks)
+    trials = yaml.safe_load(PACK.joinpath("trial.yaml").read_text())
+    assert set(trials) == {"satisfying", "violating"}
+    assert evaluate_custom_checks(block, None).not_measured == NOT_EXECUTED
+    sat = evaluate_custom_checks(block, RecordedSuite((CheckVerdict("order_shipped", "passed"),)))
+    vio = evaluate_custom_checks(
+        block, RecordedSuite((CheckVerdict("order_shipped", "failed", "status pending"),))
+    )
+    assert sat.score > vio.score

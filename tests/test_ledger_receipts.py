@@ -1,0 +1,150 @@
+"""Our own receipts (replay.completed / reconcile.completed): inclusion of the receipt
+event, consistency of the checkpoint it read with the current log, and --recompute.
+Also the CLI's run-directory verification (``vledger receipt verify DIR --json``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger import receipts as rc
+from ledger.cli import main
+from ledger.store import Ledger, init_ledger
+from schemas.canonical import digest
+from schemas.envelope import NewEvent
+
+DEMO = (
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
+    / "reference"
+    / "verdict-core"
+    / "demo-run"
+)
+
+
+@pytest.fixture
+def lg(tmp_path: Path):
+    ledger = init_ledger(tmp_path / "lg")
+    ledger.append([NewEvent(f"ext/{i}", "ext.note", {"i": i}) for i in range(5)])
+    yield ledger
+    ledger.close()
+
+
+def _receipt(
+    lg: Ledger, *, size: int | None = None, root: bytes | None = None, nested: bool = False
+) -> int:
+    size = lg.size() if size is None else size
+    body = {
+        "checkpoint": {"size": size, "root": (root or lg.root(size)).hex()},
+        "config_digest": digest({"cfg": 1}),
+        "outputs_digest": digest({"out": size}),
+    }
+    payload = {"replay_id": f"r{lg.size()}", **({"receipt": body} if nested else body)}
+    return lg.append([NewEvent("replay/r", "replay.completed", payload)]).seqs[0]
+
+
+def test_fresh_receipt_verifies(lg: Ledger) -> None:
+    seq = _receipt(lg)
+    lg.append([NewEvent("ext/later", "ext.note", {"later": True})])  # the log grows on
+    check = rc.verify_ledger_receipt(lg, str(seq))
+    assert check.problems == [] and len(check.checked) == 2
+
+
+def test_receipt_found_by_event_id_and_nested_body(lg: Ledger) -> None:
+    seq = _receipt(lg, size=3, nested=True)
+    event_id = next(iter(lg.read(from_seq=seq, to_seq=seq))).event_id
+    assert rc.verify_ledger_receipt(lg, event_id).ok
+
+
+def test_empty_checkpoint_needs_the_empty_root(lg: Ledger) -> None:
+    from ledger import merkle
+
+    assert rc.verify_ledger_receipt(lg, str(_receipt(lg, size=0, root=merkle.EMPTY_ROOT))).ok
+    bad = rc.verify_ledger_receipt(lg, str(_receipt(lg, size=0, root=b"\x01" * 32)))
+    assert len(bad.problems) == 1 and "size-0 checkpoint" in bad.problems[0]
+
+
+def test_wrong_root_is_inconsistent(lg: Ledger) -> None:
+    seq = _receipt(lg, size=4, root=b"\x07" * 32)
+    check = rc.verify_ledger_receipt(lg, str(seq))
+    assert len(check.problems) == 1
+    assert check.problems[0].startswith(f"checkpoint (size 4, root {'07' * 32}) is not consistent")
+
+
+def test_checkpoint_cannot_include_its_own_receipt(lg: Ledger) -> None:
+    seq = lg.size()
+    lg.append(
+        [
+            NewEvent(
+                "replay/r", "replay.completed", {"checkpoint": {"size": seq + 1, "root": "00" * 32}}
+            )
+        ]
+    )
+    check = rc.verify_ledger_receipt(lg, str(seq))
+    assert check.problems == [
+        f"checkpoint size {seq + 1} includes the receipt event itself (seq {seq}); "
+        "a receipt binds the log as it stood before it was written"
+    ]
+
+
+def test_recompute_needs_a_registered_projection_and_compares(lg: Ledger, monkeypatch) -> None:
+    seq = _receipt(lg, size=5)
+    monkeypatch.setattr(rc, "RECOMPUTERS", {})
+    check = rc.verify_ledger_receipt(lg, str(seq), recompute=True)
+    assert check.problems == [
+        "cannot recompute: no projection registered for replay.completed (registered: none)"
+    ]
+    rc.register_recompute("replay.completed", lambda ledger, ev: digest({"out": 5}))
+    assert rc.verify_ledger_receipt(lg, str(seq), recompute=True).ok
+    rc.register_recompute("replay.completed", lambda ledger, ev: digest({"out": 6}))
+    problems = rc.verify_ledger_receipt(lg, str(seq), recompute=True).problems
+    assert problems == [
+        f"outputs_digest mismatch: recorded {digest({'out': 5})}, recomputed {digest({'out': 6})}"
+    ]
+
+
+def test_not_a_receipt(lg: Ledger) -> None:
+    with pytest.raises(rc.ReceiptNotFound, match="'1'"):
+        rc.verify_ledger_receipt(lg, "1")
+    with pytest.raises(rc.ReceiptNotFound):
+        rc.verify_ledger_receipt(lg, "999")
+
+
+def test_cli_receipt_show_and_verify(lg: Ledger, tmp_path: Path) -> None:
+    seq = _receipt(lg, size=2)
+    lg.close()
+    led = ["--ledger", str(tmp_path / "lg")]
+    shown = json.loads(
+        CliRunner().invoke(main, ["receipt", "show", str(seq), "--json", *led]).output
+    )
+    assert shown["checkpoint"]["size"] == 2 and shown["type"] == "replay.completed"
+    res = CliRunner().invoke(main, ["receipt", "verify", str(seq), "--json", *led])
+    assert res.exit_code == 0 and json.loads(res.output)["ok"] is True
+
+
+def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["receipt", "verify", str(DEMO), "--json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output) == {"ok": True, "problems": []}
+    human = CliRunner().invoke(main, ["receipt", "verify", str(DEMO)]).output
+    assert human.splitlines() == [
+        "COMPLETE: all implement/integrate nodes validated, barrier ok, review PASS",
+        "integrity: OK (events digest verified)",
+    ]
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    (run / "receipt.json").chmod(0o644)
+    (run / "receipt.json").write_text(
+        (DEMO / "receipt.json").read_text().replace('"goal": "Add', '"goal": "Drop')
+    )
+    res = CliRunner().invoke(main, ["receipt", "verify", str(run), "--json"])
+    assert res.exit_code == 1
+    assert json.loads(res.output) == {
+        "ok": False,
+        "problems": ["goal mismatch: stored receipt differs from recomputed evidence"],
+    }

@@ -1,0 +1,250 @@
+"""verdict-core run receipts (../shared/reference/verdict-core/FORMAT.md).
+
+The shipped demo run verifies clean and its receipt is rebuilt byte-for-byte; each
+tamper of FORMAT.md § 9 (on a copy in tmp_path) yields exactly the problems that table
+lists, in the order § 7 finds them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.receipts import read_run_dir, verify_run_dir
+from replay.vcore_receipt import (
+    RebuildError,
+    canonical_graph,
+    events_digest,
+    graph_digest,
+    parse_events,
+    rebuild_from_files,
+    receipt_bytes,
+    verify_run_files,
+)
+
+DEMO = (
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
+    / "reference"
+    / "verdict-core"
+    / "demo-run"
+)
+M = "mismatch: stored receipt differs from recomputed evidence"
+DIGEST = "events_digest mismatch: events.jsonl changed after receipt was written"
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    dst = tmp_path / "demo-run"
+    shutil.copytree(DEMO, dst)
+    for p in [dst, *dst.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)  # the shared copy is read-only
+    return dst
+
+
+def _events(run: Path) -> list[str]:
+    return (run / "events.jsonl").read_text().splitlines(keepends=True)
+
+
+def _write_events(run: Path, lines: list[str]) -> None:
+    (run / "events.jsonl").write_text("".join(lines))
+
+
+def test_demo_run_verifies_clean() -> None:
+    assert verify_run_dir(DEMO) == []
+
+
+def test_demo_receipt_is_rebuilt_byte_for_byte() -> None:
+    rebuilt = rebuild_from_files(read_run_dir(DEMO))
+    assert receipt_bytes(rebuilt) == (DEMO / "receipt.json").read_bytes()
+
+
+def test_published_digests() -> None:
+    """FORMAT.md § 3 and § 5 quote both digests of the demo run."""
+    raw = (DEMO / "events.jsonl").read_bytes()
+    assert len(raw) == 19242 and len(parse_events(raw)) == 83
+    assert events_digest(raw) == (
+        "sha256:04ca24451d0e745d874eff0b39f65ec9f72df0d795669563aa6ff68a6d2a61c2"
+    )
+    graph = json.loads((DEMO / "graph.json").read_text())
+    assert graph_digest(canonical_graph(graph)) == (
+        "sha256:e0e5f305192c8f4d59f9ca6edd2be25b1b54e6dd7c587c92b3067cc246a2b4e4"
+    )
+
+
+def test_one_event_byte_changed(run: Path) -> None:
+    """§ 9 row 1 (one byte of the seq 21 cooldown ``until``)."""
+    raw = (run / "events.jsonl").read_bytes()
+    old = b'"until":"2026-09-27T08:21:32+00:00"'
+    assert raw.count(old) == 1
+    (run / "events.jsonl").write_bytes(raw.replace(old, old.replace(b"T08", b"T09")))
+    assert verify_run_dir(run) == [DIGEST, f"cooldowns {M}"]
+
+
+def test_review_line_deleted(run: Path) -> None:
+    """§ 9 row 2; the rebuilt verdict is BLOCKED: review status MISSING (PASS required)."""
+    lines = _events(run)
+    assert json.loads(lines[81])["type"] == "review"
+    _write_events(run, lines[:81] + lines[82:])
+    assert verify_run_dir(run) == [
+        DIGEST,
+        f"event_count {M}",
+        f"outcome {M}",
+        f"reason {M}",
+        f"review {M}",
+    ]
+    rebuilt = rebuild_from_files(read_run_dir(run))
+    assert (rebuilt["outcome"], rebuilt["reason"]) == (
+        "BLOCKED",
+        "review status MISSING (PASS required)",
+    )
+
+
+def test_receipt_edited(run: Path) -> None:
+    """§ 9 row 3: only the receipt changed — the digest still matches."""
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["nodes"][0]["final_state"] = "TERMINAL_SUCCESS"
+    (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    assert verify_run_dir(run) == [f"nodes {M}"]
+
+
+def test_blank_line_appended(run: Path) -> None:
+    """§ 9 row 4: blank lines are skipped when parsing, but the bytes changed."""
+    with (run / "events.jsonl").open("a") as f:
+        f.write("\n")
+    assert verify_run_dir(run) == [DIGEST]
+
+
+def test_graph_reserialised_is_invisible(run: Path) -> None:
+    """§ 9 row 5: only the canonical content of graph.json is bound."""
+    graph = json.loads((run / "graph.json").read_text())
+    (run / "graph.json").write_text(json.dumps(dict(reversed(graph.items())), indent=7))
+    assert verify_run_dir(run) == []
+
+
+def test_graph_verification_command_edited(run: Path) -> None:
+    """§ 9 row 6."""
+    graph = json.loads((run / "graph.json").read_text())
+    graph["nodes"][0]["verification_command"].append("--strict")
+    (run / "graph.json").write_text(json.dumps(graph, indent=2))
+    assert verify_run_dir(run) == [f"graph_digest {M}"]
+
+
+def test_graph_goal_edited(run: Path) -> None:
+    """§ 9 row 7."""
+    graph = json.loads((run / "graph.json").read_text())
+    graph["goal"] = "Something else"
+    (run / "graph.json").write_text(json.dumps(graph, indent=2))
+    assert verify_run_dir(run) == [f"goal {M}", f"graph_digest {M}"]
+
+
+def test_failing_review_json_overrides(run: Path) -> None:
+    """§ 9 row 8: review.json silently overrides the review event; no digest problem."""
+    (run / "review.json").write_text(json.dumps({"status": "fail", "blocking": True}))
+    assert verify_run_dir(run) == [f"outcome {M}", f"reason {M}", f"review {M}"]
+    rebuilt = rebuild_from_files(read_run_dir(run))
+    assert rebuilt["reason"] == "review status FAIL (PASS required)"
+    assert rebuilt["review"]["blocking"] == 1
+
+
+def test_scratch_files_deleted_is_invisible(run: Path) -> None:
+    """§ 9 row 9."""
+    (run / "progress.json").unlink()
+    (run / "admission.json").unlink()
+    shutil.rmtree(run / "attempts")
+    assert verify_run_dir(run) == []
+
+
+def test_missing_receipt(run: Path) -> None:
+    (run / "receipt.json").unlink()
+    assert verify_run_dir(run) == ["missing receipt.json"]
+
+
+def test_receipt_not_an_object(run: Path) -> None:
+    (run / "receipt.json").write_text("[]")
+    assert verify_run_dir(run) == ["receipt.json must contain a JSON object"]
+
+
+def test_missing_events(run: Path) -> None:
+    (run / "events.jsonl").unlink()
+    assert verify_run_dir(run) == ["missing events.jsonl"]
+
+
+def test_missing_graph_cannot_rebuild(run: Path) -> None:
+    (run / "graph.json").unlink()
+    problems = verify_run_dir(run)
+    assert len(problems) == 1
+    assert problems[0].startswith("cannot rebuild receipt: cannot read graph.json: [Errno 2] ")
+
+
+def test_corrupt_event_line_names_path_and_line(run: Path) -> None:
+    lines = _events(run)
+    lines[9] = lines[9][:40] + "\n"
+    _write_events(run, lines)
+    problems = verify_run_dir(run)
+    assert problems[0] == DIGEST
+    assert problems[1].startswith(
+        f"cannot rebuild receipt: {run / 'events.jsonl'}:10: corrupt event: "
+    )
+    assert len(problems) == 2
+
+
+def test_non_increasing_seq_is_refused() -> None:
+    raw = b'{"at":"t","data":{},"node_id":"","seq":2,"type":"x"}\n{"at":"t","data":{},"node_id":"","seq":2,"type":"x"}\n'
+    with pytest.raises(RebuildError, match="events.jsonl:2: seq 2 not greater than 2"):
+        parse_events(raw)
+
+
+def test_schema_changed_is_reported_and_verification_continues(run: Path) -> None:
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["schema"] = "verdict.run-receipt/v2"
+    (run / "receipt.json").write_text(json.dumps(receipt))
+    assert verify_run_dir(run) == [
+        "unexpected schema 'verdict.run-receipt/v2'",
+        f"schema {M}",
+    ]
+
+
+def test_unknown_graph_node_key_cannot_rebuild(run: Path) -> None:
+    graph = json.loads((run / "graph.json").read_text())
+    graph["nodes"][1]["colour"] = "blue"
+    (run / "graph.json").write_text(json.dumps(graph))
+    problems = verify_run_dir(run)
+    assert problems == ["cannot rebuild receipt: graph node 'cli_flag': unknown key(s) ['colour']"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_changed_byte_is_reported_and_never_crashes(data) -> None:
+    """Property: whatever single byte of events.jsonl changes, verification returns
+    problems (never raises), and the first one is the events digest."""
+    files = read_run_dir(DEMO)
+    raw = bytearray(files.events)
+    pos = data.draw(st.integers(0, len(raw) - 1))
+    new = data.draw(st.integers(0, 255).filter(lambda b: b != raw[pos]))
+    raw[pos] = new
+    problems = verify_run_files(replace(files, events=bytes(raw)))
+    assert problems[0] == DIGEST
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(0, 8))
+def test_graph_digest_ignores_key_order_and_whitespace(rnd, indent) -> None:
+    graph = json.loads((DEMO / "graph.json").read_text())
+
+    def shuffle(value):
+        if isinstance(value, dict):
+            items = list(value.items())
+            rnd.shuffle(items)
+            return {k: shuffle(v) for k, v in items}
+        return [shuffle(v) for v in value] if isinstance(value, list) else value
+
+    text = json.dumps(shuffle(graph), indent=indent or None)
+    assert graph_digest(canonical_graph(json.loads(text))) == graph_digest(canonical_graph(graph))
