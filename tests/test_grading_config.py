@@ -417,7 +417,11 @@ def test_the_specs_project_example() -> None:
         "      pass_threshold: 0.8\n  grading_defaults_typo: {}\n"
     )
     eff = effective_combine({"pass_threshold": 0.7}, project_combine(project))
-    assert (dict(eff.weights), eff.pass_threshold, eff.method) == ({"llm_judge": 1.0}, 0.7, "weighted")
+    assert (dict(eff.weights), eff.pass_threshold, eff.method) == (
+        {"llm_judge": 1.0},
+        0.7,
+        "weighted",
+    )
     assert project_combine({"task_defaults": {}}) is None
 
 
