@@ -24,16 +24,14 @@ from replay.components.result import COMPONENTS, ComponentResult
 from replay.components.state_checks import StateEvidence, evaluate_state_checks
 from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
+from replay.timeline import build_trial_timeline
+from replay.trace_checks import evaluate_trace_checks
 from schemas.grading import CustomChecksConfig, GradingConfig
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
+from schemas.trace_checks import TraceChecksConfig
 
 TimelineBuilder = Callable[..., TrialTimeline]
-TraceEvaluator = Callable[[TrialTimeline, Mapping[str, Any]], ComponentResult]
-
-TRACE_NOT_WIRED = (
-    "trace_checks are evaluated by replay.trace_checks.evaluate_trace_checks, which this "
-    "build does not carry yet"
-)
+TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 
 
 class Grade(BaseModel):
@@ -72,18 +70,17 @@ class GradeInputs:
     custom_suite: RecordedSuite | None = None
 
 
-def _default_builder() -> TimelineBuilder:
-    from replay.timeline import build_trial_timeline  # helper timeline's projection
-
-    return build_trial_timeline
-
-
-def _default_trace() -> TraceEvaluator | None:
-    try:
-        from replay.trace_checks import evaluate_trace_checks  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return evaluate_trace_checks  # pragma: no cover - wired when helper trace lands
+def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
+    """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
+    result = evaluate_trace_checks(timeline, block)
+    if result.component is None:  # an events-less timeline: the component is unscored
+        skipped = result.skipped_reason or "the timeline carries no events"
+        return ComponentResult(score=None, reasons=(f"Trace checks: skipped ({skipped})",))
+    return ComponentResult(
+        score=result.component,
+        reasons=result.reason_segments(),
+        gate_failed=result.summary.gate_failed,
+    )
 
 
 class _LazyTimeline:
@@ -96,7 +93,7 @@ class _LazyTimeline:
 
     def get(self) -> TrialTimeline:
         if self._value is None:
-            build = self._builder or _default_builder()
+            build = self._builder or build_trial_timeline
             i = self._inputs
             self._value = build(i.messages, i.recorded_calls, i.termination_reason)
         return self._value
@@ -152,10 +149,7 @@ def _evaluate(
             CustomChecksConfig.model_validate(config.custom_checks), inputs.custom_suite
         )
     if name == "trace_checks" and config.trace_checks is not None:
-        evaluator = trace_evaluator or _default_trace()
-        if evaluator is None:
-            return ComponentResult.unmeasurable(TRACE_NOT_WIRED)
-        return evaluator(lazy.get(), config.trace_checks)
+        return (trace_evaluator or evaluate_trace_component)(lazy.get(), config.trace_checks)
     raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
 
 

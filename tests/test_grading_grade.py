@@ -16,7 +16,7 @@ from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.result import ComponentResult
 from replay.grade import Grade, GradeInputs, compare_grades, fold_grade, grade_trial, recorded_grade
 from schemas.grading import load_grading_config
-from tests.grading_support import PARITY, SHARED, pack_case_timeline, read_yaml
+from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
 
 NOTES = SHARED / "corpora" / "notes_duplicate_check"
 BUNDLES = sorted(p for p in NOTES.glob("*/*") if (p / "trajectory.yaml").exists())
@@ -189,15 +189,56 @@ def test_transcript_floor_on_an_events_less_timeline_enters_the_fold() -> None:
     assert (g.components["transcript_rules"], g.score, g.binary_pass) == (0.0, 0.0, False)
 
 
-def test_trace_checks_without_the_evaluator_are_not_measured_and_with_one_fold_its_gate() -> None:
-    cfg = _cfg({"trace_checks": {"constraints": []}, "combine": {"weights": {"trace_checks": 1.0}}})
+def _trace_pack(case: str) -> Grade:
+    root = PARITY / "trace_checks_gate"
+    messages, records = pack_case_views(read_yaml(root / "trial.yaml")[case])
+    inputs = GradeInputs("gate", messages, records, "agent_done")
+    return grade_trial(inputs, load_grading_config(read_yaml(root / "grading.yaml")))
+
+
+def test_trace_gate_fails_the_trial_through_grade_trial() -> None:
+    """trace_checks_gate at pass_threshold 0.0: the tripped gate alone zeroes the component
+    and forces binary_pass false; the reasons carry the FAILED trace gates sentence."""
+    sat, vio = _trace_pack("satisfying"), _trace_pack("violating")
+    assert (sat.components["trace_checks"], sat.binary_pass) == (1.0, True)
+    assert (vio.components["trace_checks"], vio.score, vio.binary_pass) == (0.0, 0.0, False)
+    assert "FAILED trace gates: the_meter_was_not_reset" in vio.reasons
+
+
+def test_a_trace_gate_forces_binary_pass_false_above_the_threshold() -> None:
+    cfg = _cfg(
+        {
+            "trace_checks": {
+                "constraints": [
+                    {"id": "x", "require": {"absent": {"match": {"kind": "tool_call"}}}}
+                ]
+            },
+            "combine": {"weights": {"trace_checks": 1.0}, "pass_threshold": 0.0},
+        }
+    )
     g = grade_trial(
         _inputs(),
         cfg,
-        timeline=pack_case_timeline({"messages": []}),
+        timeline=pack_case_timeline({"messages": [{"role": "assistant", "content": "x"}]}),
         trace_evaluator=lambda tl, block: ComponentResult(score=1.0, gate_failed=True),
     )
     assert (g.score, g.binary_pass) == (1.0, False)
+
+
+def test_trace_checks_on_an_events_less_timeline_leave_the_fold() -> None:
+    cfg = _cfg(
+        {
+            "trace_checks": {
+                "constraints": [
+                    {"id": "x", "require": {"absent": {"match": {"kind": "tool_call"}}}}
+                ]
+            },
+            "combine": {"weights": {"trace_checks": 1.0}},
+        }
+    )
+    g = grade_trial(_inputs(), cfg)
+    assert g.components["trace_checks"] is None and g.not_measured == {}
+    assert (g.score, g.binary_pass) == (0.0, False)  # configured but unevaluated
 
 
 def test_compare_names_each_difference() -> None:
