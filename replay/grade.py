@@ -18,14 +18,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay.components.combine import combine_components
-from replay.components.custom_checks import RecordedSuite, evaluate_custom_checks
-from replay.components.judge import RecordedJudge, evaluate_judge
+from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
+from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.components.state_checks import StateEvidence, evaluate_state_checks
 from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
+from replay.trial_inputs import TrialInputs
 from schemas.grading import CustomChecksConfig, GradingConfig
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
@@ -247,3 +248,53 @@ def compare_grades(recorded: Grade, replayed: Grade) -> list[Difference]:
             why = "the recomputation from the recorded evidence disagrees with the recorded value"
         out.append(Difference(name, rec, rep, why))
     return out
+
+
+def recorded_judge(grade_yaml: Mapping[str, Any] | None) -> RecordedJudge | None:
+    """grade.yaml's judge_status and criterion_results (null: no judge verdicts recorded)."""
+    if grade_yaml is None:
+        return None
+    rows = grade_yaml.get("criterion_results")
+    verdicts = (
+        None
+        if rows is None
+        else tuple(
+            CriterionVerdict(id=r["id"], met=r.get("met"), score=r.get("score")) for r in rows
+        )
+    )
+    return RecordedJudge(
+        status=grade_yaml.get("judge_status") or "unspecified", criterion_results=verdicts
+    )
+
+
+def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None:
+    """grade.yaml custom_checks_details: [{check_name, status, message}] or null. A per-check
+    ``error`` status is a check that raised: it reached a failing verdict."""
+    rows = (grade_yaml or {}).get("custom_checks_details")
+    if rows is None:
+        return None
+    out = []
+    for r in rows:
+        if r.get("status") == "error":
+            out.append(CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}"))
+        else:
+            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or ""))
+    return RecordedSuite(tuple(out))
+
+
+def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
+    """A trial read back from the ledger (``replay.trial_inputs``) as grading inputs."""
+    initial = trial.states.get("initial")
+    initial_db = initial.get("json_db") if isinstance(initial, Mapping) else None
+    final = trial.states.get("final")
+    return GradeInputs(
+        trial=trial.stream,
+        messages=trial.messages,
+        recorded_calls=trial.recorded_calls,
+        termination_reason=trial.termination_reason,
+        grading_error=trial.grading_error,
+        initial_db=initial_db if isinstance(initial_db, Mapping) else None,
+        final_state=final if isinstance(final, Mapping) else None,
+        judge=recorded_judge(trial.recorded_grade),
+        custom_suite=recorded_suite(trial.recorded_grade),
+    )

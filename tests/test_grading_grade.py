@@ -296,3 +296,27 @@ def test_cli_human_output_and_errors(tmp_path: Path) -> None:
     assert err.exit_code == 1 and "state_checks must be a mapping or absent" in err.output
     nob = CliRunner().invoke(main, ["grade", str(tmp_path)])
     assert nob.exit_code == 1 and "no trajectory.yaml" in nob.output
+
+
+def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
+    """The same trials ingested into a ledger grade exactly as their bundles do."""
+    from ledger.ingest import ingest
+    from ledger.store import open_ledger
+
+    ledger = tmp_path / "ledger"
+    with open_ledger(ledger, create=True) as lg:
+        ingest(lg, [NOTES, REFUSAL])
+        streams = lg.streams(prefix="trial/")
+    assert len(streams) == 18
+    by_trial = {s.rsplit("/", 1)[-1]: s for s in streams}
+    for bundle in (BUNDLES[0], BUNDLES[-1], REFUSAL):
+        stream = next(s for t, s in by_trial.items() if bundle.name in t or t in bundle.name)
+        result = CliRunner().invoke(main, ["grade", stream, "--ledger", str(ledger), "--json"])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.output)
+        from_bundle = grade_bundle(bundle)
+        assert out["trial"] == stream and out["differences"] == []
+        assert out["replayed"] == from_bundle["replayed"]
+        assert out["recorded"] == from_bundle["recorded"]
+    missing = CliRunner().invoke(main, ["grade", "trial/nope/x/y", "--ledger", str(ledger)])
+    assert missing.exit_code == 1 and "no such trial stream" in missing.output
