@@ -84,22 +84,6 @@ def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) 
     )
 
 
-class _LazyTimeline:
-    """Builds the timeline once, and only if a component reads it (judge-only packs never do)."""
-
-    def __init__(
-        self, inputs: GradeInputs, given: TrialTimeline | None, builder: TimelineBuilder | None
-    ):
-        self._inputs, self._value, self._builder = inputs, given, builder
-
-    def get(self) -> TrialTimeline:
-        if self._value is None:
-            build = self._builder or build_trial_timeline
-            i = self._inputs
-            self._value = build(i.messages, i.recorded_calls, i.termination_reason)
-        return self._value
-
-
 def no_grade(reason: str) -> Grade:
     return Grade(
         score=None, binary_pass=None, components=dict.fromkeys(COMPONENTS), reasons=[reason]
@@ -123,9 +107,14 @@ def grade_trial(
         )
     if inputs.termination_reason == "trial_lost":
         return no_grade("No grade: trial_lost — the runner lost the trial, so no verdict exists")
-    lazy = _LazyTimeline(inputs, timeline, build_timeline)
+    # Built once, before any component runs, whatever the config reads: a trial whose two
+    # views disagree (TimelineInconsistencyError) gets no grade at all, judge-only or not.
+    if timeline is None:
+        build = build_timeline or build_trial_timeline
+        timeline = build(inputs.messages, inputs.recorded_calls, inputs.termination_reason)
     results = {
-        name: _evaluate(name, inputs, config, lazy, trace_evaluator) for name in config.configured()
+        name: _evaluate(name, inputs, config, timeline, trace_evaluator)
+        for name in config.configured()
     }
     return fold_grade(results, config)
 
@@ -134,7 +123,7 @@ def _evaluate(
     name: str,
     inputs: GradeInputs,
     config: GradingConfig,
-    lazy: _LazyTimeline,
+    timeline: TrialTimeline,
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
     if name == "state_checks" and config.state_checks is not None:
@@ -142,7 +131,7 @@ def _evaluate(
             config.state_checks, StateEvidence(inputs.final_state, inputs.initial_db)
         )
     if name == "transcript_rules" and config.transcript_rules is not None:
-        return evaluate_transcript_rules(lazy.get(), config.transcript_rules)
+        return evaluate_transcript_rules(timeline, config.transcript_rules)
     if name == "llm_judge" and config.llm_judge is not None:
         return evaluate_judge(config.llm_judge, inputs.judge)
     if name == "custom_checks" and config.custom_checks is not None:
@@ -150,7 +139,7 @@ def _evaluate(
             CustomChecksConfig.model_validate(config.custom_checks), inputs.custom_suite
         )
     if name == "trace_checks" and config.trace_checks is not None:
-        return (trace_evaluator or evaluate_trace_component)(lazy.get(), config.trace_checks)
+        return (trace_evaluator or evaluate_trace_component)(timeline, config.trace_checks)
     raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
 
 

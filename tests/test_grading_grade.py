@@ -320,3 +320,35 @@ def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
         assert out["recorded"] == from_bundle["recorded"]
     missing = CliRunner().invoke(main, ["grade", "trial/nope/x/y", "--ledger", str(ledger)])
     assert missing.exit_code == 1 and "no such trial stream" in missing.output
+
+
+def test_disagreeing_views_get_no_grade_even_on_a_judge_only_pack() -> None:
+    """GRADING.md § Both substrates consume it: a reconciliation failure is never folded
+    into a score — the timeline is built before any component, whatever the config reads."""
+    from schemas.timeline import (
+        Message,
+        RecordedToolCall,
+        Role,
+        TimelineInconsistencyError,
+        ToolExecutionStatus,
+        ToolExecutorIdentity,
+    )
+
+    cfg = _cfg(
+        {
+            "llm_judge": {"rubric": {"criteria": [{"id": "a"}]}},
+            "combine": {"weights": {"llm_judge": 1.0}},
+        }
+    )
+    stray = RecordedToolCall(
+        "x", 0, "rm", {}, ToolExecutorIdentity.AGENT, ToolExecutionStatus.SUCCESS
+    )
+    inputs = GradeInputs(
+        "t",
+        (Message(Role.USER, "hi"), Message(Role.ASSISTANT, "done")),
+        (stray,),
+        "user_stop",
+        judge=RecordedJudge("completed", (CriterionVerdict("a", True, 1.0),)),
+    )
+    with pytest.raises(TimelineInconsistencyError):
+        grade_trial(inputs, cfg)
