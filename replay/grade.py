@@ -11,7 +11,7 @@ components still decides ``binary_pass: false``, whatever the rest would have sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +26,9 @@ from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
-from replay.trial_inputs import TrialInputs
-from schemas.grading import CustomChecksConfig, GradingConfig
+from replay.trial_inputs import TrialInputs, trial_inputs
+from schemas.envelope import StoredEvent
+from schemas.grading import CustomChecksConfig, GradingConfig, load_grading_config
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
@@ -287,3 +288,19 @@ def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
         judge=recorded_judge(trial.recorded_grade),
         custom_suite=recorded_suite(trial.recorded_grade),
     )
+
+
+def grade_events(events: Sequence[StoredEvent], config: GradingConfig | None = None) -> Grade:
+    """One trial stream's events → its re-derived Grade, under ``config`` or, by default,
+    the grading snapshot the trial was recorded with (read as a recorded config)."""
+    trial = trial_inputs(events)
+    if config is None:
+        if trial.registered.grading is None:
+            raise ValueError(
+                f"{trial.stream}: trial.registered carries no grading_config; pass the "
+                "grading config to grade it under"
+            )
+        config = load_grading_config(
+            trial.registered.grading, file=f"{trial.stream} grading_config", authored=False
+        )
+    return grade_trial(inputs_from_trial(trial), config)

@@ -14,7 +14,15 @@ from ledger.cli import main
 from ledger.cli.grade import grade_bundle, load_bundle
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.result import ComponentResult
-from replay.grade import Grade, GradeInputs, compare_grades, fold_grade, grade_trial, recorded_grade
+from replay.grade import (
+    Grade,
+    GradeInputs,
+    compare_grades,
+    fold_grade,
+    grade_events,
+    grade_trial,
+    recorded_grade,
+)
 from schemas.grading import load_grading_config
 from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
 
@@ -318,6 +326,9 @@ def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
         assert out["trial"] == stream and out["differences"] == []
         assert out["replayed"] == from_bundle["replayed"]
         assert out["recorded"] == from_bundle["recorded"]
+        with open_ledger(ledger) as lg:
+            events = list(lg.read(stream=stream))
+        assert grade_events(events).model_dump() == from_bundle["replayed"]
     missing = CliRunner().invoke(main, ["grade", "trial/nope/x/y", "--ledger", str(ledger)])
     assert missing.exit_code == 1 and "no such trial stream" in missing.output
 
