@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
+from ledger.importers.verdict_core import reassemble_events_file
+from ledger.verify import EXTRA_CHECKS, Problem
 from replay.vcore_receipt import RunFiles, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
@@ -62,6 +66,59 @@ def read_run_dir(run_dir: Path) -> RunFiles:
 def verify_run_dir(run_dir: Path) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
     return verify_run_files(read_run_dir(Path(run_dir)))
+
+
+# ------------------------------------------------- ingested verdict-core runs (verify)
+
+RUN_PREFIX = "run/"
+
+
+def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
+    """A run directory as ``vledger ingest`` recorded it in ``stream``: the exact
+    events.jsonl bytes are reassembled from the ``run.event`` lines and the layout kept
+    on ``receipt.issued``. ``None`` when the run was ingested without a receipt."""
+    run_events: list[dict[str, Any]] = []
+    issued: dict[str, Any] | None = None
+    for ev in lg.read(stream=stream):
+        if ev.type == "run.event":
+            run_events.append(ev.data())
+        elif ev.type == "receipt.issued":
+            data = ev.data()
+            if isinstance(data.get("events_file"), dict) and "receipt_raw" in data:
+                issued = data
+    if issued is None:
+        return None
+    try:
+        events: bytes | None = reassemble_events_file(run_events, issued["events_file"])
+    except (KeyError, TypeError, ValueError):
+        events = None  # reported by the verifier as ``missing events.jsonl``
+    graph, review = issued.get("graph"), issued.get("review")
+    return RunFiles(
+        name=str(issued.get("run_dir") or stream[len(RUN_PREFIX) :]),
+        receipt=str(issued["receipt_raw"]).encode(),
+        events=events,
+        # graph_digest binds graph.json's canonical content, not its bytes (FORMAT.md § 3)
+        graph=None if graph is None else orjson.dumps(graph),
+        graph_error="cannot read graph.json: not present when the run was ingested"
+        if graph is None
+        else None,
+        review=None if review is None else orjson.dumps(review),
+        events_label=f"{stream}/events.jsonl",
+    )
+
+
+def verify_ingested_runs(lg: Any) -> list[Problem]:
+    """``vledger verify`` hook: every ingested verdict-core run re-verifies from the log."""
+    problems: list[Problem] = []
+    for stream in lg.streams(prefix=RUN_PREFIX):
+        files = ingested_run_files(lg, stream)
+        if files is not None:
+            problems.extend(Problem(stream, p) for p in verify_run_files(files))
+    return problems
+
+
+if verify_ingested_runs not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_ingested_runs)
 
 
 # ------------------------------------------------------------- our own receipts (ledger)

@@ -16,6 +16,7 @@ from ledger.cli import main
 from ledger.store import Ledger, init_ledger
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
+from schemas.gvc import Party
 
 DEMO = (
     Path(__file__).resolve().parents[1]
@@ -148,3 +149,61 @@ def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
         "ok": False,
         "problems": ["goal mismatch: stored receipt differs from recomputed evidence"],
     }
+
+
+# ------------------------------------------------------- inside `vledger verify`
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / "demo-run"
+    shutil.copytree(DEMO, run)
+    for p in [run, *run.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return run
+
+
+def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
+    from ledger.ingest import ingest
+    from ledger.verify import verify_ledger
+
+    ingest(lg, [DEMO])
+    files = rc.ingested_run_files(lg, "run/demo-run")
+    assert files.events == (DEMO / "events.jsonl").read_bytes()  # reassembled byte-exact
+    assert rc.verify_ingested_runs(lg) == []
+    assert verify_ledger(lg).ok
+
+
+def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
+    """A run whose receipt was edited before ingest: `vledger verify` names the stream."""
+    from ledger.ingest import ingest
+    from ledger.verify import verify_ledger
+
+    run = _copy_run(tmp_path)
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["event_count"] = 82
+    (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    ingest(lg, [run])
+    report = verify_ledger(lg)
+    assert [(p.where, p.what) for p in report.problems] == [
+        ("run/demo-run", "event_count mismatch: stored receipt differs from recomputed evidence")
+    ]
+
+
+def test_verify_runs_the_admission_check(lg: Ledger) -> None:
+    from ledger import verdicts as vd
+    from ledger.verify import verify_ledger
+
+    author = {"identity": "a", "kind": "agent", "chain_id": "c1"}
+    vd.declare(lg, "u", "t", "interop", Party(**author))
+    lg.append(
+        [
+            NewEvent(
+                "unit/u",
+                "oracle.ran",
+                {"unit": "u", "oracle_id": "ghost", "passed": True, "runner": author},
+            )
+        ]
+    )
+    report = verify_ledger(lg)
+    assert [p.where for p in report.problems] == ["unit/u"]
+    assert "oracle 'ghost' ran but was never declared" in report.problems[0].what
