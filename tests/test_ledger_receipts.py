@@ -207,3 +207,22 @@ def test_verify_runs_the_admission_check(lg: Ledger) -> None:
     report = verify_ledger(lg)
     assert [p.where for p in report.problems] == ["unit/u"]
     assert "oracle 'ghost' ran but was never declared" in report.problems[0].what
+
+
+def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) -> None:
+    from ledger.ingest import ingest
+
+    run = _copy_run(tmp_path)
+    graph = json.loads((run / "graph.json").read_text())
+    graph["goal"] = "edited after the receipt"
+    (run / "graph.json").write_text(json.dumps(graph))
+    ingest(lg, [run])
+    seq = next(e.seq for e in lg.read(stream="run/demo-run", type="receipt.issued"))
+    check = rc.verify_ledger_receipt(lg, str(seq))
+    assert check.checked == [
+        f"receipt event seq {seq} is included in the log of {lg.size()} events"
+    ]
+    assert check.problems == [
+        "goal mismatch: stored receipt differs from recomputed evidence",
+        "graph_digest mismatch: stored receipt differs from recomputed evidence",
+    ]

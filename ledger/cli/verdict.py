@@ -340,22 +340,35 @@ def receipt_show_cmd(ident: str, ledger_dir: Path | None, as_json: bool) -> None
     with _open(ledger_dir) as lg:
         try:
             ev = receipts_mod.find_receipt_event(lg, ident)
-            rc = receipts_mod.parse_ledger_receipt(ev)
+            shown = {
+                "seq": ev.seq,
+                "event_id": ev.event_id,
+                "stream": ev.stream,
+                "type": ev.type,
+                **_receipt_fields(ev),
+            }
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
         except ValueError as exc:
             _fail(str(exc))
-    shown = {
-        "seq": ev.seq,
-        "event_id": ev.event_id,
-        "stream": ev.stream,
-        "type": ev.type,
-        "checkpoint": {"size": rc.size, "root": rc.root.hex()},
-        "config_digest": rc.config_digest,
-        "outputs_digest": rc.outputs_digest,
-    }
     if as_json:
         emit_json(shown)
         return
     for key, value in shown.items():
         click.echo(f"{key:<15} {value if not isinstance(value, dict) else json.dumps(value)}")
+
+
+def _receipt_fields(ev: Any) -> dict[str, Any]:
+    data = ev.data()
+    stored = data.get("receipt")
+    if ev.type == "receipt.issued" and isinstance(data.get("events_file"), dict):
+        # an imported verdict-core run receipt (verify it with `receipt verify SEQ`)
+        stored = stored if isinstance(stored, dict) else {}
+        keys = ("run_id", "outcome", "reason", "events_digest", "graph_digest", "event_count")
+        return {"verdict_core_receipt": {k: stored.get(k) for k in keys}}
+    rc = receipts_mod.parse_ledger_receipt(ev)
+    return {
+        "checkpoint": {"size": rc.size, "root": rc.root.hex()},
+        "config_digest": rc.config_digest,
+        "outputs_digest": rc.outputs_digest,
+    }
