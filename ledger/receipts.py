@@ -23,6 +23,7 @@ import orjson
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
 from ledger.importers.verdict_core import reassemble_events_file
+from ledger.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
 from ledger.verify import EXTRA_CHECKS, Problem
 from replay.vcore_receipt import RunFiles, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
@@ -205,8 +206,15 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
     )
 
 
-def verify_ledger_receipt(lg: Any, ident: str, recompute: bool = False) -> ReceiptCheck:
-    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute."""
+def verify_ledger_receipt(
+    lg: Any, ident: str, recompute: bool = False, pub: Verifier | None = None
+) -> ReceiptCheck:
+    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute.
+
+    When the ledger holds signed checkpoint notes, the receipt's checkpoint is also
+    compared with the note of the same size, and the receipt event is proved included
+    in the latest note covering it (signatures checked when ``pub`` is given).
+    """
     ev = find_receipt_event(lg, ident)
     size = lg.size()
     if ev.type == "receipt.issued" and isinstance(ev.data().get("events_file"), dict):
@@ -218,6 +226,7 @@ def verify_ledger_receipt(lg: Any, ident: str, recompute: bool = False) -> Recei
     check = ReceiptCheck(rc)
     _check_inclusion(lg, ev, size, check)
     _check_checkpoint(lg, rc, size, check)
+    _check_signed_notes(lg, rc, check, pub)
     if recompute:
         _check_recompute(lg, rc, check)
     return check
@@ -276,6 +285,52 @@ def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck
         return
     check.checked.append(
         f"checkpoint size {rc.size} is consistent with the current log ({size} events)"
+    )
+
+
+def _signed_notes(lg: Any, pub: Verifier | None) -> list[tuple[Path, Any, str]]:
+    """(file, checkpoint body, how it was checked) for each stored note that parses and,
+    with ``pub``, carries a valid signature by it; bad notes are left to ``verify``."""
+    out = []
+    for path, note in lg.checkpoints():
+        try:
+            if pub is not None:
+                open_note(note, [pub])
+            cp = parse_checkpoint(note_text(note))
+        except NoteError:
+            continue
+        out.append((path, cp, "signature checked" if pub is not None else "signature not checked"))
+    return out
+
+
+def _check_signed_notes(
+    lg: Any, rc: LedgerReceipt, check: ReceiptCheck, pub: Verifier | None
+) -> None:
+    notes = _signed_notes(lg, pub)
+    for path, cp, how in notes:
+        if cp.size == rc.size:
+            if cp.root != rc.root:
+                check.problems.append(
+                    f"checkpoint size {rc.size}: root {rc.root.hex()} differs from the signed "
+                    f"note {path.name} ({cp.root.hex()})"
+                )
+            else:
+                check.checked.append(f"checkpoint matches the signed note {path.name} ({how})")
+    covering = [n for n in notes if n[1].size > rc.event.seq]
+    if not covering:
+        return
+    path, cp, how = covering[-1]
+    leaf = leaf_hash(rc.event.entry())
+    try:
+        proof = lg.prove_inclusion(rc.event.seq, cp.size)
+        merkle.check_inclusion(rc.event.seq, cp.size, leaf, proof, cp.root)
+    except ProofError as exc:
+        check.problems.append(
+            f"receipt event seq {rc.event.seq} is not included in {path.name}: {exc}"
+        )
+        return
+    check.checked.append(
+        f"receipt event seq {rc.event.seq} is included in the signed note {path.name} ({how})"
     )
 
 

@@ -226,3 +226,37 @@ def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) ->
         "goal mismatch: stored receipt differs from recomputed evidence",
         "graph_digest mismatch: stored receipt differs from recomputed evidence",
     ]
+
+
+def test_receipt_checked_against_signed_checkpoint_notes(lg: Ledger) -> None:
+    from ledger.note import generate_signer
+
+    signer = generate_signer("test.example/key")
+    lg.checkpoint(signer)  # a signed note at size 5
+    good = _receipt(lg, size=5)
+    lg.append([NewEvent("ext/x", "ext.note", {"after": 1})])
+    lg.checkpoint(signer)  # a later note covering the receipt events
+    check = rc.verify_ledger_receipt(lg, str(good), pub=signer.verifier())
+    assert check.problems == []
+    assert (
+        "checkpoint matches the signed note 00000000000000000005.note (signature checked)"
+        in check.checked
+    )
+    assert any("included in the signed note 00000000000000000007.note" in c for c in check.checked)
+    other = generate_signer("other.example/key")
+    unsigned = rc.verify_ledger_receipt(lg, str(good), pub=other.verifier())
+    assert not any(
+        "signed note" in c for c in unsigned.checked
+    )  # notes not by this key are skipped
+
+
+def test_receipt_root_differing_from_the_signed_note(lg: Ledger) -> None:
+    from ledger.note import generate_signer
+
+    lg.checkpoint(generate_signer("test.example/key"))
+    bad = _receipt(lg, size=5, root=b"\x01" * 32)
+    problems = rc.verify_ledger_receipt(lg, str(bad)).problems
+    assert problems[-1] == (
+        f"checkpoint size 5: root {'01' * 32} differs from the signed note "
+        f"00000000000000000005.note ({lg.root(5).hex()})"
+    )
