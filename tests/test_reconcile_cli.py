@@ -1,16 +1,13 @@
 """``vledger reconcile`` / ``vledger validate`` over packs and corpora on disk.
 
 The published result (RUBRIC_MIGRATION.md § notes_duplicate_check; FORMATS.md § 8) is
-reproduced over ../shared. Until the production trace-check projection is importable, the
-on-disk tests inject ``listed_before_added`` — a stand-in for the ONE constraint shape the
-shared packs use (any list_notes before the first add_note, on_missing: fail, a gate) —
-so the I/O seam is exercised; ``test_published_result_with_the_production_projection``
-runs the same assertions through the real evaluator and skips until it is importable.
+reproduced over ../shared, both through the Python seam and through the CLI; every
+candidate label is recomputed by the production trace-check projection
+(``replay.timeline`` + ``replay.trace_checks``) under the pack's own block.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -22,15 +19,12 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.reconcile_cmd import (
-    Bundle,
     Invocation,
-    Pack,
     ReconcileError,
     resolve_corpus,
     run_reconcile,
 )
 from ledger.store import init_ledger, open_ledger
-from reconcile.inputs import CandidateEvaluation
 from schemas.canonical import digest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,21 +34,8 @@ GATE = "the_notes_were_listed_before_the_note_was_added"
 CRIT = "checked_duplicates_first"
 
 
-def listed_before_added(bundle: Bundle, pack: Pack) -> CandidateEvaluation:
-    """Stand-in for the pack's one gate (see the module docstring); not a trace evaluator."""
-    names = [
-        c["name"]
-        for m in bundle.trajectory.get("messages") or ()
-        for c in (m.get("tool_calls") or ())
-    ]
-    passed = "add_note" in names and "list_notes" in names[: names.index("add_note")]
-    return CandidateEvaluation({GATE: passed}, 1.0 if passed else 0.0, not passed)
-
-
 def shared_run(**kw: Any):
-    return run_reconcile(
-        Invocation(packs=[PACKS], base=SHARED, evaluator=listed_before_added, **kw)
-    )
+    return run_reconcile(Invocation(packs=[PACKS], base=SHARED, **kw))
 
 
 def test_the_sweep_reproduces_the_published_result() -> None:
@@ -102,12 +83,7 @@ def test_the_not_met_half_alone_is_insufficient_evidence() -> None:
     assert out.document["sources"][0]["blocking"] == [f"{CRIT} (narrowed): insufficient_evidence"]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("replay.trace_checks") is None
-    or importlib.util.find_spec("replay.timeline") is None,
-    reason="the production trace-check projection has not landed in this build",
-)
-def test_published_result_with_the_production_projection() -> None:
+def test_published_result_through_the_cli() -> None:
     runner = CliRunner()
     res = runner.invoke(
         main, ["reconcile", "--packs", str(PACKS), "--base", str(SHARED), "--dry-run", "--json"]
@@ -310,9 +286,7 @@ BALANCED = [("a", True, True), ("b", True, True), ("c", False, False), ("d", Fal
 
 
 def run_tmp(root: Path, **kw: Any):
-    return run_reconcile(
-        Invocation(packs=[root / "packs"], base=root, evaluator=listed_before_added, **kw)
-    )
+    return run_reconcile(Invocation(packs=[root / "packs"], base=root, **kw))
 
 
 def test_hand_made_corpus_reaches_no_counter_evidence(tmp_path: Path) -> None:
@@ -343,14 +317,16 @@ def test_a_strict_disagreement_refuses_a_candidate_with_exit_zero(tmp_path: Path
         main,
         ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
     )
-    # no production evaluator in this build → the CLI path cannot label; use the seam directly
     out = run_tmp(tmp_path)
     (e,) = out.document["entries"]
     assert e["verdict"] == "refused" and out.exit_code == 0
     assert [r["kind"] for r in e["refusals"]] == ["unacknowledged_disagreement"]
     assert [d["direction"] for d in e["disagreements"]] == ["strict", "strict"]
     assert e["disagreements"][0]["justification"] == "met=True because I read it"
-    assert res.exit_code == 0  # whatever the labels, a candidate never gates
+    assert res.exit_code == 0
+    assert "declared candidate, refused over 3 observations" in res.output
+    assert "  strict · corpus/a (unacknowledged)\n    judge: met=True because I read it\n" in res.output
+    assert "refused (unacknowledged_disagreement): 2 strict disagreement(s)" in res.output
     assert "a candidate converts nothing, so its verdict gates nothing" in res.output
 
 
@@ -455,7 +431,7 @@ def test_a_corpus_path_escaping_the_base_by_symlink_is_refused(tmp_path: Path) -
     assert r.error is not None and "outside the base" in r.error and "symlink" in r.error
     make_pack(base, migration())
     with pytest.raises(ReconcileError, match="outside the base"):
-        run_reconcile(Invocation(packs=[base / "packs"], base=base, evaluator=listed_before_added))
+        run_reconcile(Invocation(packs=[base / "packs"], base=base))
 
 
 def test_a_multi_part_corpus_resolves_and_a_half_part_does_not(tmp_path: Path) -> None:
