@@ -256,7 +256,11 @@ def make_bundle(
 
 def make_corpus(root: Path, cells: list[tuple[str, bool, bool]]) -> Path:
     corpus = root / "corpus"
-    write_yaml(corpus / "corpus.yaml", {"criterion": CRIT, "bundles": [c[0] for c in cells]})
+    rows = [
+        {"directory": name, "task_id": "t_task", "met": met, "record_carried": False}
+        for name, met, _ in cells
+    ]
+    write_yaml(corpus / "corpus.yaml", {"criterion": CRIT, "task_ids": ["t_task"], "bundles": rows})
     for name, met, listed in cells:
         make_bundle(corpus, name, met=met, listed=listed)
     return corpus
@@ -325,7 +329,10 @@ def test_a_strict_disagreement_refuses_a_candidate_with_exit_zero(tmp_path: Path
     assert e["disagreements"][0]["justification"] == "met=True because I read it"
     assert res.exit_code == 0
     assert "declared candidate, refused over 3 observations" in res.output
-    assert "  strict · corpus/a (unacknowledged)\n    judge: met=True because I read it\n" in res.output
+    assert (
+        "  strict · corpus/a (unacknowledged)\n    judge: met=True because I read it\n"
+        in res.output
+    )
     assert "refused (unacknowledged_disagreement): 2 strict disagreement(s)" in res.output
     assert "a candidate converts nothing, so its verdict gates nothing" in res.output
 
@@ -400,13 +407,13 @@ def test_a_corpus_straddling_a_pack_revision_is_refused(tmp_path: Path) -> None:
 def test_an_unreadable_bundle_blocks_but_does_not_abort(tmp_path: Path) -> None:
     make_pack(tmp_path, migration(evidence={"observations": 4, "kappa": 1.0}))
     corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
-    (corpus / "z" / "grade.yaml").write_text("score: [not, a, number]\n")
+    (corpus / "z" / "grade.yaml").write_text("binary_pass: true\nscore: [not, a, number]\n")
     out = run_tmp(tmp_path)
     (e,) = out.document["entries"]
     assert e["verdict"] == "no_counter_evidence" and e["observations"] == 4
-    assert out.document["sources"][0]["unreadable_trials"] == [
-        {"trial": "corpus/z", "reason": "grade.yaml score is ['not', 'a', 'number'], not a number"}
-    ]
+    ((row),) = out.document["sources"][0]["unreadable_trials"]
+    assert row["trial"] == "corpus/z"
+    assert "corpus/z/grade.yaml" in row["reason"] and "'score'" in row["reason"]
     assert out.exit_code == 1
 
 
@@ -537,11 +544,25 @@ def test_the_cli_appends_reconcile_completed_bound_to_the_checkpoint_it_read(
     receipt = doc.pop("receipt")
     with open_ledger(tmp_path / "lg") as lg:
         (ev,) = list(lg.read(type="reconcile.completed"))
-        assert receipt["checkpoint"] == {"size": 0, "root": lg.root(0).hex()}
+        # the corpus was ingested first: the checkpoint read covers its trials, not the receipt
+        trials = lg.streams(prefix="trial/corpus/")
+        size = receipt["checkpoint"]["size"]
+        assert len(trials) == 4 and size == ev.seq
+        assert all(e.seq < size for t in trials for e in lg.read(stream=t))
+        assert receipt["checkpoint"]["root"] == lg.root(size).hex()
         payload = ev.data()
     assert payload["receipt"] == receipt
     assert receipt["outputs_digest"] == digest(doc)
-    assert payload["exit_code"] == doc["exit_code"] == res.exit_code
+    assert payload["exit_code"] == doc["exit_code"] == res.exit_code == 0
+    # a second run re-ingests nothing and reads the same trials back
+    again = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--json",
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    second = json.loads(again.stdout)
+    assert second.pop("receipt")["checkpoint"]["size"] == size + 1
+    assert second == doc
 
 
 def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> None:
@@ -560,7 +581,7 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
         ],
     )
     assert res.exit_code == 3
-    assert "create the ledger first, or pass --dry-run" in res.output
+    assert "vledger init" in res.output and "or pass --dry-run" in res.output
     assert not (tmp_path / "missing").exists()
 
 
@@ -574,3 +595,32 @@ def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> 
     grading["trace_checks"]["constraints"][0]["description"] = "edited"
     write_yaml(pack / "grading.yaml", grading)
     assert run_tmp(tmp_path).inputs_digest != first.inputs_digest
+
+
+def test_a_bundle_changed_since_it_was_ingested_is_not_read_stale(tmp_path: Path) -> None:
+    init_ledger(tmp_path / "lg").close()
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    args = ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--json",
+            "--ledger", str(tmp_path / "lg")]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    grade = yaml.safe_load((corpus / "a" / "grade.yaml").read_text())
+    grade["criterion_results"][0]["justification"] = "rewritten after the fact"
+    write_yaml(corpus / "a" / "grade.yaml", grade)
+    res = CliRunner().invoke(main, args)
+    doc = json.loads(res.stdout)
+    (row,) = doc["sources"][0]["unreadable_trials"]
+    assert row["trial"] == "corpus/a"
+    assert "not this bundle as it is on disk" in row["reason"]
+    assert res.exit_code == 1 and doc["entries"][0]["observations"] == 3
+
+
+def test_a_malformed_corpus_manifest_makes_its_bundles_unreadable(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    (corpus / "corpus.yaml").write_text("criterion: x\nbundles: [a, b]\n")
+    out = run_tmp(tmp_path)
+    rows = out.document["sources"][0]["unreadable_trials"]
+    assert [r["trial"] for r in rows] == ["corpus/a", "corpus/b", "corpus/c", "corpus/d"]
+    assert "corpus/corpus.yaml: key 'bundles[0]'" in rows[0]["reason"]
+    assert out.exit_code == 1
