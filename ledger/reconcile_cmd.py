@@ -64,12 +64,13 @@ from reconcile.report import CorpusReport, run_json
 from reconcile.validate import Finding, validate_migration
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
+from replay.trace_checks.authoring import inspect_trace_checks
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.timeline import TimelineInconsistencyError
-from schemas.trace_checks import TraceChecksConfig
+from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
 
 SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
 
@@ -79,7 +80,8 @@ class ReconcileError(Exception):
 
 
 class MigrationLoadError(ReconcileError):
-    """A migration.yaml that does not have the sidecar's shape (a rule error, not I/O)."""
+    """A migration.yaml without the sidecar's shape, or a trace_checks block its claims are
+    recomputed from that does not load: an authoring error, not an I/O one."""
 
 
 class UnreadableBundle(Exception):
@@ -162,6 +164,7 @@ class Pack:
     grading: Mapping[str, Any]
     migration: MigrationFile | None
     digest: str
+    trace_checks: TraceChecksConfig | None = None  # loaded when a migration reads it
 
 
 def find_packs(roots: Sequence[Path]) -> list[Pack]:
@@ -205,8 +208,20 @@ def read_pack(directory: Path) -> Pack:
         view = pack_view(task_id, str(directory), grading)
     except RubricShapeError as exc:
         raise ReconcileError(f"{grading_path}: {exc}") from None
+    config = None
+    if migration is not None and grading.get("trace_checks") is not None:
+        # the block every declared claim is recomputed from: it loads, or nothing is declared
+        try:
+            config = load_trace_checks(grading["trace_checks"])
+        except TraceChecksConfigError as exc:
+            raise MigrationLoadError(f"{grading_path}: {exc}") from None
     return Pack(
-        directory, view, grading, migration, "sha256:" + hashlib.sha256(raw_bytes).hexdigest()
+        directory,
+        view,
+        grading,
+        migration,
+        "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
+        config,
     )
 
 
@@ -402,12 +417,14 @@ def trace_evaluator() -> Evaluator:
     configs: dict[str, TraceChecksConfig | str] = {}
 
     def config_of(pack: Pack) -> TraceChecksConfig | str:
+        if pack.trace_checks is not None:
+            return pack.trace_checks
         key = str(pack.directory)
         if key not in configs:
             try:
-                configs[key] = TraceChecksConfig.model_validate(pack.grading.get("trace_checks"))
-            except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                configs[key] = f"{pack.directory}: trace_checks does not load: {exc}"
+                configs[key] = load_trace_checks(pack.grading.get("trace_checks"))
+            except TraceChecksConfigError as exc:
+                configs[key] = f"{pack.directory}: {exc}"
         return configs[key]
 
     def evaluate(inputs: TrialInputs, pack: Pack) -> Candidate:
@@ -581,6 +598,7 @@ def _observations(ctx: _Context, root: Path, corpus_value: str | None) -> _Read:
     _ingest(ctx, root, corpus)
     out = _Read()
     manifests: dict[Path, Corpus] = {}
+    gated: set[tuple[str, str]] = set()
     for directory in bundles:
         trial = _display(directory, ctx.base)
         try:
@@ -599,6 +617,7 @@ def _observations(ctx: _Context, root: Path, corpus_value: str | None) -> _Read:
                 f"task_id {task_id!r} of {trial} resolves in none of the searched pack "
                 f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
             )
+        _authoring_gate(pack, inputs, trial, gated)
         relative = directory.relative_to(root).as_posix()
         keys = {trial, relative}
         if corpus_value is not None:
@@ -610,6 +629,40 @@ def _observations(ctx: _Context, root: Path, corpus_value: str | None) -> _Read:
             )
         )
     return out
+
+
+def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
+    """``tools_schemas.yaml`` as ``name -> parameters schema``; ``None`` when not recorded."""
+    schemas = inputs.registered.tool_schemas
+    if schemas is None:
+        return None
+    tools: dict[str, Any] = {}
+    for item in schemas:
+        fn = item.get("function") if isinstance(item, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            tools[fn["name"]] = params if isinstance(params, Mapping) else None
+    return tools
+
+
+def _authoring_gate(
+    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
+) -> None:
+    """The pack's block against the tools this bundle recorded: a constraint naming a tool
+    the corpus never had would fail every trial and read as a disagreement with the judge."""
+    if pack.trace_checks is None:
+        return
+    tools = recorded_tools(inputs)
+    key = (str(pack.directory), digest(tools))
+    if key in checked:
+        return
+    checked.add(key)
+    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
+    if errors:
+        raise ReconcileError(
+            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
+            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
+        )
 
 
 def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:

@@ -624,3 +624,37 @@ def test_a_malformed_corpus_manifest_makes_its_bundles_unreadable(tmp_path: Path
     assert [r["trial"] for r in rows] == ["corpus/a", "corpus/b", "corpus/c", "corpus/d"]
     assert "corpus/corpus.yaml: key 'bundles[0]'" in rows[0]["reason"]
     assert out.exit_code == 1
+
+
+def test_a_trace_checks_block_that_does_not_load_refuses_the_declaration(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    grading = yaml.safe_load((pack / "grading.yaml").read_text())
+    grading["trace_checks"]["constraints"][0]["severty"] = "gate"
+    write_yaml(pack / "grading.yaml", grading)
+    make_corpus(tmp_path, BALANCED)
+    res = CliRunner().invoke(main, ["validate", str(pack), "--base", str(tmp_path)])
+    assert res.exit_code == 1 and "unknown key 'severty'" in res.output
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
+    )
+    assert res.exit_code == 3 and "unknown key 'severty'" in res.output
+
+
+def test_a_constraint_naming_a_tool_the_corpus_never_had_is_an_error(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    grading = yaml.safe_load((pack / "grading.yaml").read_text())
+    left = grading["trace_checks"]["constraints"][0]["require"]["before"]["left"]
+    left["match"]["tool"]["equals"] = "list_notez"
+    write_yaml(pack / "grading.yaml", grading)
+    corpus = make_corpus(tmp_path, BALANCED)
+    schemas = [
+        {"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object", "properties": {}}}}
+        for n in ("list_notes", "add_note")
+    ]  # fmt: skip
+    for name, _, _ in BALANCED:
+        write_yaml(corpus / name / "tools_schemas.yaml", schemas)
+    with pytest.raises(
+        ReconcileError, match="cannot be graded against the tools corpus/a recorded.*list_notez"
+    ):
+        run_tmp(tmp_path)
