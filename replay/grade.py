@@ -26,6 +26,7 @@ from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig, load_grading_config
@@ -74,7 +75,11 @@ class GradeInputs:
 
 def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
     """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
-    result = evaluate_trace_checks(timeline, block)
+    return trace_component(evaluate_trace_checks(timeline, block))
+
+
+def trace_component(result: TraceChecksResult) -> ComponentResult:
+    """An evaluated trace_checks block as the fold reads it."""
     if result.component is None:  # an events-less timeline: the component is unscored
         skipped = result.skipped_reason or "the timeline carries no events"
         return ComponentResult(score=None, reasons=(f"Trace checks: skipped ({skipped})",))
