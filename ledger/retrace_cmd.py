@@ -14,13 +14,15 @@ Example::
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.engines import Engine, EngineError, TrialSelection
+from ledger.engines.local import LocalEngine
+from ledger.engines.trials import group_trials
 from ledger.importers.yaml_safe import load_yaml
 from ledger.receipts import register_recompute
 from ledger.store import Ledger, open_ledger
@@ -111,26 +113,6 @@ def override_from_source(source: dict[str, Any], label: str = "") -> Override:
 
 
 # ------------------------------------------------------------------ reading and running
-
-
-def group_trials(
-    events: Iterable[StoredEvent], *, corpus: str | None = None, task: str | None = None
-) -> dict[str, list[StoredEvent]]:
-    """Trial streams and their events, filtered by the registered corpus and task."""
-    groups: dict[str, list[StoredEvent]] = defaultdict(list)
-    for ev in events:
-        groups[ev.stream].append(ev)
-    keep = {}
-    for stream, evs in sorted(groups.items()):
-        reg = next((e.data() for e in evs if e.type == "trial.registered"), None)
-        if reg is None:
-            continue
-        if corpus is not None and reg.get("corpus") != corpus:
-            continue
-        if task is not None and reg.get("task_id") != task:
-            continue
-        keep[stream] = evs
-    return keep
 
 
 def _run_chunk(chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override) -> list[TrialRetrace]:
@@ -258,26 +240,32 @@ def retrace(
     dry_run: bool = False,
     on_total: Callable[[int], None] | None = None,
     on_done: Callable[[int], None] | None = None,
+    engine: Engine | None = None,
 ) -> RetraceResult:
-    """Re-derive every matching trial's grade from the log; append the replay unless dry."""
+    """Re-derive every matching trial's grade from the log; append the replay unless dry.
+
+    ``engine`` runs the projection (default: the local process pool of ``workers``); the
+    appends happen here, on the driver, only after every trial has a result.
+    """
     source = load_override_source(grading_file, constraints_file)
     label = str(grading_file or constraints_file or "")
     override = override_from_source(source, label)
     size = lg.size()
-    groups = group_trials(
-        lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1) if size else [],
-        corpus=corpus,
-        task=task,
-    )
-    if not groups:
+    eng = engine if engine is not None else LocalEngine(workers=workers)
+    select = TrialSelection(to_seq=size - 1, corpus=corpus, task=task)
+    try:
+        pairs = eng.map_trials(
+            lg, select, retrace_trial, override, on_total=on_total, on_done=on_done
+        )
+    except EngineError as exc:
+        raise RetraceError(f"{exc}; nothing was appended") from None
+    if not pairs:
         where = " ".join(f"--{k} {v}" for k, v in (("corpus", corpus), ("task", task)) if v)
         raise RetraceError(
             f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
             "(`vledger ingest PATH`) or pass --source PATH"
         )
-    if on_total:
-        on_total(len(groups))
-    outcomes = run_projection(groups, override, workers=workers, on_done=on_done)
+    outcomes = [o for _, o in pairs]
     try:
         report = build_report(outcomes)
     except RetraceReportError as exc:

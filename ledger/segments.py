@@ -9,12 +9,18 @@ a segment can be tied to a checkpoint).
 The trial rule — a trial stream's (``trial/…``) events never split across segments —
 is kept on both sides:
 
-* **cutting**: a segment ends only at a seq where no trial stream has events on both
-  sides. Sealing everything unsealed always satisfies this; with ``max_rows`` the cut
-  moves back to the nearest such seq (or forward past a trial longer than ``max_rows``);
-* **appending**: once a trial stream is sealed, appending to it raises
+* **cutting**: a segment ends only at a seq where no trial stream has recorded events on
+  both sides. Sealing everything unsealed always satisfies this; with ``max_rows`` /
+  ``max_bytes`` the cut moves back to the nearest such seq (or forward past a trial larger
+  than the bound);
+* **appending**: once a trial stream is sealed, appending a recorded event to it raises
   :class:`StreamSealed`, so a later segment can never hold part of it. Append a trial's
   events (timeline, grades…) before sealing it.
+
+"Recorded" means every type but the projection outputs in
+``ledger.store.DERIVED_TRIAL_TYPES`` (``grade.replayed``): a replay must be able to record
+its result on a sealed trial, and no projection reads those events, so a segment task
+that sees a trial's recorded events sees everything the projection needs.
 
 Order of writes, so a crash at any point leaves a recoverable state: (1) the new
 ``sealed_upto`` is committed in DuckDB (appends to those trial streams are refused from
@@ -29,7 +35,9 @@ Readers that must not block the single DuckDB writer read segments with
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -135,15 +143,29 @@ def recomputed_leaves(table: pa.Table) -> Iterator[bytes]:
 
 
 def cut_points(
-    start: int, end: int, trial_spans: list[tuple[int, int]], max_rows: int
+    start: int,
+    end: int,
+    trial_spans: list[tuple[int, int]],
+    max_rows: int,
+    *,
+    row_bytes: Sequence[int] | None = None,
+    max_bytes: int | None = None,
 ) -> list[int]:
     """Segment ends (exclusive) covering ``[start, end)`` with no trial span straddling one.
 
     ``trial_spans`` are ``(min_seq, max_seq)`` of each trial stream within the range. A cut
-    at ``b`` is allowed when no span has ``min < b <= max``. Pure; O(spans · log spans).
+    at ``b`` is allowed when no span has ``min < b <= max``. A segment holds at most
+    ``max_rows`` rows and, when ``max_bytes`` is given, at most ``max_bytes`` of
+    ``row_bytes`` (one size per row of the range) — except that one trial larger than
+    either bound is taken whole. Pure; O((spans + cuts) · log spans).
     """
     if max_rows < 1:
         raise LedgerError(f"seal: max_rows must be >= 1, got {max_rows}")
+    if max_bytes is not None:
+        if max_bytes < 1:
+            raise LedgerError(f"seal: max_bytes must be >= 1, got {max_bytes}")
+        if row_bytes is None or len(row_bytes) != end - start:
+            raise LedgerError("seal: max_bytes needs one row size per row of the range")
     blocked = sorted((lo + 1, hi) for lo, hi in trial_spans if hi > lo)  # b in [lo+1, hi] bad
     merged: list[tuple[int, int]] = []
     for a, b in blocked:
@@ -151,17 +173,26 @@ def cut_points(
             merged[-1] = (merged[-1][0], max(merged[-1][1], b))
         else:
             merged.append((a, b))
+    starts = [a for a, _ in merged]
+    prefix = list(accumulate(row_bytes, initial=0)) if max_bytes is not None else None
+
+    def blocked_at(b: int) -> tuple[int, int] | None:
+        i = bisect_right(starts, b) - 1
+        return merged[i] if i >= 0 and merged[i][0] <= b <= merged[i][1] else None
+
     cuts = []
     pos = start
     while pos < end:
         target = min(pos + max_rows, end)
+        if prefix is not None:  # the furthest end whose rows fit in max_bytes (>= one row)
+            fit = bisect_right(prefix, prefix[pos - start] + max_bytes) - 1 + start
+            target = max(pos + 1, min(target, fit))
         b = target
-        for a, z in merged:  # move back out of a blocked interval
-            if a <= b <= z:
-                b = a - 1
-                break
-        if b <= pos:  # one trial longer than max_rows: take it whole
-            b = next(z + 1 for a, z in merged if a <= target <= z)
+        span = blocked_at(b)
+        if span is not None:  # move back out of a blocked interval
+            b = span[0] - 1
+        if b <= pos:  # one trial larger than the bound: take it whole
+            b = span[1] + 1 if span is not None else target
         cuts.append(b)
         pos = b
     return cuts
@@ -170,8 +201,15 @@ def cut_points(
 # --- sealing ----------------------------------------------------------------------------
 
 
-def seal(lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS) -> list[SegmentInfo]:
-    """Seal every unsealed event; return the new segments (empty when nothing to seal)."""
+def seal(
+    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = None
+) -> list[SegmentInfo]:
+    """Seal every unsealed event; return the new segments (empty when nothing to seal).
+
+    Each new segment holds at most ``max_rows`` rows and, when ``max_bytes`` is given, at
+    most that many uncompressed row bytes (:meth:`Ledger.row_sizes`), a single trial larger
+    than a bound excepted (it is never split).
+    """
     manifest = load_manifest(lg.path)
     start = manifest.sealed_upto
     recorded = lg.sealed_upto()
@@ -182,7 +220,10 @@ def seal(lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS) -> list[SegmentInfo]:
     end = lg.size() if recorded == start else recorded  # finish an interrupted seal first
     if end <= start:
         return []
-    cuts = cut_points(start, end, lg.trial_spans(start, end), max_rows)
+    sizes = lg.row_sizes(start, end) if max_bytes is not None else None
+    cuts = cut_points(
+        start, end, lg.trial_spans(start, end), max_rows, row_bytes=sizes, max_bytes=max_bytes
+    )
     lg._set_sealed_upto(end)  # noqa: SLF001 (one package)
     folder = segment_dir(lg.path)
     folder.mkdir(exist_ok=True)

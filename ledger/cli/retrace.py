@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.engines import get_engine
 from ledger.errors import LedgerError, exit_code
 from ledger.ingest import IngestError, ingest
 from ledger.memory_store import MemoryLedger
@@ -32,10 +33,20 @@ from ledger.store import open_ledger
 @click.option("--grading", "grading_file", default=None,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Replace every trial's whole grading config with this grading.yaml.")
-@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True,
-              help="Where the projection runs.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the projection runs: a local process pool, or one Ray task per "
+                   "sealed segment (needs the [ray] extra; seals the tail first).")
+@click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
+              help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Ray: retries of a crashed or failed segment task before the job fails.")
+@click.option("--segment-rows", type=click.IntRange(min=1), default=None,
+              help="Ray: target rows per segment when sealing the tail (a trial is never split).")
+@click.option("--segment-bytes", type=click.IntRange(min=1), default=None,
+              help="Ray: target uncompressed bytes per segment when sealing the tail.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes for the local engine; results are identical for any N.")
+              help="Processes for the local engine (CPUs for a local Ray); results are "
+                   "identical for any N.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
 @ledger_option
 @json_option
@@ -46,6 +57,10 @@ def retrace_command(
     constraints_file: Path | None,
     grading_file: Path | None,
     engine: str,
+    address: str | None,
+    max_retries: int,
+    segment_rows: int | None,
+    segment_bytes: int | None,
     workers: int,
     dry_run: bool,
     ledger_dir: Path | None,
@@ -65,19 +80,25 @@ def retrace_command(
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
     err = Console(stderr=True)
+    eng = None
+    if engine != "local":
+        eng = get_engine(engine, workers=workers, address=address, max_retries=max_retries,
+                         seal=not dry_run, segment_rows=segment_rows, segment_bytes=segment_bytes)
+    elif address is not None:
+        raise click.UsageError("--address needs --engine ray")
     try:
         if dry_run and source is not None:
             # --dry-run writes nothing, so the source is read into a throwaway log.
             with MemoryLedger() as lg:
                 ingest(lg, [str(source)], corpus=corpus)
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run)
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run, eng)
         else:
             with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
                 if source is not None:
                     rep = ingest(lg, [str(source)], corpus=corpus)
                     if not as_json:
                         err.print(f"ingest: {rep.summary()}")
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run)
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run, eng)
     except (RetraceError, IngestError) as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
@@ -93,16 +114,17 @@ def retrace_command(
     sys.exit(result.exit_code)
 
 
-def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file, workers, dry_run):  # noqa: ANN001
+def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file, workers, dry_run, eng=None):  # noqa: ANN001
     if quiet or not err.is_terminal:
         return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
-                       constraints_file=constraints_file, workers=workers, dry_run=dry_run)
+                       constraints_file=constraints_file, workers=workers, dry_run=dry_run,
+                       engine=eng)
     with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
         return retrace(
             lg, corpus=corpus, task=task, grading_file=grading_file,
-            constraints_file=constraints_file, workers=workers, dry_run=dry_run,
+            constraints_file=constraints_file, workers=workers, dry_run=dry_run, engine=eng,
             on_total=lambda n: bar.update(job, total=n),
             on_done=lambda n: bar.advance(job, n),
         )

@@ -1,0 +1,35 @@
+"""Grouping a log's events into trial streams (shared by every engine)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from schemas.envelope import StoredEvent
+
+TRIAL_PREFIX = "trial/"
+
+
+def group_trials(
+    events: Iterable[StoredEvent], *, corpus: str | None = None, task: str | None = None
+) -> dict[str, list[StoredEvent]]:
+    """Trial streams and their events, filtered by the registered corpus and task.
+
+    A stream without ``trial.registered`` among ``events`` is dropped: in a segment that
+    is a trial whose recorded events are sealed elsewhere and of which only projection
+    outputs (``grade.replayed``) landed here.
+    """
+    groups: dict[str, list[StoredEvent]] = defaultdict(list)
+    for ev in events:
+        groups[ev.stream].append(ev)
+    keep = {}
+    for stream, evs in sorted(groups.items()):
+        reg = next((e.data() for e in evs if e.type == "trial.registered"), None)
+        if reg is None:
+            continue
+        if corpus is not None and reg.get("corpus") != corpus:
+            continue
+        if task is not None and reg.get("task_id") != task:
+            continue
+        keep[stream] = evs
+    return keep
