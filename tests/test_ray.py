@@ -1,0 +1,263 @@
+"""The Ray engine (local mode, 2 CPUs) against the local engine: identical results for any
+partitioning, bounded retries naming the segment, verified segments, driver-only appends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the optional [ray] extra is not installed")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from benchmarks.generate_corpus import generate  # noqa: E402
+from ledger.engines.ray_engine import RayEngine  # noqa: E402
+from ledger.ingest import ingest  # noqa: E402
+from ledger.retrace_cmd import RetraceError, retrace  # noqa: E402
+from ledger.segments import load_manifest, segment_dir  # noqa: E402
+from ledger.store import open_ledger  # noqa: E402
+from replay.retrace import retrace_trial  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared"
+NARROWED = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
+NOTES = SHARED / "corpora" / "notes_duplicate_check"
+
+# The fault injectors below run inside Ray workers: ship this module's code by value so
+# the workers need not import the tests package.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A ledger holding a generated corpus (3 grades altered) and the notes corpus."""
+    base = tmp_path_factory.mktemp("ray")
+    generate(base / "gen", trials=36, seed=5, alter=3)
+    with open_ledger(base / "L", create=True) as lg:
+        ingest(lg, [str(base / "gen")])
+        ingest(lg, [str(NOTES)])
+    return base / "L"
+
+
+def _copy(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest)
+    return dest
+
+
+def _appended(lg, since: int) -> list[tuple[str, str, str, bytes]]:
+    return [(e.stream, e.type, e.event_id, e.payload) for e in lg.read(from_seq=since)]
+
+
+def _local_run(template: Path, dest: Path, **kw):
+    with open_ledger(_copy(template, dest)) as lg:
+        size = lg.size()
+        res = retrace(lg, **kw)
+        return res, _appended(lg, size)
+
+
+@pytest.mark.parametrize(
+    ("segment_rows", "task_rows"), [(None, None), (97, None), (11, None), (11, 120)]
+)
+def test_ray_equals_local_for_any_partitioning(ray_session, template, tmp_path, segment_rows, task_rows):
+    local, local_events = _local_run(template, tmp_path / "local", workers=1)
+    eng = RayEngine(workers=2, segment_rows=segment_rows, task_rows=task_rows)
+    with open_ledger(_copy(template, tmp_path / "ray")) as lg:
+        size = lg.size()
+        res = retrace(lg, engine=eng)
+        ray_events = _appended(lg, size)
+        segs = load_manifest(lg.path).segments
+        where = defaultdict(set)
+        for s in segs:
+            for stream in pq.read_table(segment_dir(lg.path) / s.file).column("stream").to_pylist():
+                if stream.startswith("trial/"):
+                    where[stream].add(s.file)
+    assert res.report == local.report  # same receipt: checkpoint, config and outputs digests
+    assert ray_events == local_events  # byte-identical grade.replayed / replay.completed
+    assert sum(t["status"] == "disagreed" for t in res.report["trials"]) == 3
+    assert all(len(files) == 1 for files in where.values())  # no trial spans two segments
+    if segment_rows is not None:
+        assert len(segs) > 1 and max(s.rows for s in segs) <= max(segment_rows, 200)
+        assert eng.timings["tasks"] == (len(segs) if task_rows is None else len(eng_units(segs, task_rows)))
+
+
+def eng_units(segs, task_rows):
+    from ledger.engines.ray_engine import plan_units
+
+    return plan_units(segs, task_rows)
+
+
+def test_second_ray_replay_reads_sealed_trials_and_seals_the_outputs(ray_session, template, tmp_path):
+    """A replay's grade.replayed lands on already sealed trials and is sealed later; the
+    next replay still sees every trial whole and matches the local engine."""
+    with open_ledger(_copy(template, tmp_path / "ray")) as lg:
+        first = retrace(lg, engine=RayEngine(workers=2, segment_rows=50))
+        # a tail of projection outputs alone needs no seal before a run; seal it by hand
+        assert lg.sealed_upto() < lg.size()
+        lg.seal(max_rows=50)
+        second = retrace(lg, engine=RayEngine(workers=2, segment_rows=50), constraints_file=NARROWED)
+        local = retrace(lg, constraints_file=NARROWED, dry_run=True)  # local engine, sealed log
+        replayed = {
+            e.stream for e in lg.read(type="grade.replayed")
+            if e.data()["replay_id"] == first.report["replay_id"]
+        }
+        types = defaultdict(lambda: defaultdict(set))  # stream -> segment -> types
+        for s in load_manifest(lg.path).segments:
+            t = pq.read_table(segment_dir(lg.path) / s.file)
+            for stream, typ in zip(t.column("stream").to_pylist(), t.column("type").to_pylist(), strict=True):
+                types[stream][s.file].add(typ)
+    assert first.report["replay_id"] != second.report["replay_id"]
+    assert len(replayed) > 40
+    for stream in [s for s in types if s.startswith("trial/")]:
+        files = sorted(types[stream], key=lambda f: int(f.split("-")[1]))
+        # recorded events in one segment, then (if re-derived) the first replay's output
+        assert len(files) == (2 if stream in replayed else 1), stream
+        assert "grade.replayed" not in types[stream][files[0]]
+        if stream in replayed:
+            assert types[stream][files[1]] == {"grade.replayed"}
+    assert second.report["receipt"]["outputs_digest"] == local.report["receipt"]["outputs_digest"]
+    same = {"trials", "constraints", "paths", "evidence"}
+    assert {k: second.report[k] for k in same} == {k: local.report[k] for k in same}
+
+
+class Faulty:
+    """The projection, failing on one trial: once (raise or kill the worker) or always."""
+
+    def __init__(self, log: Path, mode: str, target: str) -> None:
+        self.log, self.mode, self.target = str(log), mode, target
+
+    def __call__(self, events, params):
+        if events[0].stream == self.target:
+            with open(self.log, "a") as f:
+                f.write("attempt\n")
+            attempts = Path(self.log).read_text().count("attempt")
+            if self.mode == "always" or attempts == 1:
+                if self.mode == "crash_once":
+                    os._exit(1)  # the worker process dies mid-task
+                raise RuntimeError(f"injected failure on {self.target}")
+        return retrace_trial(events, params)
+
+
+class FaultyRay(RayEngine):
+    def __init__(self, faulty: Faulty, **kw) -> None:
+        super().__init__(**kw)
+        self.faulty = faulty
+
+    def map_trials(self, lg, select, fn, params, **kw):
+        return super().map_trials(lg, select, self.faulty, params, **kw)
+
+
+def _target(template: Path) -> str:
+    with open_ledger(template) as lg:
+        return sorted(lg.streams(prefix="trial/"))[7]
+
+
+@pytest.mark.parametrize("mode", ["raise_once", "crash_once"])
+def test_transient_failure_is_retried_and_the_result_is_unchanged(ray_session, template, tmp_path, mode):
+    local, local_events = _local_run(template, tmp_path / "local")
+    log = tmp_path / "attempts.log"
+    eng = FaultyRay(Faulty(log, mode, _target(template)), workers=2, segment_rows=60, max_retries=2)
+    with open_ledger(_copy(template, tmp_path / "ray")) as lg:
+        size = lg.size()
+        res = retrace(lg, engine=eng)
+        events = _appended(lg, size)
+    assert log.read_text().count("attempt") == 2  # failed once, succeeded on the retry
+    assert res.report == local.report and events == local_events
+
+
+def test_persistent_failure_names_the_segment_and_appends_nothing(ray_session, template, tmp_path):
+    log = tmp_path / "attempts.log"
+    target = _target(template)
+    eng = FaultyRay(Faulty(log, "always", target), workers=2, segment_rows=60, max_retries=2)
+    with open_ledger(_copy(template, tmp_path / "ray")) as lg:
+        size = lg.size()
+        with pytest.raises(RetraceError) as info:
+            retrace(lg, engine=eng)
+        assert lg.size() == size  # nothing appended (sealing appends no event)
+        holder = next(
+            s.file for s in load_manifest(lg.path).segments
+            if target in pq.read_table(segment_dir(lg.path) / s.file).column("stream").to_pylist()
+        )
+    msg = str(info.value)
+    assert f"segment {holder} failed after 3 attempt(s)" in msg
+    assert f"injected failure on {target}" in msg and "nothing was appended" in msg
+    assert log.read_text().count("attempt") == 3
+
+
+def _seal_copy(template: Path, dest: Path, rows: int) -> list:
+    with open_ledger(_copy(template, dest)) as lg:
+        return lg.seal(max_rows=rows)
+
+
+def test_a_corrupted_segment_fails_the_job_naming_it(ray_session, template, tmp_path):
+    segs = _seal_copy(template, tmp_path / "L", 80)
+    victim = segs[2]
+    path = segment_dir(tmp_path / "L") / victim.file
+    table = pq.read_table(path)
+    payloads = table.column("payload").to_pylist()
+    payloads[3] = payloads[3].replace(b'"', b"'", 1) if b'"' in payloads[3] else payloads[3] + b" "
+    i = table.schema.get_field_index("payload")
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(payloads, pa.binary())), path)
+    with open_ledger(tmp_path / "L") as lg:
+        size = lg.size()
+        with pytest.raises(RetraceError) as info:
+            retrace(lg, engine=RayEngine(workers=2))
+        assert lg.size() == size
+    assert f"segment {victim.file} failed verification" in str(info.value)
+    assert "Merkle root" in str(info.value)
+
+
+def test_a_swapped_segment_fails_the_job_naming_it(ray_session, template, tmp_path):
+    segs = _seal_copy(template, tmp_path / "L", 80)
+    folder = segment_dir(tmp_path / "L")
+    shutil.copyfile(folder / segs[0].file, folder / segs[1].file)
+    with open_ledger(tmp_path / "L") as lg, pytest.raises(RetraceError) as info:
+        retrace(lg, engine=RayEngine(workers=2))
+    assert f"segment {segs[1].file} failed verification" in str(info.value)
+
+
+def test_dry_run_refuses_to_seal_and_names_the_way_out(template, tmp_path):
+    with open_ledger(_copy(template, tmp_path / "L")) as lg, pytest.raises(RetraceError) as info:
+        retrace(lg, engine=RayEngine(workers=2, seal=False), dry_run=True)
+    assert "vledger seal" in str(info.value)
+    assert load_manifest(tmp_path / "L").segments == []
+
+
+def test_cli_retrace_engine_ray(ray_session, template, tmp_path):
+    """The CLI path (joins the session's Ray), JSON identical to --engine local."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    runner = CliRunner()
+    a, b = _copy(template, tmp_path / "a"), _copy(template, tmp_path / "b")
+    out_local = runner.invoke(main, ["retrace", "--ledger", str(a), "--json"])
+    out_ray = runner.invoke(
+        main, ["retrace", "--ledger", str(b), "--json", "--engine", "ray", "--workers", "2",
+               "--segment-rows", "64"],
+    )
+    assert out_local.exit_code == out_ray.exit_code, out_ray.output  # 1: two trials not re-checkable
+    assert json.loads(out_ray.stdout) == json.loads(out_local.stdout)
+    assert len(load_manifest(b).segments) > 1
+
+
+def test_core_cli_import_does_not_import_ray():
+    code = "import sys, ledger.cli, ledger.engines, ledger.retrace_cmd; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert out.stdout.strip() == "False"
