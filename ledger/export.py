@@ -1,0 +1,103 @@
+"""``vledger export --parquet DIR``: the sealed segments plus their manifest, for other engines.
+
+The export is the ledger's own segment files, copied byte for byte after each is verified
+against the manifest (row count, seq range, Merkle root: a corrupted segment is never
+shipped), and ``_manifest.json`` beside them. The files are plain Parquet in the envelope's
+``ARROW_SCHEMA`` (``seq``, ``stream``, ``stream_version``, ``event_id``, ``type``,
+``schema_version``, ``recorded_at``, ``payload`` — canonical JSON bytes — and
+``leaf_hash``), readable without conversion by DuckDB (``read_parquet('DIR/*.parquet')``),
+``pyarrow.dataset``, Spark, DataFusion or Daft; the manifest ties each file to its seq
+range, its own root and the log root at its end. The manifest is written as
+``_manifest.json`` (the ledger's ``segments/manifest.json``, same content): dataset readers
+skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.
+
+By default the tail is sealed first, so the export holds the whole log; after that, the
+sealed trial streams take no more recorded events (``ledger.segments``).
+
+Example::
+
+    with open_ledger(".vledger") as lg:
+        res = export_parquet(lg, Path("out"))
+    duckdb.sql("SELECT type, count(*) FROM read_parquet('out/*.parquet') GROUP BY type")
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.segments import load_manifest, segment_dir
+
+# Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
+EXPORT_MANIFEST = "_manifest.json"
+
+
+class ExportError(Exception):
+    """An export that cannot be written: a non-empty target, a segment failing its check."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    directory: Path
+    segments: int
+    rows: int
+    sealed_upto: int
+    unsealed: int  # events after the last segment, not exported
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "segments": self.segments,
+            "rows": self.rows,
+            "sealed_upto": self.sealed_upto,
+            "unsealed_not_exported": self.unsealed,
+        }
+
+
+def export_parquet(
+    lg: Any,
+    out: Path,
+    *,
+    seal: bool = True,
+    max_rows: int | None = None,
+    max_bytes: int | None = None,
+) -> ExportResult:
+    """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(
+            f"{out}: exists and is not an empty directory; export into a new or empty one "
+            "(a reader globbing DIR/*.parquet must see only this ledger's segments)"
+        )
+    if not hasattr(lg, "seal"):
+        raise ExportError(f"{lg.path}: an in-memory log has no segments to export")
+    if seal:
+        lg.seal(max_rows, max_bytes)
+    src = segment_dir(Path(lg.path))
+    manifest = load_manifest(Path(lg.path))
+    out.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    for info in manifest.segments:
+        try:
+            read_verified(src, info)
+        except SegmentFailure as exc:
+            raise ExportError(f"{exc}; nothing more was exported (run `vledger verify`)") from None
+        shutil.copyfile(src / info.file, out / info.file)
+        rows += info.rows
+    # the manifest as the reader of this export needs it (also when nothing is sealed yet)
+    (out / EXPORT_MANIFEST).write_bytes(manifest.model_dump_json(indent=2).encode())
+    _fsync_dir(out)
+    return ExportResult(out, len(manifest.segments), rows, manifest.sealed_upto,
+                        lg.size() - manifest.sealed_upto)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
