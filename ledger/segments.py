@@ -207,7 +207,7 @@ def seal(
     """Seal every unsealed event; return the new segments (empty when nothing to seal).
 
     Each new segment holds at most ``max_rows`` rows and, when ``max_bytes`` is given, at
-    most that many uncompressed row bytes (:meth:`Ledger.row_sizes`), a single trial larger
+    most that many uncompressed row bytes (``Ledger._row_sizes``), a single trial larger
     than a bound excepted (it is never split).
     """
     manifest = load_manifest(lg.path)
@@ -220,7 +220,7 @@ def seal(
     end = lg.size() if recorded == start else recorded  # finish an interrupted seal first
     if end <= start:
         return []
-    sizes = lg.row_sizes(start, end) if max_bytes is not None else None
+    sizes = lg._row_sizes(start, end) if max_bytes is not None else None  # noqa: SLF001
     cuts = cut_points(
         start, end, lg.trial_spans(start, end), max_rows, row_bytes=sizes, max_bytes=max_bytes
     )

@@ -627,7 +627,7 @@ class Ledger:
         return [(int(a), int(b)) for a, b in rows]
 
     @_locked
-    def row_sizes(self, start: int, end: int) -> list[int]:
+    def _row_sizes(self, start: int, end: int) -> list[int]:
         """Uncompressed bytes of each row in ``[start, end)``, in seq order (segment sizing:
         variable columns plus 54 bytes of fixed-width ones)."""
         rows = self._con.execute(

@@ -70,7 +70,7 @@ def test_cut_points_match_the_brute_force_rule(layout):
 def test_max_bytes_bounds_segments_and_never_splits_a_trial(tmp_path: Path):
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest(lg, [str(NOTES)])
-        sizes = lg.row_sizes(0, lg.size())
+        sizes = lg._row_sizes(0, lg.size())
         made = lg.seal(max_bytes=20_000)
         spans = lg.trial_spans(0, lg.size())
     assert len(made) > 3
