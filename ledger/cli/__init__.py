@@ -18,8 +18,8 @@ def main() -> None:
 # Command modules register themselves on ``main``; keep one import per area.
 from ledger.cli import analytics as _analytics  # noqa: E402,F401
 from ledger.cli import demo as _demo  # noqa: E402,F401
-from ledger.cli import store as _store  # noqa: E402,F401
-from ledger.cli import verdict as _verdict  # noqa: E402,F401
 from ledger.cli import grade as _grade  # noqa: E402,F401
 from ledger.cli import ingest as _ingest  # noqa: E402,F401
 from ledger.cli import reconcile as _reconcile  # noqa: E402,F401
+from ledger.cli import store as _store  # noqa: E402,F401
+from ledger.cli import verdict as _verdict  # noqa: E402,F401
