@@ -57,6 +57,7 @@ from ledger.errors import (
     ProofError,
     StreamSealed,
     StreamVersionConflict,
+    TamperDetected,
 )
 from ledger.note import (
     Checkpoint,
@@ -250,6 +251,10 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
                 raise LedgerBusy(db.parent, waited) from None
             time.sleep(min(delay * (0.5 + random.random()), max(busy_timeout - waited, 0.001)))
             delay = min(delay * 2, 0.1)
+        except duckdb.Error as exc:  # e.g. a corrupted file: say so, never leak the driver error
+            raise TamperDetected(
+                str(db), f"DuckDB cannot open it ({exc}); the file is damaged"
+            ) from None
 
 
 # --- preparing a batch (pure) -----------------------------------------------------------
