@@ -156,12 +156,14 @@ print(" ".join(f"{k}:{v}" for k, v in sorted(marks.items())))
 
 
 def bench_memory(tmp: Path, total: int) -> tuple[float, dict[int, int]]:
-    out = subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-c", MEMORY_CHILD, str(tmp / "mem-ledger"), str(total)],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split("\n")
+    )
+    if proc.returncode:
+        raise RuntimeError(f"memory benchmark child failed:\n{proc.stderr[-3000:]}")
+    out = proc.stdout.strip().split("\n")[-2:]
     marks = dict(tuple(map(int, kv.split(":"))) for kv in out[1].split())
     return float(out[0]), marks
 

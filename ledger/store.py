@@ -238,6 +238,7 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db))
             con.execute("SET TimeZone = 'UTC'")
+            con.execute("SET enable_progress_bar = false")  # stdout belongs to the CLI
             # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
             # with the log; larger queries spill to <db>.tmp instead.
             con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
