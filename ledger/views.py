@@ -784,10 +784,13 @@ def _views() -> list[View]:
         View(
             "_trial_outcomes",
             # Every registered trial with its current and recorded verdicts; a counted trial
-            # without a grade (trial_lost, ungradeable) counts as not passed.
+            # without a grade (trial_lost) counts as not passed, and so does an ungradeable one
+            # whatever grade it carries: grading refused, so no verdict exists
+            # (replay.outcomes.tally does the same).
             "SELECT t.trial, t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
-            "t.outcome_class, t.counted, coalesce(c.cur.binary_pass, false) AS pass_current, "
-            "coalesce(c.rec.binary_pass, false) AS pass_recorded "
+            "t.outcome_class, t.counted, "
+            "coalesce(c.cur.binary_pass, false) AND t.outcome_class <> 'ungradeable' AS pass_current, "
+            "coalesce(c.rec.binary_pass, false) AND t.outcome_class <> 'ungradeable' AS pass_recorded "
             "FROM _trial_core t LEFT JOIN _current c USING (trial)",
             "internal",
             (),
