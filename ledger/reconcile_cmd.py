@@ -507,6 +507,19 @@ def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusReso
     return corpora
 
 
+def validate_pack(directory: Path, base: Path) -> tuple[Pack, list[Finding]]:
+    """``vledger validate``: the pack and every rule its migration.yaml breaks."""
+    pack = read_pack(directory)
+    if pack.migration is None:
+        return pack, []
+    corpora = {
+        e.corpus_value: resolve_corpus(e.corpus_value, base)
+        for e in pack.migration.migrations
+        if e.corpus_value is not None
+    }
+    return pack, validate_migration(pack.migration, pack.view, corpora)
+
+
 def _claim_key(e: MigrationEntry, pack: Pack) -> tuple:
     specs = tuple(pack.view.constraints[c].spec for c in e.by)
     return (
