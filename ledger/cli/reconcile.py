@@ -81,9 +81,17 @@ def reconcile(
 ) -> None:
     """Check migration.yaml claims against the judge's recorded verdicts.
 
-    Example, over the shared notes corpus:
+    Without --dry-run each corpus is ingested into --ledger, every trial is read back from
+    it, and reconcile.completed is appended with a receipt.
 
+    \b
+    Example, over the shared notes corpus:
         vledger reconcile --packs ../shared/corpora/packs --base ../shared --dry-run
+
+    \b
+    Exit: 0 every narrowed/retired entry reached no_counter_evidence;
+          1 insufficient_evidence, a refusal or an unreadable bundle;
+          2 usage; 3 the invocation cannot run. Candidates never gate.
     """
     inv = Invocation(
         packs=list(packs) or [Path("examples")],
@@ -136,7 +144,11 @@ def _run_recorded(inv: Invocation, ledger_dir: Path) -> Outcome:
 def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
     """Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
 
-    Example: vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+    \b
+    Example:
+        vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+
+    Exit 1 when any rule is broken, each error naming what to write instead.
     """
     try:
         pack, findings = validate_pack(pack_dir, base if base is not None else Path.cwd())
