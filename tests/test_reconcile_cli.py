@@ -658,3 +658,14 @@ def test_a_constraint_naming_a_tool_the_corpus_never_had_is_an_error(tmp_path: P
         ReconcileError, match="cannot be graded against the tools corpus/a recorded.*list_notez"
     ):
         run_tmp(tmp_path)
+
+
+def test_packs_declaring_nothing_reconcile_nothing_and_say_so(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    (pack / "migration.yaml").unlink()
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
+    )
+    assert res.exit_code == 0
+    assert "declares a migration; nothing to reconcile" in res.output

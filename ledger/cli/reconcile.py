@@ -101,6 +101,11 @@ def reconcile(
     outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir))
     if as_json:
         emit_json(outcome.document)
+    elif not outcome.reports:
+        roots = ", ".join(str(p) for p in inv.packs)
+        click.echo(
+            f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
+        )
     else:
         for report in outcome.reports:
             click.echo(render_text(report), err=True, nl=False)
