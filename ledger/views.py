@@ -195,7 +195,9 @@ GRADE_LADDER: tuple[str, ...] = (
 PASS_K_VALUES: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100)
 
 
-def _fields(path_key: str, *, as_json: bool = False, src: str = "body") -> tuple[str, dict[str, str]]:
+def _fields(
+    path_key: str, *, as_json: bool = False, src: str = "body"
+) -> tuple[str, dict[str, str]]:
     """One extraction for every field of ``PATHS[path_key]`` (one JSON parse per row).
 
     Returns the select item (``json_extract_string(body, [...]) AS _v``) and, per field, the
@@ -270,8 +272,8 @@ _CRITERIA_COLS = (
     "c.met, c.score, c.justification, g.gs.judge_status AS judge_status"
 )
 _CRITERIA_UNNEST = (
-    "unnest(json_transform(g.gs.criterion_results, '[{\"id\": \"VARCHAR\", "
-    "\"met\": \"BOOLEAN\", \"score\": \"DOUBLE\", \"justification\": \"VARCHAR\"}]')) AS u(c)"
+    'unnest(json_transform(g.gs.criterion_results, \'[{"id": "VARCHAR", '
+    '"met": "BOOLEAN", "score": "DOUBLE", "justification": "VARCHAR"}]\')) AS u(c)'
 )
 _TRACE_COLS = (
     "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, g.recorded_at, "
@@ -287,10 +289,10 @@ _TRACE_COLS = (
 # Each result with its 1-based position in the list (declaration order).
 _TRACE_UNNEST = (
     "(SELECT unnest(l) AS r, unnest(range(1, len(l) + 1)) AS i FROM (SELECT "
-    "json_transform(g.gs.trace_check_results, '[{\"id\": \"VARCHAR\", \"kind\": \"VARCHAR\", "
-    "\"severity\": \"VARCHAR\", \"weight\": \"DOUBLE\", \"passed\": \"BOOLEAN\", "
-    "\"undecided\": \"BOOLEAN\", \"withheld\": \"BOOLEAN\", \"message\": \"VARCHAR\", "
-    "\"matched_positions\": [\"INTEGER\"]}]') AS l)) AS u"
+    'json_transform(g.gs.trace_check_results, \'[{"id": "VARCHAR", "kind": "VARCHAR", '
+    '"severity": "VARCHAR", "weight": "DOUBLE", "passed": "BOOLEAN", '
+    '"undecided": "BOOLEAN", "withheld": "BOOLEAN", "message": "VARCHAR", '
+    '"matched_positions": ["INTEGER"]}]\') AS l)) AS u'
 )
 
 
@@ -638,7 +640,10 @@ def _views() -> list[View]:
                 ("task_id", "task id"),
                 ("source", "recorded or replayed"),
                 ("replay_id", "replay id (replayed only)"),
-                ("component", "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks"),
+                (
+                    "component",
+                    "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks",
+                ),
                 ("score", "component score, null when not scored"),
                 (
                     "status",
@@ -833,7 +838,10 @@ def _views() -> list[View]:
                 ("n", "measured trials: every registered trial except infrastructure aborts"),
                 ("c", "measured trials whose verdict passed (no grade counts as not passed)"),
                 ("aborts", "infrastructure aborts left out of n"),
-                ("pass_at_k", "the estimate; null where n < k (macro: mean over tasks with a value)"),
+                (
+                    "pass_at_k",
+                    "the estimate; null where n < k (macro: mean over tasks with a value)",
+                ),
                 ("tasks", "tasks contributing (macro: tasks with a value)"),
                 ("reduced_by_aborts", "n < k only because aborts were excluded"),
             ),
