@@ -470,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"history: {n_events:,} events, {args.trials:,} trials, {args.replays} replays each "
           f"(generated/cached in {gen_s:.1f}s); baseline groups in plain Python dicts "
           "(pandas is not installed and not a dependency)\n")
+    load0 = os.getloadavg()[0]
     floor_s, _ = _best_of(lambda: analytics.query(ledger_dir, "SELECT 1"), args.repeat)
     yaml_files = sum(1 for _ in bundles.rglob("*.yaml"))
     yaml_mb = sum(f.stat().st_size for f in bundles.rglob("*.yaml")) / 1e6
@@ -489,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= same
         print(f"| {name} | {sql_s * 1000:.0f} ms | {base_s:.2f} s | {base_s / sql_s:.0f}× | "
               f"{'yes' if same else 'NO'} |")
+    print(f"\nload average (1 min) before / after: {load0:.1f} / {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs")
     return 0 if ok else 1
 
 
