@@ -116,7 +116,7 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "replay_id": ["$.replay_id", "$.reconcile_id", "$.run_id", "$.receipt.run_id"],
         "checkpoint_size": ["$.receipt.checkpoint.size", "$.checkpoint.size"],
         "checkpoint_root": ["$.receipt.checkpoint.root", "$.checkpoint.root"],
-        "config_digest": ["$.receipt.config_digest", "$.config_digest"],
+        "config_digest": ["$.receipt.config_digest", "$.config_digest", "$.receipt.inputs_digest"],
         "outputs_digest": ["$.receipt.outputs_digest", "$.outputs_digest"],
     },
     "verdict.admitted": {
@@ -759,7 +759,7 @@ def _views() -> list[View]:
                 ("replay_id", "replay / reconcile / run id"),
                 ("checkpoint_size", "tree size of the checkpoint it read"),
                 ("checkpoint_root", "root hash of that checkpoint"),
-                ("config_digest", "digest of its configuration"),
+                ("config_digest", "digest of its configuration (a reconcile's inputs digest)"),
                 ("outputs_digest", "digest of its outputs"),
                 ("receipt", "the whole receipt (JSON)"),
                 ("recorded_at", "when it was appended"),
