@@ -292,7 +292,8 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         con,
         "SELECT t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
         "count(*) FILTER (WHERE t.counted) AS n, "
-        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false)) AS c "
+        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false) "
+        "AND t.outcome_class <> 'ungradeable') AS c, avg(cg.score) AS mean_score "
         "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
         "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
     )
@@ -305,7 +306,10 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     shown = tasks[:MAX_ROWS]
     cells = {
         (r["task_id"] or "(no task)", r["model"]): (
-            r["c"] / r["n"], f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed")
+            r["c"] / r["n"],
+            f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed, mean score "
+            f"{_fmt(r['mean_score'], 2)}",
+        )
         for r in rows
     }
     body = heatmap(shown, models, cells, label="pass rate per task and model")

@@ -293,7 +293,7 @@ def _views() -> list[View]:
         View(
             "_ev",
             "SELECT seq, stream, stream_version, event_id, type, schema_version, recorded_at, "
-            "decode(payload) AS body FROM _raw_events",
+            "decode(payload) AS body, leaf_hash FROM _raw_events",
             "internal: raw rows with the payload decoded to text",
             (),
             public=False,
@@ -301,8 +301,7 @@ def _views() -> list[View]:
         View(
             "events",
             "SELECT seq, stream, stream_version, event_id, type, schema_version, recorded_at, "
-            "body::JSON AS payload, lower(hex(leaf_hash)) AS leaf_hash FROM _ev "
-            "JOIN (SELECT seq, leaf_hash FROM _raw_events) USING (seq)",
+            "body::JSON AS payload, lower(hex(leaf_hash)) AS leaf_hash FROM _ev",
             "one row per event of the log, in seq order",
             (
                 ("seq", "global position, dense, 0-based"),

@@ -214,3 +214,17 @@ def test_readme_section_documents_every_view_and_column() -> None:
         assert documented == [c for c, _ in v.columns], v.name
     for cmd in ('vledger sql "QUERY"', "vledger sql --schema", "vledger report"):
         assert cmd in doc
+
+
+def test_shared_json_flag_means_format_json_and_clashes_are_named(ledger: Path) -> None:
+    code, out, _ = _sql(ledger, "SELECT 1 AS one", "--json")
+    assert code == 0 and orjson.loads(out) == [{"one": 1}]
+    code, _out, err = _sql(ledger, "SELECT 1 AS one", "--json", "--format", "csv")
+    assert code == 2 and "--json and --format csv clash" in err
+
+
+def test_parquet_to_stdout(ledger: Path) -> None:
+    r = CliRunner().invoke(main, ["sql", "--ledger", str(ledger), "SELECT 2 AS two",
+                                  "--format", "parquet"])
+    assert r.exit_code == 0
+    assert pq.read_table(io.BytesIO(r.stdout_bytes)).to_pylist() == [{"two": 2}]
