@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.errors import LedgerError, exit_code
 from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 from ledger.ingest import IngestError, IngestReport, ingest
 
@@ -47,6 +48,9 @@ def ingest_command(
     an unreadable input aborts it with the ledger unchanged (exit 1) unless --skip-bad.
     Re-ingesting the same material appends nothing. The ledger is created if absent.
 
+    Exit codes: 0 ingested (also when nothing was new); 1 aborted on bad, changed or
+    inconsistent input; 3 ledger busy; 4 a concurrent writer appended the same stream.
+
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
     from ledger.store import open_ledger
@@ -69,6 +73,12 @@ def ingest_command(
         click.echo(f"Error: {exc}", err=True)
         click.echo("Nothing was ingested; the ledger is unchanged.", err=True)
         sys.exit(EXIT_ABORTED)
+    except LedgerError as exc:  # busy, or a concurrent ingest appended the same stream first
+        if as_json:
+            emit_json({"error": str(exc), "kind": type(exc).__name__, "ledger_unchanged": True})
+        click.echo(f"Error: {exc}", err=True)
+        click.echo("Nothing was ingested; the ledger is unchanged (the batch is atomic).", err=True)
+        sys.exit(exit_code(exc))
     if as_json:
         emit_json(report.to_json())
         return

@@ -55,6 +55,7 @@ TRAJECTORY_KEYS = frozenset(
     }
 )  # fmt: skip
 END_KEYS = ("status", "termination_reason", "grading_error")
+TIME_KEYS = ("start_ts", "end_ts")  # on trial.ended: when the trial ran, beside how it ended
 MESSAGE_KEYS = frozenset(
     {"role", "content", "content_blocks", "tool_calls", "tool_call_id", "reasoning", "ts",
      "openrouter_generation_id"}
@@ -233,7 +234,7 @@ def _check_trajectory(doc: Any, file: str) -> dict[str, Any]:
     check_type(doc["task_id"], (str,), file, "task_id", "the task id as a string")
     if doc.get("trial_index") is not None:
         check_type(doc["trial_index"], (int,), file, "trial_index", "a 0-based integer")
-    for k in END_KEYS:
+    for k in (*END_KEYS, *TIME_KEYS):
         opt_str(doc, k, file, "")
     need_list(doc["messages"], file, "messages")
     return doc
@@ -384,7 +385,7 @@ def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], rec
     if raw.tools_schemas is not None:
         need_list(raw.tools_schemas, f"{raw.label}/tools_schemas.yaml", None)
     membership = _membership(raw, ctx, task_id, record_view)
-    meta = {k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS)}
+    meta = {k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS, *TIME_KEYS)}
     return {
         "task_id": task_id,
         "trial_index": traj.get("trial_index"),
@@ -478,6 +479,9 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     registered = _registered(raw, ctx, traj, records is not None)
     ended = {k: traj.get(k) for k in END_KEYS}
     ended["grading_error_recorded"] = "grading_error" in traj
+    for k in TIME_KEYS:
+        if traj.get(k) is not None:
+            ended[k] = traj[k]
     grade = _grade(raw)
     timeline, inconsistency = _timeline_payloads(msgs, recs, traj.get("termination_reason"))
     typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
