@@ -111,6 +111,7 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "score": ["$.grade.score"],
         "binary_pass": ["$.grade.binary_pass"],
         "judge_status": ["$.grade.judge_status"],
+        "replay_status": ["$.status"],
     },
     "receipt": {
         "replay_id": ["$.replay_id", "$.reconcile_id", "$.run_id", "$.receipt.run_id"],
@@ -511,12 +512,13 @@ def _views() -> list[View]:
             # The scalar fields only (one cheap pass): what grades / current_grades / pass@k need.
             "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
             "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
-            "u.judge_status, u.body FROM (SELECT seq, recorded_at, body, "
+            "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, body, "
             "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
             f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
             f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
             f"{gh['replay_id']} AS replay_id, TRY_CAST({gh['score']} AS DOUBLE) AS score, "
-            f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status "
+            f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status, "
+            f"CASE WHEN type = 'grade.replayed' THEN {gh['replay_status']} END AS replay_status "
             f"FROM (SELECT seq, recorded_at, type, stream, body, {gh_sv} FROM _ev "
             "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
             "LEFT JOIN _trial_keys k ON k.trial = u.trial",
@@ -527,7 +529,7 @@ def _views() -> list[View]:
         View(
             "grades",
             "SELECT seq, trial, task_id, source, projection_version, config_digest, replay_id, "
-            "score, binary_pass, judge_status, "
+            "score, binary_pass, judge_status, replay_status, "
             "CASE WHEN json_type(body, '$.grade.reasons') = 'ARRAY' THEN array_to_string("
             "json_transform(json_extract(body, '$.grade.reasons'), '[\"VARCHAR\"]'), ' | ') "
             "ELSE json_extract_string(body, '$.grade.reasons') END AS reasons, recorded_at, "
@@ -544,6 +546,11 @@ def _views() -> list[View]:
                 ("score", "trial score in [0, 1]"),
                 ("binary_pass", "trial verdict"),
                 ("judge_status", "unspecified / completed / errored (recorded grades)"),
+                (
+                    "replay_status",
+                    "replayed only: agreed / disagreed with the recorded grade, as the retrace "
+                    "compared them component by component",
+                ),
                 ("reasons", "reason segments joined with ' | '"),
                 ("recorded_at", "when the grade was appended"),
                 ("grade", "the whole grade object (JSON)"),

@@ -254,3 +254,10 @@ def test_empty_report_renders_in_headless_chromium(
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and _console_problems(dom.stderr) == []
     assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * 7
+
+
+def test_long_shared_prefixes_fold_so_labels_stay_distinct() -> None:
+    assert report._distinct(["notes_add_note_duplicate_check_gated",
+                             "notes_add_note_duplicate_check_policy"]) == ["…gated", "…policy"]
+    assert report._distinct(["task_000", "task_001"]) == ["task_000", "task_001"]  # short prefix kept
+    assert report._distinct(["only_one_label_here"]) == ["only_one_label_here"]
