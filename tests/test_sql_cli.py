@@ -228,3 +228,33 @@ def test_parquet_to_stdout(ledger: Path) -> None:
                                   "--format", "parquet"])
     assert r.exit_code == 0
     assert pq.read_table(io.BytesIO(r.stdout_bytes)).to_pylist() == [{"two": 2}]
+
+
+def test_segments_sealed_by_the_store_are_read_while_it_is_held(tmp_path: Path) -> None:
+    """Same as above, with the store's own ``seal`` writing the segments."""
+    from ledger.segments import seal  # noqa: PLC0415
+    from ledger.store import open_ledger  # noqa: PLC0415
+
+    lg_dir = write_ledger(tmp_path / "lg", _events())
+    with open_ledger(lg_dir) as lg:
+        sealed = seal(lg)
+        size = lg.size()
+    assert sealed
+    with analytics.connect(lg_dir) as (con, _):
+        want = analytics.run(con, "SELECT * FROM pass_at_k ORDER BY ALL").to_pylist()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(lg_dir / analytics.DB_FILE)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        table, source = analytics.query_with_source(lg_dir, "SELECT count(*) AS n FROM events")
+        assert source.kind == "segments" and table.to_pylist() == [{"n": size}]
+        got = analytics.query(lg_dir, "SELECT * FROM pass_at_k ORDER BY ALL")
+        assert got.to_pylist() == want
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
