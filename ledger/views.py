@@ -195,7 +195,9 @@ GRADE_LADDER: tuple[str, ...] = (
 PASS_K_VALUES: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100)
 
 
-def _fields(path_key: str, *, as_json: bool = False, src: str = "body") -> tuple[str, dict[str, str]]:
+def _fields(
+    path_key: str, *, as_json: bool = False, src: str = "body"
+) -> tuple[str, dict[str, str]]:
     """One extraction for every field of ``PATHS[path_key]`` (one JSON parse per row).
 
     Returns the select item (``json_extract_string(body, [...]) AS _v``) and, per field, the
@@ -270,11 +272,19 @@ def _shape(value: object) -> str:
 
 
 # Typed reads of the nested lists, straight from the payload (one parse, no JSON re-serialised).
-_CRIT_T = "json_transform(body, " + _shape({"grade": {"criterion_results": [CRITERION_SHAPE]}}) + ")"
+_CRIT_T = (
+    "json_transform(body, " + _shape({"grade": {"criterion_results": [CRITERION_SHAPE]}}) + ")"
+)
 _TRACE_T = (
     "json_transform(body, "
-    + _shape({"grade": {"trace_check_results": [TRACE_RESULT_SHAPE],
-                        "trace_checks_summary": {"winning_path": "VARCHAR"}}})
+    + _shape(
+        {
+            "grade": {
+                "trace_check_results": [TRACE_RESULT_SHAPE],
+                "trace_checks_summary": {"winning_path": "VARCHAR"},
+            }
+        }
+    )
     + ")"
 )
 _VERDICT = (
@@ -617,7 +627,10 @@ def _views() -> list[View]:
                 ("task_id", "task id"),
                 ("source", "recorded or replayed"),
                 ("replay_id", "replay id (replayed only)"),
-                ("component", "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks"),
+                (
+                    "component",
+                    "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks",
+                ),
                 ("score", "component score, null when not scored"),
                 (
                     "status",
@@ -823,7 +836,10 @@ def _views() -> list[View]:
                 ("n", "measured trials: every registered trial except infrastructure aborts"),
                 ("c", "measured trials whose verdict passed (no grade counts as not passed)"),
                 ("aborts", "infrastructure aborts left out of n"),
-                ("pass_at_k", "the estimate; null where n < k (macro: mean over tasks with a value)"),
+                (
+                    "pass_at_k",
+                    "the estimate; null where n < k (macro: mean over tasks with a value)",
+                ),
                 ("tasks", "tasks contributing (macro: tasks with a value)"),
                 ("reduced_by_aborts", "n < k only because aborts were excluded"),
             ),
