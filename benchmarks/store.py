@@ -41,12 +41,16 @@ def make_batch(b: int) -> list[NewEvent]:
     for i in range(BATCH):
         n = b * BATCH + i
         payload = {
+            "index": n % 100,
             "role": "assistant" if i % 2 else "user",
-            "content": f"message {n}: " + "lorem ipsum dolor sit amet " * 8,
-            "tokens": n % 977,
-            "tool_calls": [{"name": "search", "args": {"q": f"query {n % 13}"}}],
+            "content": f"message {n}: " + "lorem ipsum dolor sit amet " * 7,
+            "tool_calls": [
+                {"id": f"call_{n}", "name": "search", "arguments": {"q": f"query {n % 13}"}}
+            ],
         }
-        out.append(NewEvent(f"trial/bench/task{n // 100}/0", "trial.message", payload, event_id=f"e{n}"))
+        out.append(
+            NewEvent(f"trial/bench/task{n // 100}/0", "trial.message", payload, event_id=f"e{n}")
+        )
     return out
 
 
@@ -55,7 +59,11 @@ def arrow_batch(events: list[NewEvent], first_seq: int) -> pa.Table:
     payloads = [canonical_json(e.payload) for e in events]
     versions = [(first_seq + i) % 100 for i in range(len(events))]
     leaves = [
-        leaf_hash(envelope_bytes(first_seq + i, e.stream, versions[i], e.event_id or "", e.type, 1, payloads[i]))
+        leaf_hash(
+            envelope_bytes(
+                first_seq + i, e.stream, versions[i], e.event_id or "", e.type, 1, payloads[i]
+            )
+        )
         for i, e in enumerate(events)
     ]
     now = datetime.now(UTC)
@@ -148,12 +156,14 @@ print(" ".join(f"{k}:{v}" for k, v in sorted(marks.items())))
 
 
 def bench_memory(tmp: Path, total: int) -> tuple[float, dict[int, int]]:
-    out = subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-c", MEMORY_CHILD, str(tmp / "mem-ledger"), str(total)],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split("\n")
+    )
+    if proc.returncode:
+        raise RuntimeError(f"memory benchmark child failed:\n{proc.stderr[-3000:]}")
+    out = proc.stdout.strip().split("\n")[-2:]
     marks = dict(tuple(map(int, kv.split(":"))) for kv in out[1].split())
     return float(out[0]), marks
 
@@ -170,12 +180,20 @@ def main() -> None:
         v_ours, v_sha, v_stream, nbytes = bench_verify(ledger_dir)
         rate, marks = bench_memory(tmp, args.memory_events) if args.memory_events else (0.0, {})
     n = args.events
-    print(f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event\n")
+    print(
+        f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event\n"
+    )
     print("| measure | verdict-ledger | baseline | ratio | target |")
     print("| --- | --- | --- | --- | --- |")
-    print(f"| append (events/s) | {ours:,.0f} | {raw:,.0f} (raw DuckDB insert of the same Arrow rows) | {ours / raw:.2f}× | ≥ 0.5× |")
-    print(f"| verify (MB/s of canonical bytes) | {v_ours:,.1f} | {v_sha:,.1f} (hashlib SHA-256, one call per entry) | {v_ours / v_sha:.2f}× | ≥ 0.5× |")
-    print(f"| verify vs one streaming SHA-256 | {v_ours:,.1f} | {v_stream:,.1f} (hashlib over the concatenated bytes) | {v_ours / v_stream:.2f}× | — |")
+    print(
+        f"| append (events/s) | {ours:,.0f} | {raw:,.0f} (raw DuckDB insert of the same Arrow rows) | {ours / raw:.2f}× | ≥ 0.5× |"
+    )
+    print(
+        f"| verify (MB/s of canonical bytes) | {v_ours:,.1f} | {v_sha:,.1f} (hashlib SHA-256, one call per entry) | {v_ours / v_sha:.2f}× | ≥ 0.5× |"
+    )
+    print(
+        f"| verify vs one streaming SHA-256 | {v_ours:,.1f} | {v_stream:,.1f} (hashlib over the concatenated bytes) | {v_ours / v_stream:.2f}× | — |"
+    )
     if marks:
         grow = ", ".join(f"{k // 1000}k: {v} MiB" for k, v in sorted(marks.items()))
         print(f"| peak RSS appending {args.memory_events:,} events | {grow} | — | — | bounded |")

@@ -81,6 +81,18 @@ def _short(s: str, n: int = 34) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _distinct(labels: Sequence[str]) -> list[str]:
+    """Labels with their shared prefix folded to '…', so truncation keeps what differs."""
+    if len(labels) < 2:
+        return list(labels)
+    first, last = min(labels), max(labels)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    cut = max(first.rfind("_", 0, i), first.rfind(" ", 0, i), first.rfind("/", 0, i)) + 1
+    return [("…" + x[cut:]) if cut > 8 else x for x in labels]
+
+
 def _fmt(v: float | None, digits: int = 3) -> str:
     return "undefined" if v is None else f"{v:.{digits}f}"
 
@@ -98,14 +110,19 @@ def grouped_bars(
 ) -> str:
     """Vertical grouped bars: one group per category, one bar per series."""
     w, h, left, bottom, top = 540, 260, 44, 60, 12
-    top_v = y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
+    top_v = (
+        y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
+    )
     plot_w, plot_h = w - left - 10, h - bottom - top
     parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}"/>']
     for i in range(5):
         v = top_v * i / 4
         y = h - bottom - plot_h * i / 4
         parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - 10}" y2="{y:.1f}"/>')
-        parts.append(_t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted"))
+        parts.append(
+            _t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted")
+        )
+    shown = _distinct(categories)
     group_w = plot_w / max(len(categories), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
     for ci, cat in enumerate(categories):
@@ -114,14 +131,19 @@ def grouped_bars(
             v = vs[ci]
             bh = plot_h * (v / top_v if top_v else 0)
             parts.append(
-                _rect(gx + si * bar_w, h - bottom - bh, bar_w - 1, bh, PALETTE[si % len(PALETTE)],
-                      f"{name} · {cat}: {v:g}")
+                _rect(
+                    gx + si * bar_w,
+                    h - bottom - bh,
+                    bar_w - 1,
+                    bh,
+                    PALETTE[si % len(PALETTE)],
+                    f"{name} · {cat}: {v:g}",
+                )
             )
         parts.append(
-            _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 14), anchor="end",
-               rot=-35 if len(categories) > 6 else 0)
+            _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 14), anchor="end", rot=-35)
             if len(categories) > 6
-            else _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 18), anchor="middle")
+            else _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 24), anchor="middle")
         )
     parts.append(_t(12, top + plot_h / 2, y_label, anchor="middle", cls="muted", rot=-90))
     return _svg(w, h, "".join(parts), label)
@@ -150,8 +172,18 @@ def line_chart(
     parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 14}" y2="{h - bottom}"/>']
     for i in range(5):
         v = y_max * i / 4
-        parts.append(f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>')
-        parts.append(_t(left - 4, py(v) + 4, f"{v:.2f}" if y_max <= 2 else f"{v:g}", anchor="end", cls="muted"))
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>'
+        )
+        parts.append(
+            _t(
+                left - 4,
+                py(v) + 4,
+                f"{v:.2f}" if y_max <= 2 else f"{v:g}",
+                anchor="end",
+                cls="muted",
+            )
+        )
     ticks = x_ticks or [f"{x:g}" for x in xs]
     step = max(1, math.ceil(n / 12))
     for i, tick in enumerate(ticks):
@@ -177,15 +209,16 @@ def stacked_hbars(
     rows: Sequence[tuple[str, Sequence[tuple[str, float, str]], str]], *, label: str
 ) -> str:
     """Horizontal stacked bars: (row label, [(part name, value, color)], right-hand note)."""
-    bar_h, gap, left, right = 16, 6, 230, 120
+    bar_h, gap, left, right = 16, 6, 290, 120
     w = 540
     h = 10 + len(rows) * (bar_h + gap)
     total_max = max([1.0] + [sum(v for _, v, _ in parts) for _, parts, _ in rows])
     plot_w = w - left - right
     out = []
+    labels = _distinct([name for name, _, _ in rows])
     for i, (name, parts, note) in enumerate(rows):
         y = 5 + i * (bar_h + gap)
-        out.append(_t(left - 6, y + bar_h - 4, _short(name, 36), anchor="end"))
+        out.append(_t(left - 6, y + bar_h - 4, _short(labels[i], 44), anchor="end"))
         x = float(left)
         for part, v, color in parts:
             bw = plot_w * v / total_max
@@ -203,16 +236,17 @@ def heatmap(
     label: str,
 ) -> str:
     """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
-    cw, ch, left, top = 64, 18, 230, 70
+    cw, ch, left, top = 64, 18, 300, 70
     w = left + cw * len(col_labels) + 110  # room for the slanted column labels
     h = top + ch * len(row_labels) + 6
     out = []
     for j, c in enumerate(col_labels):
-        out.append(_t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start",
-                      rot=-30, cls="muted"))
-    for i, r in enumerate(row_labels):
+        out.append(
+            _t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start", rot=-30, cls="muted")
+        )
+    for i, (r, shown) in enumerate(zip(row_labels, _distinct(row_labels), strict=True)):
         y = top + i * ch
-        out.append(_t(left - 6, y + ch - 5, _short(r, 36), anchor="end"))
+        out.append(_t(left - 6, y + ch - 5, _short(shown, 46), anchor="end"))
         for j, c in enumerate(col_labels):
             if (r, c) not in cells:
                 continue
@@ -242,17 +276,24 @@ def _ramp(v: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) -> str:
+def matrix_2x2(
+    criterion: str, constraint: str, a: int, b: int, c: int, d: int, kappa: float | None
+) -> str:
     """One judge × constraint contingency table as a small SVG."""
-    w, h, s = 250, 150, 46
-    x0, y0 = 120, 40
+    w, h, s = 260, 168, 46
+    x0, y0 = 120, 56
     total = max(a + b + c + d, 1)
-    out = [_t(4, 14, _short(title, 44))]
+    out = [_t(4, 14, _short(criterion, 44)), _t(4, 28, "× " + _short(constraint, 42), cls="muted")]
     out.append(_t(x0 + s / 2, y0 - 6, "passed", anchor="middle", cls="muted"))
     out.append(_t(x0 + s * 1.5, y0 - 6, "failed", anchor="middle", cls="muted"))
     out.append(_t(x0 - 6, y0 + s / 2 + 4, "judge met", anchor="end", cls="muted"))
     out.append(_t(x0 - 6, y0 + s * 1.5 + 4, "not met", anchor="end", cls="muted"))
-    for (i, j), v, agree in (((0, 0), a, True), ((0, 1), b, False), ((1, 0), c, False), ((1, 1), d, True)):
+    for (i, j), v, agree in (
+        ((0, 0), a, True),
+        ((0, 1), b, False),
+        ((1, 0), c, False),
+        ((1, 1), d, True),
+    ):
         shade = 0.25 + 0.75 * v / total
         color = PASS if agree else FAIL
         out.append(
@@ -261,7 +302,7 @@ def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) 
         )
         out.append(_t(x0 + j * s + s / 2 - 1, y0 + i * s + s / 2 + 4, str(v), anchor="middle"))
     out.append(_t(4, h - 8, f"n={a + b + c + d}  κ={_fmt(kappa)}", cls="muted"))
-    return _svg(w, h, "".join(out), f"agreement {title}")
+    return _svg(w, h, "".join(out), f"agreement {criterion} × {constraint}")
 
 
 # --- panels -------------------------------------------------------------------------------
@@ -283,8 +324,11 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     counts = {(r["model"], r["bin"]): r["n"] for r in rows}
     series = [(m, [float(counts.get((m, b), 0)) for b in range(10)]) for m in models]
     body = grouped_bars(bins, series, y_label="trials", label="score distribution")
-    return Panel("Score distribution per model", what, body + _legend(
-        [(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]))
+    return Panel(
+        "Score distribution per model",
+        what,
+        body + _legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]),
+    )
 
 
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
@@ -292,12 +336,15 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         con,
         "SELECT t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
         "count(*) FILTER (WHERE t.counted) AS n, "
-        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false)) AS c "
+        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false) "
+        "AND t.outcome_class <> 'ungradeable') AS c, avg(cg.score) AS mean_score "
         "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
         "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
     )
-    what = ("Pass rate c/n per task and model over measured trials (infrastructure aborts "
-            "excluded; a counted trial without a grade counts as not passed).")
+    what = (
+        "Pass rate c/n per task and model over measured trials (infrastructure aborts "
+        "excluded; a counted trial without a grade counts as not passed)."
+    )
     if not rows:
         return Panel("Pass rate per task × model", what, "")
     tasks = sorted({r["task_id"] or "(no task)" for r in rows})
@@ -305,7 +352,10 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     shown = tasks[:MAX_ROWS]
     cells = {
         (r["task_id"] or "(no task)", r["model"]): (
-            r["c"] / r["n"], f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed")
+            r["c"] / r["n"],
+            f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed, mean score "
+            f"{_fmt(r['mean_score'], 2)}",
+        )
         for r in rows
     }
     body = heatmap(shown, models, cells, label="pass rate per task and model")
@@ -317,17 +367,20 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     curve = _rows(
         con,
-        "SELECT level, k, pass_at_k FROM pass_at_k WHERE basis = 'current' AND model = '*' "
-        "AND level IN ('macro', 'micro') ORDER BY level, k",
+        "SELECT level, k, CASE WHEN level = 'macro' AND tasks < (SELECT count(DISTINCT task_id) "
+        "FROM trials WHERE counted) THEN NULL ELSE pass_at_k END AS pass_at_k FROM pass_at_k "
+        "WHERE basis = 'current' AND model = '*' AND level IN ('macro', 'micro') ORDER BY level, k",
     )
     per_task = _rows(
         con,
         "SELECT task_id, k, n, c, pass_at_k FROM pass_at_k WHERE basis = 'current' "
         "AND model = '*' AND level = 'task' AND pass_at_k IS NOT NULL ORDER BY task_id, k",
     )
-    what = ("pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks) and "
-            "micro (all trials pooled) by k, and per task at k = 1 and the largest k every "
-            "task supports.")
+    what = (
+        "pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks, drawn "
+        "only where every task has n ≥ k) and micro (all trials pooled) by k, and per task "
+        "at k = 1 and the largest k every task supports."
+    )
     if not per_task:
         return Panel("pass@k per task", what, "")
     ks = sorted({r["k"] for r in curve if r["pass_at_k"] is not None})
@@ -361,23 +414,33 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 
 def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = _rows(con, "SELECT * FROM constraint_separation ORDER BY task_id, ord, constraint_id")
-    what = ("Per task and constraint, over the task's latest retrace: decided passes, failures and "
-            "undecided trials, with the retrace class.")
+    what = (
+        "Per task and constraint, over the task's latest retrace: decided passes, failures and "
+        "undecided trials, with the retrace class."
+    )
     if not rows:
-        return Panel("Constraint separation (latest retrace)", what, "",
-                     "no retrace with trace constraints yet — run `vledger retrace`")
+        return Panel(
+            "Constraint separation (latest retrace)",
+            what,
+            "",
+            "no retrace with trace constraints yet — run `vledger retrace`",
+        )
     shown = rows[:MAX_ROWS]
     bars = [
         (
             f"{r['task_id']} · {r['constraint_id']}",
-            [("passed", r["passed"], PASS), ("failed", r["failed"], FAIL),
-             ("undecided", r["undecided"], UNDECIDED)],
+            [
+                ("passed", r["passed"], PASS),
+                ("failed", r["failed"], FAIL),
+                ("undecided", r["undecided"], UNDECIDED),
+            ],
             r["class"],
         )
         for r in shown
     ]
     body = stacked_hbars(bars, label="constraint separation") + _legend(
-        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)])
+        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)]
+    )
     if len(rows) > len(shown):
         body += _note(f"showing {len(shown)} of {len(rows)} constraints")
     return Panel("Constraint separation (latest retrace)", what, body)
@@ -389,16 +452,33 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "SELECT * FROM agreement WHERE task_id = '*' ORDER BY observations DESC, criterion, "
         "constraint_id LIMIT 12",
     )
-    what = ("Judge criterion (recorded met) against trace constraint (current verdict) over every "
-            "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ.")
+    what = (
+        "Judge criterion (recorded met) against trace constraint (current verdict) over every "
+        "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ."
+    )
     if not rows:
-        return Panel("Judge vs constraint agreement", what, "",
-                     "no trial carries both a judge criterion and a decided trace constraint yet")
-    body = '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(
-        matrix_2x2(f"{r['criterion']} × {r['constraint_id']}", r["met_passed"], r["met_failed"],
-                   r["not_met_passed"], r["not_met_failed"], r["kappa"])
-        for r in rows
-    ) + "</div>"
+        return Panel(
+            "Judge vs constraint agreement",
+            what,
+            "",
+            "no trial carries both a judge criterion and a decided trace constraint yet",
+        )
+    body = (
+        '<div style="display:flex;flex-wrap:wrap;gap:8px">'
+        + "".join(
+            matrix_2x2(
+                r["criterion"],
+                r["constraint_id"],
+                r["met_passed"],
+                r["met_failed"],
+                r["not_met_passed"],
+                r["not_met_failed"],
+                r["kappa"],
+            )
+            for r in rows
+        )
+        + "</div>"
+    )
     return Panel("Judge vs constraint agreement", what, body)
 
 
@@ -413,25 +493,35 @@ def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "AS score_differs FROM grades g JOIN rec USING (trial) WHERE g.source = 'replayed' "
         "GROUP BY g.replay_id ORDER BY first_seq",
     )
-    what = ("For each replay in log order: how many re-derived grades disagree with the recorded "
-            "grade of the same trial (verdict, and score).")
+    what = (
+        "For each replay in log order: how many re-derived grades disagree with the recorded "
+        "grade of the same trial (verdict, and score)."
+    )
     if not rows:
-        return Panel("Replay vs recorded disagreements over time", what, "",
-                     "no replay of a recorded grade yet — run `vledger retrace`")
+        return Panel(
+            "Replay vs recorded disagreements over time",
+            what,
+            "",
+            "no replay of a recorded grade yet — run `vledger retrace`",
+        )
     labels = [r["replay_id"] or f"seq {r['first_seq']}" for r in rows]
     top = _nice_max(max([r["score_differs"] for r in rows] + [r["pass_differs"] for r in rows]))
     body = line_chart(
         list(range(len(rows))),
-        [("verdict differs", [float(r["pass_differs"]) for r in rows]),
-         ("score differs", [float(r["score_differs"]) for r in rows])],
+        [
+            ("verdict differs", [float(r["pass_differs"]) for r in rows]),
+            ("score differs", [float(r["score_differs"]) for r in rows]),
+        ],
         x_label="replay (log order)",
         y_label="trials",
         y_max=float(top),
         label="replay vs recorded disagreements",
         x_ticks=labels,
     ) + _legend([("verdict differs", PALETTE[0]), ("score differs", PALETTE[1])])
-    body += _note(f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
-                  f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ")
+    body += _note(
+        f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
+        f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ"
+    )
     return Panel("Replay vs recorded disagreements over time", what, body)
 
 
@@ -444,8 +534,12 @@ def _verdict_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     )
     what = "Latest admission per unit, by verdict grade, strongest first (the registered ladder)."
     if not rows:
-        return Panel("Verdict-grade distribution", what, "",
-                     "no admissions yet — record units with `vledger verdict`")
+        return Panel(
+            "Verdict-grade distribution",
+            what,
+            "",
+            "no admissions yet — record units with `vledger verdict`",
+        )
     body = grouped_bars(
         [r["effective_grade"] or "(none)" for r in rows],
         [("units", [float(r["units"]) for r in rows])],
@@ -467,16 +561,29 @@ def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
         "(SELECT count(DISTINCT unit) FROM admissions) AS units",
     )
     items = [
-        ("events", s["events"]), ("trials", s["trials"]), ("infrastructure aborts", s["aborts"]),
-        ("recorded grades", s["recorded"]), ("replayed grades", s["replayed"]),
-        ("replays", s["replays"]), ("admitted units", s["units"]),
+        ("events", s["events"]),
+        ("trials", s["trials"]),
+        ("infrastructure aborts", s["aborts"]),
+        ("recorded grades", s["recorded"]),
+        ("replayed grades", s["replayed"]),
+        ("replays", s["replays"]),
+        ("admitted units", s["units"]),
     ]
-    html = "".join(f'<div class="stat"><b>{v:,}</b><span>{escape(k)}</span></div>' for k, v in items)
+    html = "".join(
+        f'<div class="stat"><b>{v:,}</b><span>{escape(k)}</span></div>' for k, v in items
+    )
     return html, s
 
 
-PANELS = (_score_panel, _pass_panel, _pass_at_k_panel, _separation_panel, _agreement_panel,
-          _disagreement_panel, _verdict_panel)
+PANELS = (
+    _score_panel,
+    _pass_panel,
+    _pass_at_k_panel,
+    _separation_panel,
+    _agreement_panel,
+    _disagreement_panel,
+    _verdict_panel,
+)
 
 
 def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
@@ -485,10 +592,15 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
         summary_html, s = _summary(con)
         panels = [p(con) for p in PANELS]
     at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
-    subtitle = (f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
-                + (f" through seq {s['last_seq']} (last appended {escape(at)})"
-                   if s["last_seq"] is not None else "")
-                + (f" · read from {escape(source.detail)}" if source.kind == "segments" else ""))
+    subtitle = (
+        f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
+        + (
+            f" through seq {s['last_seq']} (last appended {escape(at)})"
+            if s["last_seq"] is not None
+            else ""
+        )
+        + (f" · read from {escape(source.detail)}" if source.kind == "segments" else "")
+    )
     page = PAGE.substitute(
         title="verdict-ledger report",
         subtitle=subtitle,
@@ -504,5 +616,7 @@ def write_report(ledger_dir: Path | str, out: Path | str) -> str:
     """Write the report to ``out``; return a one-line summary for the CLI."""
     page, s = render(ledger_dir)
     Path(out).write_text(page, encoding="utf-8")
-    return (f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
-            f"{s['trials']:,} trials")
+    return (
+        f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
+        f"{s['trials']:,} trials"
+    )

@@ -179,9 +179,12 @@ def replay_events(
     # The id binds the log size read, so a second identical run (which reads the first
     # run's events too) is a second replay in the history, never a silent duplicate.
     replay_id = "replay-" + digest({"config": config_digest, "size": size})[7:23]
+    # Replays live on their own stream, never on a trial's: the trial stream stays exactly
+    # what ingest recorded, so re-ingesting the same bundle still appends nothing.
+    stream = f"replay/{replay_id}"
     events = [
         NewEvent(
-            stream=o.trial,
+            stream=stream,
             type="grade.replayed",
             payload={
                 "trial": o.trial,
@@ -202,7 +205,7 @@ def replay_events(
     summary["statuses"] = _status_counts(outcomes)
     events.append(
         NewEvent(
-            stream=f"replay/{replay_id}",
+            stream=stream,
             type="replay.completed",
             payload={
                 "replay_id": replay_id,
@@ -216,7 +219,6 @@ def replay_events(
                 },
             },
             event_id=f"{replay_id}:completed",
-            expected_version="no_stream",
         )
     )
     return events

@@ -57,6 +57,7 @@ from ledger.errors import (
     ProofError,
     StreamSealed,
     StreamVersionConflict,
+    TamperDetected,
 )
 from ledger.note import (
     Checkpoint,
@@ -242,6 +243,7 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db))
             con.execute("SET TimeZone = 'UTC'")
+            con.execute("SET enable_progress_bar = false")  # stdout belongs to the CLI
             # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
             # with the log; larger queries spill to <db>.tmp instead.
             con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
@@ -255,6 +257,10 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
                 raise LedgerBusy(db.parent, waited) from None
             time.sleep(min(delay * (0.5 + random.random()), max(busy_timeout - waited, 0.001)))
             delay = min(delay * 2, 0.1)
+        except duckdb.Error as exc:  # e.g. a corrupted file: say so, never leak the driver error
+            raise TamperDetected(
+                str(db), f"DuckDB cannot open it ({exc}); the file is damaged"
+            ) from None
 
 
 # --- preparing a batch (pure) -----------------------------------------------------------

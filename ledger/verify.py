@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import pyarrow as pa
 
 from ledger import merkle
@@ -122,7 +123,11 @@ def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
 
     report = VerifyReport(signatures_checked=pub is not None)
     sizes = _checkpoint_sizes(lg)
-    roots = _scan_events(lg, report, sizes)
+    try:
+        roots = _scan_events(lg, report, sizes)
+    except duckdb.Error as exc:  # damaged storage (checksums, unreadable blocks)
+        report.add("events.duckdb", f"cannot be read: {exc}")
+        return report
     _check_checkpoints(lg, report, pub, roots)
     report.segments = check_segments(lg, report)
     for check in EXTRA_CHECKS:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from ledger import analytics, views
 from ledger.cli import main
-from ledger.cli.options import ledger_option, resolve_ledger
+from ledger.cli.options import json_option, ledger_option, resolve_ledger
 
 FORMATS = ("table", "csv", "json", "parquet")
 _CELL_WIDTH = 60
@@ -47,7 +47,9 @@ def _json_default(value: Any) -> Any:
 def format_table(table: pa.Table) -> str:
     names = table.column_names
     rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    clipped = [[c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows]
+    clipped = [
+        [c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows
+    ]
     clipped = [[c.replace("\n", " ") for c in r] for r in clipped]
     widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
     line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
@@ -141,8 +143,14 @@ def _schema_text() -> str:
     "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE."
 )
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
+@json_option
 def sql_command(
-    query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool
+    query: str | None,
+    ledger_dir: Path | None,
+    fmt: str,
+    out: Path | None,
+    schema: bool,
+    as_json: bool,
 ) -> None:
     """Run a read-only SQL QUERY over the ledger's documented views.
 
@@ -155,6 +163,10 @@ def sql_command(
                    WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
       vledger sql --schema
     """
+    if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
+        if fmt not in ("table", "json"):
+            raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
+        fmt = "json"
     if schema:
         if fmt == "table":
             text = _schema_text()
@@ -176,7 +188,9 @@ def sql_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     if source.kind == "segments":
-        click.echo(f"note: read {source.detail}; events after the last seal are not shown", err=True)
+        click.echo(
+            f"note: read {source.detail}; events after the last seal are not shown", err=True
+        )
     write_result(table, fmt, out)
 
 

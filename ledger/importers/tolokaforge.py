@@ -38,7 +38,7 @@ from ledger.importers.shape import (
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_yaml
 from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import message_from_payload, recorded_call_from_payload
-from schemas.canonical import canonical_json
+from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
 from schemas.timeline import (
     Role,
@@ -94,11 +94,40 @@ def pack_stream(pack: str) -> str:
 
 
 def event_id(stream: str, position: int, type: str, payload: Any) -> str:
-    """Content-derived id: SHA-256 of canonical ``[stream, position, type, payload]``."""
-    return hashlib.sha256(canonical_json([stream, position, type, payload])).hexdigest()[:32]
+    """Content-derived id: SHA-256 over ``[stream, position, type]`` and the canonical payload."""
+    return _event_id(stream, position, type, canonical_json(payload))
 
 
-def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str) -> tuple[NewEvent, ...]:
+def _event_id(stream: str, position: int, type: str, body: bytes) -> str:
+    head = canonical_json([stream, position, type])
+    return hashlib.sha256(head + b"\n" + body).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEvent:
+    """An event ready to append, its payload held as canonical JSON bytes.
+
+    Compact on purpose: ingest plans a whole corpus before its one append, and holding
+    parsed payload trees for tens of thousands of trials costs gigabytes; the bytes are
+    the payload's canonical form, so decoding them gives back an equal payload.
+    """
+
+    stream: str
+    type: str
+    event_id: str
+    body: bytes
+    expected_version: int | str = "any"
+
+    @property
+    def payload(self) -> Any:
+        return parse_json(self.body)
+
+    def new_event(self) -> NewEvent:
+        return NewEvent(self.stream, self.type, parse_json(self.body), event_id=self.event_id,
+                        expected_version=self.expected_version)
+
+
+def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str) -> tuple[PlannedEvent, ...]:
     """Number and id a stream's events; the first expects a new stream.
 
     A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
@@ -107,11 +136,14 @@ def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: s
     out = []
     for i, (t, p) in enumerate(typed):
         try:
-            eid = event_id(stream, i, t, p)
+            # orjson's result keeps its ~4 KiB growth buffer; an exact copy is what a plan
+            # of a whole corpus can afford to hold (measured: 305 MiB -> 22 MiB at 2,000 trials)
+            body = bytes(memoryview(canonical_json(p)))
         except TypeError as exc:
             raise BundleError(label, f"<{t} payload>", "values canonical JSON can carry "
                               "(integers within 64 bits, string keys)", str(exc)) from None
-        out.append(NewEvent(stream, t, p, event_id=eid, expected_version="no_stream" if i == 0 else "any"))
+        out.append(PlannedEvent(stream, t, _event_id(stream, i, t, body), body,
+                                "no_stream" if i == 0 else "any"))
     return tuple(out)
 
 
@@ -326,9 +358,12 @@ class BundlePlan:
 
     stream: str
     label: str
-    events: tuple[NewEvent, ...]
+    events: tuple[PlannedEvent, ...]
     inconsistency: TimelineInconsistencyError | None = None
     counts: Mapping[str, int] = field(default_factory=dict)
+
+    def new_events(self) -> list[NewEvent]:
+        return [e.new_event() for e in self.events]
 
 
 def _models(task: Any) -> dict[str, str | None]:
@@ -530,7 +565,7 @@ def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Ra
                    migration=migration, has_migration=mpath.is_file(), files=tuple(files))
 
 
-def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[NewEvent, ...]]:
+def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[PlannedEvent, ...]]:
     """A pack → ``pack.registered`` (+ ``migration.declared``) on ``pack/<name>``."""
     task = None
     if raw.task is not None:
