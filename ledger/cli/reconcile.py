@@ -25,6 +25,7 @@ import click
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.engines import Engine, EngineError, get_engine
 from ledger.errors import LedgerError
 from ledger.reconcile_cmd import (
     Invocation,
@@ -69,6 +70,13 @@ def _fail(message: str) -> None:
     help="Directory declared corpus paths resolve against (default: the working directory).",
 )
 @click.option("--dry-run", is_flag=True, help="Reach and print the verdict; write nothing.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the per-trial candidate projection runs (ray: one task per sealed "
+                   "segment; needs the [ray] extra and a ledger, seals the tail).")
+@click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
+              help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="CPUs for a local Ray (--engine ray).")
 @json_option
 @ledger_option
 def reconcile(
@@ -76,6 +84,9 @@ def reconcile(
     source: Path | None,
     base: Path | None,
     dry_run: bool,
+    engine: str,
+    address: str | None,
+    workers: int,
     as_json: bool,
     ledger_dir: Path | None,
 ) -> None:
@@ -98,7 +109,12 @@ def reconcile(
         base=base if base is not None else Path.cwd(),
         source=source,
     )
-    outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir))
+    eng = None
+    if engine != "local":
+        if dry_run:
+            raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
+        eng = get_engine(engine, workers=workers, address=address)
+    outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir), eng)
     if as_json:
         emit_json(outcome.document)
     elif not outcome.reports:
@@ -120,7 +136,7 @@ def _run(inv: Invocation) -> Outcome:
         raise AssertionError("unreachable") from exc
 
 
-def _run_recorded(inv: Invocation, ledger_dir: Path) -> Outcome:
+def _run_recorded(inv: Invocation, ledger_dir: Path, eng: Engine | None = None) -> Outcome:
     """Ingest, reconcile from the ledger, append the receipt — one open ledger throughout."""
     try:
         lg = open_ledger(ledger_dir)
@@ -128,6 +144,13 @@ def _run_recorded(inv: Invocation, ledger_dir: Path) -> Outcome:
         _fail(f"no ledger to record into at {ledger_dir} ({exc}) — create it, or pass --dry-run")
     with lg:
         inv.ledger = lg
+        if eng is not None:  # candidates computed on the engine, the rest here as always
+            from ledger.engines.reconcile_ray import engine_evaluator
+
+            try:
+                inv.evaluator = engine_evaluator(inv, lg, eng)
+            except (ReconcileError, EngineError, LedgerError) as exc:
+                _fail(f"{exc}; nothing was appended")
         outcome = _run(inv)
         run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         try:
