@@ -36,6 +36,7 @@ from ledger.importers.tolokaforge import (
     BundleContext,
     BundlePlan,
     Corpus,
+    PlannedEvent,
     bundle_events,
     bundle_location,
     read_corpus,
@@ -348,12 +349,12 @@ def plan_bundle(
     return bundle_events(raw, ctx)
 
 
-def stored(events: Sequence[NewEvent]) -> list[StoredEvent]:
+def stored(events: Sequence[NewEvent | PlannedEvent]) -> list[StoredEvent]:
     """A planned stream as the ledger would hand it back (positions only; nothing written)."""
     epoch = _dt.datetime.fromtimestamp(0, _dt.UTC)
     return [
-        StoredEvent(i, e.stream, i, e.event_id or "", e.type, e.schema_version, epoch,
-                    canonical_json(e.payload), b"")
+        StoredEvent(i, e.stream, i, e.event_id or "", e.type, getattr(e, "schema_version", 1),
+                    epoch, e.body if isinstance(e, PlannedEvent) else canonical_json(e.payload), b"")
         for i, e in enumerate(events)
     ]  # fmt: skip
 
