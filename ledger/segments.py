@@ -9,18 +9,16 @@ a segment can be tied to a checkpoint).
 The trial rule — a trial stream's (``trial/…``) events never split across segments —
 is kept on both sides:
 
-* **cutting**: a segment ends only at a seq where no trial stream has recorded events on
-  both sides. Sealing everything unsealed always satisfies this; with ``max_rows`` /
+* **cutting**: a segment ends only at a seq where no trial stream has events on both
+  sides. Sealing everything unsealed always satisfies this; with ``max_rows`` /
   ``max_bytes`` the cut moves back to the nearest such seq (or forward past a trial larger
   than the bound);
-* **appending**: once a trial stream is sealed, appending a recorded event to it raises
+* **appending**: once a trial stream is sealed, appending to it raises
   :class:`StreamSealed`, so a later segment can never hold part of it. Append a trial's
   events (timeline, grades…) before sealing it.
 
-"Recorded" means every type but the projection outputs in
-``ledger.store.DERIVED_TRIAL_TYPES`` (``grade.replayed``): a replay must be able to record
-its result on a sealed trial, and no projection reads those events, so a segment task
-that sees a trial's recorded events sees everything the projection needs.
+Projections append their results to their own streams (``replay/…``, ``reconcile/…``),
+never to a trial's, so a replay of sealed trials appends freely.
 
 Order of writes, so a crash at any point leaves a recoverable state: (1) the new
 ``sealed_upto`` is committed in DuckDB (appends to those trial streams are refused from

@@ -82,11 +82,6 @@ if TYPE_CHECKING:
 
 DB_FILE = "events.duckdb"
 TRIAL_PREFIX = "trial/"
-# Projection outputs a replay appends to a trial stream after the trial was recorded (and
-# possibly sealed). No projection reads them (replay.trial_inputs folds only the recorded
-# types), so they may land in a later segment than the trial's recorded events: the
-# segment rule ("a trial never splits") is about what a projection reads.
-DERIVED_TRIAL_TYPES = ("grade.replayed",)
 CHECKPOINT_DIR = "checkpoints"
 FORMAT_VERSION = "1"
 DEFAULT_BUSY_TIMEOUT = 5.0
@@ -622,13 +617,11 @@ class Ledger:
 
     @_locked
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
-        """``(min_seq, max_seq)`` of each trial stream's recorded events within ``[start, end)``
-        (``DERIVED_TRIAL_TYPES`` appended after sealing do not pin a cut)."""
+        """``(min_seq, max_seq)`` of each trial stream's events within ``[start, end)``."""
         rows = self._con.execute(
             "SELECT min(seq), max(seq) FROM events WHERE seq >= ? AND seq < ? "
-            "AND starts_with(stream, ?) AND type NOT IN (SELECT unnest(?::VARCHAR[])) "
-            "GROUP BY stream",
-            [start, end, TRIAL_PREFIX, list(DERIVED_TRIAL_TYPES)],
+            "AND starts_with(stream, ?) GROUP BY stream",
+            [start, end, TRIAL_PREFIX],
         ).fetchall()
         return [(int(a), int(b)) for a, b in rows]
 
@@ -695,11 +688,7 @@ class Ledger:
             if any(x != "any" for x in new.expected):
                 for stream, expected in zip(new.streams, new.expected, strict=True):
                     check_expected(stream, expected, versions.get(stream))
-            recorded = {
-                s for s, t in zip(new.streams, new.types, strict=True)
-                if t not in DERIVED_TRIAL_TYPES and s.startswith(TRIAL_PREFIX)
-            }
-            self._refuse_sealed_trials([s for s in versions if s in recorded])
+            self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
             self._insert(new, size, frontier, versions)
             return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
         return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
@@ -738,8 +727,7 @@ class Ledger:
         return new, seqs, dups
 
     def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
-        """A trial stream already in a segment takes no more recorded events (trials never
-        split); projection outputs (``DERIVED_TRIAL_TYPES``) are filtered out by the caller."""
+        """A trial stream already in a segment takes no more events (trials never split)."""
         sealed = self.sealed_upto()
         if not existing_trials or sealed == 0:
             return

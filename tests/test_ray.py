@@ -100,37 +100,28 @@ def eng_units(segs, task_rows):
     return plan_units(segs, task_rows)
 
 
-def test_second_ray_replay_reads_sealed_trials_and_seals_the_outputs(ray_session, template, tmp_path):
-    """A replay's grade.replayed lands on already sealed trials and is sealed later; the
-    next replay still sees every trial whole and matches the local engine."""
+def test_replays_of_sealed_trials_stay_whole_and_match_local(ray_session, template, tmp_path):
+    """A second Ray replay after the first one's outputs were sealed: every trial stream
+    still lies in one segment, and the result equals the local engine's on the same log."""
     with open_ledger(_copy(template, tmp_path / "ray")) as lg:
         first = retrace(lg, engine=RayEngine(workers=2, segment_rows=50))
-        # a tail of projection outputs alone needs no seal before a run; seal it by hand
-        assert lg.sealed_upto() < lg.size()
-        lg.seal(max_rows=50)
-        second = retrace(lg, engine=RayEngine(workers=2, segment_rows=50), constraints_file=NARROWED)
-        local = retrace(lg, constraints_file=NARROWED, dry_run=True)  # local engine, sealed log
-        replayed = {
-            e.stream for e in lg.read(type="grade.replayed")
-            if e.data()["replay_id"] == first.report["replay_id"]
+        # the first replay's outputs (its own replay/ stream) are the only unsealed events
+        assert {e.stream for e in lg.read(from_seq=lg.sealed_upto())} == {
+            f"replay/{first.report['replay_id']}"
         }
-        types = defaultdict(lambda: defaultdict(set))  # stream -> segment -> types
+        lg.seal(max_rows=50)
+        local = retrace(lg, constraints_file=NARROWED, dry_run=True)  # local engine, same log
+        second = retrace(lg, engine=RayEngine(workers=2, segment_rows=50), constraints_file=NARROWED)
+        where = defaultdict(set)
         for s in load_manifest(lg.path).segments:
-            t = pq.read_table(segment_dir(lg.path) / s.file)
-            for stream, typ in zip(t.column("stream").to_pylist(), t.column("type").to_pylist(), strict=True):
-                types[stream][s.file].add(typ)
+            for stream in pq.read_table(segment_dir(lg.path) / s.file).column("stream").to_pylist():
+                where[stream].add(s.file)
     assert first.report["replay_id"] != second.report["replay_id"]
-    assert len(replayed) > 40
-    for stream in [s for s in types if s.startswith("trial/")]:
-        files = sorted(types[stream], key=lambda f: int(f.split("-")[1]))
-        # recorded events in one segment, then (if re-derived) the first replay's output
-        assert len(files) == (2 if stream in replayed else 1), stream
-        assert "grade.replayed" not in types[stream][files[0]]
-        if stream in replayed:
-            assert types[stream][files[1]] == {"grade.replayed"}
-    assert second.report["receipt"]["outputs_digest"] == local.report["receipt"]["outputs_digest"]
-    same = {"trials", "constraints", "paths", "evidence"}
-    assert {k: second.report[k] for k in same} == {k: local.report[k] for k in same}
+    assert all(len(f) == 1 for s, f in where.items() if s.startswith("trial/"))
+    assert len(where[f"replay/{first.report['replay_id']}"]) > 1  # other streams may span
+    assert {k: v for k, v in second.report.items() if k != "dry_run"} == {
+        k: v for k, v in local.report.items() if k != "dry_run"
+    }
 
 
 class Faulty:

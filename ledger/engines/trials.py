@@ -13,12 +13,8 @@ TRIAL_PREFIX = "trial/"
 def group_trials(
     events: Iterable[StoredEvent], *, corpus: str | None = None, task: str | None = None
 ) -> dict[str, list[StoredEvent]]:
-    """Trial streams and their events, filtered by the registered corpus and task.
-
-    A stream without ``trial.registered`` among ``events`` is dropped: in a segment that
-    is a trial whose recorded events are sealed elsewhere and of which only projection
-    outputs (``grade.replayed``) landed here.
-    """
+    """Trial streams and their events, filtered by the registered corpus and task (a
+    stream without ``trial.registered`` is not a trial and is dropped)."""
     groups: dict[str, list[StoredEvent]] = defaultdict(list)
     for ev in events:
         groups[ev.stream].append(ev)
