@@ -20,7 +20,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from benchmarks.generate_corpus import generate  # noqa: E402
 from ledger.engines.ray_engine import RayEngine  # noqa: E402
 from ledger.ingest import ingest  # noqa: E402
-from ledger.retrace_cmd import RetraceError, retrace  # noqa: E402
+from ledger.retrace_cmd import RetraceError, recompute_replay, retrace  # noqa: E402
 from ledger.segments import load_manifest, segment_dir  # noqa: E402
 from ledger.store import open_ledger  # noqa: E402
 from replay.retrace import retrace_trial  # noqa: E402
@@ -79,6 +79,9 @@ def test_ray_equals_local_for_any_partitioning(ray_session, template, tmp_path, 
         size = lg.size()
         res = retrace(lg, engine=eng)
         ray_events = _appended(lg, size)
+        # the receipt a Ray run appended re-verifies by the local recomputation
+        (done,) = list(lg.read(type="replay.completed"))
+        assert recompute_replay(lg, done) == res.report["receipt"]["outputs_digest"]
         segs = load_manifest(lg.path).segments
         where = defaultdict(set)
         for s in segs:

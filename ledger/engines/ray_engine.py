@@ -158,9 +158,11 @@ class RayEngine:
         try:
             results = self._run(ray, str(Path(lg.path) / "segments"), units, select, fn, params, on_done)
         finally:
+            t3 = time.perf_counter()
+            self.timings["compute"] = t3 - t2
             if started:
                 ray.shutdown()
-        self.timings["compute"] = time.perf_counter() - t2
+            self.timings["shutdown"] = time.perf_counter() - t3
         results.sort(key=lambda pair: pair[0])
         return results
 
