@@ -57,6 +57,10 @@ SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "vledger-segments/1"
 DEFAULT_MAX_ROWS = 1_000_000
+# Uncompressed bytes per segment: a segment is materialised whole when it is written (and
+# by the task that reads it), so this bounds memory — 100k rows of replay outputs overran
+# DuckDB's default 128MB buffer pool without it. ~100k typical trial rows.
+DEFAULT_MAX_BYTES = 32 * 2**20
 
 
 class SegmentInfo(BaseModel):
@@ -200,12 +204,12 @@ def cut_points(
 
 
 def seal(
-    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = None
+    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
 ) -> list[SegmentInfo]:
     """Seal every unsealed event; return the new segments (empty when nothing to seal).
 
-    Each new segment holds at most ``max_rows`` rows and, when ``max_bytes`` is given, at
-    most that many uncompressed row bytes (``Ledger._row_sizes``), a single trial larger
+    Each new segment holds at most ``max_rows`` rows and (unless ``max_bytes`` is None) at
+    most ``max_bytes`` uncompressed row bytes (``Ledger._row_sizes``), a single trial larger
     than a bound excepted (it is never split).
     """
     manifest = load_manifest(lg.path)

@@ -629,18 +629,26 @@ class Ledger:
     def _row_sizes(self, start: int, end: int) -> list[int]:
         """Uncompressed bytes of each row in ``[start, end)``, in seq order (segment sizing:
         variable columns plus 54 bytes of fixed-width ones)."""
-        rows = self._con.execute(
-            "SELECT octet_length(payload) + strlen(stream) + strlen(event_id) + strlen(type) + 54 "
-            "FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-            [start, end],
-        ).fetchall()
-        return [int(r[0]) for r in rows]
+        return (
+            self._con.sql(
+                "SELECT octet_length(payload) + strlen(stream) + strlen(event_id) + strlen(type) "
+                "+ 54 AS n FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
+                params=[start, end],
+            )
+            .to_arrow_table()
+            .column("n")
+            .to_pylist()
+        )
 
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> list[SegmentInfo]:
         """Seal unsealed events into Parquet segments (see :mod:`ledger.segments`)."""
         from ledger import segments
 
-        return segments.seal(self, max_rows or segments.DEFAULT_MAX_ROWS, max_bytes=max_bytes)
+        return segments.seal(
+            self,
+            max_rows or segments.DEFAULT_MAX_ROWS,
+            max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
+        )
 
     def verify(self, pub: Verifier | None = None) -> VerifyReport:
         """Recompute and check everything (see :mod:`ledger.verify`)."""

@@ -20,12 +20,16 @@ def group_trials(
         groups[ev.stream].append(ev)
     keep = {}
     for stream, evs in sorted(groups.items()):
-        reg = next((e.data() for e in evs if e.type == "trial.registered"), None)
+        reg = next((e for e in evs if e.type == "trial.registered"), None)
         if reg is None:
             continue
-        if corpus is not None and reg.get("corpus") != corpus:
-            continue
-        if task is not None and reg.get("task_id") != task:
-            continue
+        if corpus is not None or task is not None:
+            # Parsed only to filter: a registration carries the task snapshot, and parsing
+            # it here (the projection parses it again) was most of a segment task's time.
+            data = reg.data()
+            if corpus is not None and data.get("corpus") != corpus:
+                continue
+            if task is not None and data.get("task_id") != task:
+                continue
         keep[stream] = evs
     return keep
