@@ -176,7 +176,8 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None) -> None:
      "runner": {…}, "content_identity": "sha:a"}
     {"type": "admit", "unit": "u1"}
 
-    Stops at the first refused line (exit 1, naming it); earlier lines stay recorded.
+    All or nothing: the whole file is checked, then appended as one atomic batch; the
+    first refused line is named (exit 1) and nothing is recorded.
     """
     text = jsonl.read()
     with _open(ledger_dir) as lg:
@@ -186,8 +187,13 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None) -> None:
             _fail(str(exc))
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
-    for line in done:
-        click.echo(line)
+    for w in done:
+        what = (
+            f"admitted {w.unit}: {w.admission.effective_grade}"
+            if w.admission
+            else f"{w.type} {w.unit}"
+        )
+        click.echo(f"{what} at seq {w.seq}" + (" (already recorded)" if w.duplicate else ""))
 
 
 @verdict.command("derive")
