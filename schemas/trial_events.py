@@ -50,15 +50,17 @@ class TrialRegistered(_Closed):
     trial_index: int | None = None
     trial: str  # the stream's last component: bundle dir name, or <run>_trial<index>
     corpus: str
-    bundle_path: str  # bundle directory relative to the corpus root, POSIX separators
-    files: list[str]  # the bundle files read, relative to the bundle directory
+    # provenance: always filled by ingest; optional so a trial registered through the API
+    # (not read from a bundle) can say it has none
+    bundle_path: str | None = None  # see ledger.importers.tolokaforge.bundle_location
+    files: list[str] = []  # the bundle files read, relative to the bundle directory
     record_view: bool  # False = no tool_log record at all ("no record view", not [])
     met: bool | None = None
     membership: CorpusMembership | None = None
     models: Models
     task: dict[str, Any] | None = None  # task.yaml (or bundle.yaml) verbatim, grading_config inside
     task_source: str | None = None
-    trajectory_meta: dict[str, Any]  # trajectory.yaml top level minus messages / end fields
+    trajectory_meta: dict[str, Any] = {}  # trajectory.yaml top level minus messages / trial.ended's fields
     metrics: dict[str, Any] | None = None
     schema_version_stamp: int | None = None  # metrics.yaml schema_version
     redacted: bool = False  # metrics.yaml carries a redaction stamp
@@ -104,7 +106,9 @@ class TrialEnded(_Closed):
     status: str | None = None
     termination_reason: str | None = None
     grading_error: str | None = None
-    grading_error_recorded: bool  # False on bundles predating the key (FORMATS.md § 2)
+    grading_error_recorded: bool | None = None  # False on bundles predating the key (FORMATS.md § 2)
+    start_ts: str | None = None  # trajectory.yaml start_ts / end_ts, as written
+    end_ts: str | None = None
 
 
 class StateRecorded(_Closed):

@@ -85,3 +85,9 @@ def test_unknown_file(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(DetectError, match="not a file ingest reads"):
         detect(tmp_path / "notes.txt")
+
+
+def test_symlink_loops_do_not_hang_discovery(tmp_path: Path) -> None:
+    _bundle(tmp_path / "c" / "b1")
+    (tmp_path / "c" / "loop").symlink_to(tmp_path / "c", target_is_directory=True)
+    assert [p.name for p in discover_bundles(tmp_path / "c")] == ["b1"]

@@ -64,3 +64,30 @@ def test_bad_input_exits_1_and_changes_nothing(tmp_path: Path) -> None:
     body = json.loads(skipped.stdout)
     assert body["trials"]["new"] == 11
     assert [s["source"] for s in body["skipped"]] == [str(bundle)]
+
+
+def test_progress_bar_reports_every_input(tmp_path: Path) -> None:
+    """The progress path (taken on a terminal) ingests the same and shows the bar."""
+    import io
+
+    from rich.console import Console
+
+    from ledger.cli.ingest import _with_progress
+    from ledger.importers.yaml_safe import YamlLimits
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120)
+    with open_ledger(tmp_path / "lg", create=True) as ledger:
+        report = _with_progress(console, ledger, [str(NOTES)], None, False, False, YamlLimits())
+        assert report.trials_new == 17
+    assert "ingest" in buf.getvalue() and "17/17" in buf.getvalue()
+
+
+def test_progress_callback_counts_up_to_the_total(tmp_path: Path) -> None:
+    from ledger.ingest import ingest
+
+    seen: list[tuple[int, int]] = []
+    with open_ledger(tmp_path / "lg", create=True) as ledger:
+        ingest(ledger, [NOTES], progress=lambda done, total, _src: seen.append((done, total)))
+    assert seen[0] == (0, 17) and seen[-1] == (17, 17)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

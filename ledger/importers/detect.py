@@ -21,7 +21,8 @@ that corpus, ``events.jsonl``/``receipt.json``/``graph.json`` → that run,
 
 Bundle discovery below a directory is recursive; a subtree under a directory named
 ``trace_replay`` or ``replays`` is never discovered (FORMATS.md § 1), nor are hidden
-directories.
+directories or symlinked ones (a link loop must not make discovery endless; pass the
+link itself as PATH to ingest what it points to).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _subdirs(path: Path) -> list[Path]:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
         return []
-    return [Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")]
+    return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
 
 
 def is_pack(path: Path) -> bool:

@@ -55,6 +55,7 @@ TRAJECTORY_KEYS = frozenset(
     }
 )  # fmt: skip
 END_KEYS = ("status", "termination_reason", "grading_error")
+TIME_KEYS = ("start_ts", "end_ts")  # on trial.ended: when the trial ran, beside how it ended
 MESSAGE_KEYS = frozenset(
     {"role", "content", "content_blocks", "tool_calls", "tool_call_id", "reasoning", "ts",
      "openrouter_generation_id"}
@@ -65,7 +66,9 @@ RECORD_KEYS = frozenset(
      "latency_seconds", "timestamp"}
 )  # fmt: skip
 RECORD_REQUIRED = ("call_id", "sequence", "tool_name", "executor", "status")
-CORPUS_KEYS = frozenset({"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"})
+CORPUS_KEYS = frozenset(
+    {"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"}
+)
 CORPUS_ENTRY_KEYS = frozenset(
     {"directory", "source_run", "task_id", "agent_model", "judge_model", "met", "record_carried"}
 )
@@ -97,7 +100,9 @@ def event_id(stream: str, position: int, type: str, payload: Any) -> str:
     return hashlib.sha256(canonical_json([stream, position, type, payload])).hexdigest()[:32]
 
 
-def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str) -> tuple[NewEvent, ...]:
+def to_events(
+    stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str
+) -> tuple[NewEvent, ...]:
     """Number and id a stream's events; the first expects a new stream.
 
     A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
@@ -108,9 +113,15 @@ def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: s
         try:
             eid = event_id(stream, i, t, p)
         except TypeError as exc:
-            raise BundleError(label, f"<{t} payload>", "values canonical JSON can carry "
-                              "(integers within 64 bits, string keys)", str(exc)) from None
-        out.append(NewEvent(stream, t, p, event_id=eid, expected_version="no_stream" if i == 0 else "any"))
+            raise BundleError(
+                label,
+                f"<{t} payload>",
+                "values canonical JSON can carry (integers within 64 bits, string keys)",
+                str(exc),
+            ) from None
+        out.append(
+            NewEvent(stream, t, p, event_id=eid, expected_version="no_stream" if i == 0 else "any")
+        )
     return tuple(out)
 
 
@@ -173,7 +184,9 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
         p = path / name
         if p.is_file():
             docs[name] = load_yaml(p, limits)
-    task_source = "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
+    task_source = (
+        "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
+    )
     return RawBundle(
         label=label,
         trajectory=docs["trajectory.yaml"],
@@ -218,8 +231,12 @@ def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
             if row.get(flag) is not None:
                 check_type(row[flag], (bool,), file, f"{key}.{flag}", "true, false or null")
         if row["directory"] in entries:
-            raise BundleError(file, f"{key}.directory", "each directory listed once",
-                              f"{row['directory']!r} listed twice")
+            raise BundleError(
+                file,
+                f"{key}.directory",
+                "each directory listed once",
+                f"{row['directory']!r} listed twice",
+            )
         entries[row["directory"]] = row
     return Corpus(label=file.rsplit("/", 1)[0], criterion=doc.get("criterion"), entries=entries)
 
@@ -233,7 +250,7 @@ def _check_trajectory(doc: Any, file: str) -> dict[str, Any]:
     check_type(doc["task_id"], (str,), file, "task_id", "the task id as a string")
     if doc.get("trial_index") is not None:
         check_type(doc["trial_index"], (int,), file, "trial_index", "a 0-based integer")
-    for k in END_KEYS:
+    for k in (*END_KEYS, *TIME_KEYS):
         opt_str(doc, k, file, "")
     need_list(doc["messages"], file, "messages")
     return doc
@@ -269,9 +286,13 @@ def _record_payload(index: int, r: Any, file: str) -> dict[str, Any]:
     check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
     check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
     if r["executor"] not in EXECUTORS:
-        raise BundleError(file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"]))
+        raise BundleError(
+            file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"])
+        )
     if r["status"] not in STATUSES:
-        raise BundleError(file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"]))
+        raise BundleError(
+            file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"])
+        )
     if "arguments" in r:
         need_mapping(r["arguments"], file, f"{key}.arguments")
     for k in ("output", "timestamp"):
@@ -291,12 +312,19 @@ def _record_view(raw: RawBundle, traj: Mapping[str, Any]) -> tuple[list[Any] | N
         file = f"{raw.label}/tool_log.yaml"
         if raw.tool_log is None or not isinstance(raw.tool_log, list):
             # FORMATS.md § 3: present but not a list (e.g. truncated) is an error, never "absent"
-            raise BundleError(file, None, "a YAML list of recorded tool calls ([] if none)",
-                              describe(raw.tool_log))
+            raise BundleError(
+                file,
+                None,
+                "a YAML list of recorded tool calls ([] if none)",
+                describe(raw.tool_log),
+            )
         if inline is not None and inline != raw.tool_log:
-            raise BundleError(f"{raw.label}/trajectory.yaml", "tool_log",
-                              "no inline record, or one equal to tool_log.yaml",
-                              "a different inline record")
+            raise BundleError(
+                f"{raw.label}/trajectory.yaml",
+                "tool_log",
+                "no inline record, or one equal to tool_log.yaml",
+                "a different inline record",
+            )
         return raw.tool_log, file
     if inline is not None:
         file = f"{raw.label}/trajectory.yaml"
@@ -348,14 +376,21 @@ def _membership(raw: RawBundle, ctx: BundleContext, task_id: str, record_view: b
     if entry is not None:
         file = ctx.corpus_file
         if entry.get("task_id") not in (None, task_id):
-            raise BundleError(file, f"bundles[{entry['directory']}].task_id",
-                              f"the bundle's own task_id {task_id!r}", describe(entry["task_id"]))
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].task_id",
+                f"the bundle's own task_id {task_id!r}",
+                describe(entry["task_id"]),
+            )
         carried = entry.get("record_carried")
         if carried is not None and carried != record_view:
-            raise BundleError(file, f"bundles[{entry['directory']}].record_carried",
-                              f"{str(record_view).lower()} (tool_log.yaml is "
-                              f"{'present' if record_view else 'absent'} in {raw.label})",
-                              describe(carried))
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].record_carried",
+                f"{str(record_view).lower()} (tool_log.yaml is "
+                f"{'present' if record_view else 'absent'} in {raw.label})",
+                describe(carried),
+            )
     return {
         "corpus_file": ctx.corpus_file,
         "criterion": ctx.criterion,
@@ -365,14 +400,18 @@ def _membership(raw: RawBundle, ctx: BundleContext, task_id: str, record_view: b
     }
 
 
-def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], record_view: bool) -> dict:
+def _registered(
+    raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], record_view: bool
+) -> dict:
     task_id = traj["task_id"]
     task = raw.task
     if task is not None:
         tfile = f"{raw.label}/{raw.task_source}"
         task = need_mapping(task, tfile, None)
         if task.get("task_id") not in (None, task_id):
-            raise BundleError(tfile, "task_id", f"the trajectory's task_id {task_id!r}", describe(task["task_id"]))
+            raise BundleError(
+                tfile, "task_id", f"the trajectory's task_id {task_id!r}", describe(task["task_id"])
+            )
         if task.get("grading_config") is not None:
             need_mapping(task["grading_config"], tfile, "grading_config")
     metrics = raw.metrics
@@ -384,7 +423,7 @@ def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], rec
     if raw.tools_schemas is not None:
         need_list(raw.tools_schemas, f"{raw.label}/tools_schemas.yaml", None)
     membership = _membership(raw, ctx, task_id, record_view)
-    meta = {k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS)}
+    meta = {k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS, *TIME_KEYS)}
     return {
         "task_id": task_id,
         "trial_index": traj.get("trial_index"),
@@ -409,8 +448,13 @@ def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], rec
 def _states(raw: RawBundle, task: Any) -> list[dict[str, Any]]:
     out = []
     if isinstance(task, Mapping) and task.get("initial_state") is not None:
-        out.append({"which": "initial", "source": f"{raw.task_source}:initial_state",
-                    "state": task["initial_state"]})
+        out.append(
+            {
+                "which": "initial",
+                "source": f"{raw.task_source}:initial_state",
+                "state": task["initial_state"],
+            }
+        )
     if raw.env is not None:
         out.append({"which": "final", "source": "env.yaml", "state": raw.env})
     return out
@@ -423,7 +467,9 @@ def _grade(raw: RawBundle) -> dict[str, Any] | None:
     g = need_mapping(raw.grade, file, None)
     for k in ("binary_pass", "score"):
         if k not in g:
-            raise BundleError(file, k, "this key to be present (every grade.yaml has it)", "nothing")
+            raise BundleError(
+                file, k, "this key to be present (every grade.yaml has it)", "nothing"
+            )
     check_type(g["binary_pass"], (bool,), file, "binary_pass", "true or false")
     check_type(g["score"], (int, float), file, "score", "a number between 0.0 and 1.0")
     comps = g.get("components")
@@ -474,10 +520,17 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     traj = _check_trajectory(raw.trajectory, tfile)
     msgs = [_message_payload(i, m, tfile) for i, m in enumerate(traj["messages"])]
     records, rfile = _record_view(raw, traj)
-    recs = None if records is None else [_record_payload(i, r, rfile or "") for i, r in enumerate(records)]
+    recs = (
+        None
+        if records is None
+        else [_record_payload(i, r, rfile or "") for i, r in enumerate(records)]
+    )
     registered = _registered(raw, ctx, traj, records is not None)
     ended = {k: traj.get(k) for k in END_KEYS}
     ended["grading_error_recorded"] = "grading_error" in traj
+    for k in TIME_KEYS:
+        if traj.get(k) is not None:
+            ended[k] = traj[k]
     grade = _grade(raw)
     timeline, inconsistency = _timeline_payloads(msgs, recs, traj.get("termination_reason"))
     typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
@@ -519,11 +572,25 @@ def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Ra
     grading = load_yaml(gpath, limits) if gpath.is_file() else None
     mpath = path / "migration.yaml"
     migration = load_yaml(mpath, limits) if mpath.is_file() else None
-    files = [f for f, present in (("task.yaml", task is not None), (grading_file, grading is not None),
-                                  ("migration.yaml", mpath.is_file())) if present]
-    return RawPack(label=label, name=path.name, task=task, grading=grading,
-                   grading_file=grading_file if grading is not None else None,
-                   migration=migration, has_migration=mpath.is_file(), files=tuple(files))
+    files = [
+        f
+        for f, present in (
+            ("task.yaml", task is not None),
+            (grading_file, grading is not None),
+            ("migration.yaml", mpath.is_file()),
+        )
+        if present
+    ]
+    return RawPack(
+        label=label,
+        name=path.name,
+        task=task,
+        grading=grading,
+        grading_file=grading_file if grading is not None else None,
+        migration=migration,
+        has_migration=mpath.is_file(),
+        files=tuple(files),
+    )
 
 
 def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[NewEvent, ...]]:
@@ -540,16 +607,30 @@ def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[NewEvent, ...]
     task_id = task.get("task_id") if task else None
     if task_id is not None:
         check_type(task_id, (str,), f"{raw.label}/task.yaml", "task_id", "the task id as a string")
-    typed: list[tuple[str, dict[str, Any]]] = [(
-        "pack.registered",
-        {"pack": raw.name, "pack_path": pack_path, "task_id": task_id, "task": task,
-         "grading": grading, "grading_source": source, "files": list(raw.files)},
-    )]
+    typed: list[tuple[str, dict[str, Any]]] = [
+        (
+            "pack.registered",
+            {
+                "pack": raw.name,
+                "pack_path": pack_path,
+                "task_id": task_id,
+                "task": task,
+                "grading": grading,
+                "grading_source": source,
+                "files": list(raw.files),
+            },
+        )
+    ]
     if raw.has_migration:
         mfile = f"{raw.label}/migration.yaml"
         decl = need_mapping(raw.migration, mfile, None)
         check_keys(decl, MIGRATION_KEYS, mfile, required=("migrations",))
         need_list(decl["migrations"], mfile, "migrations")
-        typed.append(("migration.declared", {"pack": raw.name, "file": "migration.yaml", "declaration": decl}))
+        typed.append(
+            (
+                "migration.declared",
+                {"pack": raw.name, "file": "migration.yaml", "declaration": decl},
+            )
+        )
     stream = pack_stream(raw.name)
     return stream, to_events(stream, typed, raw.label)

@@ -1,0 +1,80 @@
+"""The verify check that recomputes stored timelines from the raw trial events."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ledger.importers.timeline_check import check_timelines
+from ledger.importers.tolokaforge import BundleContext, bundle_events, read_bundle
+from ledger.ingest import ingest
+from ledger.store import open_ledger
+from ledger.verify import EXTRA_CHECKS, verify_ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
+M0 = NOTES / "met" / "native_shared_domain_policy_demo_20260803_063010_trial0"
+
+
+def _plan():
+    ctx = BundleContext(corpus="c", trial="t0", bundle_path="t0")
+    return bundle_events(read_bundle(M0, "M0"), ctx)
+
+
+def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
+    assert check_timelines in EXTRA_CHECKS  # registered by importing ledger.ingest
+    with open_ledger(tmp_path / "lg", create=True) as lg:
+        ingest(lg, [NOTES])
+        assert check_timelines(lg) == []
+        assert verify_ledger(lg).ok
+
+
+def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
+    plan = _plan()
+    events = list(plan.events)
+    i = next(k for k, e in enumerate(events) if e.type == "timeline.event" and e.payload["kind"] == "tool_call")
+    forged = dict(events[i].payload, tool_name="delete_note")
+    events[i] = replace(events[i], payload=forged, event_id=None)
+    with open_ledger(tmp_path / "lg", create=True) as lg:
+        lg.append(events)
+        problems = check_timelines(lg)
+    assert len(problems) == 1
+    assert problems[0].where == f"seq {i}"
+    assert "position 2 differs" in problems[0].what and "tool_name" in problems[0].what
+    assert plan.stream in problems[0].what
+
+
+def test_a_missing_timeline_tail_is_named(tmp_path: Path) -> None:
+    events = list(_plan().events)[:-1]
+    with open_ledger(tmp_path / "lg", create=True) as lg:
+        lg.append(events)
+        problems = check_timelines(lg)
+    # M0: 6 user/assistant messages + 2 calls + 2 results = 10 events; one withheld
+    assert len(problems) == 1 and "9 timeline.event(s) stored, 10 recomputed" in problems[0].what
+
+
+def test_a_foreign_projection_version_is_named(tmp_path: Path) -> None:
+    events = [
+        replace(e, payload=dict(e.payload, timeline_version="timeline/0"), event_id=None)
+        if e.type == "timeline.event" else e
+        for e in _plan().events
+    ]
+    with open_ledger(tmp_path / "lg", create=True) as lg:
+        lg.append(events)
+        problems = check_timelines(lg)
+    assert len(problems) == 1 and "timeline/0" in problems[0].what
+
+
+def test_a_kept_inconsistency_verifies_when_recomputation_raises_the_same(tmp_path: Path) -> None:
+    import shutil
+
+    import yaml
+
+    bundle = tmp_path / "coll" / M0.name
+    shutil.copytree(M0, bundle)
+    log = yaml.safe_load((bundle / "tool_log.yaml").read_text())
+    log[0]["tool_name"] = "delete_note"
+    (bundle / "tool_log.yaml").write_text(yaml.safe_dump(log))
+    with open_ledger(tmp_path / "lg", create=True) as lg:
+        ingest(lg, [tmp_path / "coll"], keep_inconsistent=True)
+        assert check_timelines(lg) == []
