@@ -290,12 +290,19 @@ def receipt() -> None:
 @receipt.command("verify")
 @click.argument("target")
 @click.option("--recompute", is_flag=True, help="Re-run the projection; compare outputs digest.")
+@click.option("--strict", is_flag=True,
+              help="Run dirs: also require receipt.json to be byte-identical to the rebuilt one.")  # fmt: skip
 @click.option("--pub", "pub_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Public key (.pub) to check signed checkpoint notes with.")  # fmt: skip
 @ledger_option
 @json_option
 def receipt_verify_cmd(
-    target: str, recompute: bool, pub_file: Path | None, ledger_dir: Path | None, as_json: bool
+    target: str,
+    recompute: bool,
+    strict: bool,
+    pub_file: Path | None,
+    ledger_dir: Path | None,
+    as_json: bool,
 ) -> None:
     """Verify TARGET: a verdict-core run directory, or a ledger receipt's seq / event_id.
 
@@ -303,7 +310,7 @@ def receipt_verify_cmd(
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
     if Path(target).is_dir():
-        _verify_run_dir(Path(target), as_json)
+        _verify_run_dir(Path(target), as_json, strict)
         return
     with _open(ledger_dir) as lg:
         try:
@@ -323,8 +330,8 @@ def receipt_verify_cmd(
         sys.exit(1)
 
 
-def _verify_run_dir(run_dir: Path, as_json: bool) -> None:
-    problems = receipts_mod.verify_run_dir(run_dir)
+def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
+    problems = receipts_mod.verify_run_dir(run_dir, strict=strict)
     if as_json:
         emit_json({"ok": not problems, "problems": problems})
     else:
