@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.importers.shape import BundleError, describe
-from ledger.importers.tolokaforge import _escape, to_events
-from schemas.envelope import NewEvent
+from ledger.importers.tolokaforge import PlannedEvent, _escape, to_events
 
 MAX_JSON_BYTES = 256 * 1024 * 1024
 
@@ -138,7 +137,7 @@ def run_id_for(graph: Any, events: Sequence[Mapping[str, Any]], dir_name: str) -
     return dir_name
 
 
-def run_events(path: Path, label: str) -> tuple[str, tuple[NewEvent, ...]]:
+def run_events(path: Path, label: str) -> tuple[str, tuple[PlannedEvent, ...]]:
     """Read a run directory; return its stream and events (run.event…, receipt.issued)."""
     efile = f"{label}/events.jsonl"
     try:

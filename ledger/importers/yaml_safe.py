@@ -184,7 +184,13 @@ def _construct_fast(loader: Any, node: yaml.Node) -> Any:
         memo[key] = value
         return value
 
-    return conv(node)
+    try:
+        return conv(node)
+    finally:
+        # ``conv`` refers to itself through its closure: break that cycle so the memo (and
+        # the whole document) is freed by reference counting, even with the GC paused
+        conv = None  # type: ignore[assignment]  # noqa: F841
+        memo.clear()
 
 
 def _parse(data: bytes, path: Path | str) -> Any:
@@ -272,7 +278,10 @@ def tree_size(value: Any) -> int:
         memo[key] = total
         return total
 
-    return size(value)
+    try:
+        return size(value)
+    finally:
+        size = None  # type: ignore[assignment]  # noqa: F841  (break the closure cycle)
 
 
 def _check_tree_size(value: Any, path: Path | str, max_nodes: int) -> None:
