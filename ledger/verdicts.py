@@ -119,11 +119,11 @@ class Written:
 
 
 class _Stream:
-    """A unit's stream as it will stand once the pending batch is appended."""
+    """A unit's stream as it will stand once the pending batch is appended: its check
+    state, the content already stored or pending (for idempotence) and its versions."""
 
     def __init__(self, unit: str, events: list[UnitEvent]) -> None:
         self.unit = unit
-        self.events = events
         self.base = events[-1].stream_version if events else None
         self.pending = 0
         self.seq_of: dict[tuple[str, bytes], int] = {
