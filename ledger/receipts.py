@@ -64,9 +64,9 @@ def read_run_dir(run_dir: Path) -> RunFiles:
     )
 
 
-def verify_run_dir(run_dir: Path) -> list[str]:
+def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
-    return verify_run_files(read_run_dir(Path(run_dir)))
+    return verify_run_files(read_run_dir(Path(run_dir)), strict=strict)
 
 
 # ------------------------------------------------- ingested verdict-core runs (verify)
