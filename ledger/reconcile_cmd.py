@@ -86,6 +86,8 @@ class MigrationLoadError(ReconcileError):
 
 
 class UnreadableBundle(Exception):
+    """One bundle that cannot be read as a trial; reported by name, never fatal to the run."""
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
