@@ -40,6 +40,8 @@ import yaml
 
 from ledger import analytics
 from schemas.envelope import ARROW_SCHEMA
+from schemas.events import validate_payload
+from schemas.verdict_events import COUNTER_NAMES
 
 TOOLS = ("list_notes", "add_note", "search_kb", "get_order", "update_order", "send_email",
          "lookup_user", "refund")
@@ -135,21 +137,26 @@ def trial_events(p: dict[str, Any], stream: str) -> list[tuple[str, str, dict[st
     out: list[tuple[str, str, dict[str, Any]]] = [(stream, "trial.registered", {
         "task_id": p["task"], "trial_index": p["idx"], "corpus": "bench",
         "trial": stream.rsplit("/", 1)[1], "record_view": True,
+        "bundle_path": stream.rsplit("/", 1)[1], "files": ["task.yaml", "trajectory.yaml",
+                                                            "tool_log.yaml", "grade.yaml"],
+        "trajectory_meta": {"task_id": p["task"], "trial_index": p["idx"]},
         "models": {"agent": p["model"], "user": "sim", "judge": "judge-1"},
         "task": _task_snapshot(p)})]
     for k, m in enumerate(_messages(p)):
         out.append((stream, "trial.message", {"index": k, **m}))
     for j, (name, st, lat) in enumerate(p["tools"]):
         out.append((stream, "trial.tool_call", {
-            "call_id": f"call_{j}", "sequence": j, "tool_name": name, "arguments": {"q": j},
+            "index": j, "call_id": f"call_{j}", "sequence": j, "tool_name": name, "arguments": {"q": j},
             "executor": "agent", "status": st, "output": "ok", "latency_seconds": lat,
             "timestamp": "2026-08-03T06:30:21Z"}))
     for pos in range(27):
         out.append((stream, "timeline.event", {
-            "timeline_version": "timeline/1", "position": pos, "turn_index": pos // 4,
-            "kind": "message" if pos % 3 else "tool_call", "text": "t"}))
+            "timeline_version": "timeline/1", "message_view_present": True,
+            "records_present": True, "position": pos, "turn_index": pos // 4,
+            "kind": "assistant_message" if pos % 3 else "tool_call", "text": "t"}))
     out.append((stream, "trial.ended", {
-        "status": "completed", "termination_reason": p["reason"], "grading_error": None}))
+        "status": "completed", "termination_reason": p["reason"], "grading_error": None,
+        "grading_error_recorded": True}))
     if not p["aborted"]:
         out.append((stream, "grade.recorded", {"source": "grade.yaml", "grade": _grade(p)}))
     return out
@@ -173,8 +180,12 @@ class _Writer:
         self.versions: dict[str, int] = {}
         self.rows: dict[str, list[Any]] = {f.name: [] for f in ARROW_SCHEMA}
         self.t0 = datetime(2026, 9, 1, tzinfo=UTC)
+        self.validated: set[str] = set()
 
     def add(self, stream: str, type_: str, payload: dict[str, Any]) -> None:
+        if type_ not in self.validated:  # one of each type through the append-seam validator
+            validate_payload(type_, payload)
+            self.validated.add(type_)
         v = self.versions.get(stream, -1) + 1
         self.versions[stream] = v
         body = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
@@ -249,15 +260,23 @@ def generate(workdir: Path, n_trials: int, n_replays: int, seed: int) -> tuple[P
             "outputs_digest": "sha256:" + rid}})
     for u in range(max(1, n_trials // 2)):
         g = GRADES[min(len(GRADES) - 1, int(rng.expovariate(0.8)))]
-        w.add(f"unit/u{u}", "verdict.admitted", {"unit": f"u{u}", "effective_grade": g,
-                                                 "evidence_kind": "oracle", "applied_rank_ops": [],
-                                                 "conflicting_evidence": False,
-                                                 "failed_declared_evidence": False, "counters": {}})
+        w.add(f"unit/u{u}", "verdict.admitted", _admission(f"u{u}", g))
         _dump(bundles / "admissions" / f"u{u}.yaml", {"unit": f"u{u}", "effective_grade": g})
     w.flush()
     con.close()
     stamp.write_text(str(w.seq))
     return ledger_dir, bundles, w.seq
+
+
+def _admission(unit: str, grade: str) -> dict[str, Any]:
+    counters = dict.fromkeys(COUNTER_NAMES, 0)
+    return {"unit": unit, "effective_grade": grade, "evidence_kind": "oracle",
+            "applied_rank_ops": [], "conflicting_evidence": False,
+            "failed_declared_evidence": False, "provenance": "bench", "oracle_author": None,
+            "oracle_runner": None, "work_producer": None, "content_identity": None,
+            "current_content_identity": "", "declared_count": 1, "unrun_count": 0,
+            "counters": counters, "registration": "verdict-grade-registration/v1",
+            "through_version": -1}
 
 
 def _dump(path: Path, value: Any) -> None:
@@ -266,8 +285,7 @@ def _dump(path: Path, value: Any) -> None:
 
 
 def _write_bundle(d: Path, p: dict[str, Any]) -> None:
-    _dump(d / "task.yaml", {"task_id": p["task"], "trial_index": p["idx"],
-                            "model_config": {"agent": {"name": p["model"]}}})
+    _dump(d / "task.yaml", _task_snapshot(p))
     _dump(d / "trajectory.yaml", {"task_id": p["task"], "trial_index": p["idx"],
                                   "status": "completed", "termination_reason": p["reason"],
                                   "grading_error": None, "messages": _messages(p)})
@@ -452,6 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"history: {n_events:,} events, {args.trials:,} trials, {args.replays} replays each "
           f"(generated/cached in {gen_s:.1f}s); baseline groups in plain Python dicts "
           "(pandas is not installed and not a dependency)\n")
+    floor_s, _ = _best_of(lambda: analytics.query(ledger_dir, "SELECT 1"), args.repeat)
+    yaml_files = sum(1 for _ in bundles.rglob("*.yaml"))
+    yaml_mb = sum(f.stat().st_size for f in bundles.rglob("*.yaml")) / 1e6
+    print(f"fixed cost of query() (attach + create views + SELECT 1): {floor_s * 1000:.0f} ms; "
+          f"baseline reads from {yaml_files:,} YAML files ({yaml_mb:,.0f} MB), page cache warm\n")
     print("| question | `vledger sql` (`query()`, incl. open + view setup) | PyYAML load + group | ratio | same answer |")
     print("|---|---:|---:|---:|:---:|")
     ok = True

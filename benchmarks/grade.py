@@ -37,6 +37,7 @@ CONFIG = load_grading_config(
             "weights": {
                 "state_checks": 0.3,
                 "transcript_rules": 0.2,
+                "trace_checks": 0.2,
                 "llm_judge": 0.3,
                 "custom_checks": 0.2,
             },
@@ -79,6 +80,32 @@ CONFIG = load_grading_config(
             }
         },
         "custom_checks": {"enabled": True},
+        "trace_checks": {
+            "constraints": [
+                {
+                    "id": "looked_up_before_cancelling",
+                    "require": {
+                        "before": {
+                            "left": {
+                                "quantifier": "first",
+                                "match": {"kind": "tool_call", "tool": {"equals": "get_order"}},
+                            },
+                            "right": {
+                                "quantifier": "first",
+                                "match": {"kind": "tool_call", "tool": {"equals": "cancel_order"}},
+                            },
+                        }
+                    },
+                },
+                {
+                    "id": "never_refunded",
+                    "severity": "gate",
+                    "require": {
+                        "absent": {"match": {"kind": "tool_call", "tool": {"equals": "refund"}}}
+                    },
+                },
+            ]
+        },
     },
     authored=False,
 )
@@ -181,7 +208,7 @@ def main() -> None:
             ),
         ),
         (
-            "grade_trial: timeline + 4 components + combine",
+            "grade_trial: timeline + 5 components + combine",
             rate(lambda t: grade_trial(t, CONFIG), trials, args.repeat),
         ),
     ]

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover
     class LedgerError(Exception):  # type: ignore[no-redef]
         """Base of every error the ledger raises on purpose."""
 
+
 DB_FILE = "events.duckdb"  # the store's file name (ledger/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
 
@@ -66,7 +67,9 @@ class SqlQueryError(LedgerError):
 
     def __init__(self, message: str) -> None:
         self.detail = message
-        super().__init__(f"query failed: {message} (list views and columns with `vledger sql --schema`)")
+        super().__init__(
+            f"query failed: {message} (list views and columns with `vledger sql --schema`)"
+        )
 
 
 class NoLedger(LedgerError):

@@ -166,19 +166,23 @@ def _label(given: str, path: Path, root: Path) -> str:
     return given if rel == "." else f"{given.rstrip('/')}/{rel}"
 
 
-def _corpus_tasks(given: str, root: Path, corpus_dir: Path, name: str, limits: YamlLimits) -> list[_Task]:
+def _corpus_tasks(
+    given: str, root: Path, corpus_dir: Path, name: str, limits: YamlLimits
+) -> list[_Task]:
     label = _label(given, corpus_dir, root)
     corpus = read_corpus(corpus_dir, label, limits)
     bundles = list(discover_bundles(corpus_dir))
     present = {b.name for b in bundles if b.parent == corpus_dir}
     for i, d in enumerate(corpus.entries):
         if d not in present:
-            raise BundleError(f"{label}/corpus.yaml", f"bundles[{i}].directory",
-                              "a bundle directory (holding trajectory.yaml) beside corpus.yaml",
-                              f"{d!r}, which is not there")
+            raise BundleError(
+                f"{label}/corpus.yaml",
+                f"bundles[{i}].directory",
+                "a bundle directory (holding trajectory.yaml) beside corpus.yaml",
+                f"{d!r}, which is not there",
+            )
     return [
-        _Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=corpus)
-        for b in bundles
+        _Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=corpus) for b in bundles
     ]
 
 
@@ -192,8 +196,10 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
     if kind is PathKind.VERDICT_RUN:
         return kind, [_Task("run", root, given)]
     if kind in (PathKind.PACK, PathKind.PACK_SET):
-        return kind, [_Task("pack", p, _label(given, p, root), pack_path=_rel(p, root))
-                      for p in discover_packs(root)]
+        return kind, [
+            _Task("pack", p, _label(given, p, root), pack_path=_rel(p, root))
+            for p in discover_packs(root)
+        ]
     name = corpus or root.resolve().name
     if kind is PathKind.CORPUS:
         return kind, _corpus_tasks(given, root, root, name, limits)
@@ -263,15 +269,23 @@ def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) 
         payload["file"] = exc.path
     # position 0 for every skip: the id is a function of the skip's content alone, so the
     # same bad input skipped twice is recorded once
-    return NewEvent(SKIP_STREAM, "ingest.skipped", payload,
-                    event_id=event_id(SKIP_STREAM, 0, "ingest.skipped", payload))
+    return NewEvent(
+        SKIP_STREAM,
+        "ingest.skipped",
+        payload,
+        event_id=event_id(SKIP_STREAM, 0, "ingest.skipped", payload),
+    )
 
 
 def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[str]]:
     """Event ids of each of ``streams`` already in the ledger, in stream order."""
     wanted = set(streams)
-    prefixes = sorted({s.rsplit("/", 2)[0] + "/" if s.startswith("trial/") else s.split("/", 1)[0] + "/"
-                       for s in wanted})
+    prefixes = sorted(
+        {
+            s.rsplit("/", 2)[0] + "/" if s.startswith("trial/") else s.split("/", 1)[0] + "/"
+            for s in wanted
+        }
+    )
     out: dict[str, list[tuple[int, str]]] = {}
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
@@ -350,9 +364,13 @@ def _ingest(
     def bad(source: str, kind: str, exc: BaseException | str, why: str = "bad_input") -> None:
         text = str(exc)
         if not skip_bad:
-            raise IngestError(source, text, why) from (exc if isinstance(exc, BaseException) else None)
+            raise IngestError(source, text, why) from (
+                exc if isinstance(exc, BaseException) else None
+            )
         report.skipped.append({"source": source, "kind": kind, "reason": text})
-        skips.append(_skip_event(source, kind, text, exc if isinstance(exc, BaseException) else None))
+        skips.append(
+            _skip_event(source, kind, text, exc if isinstance(exc, BaseException) else None)
+        )
 
     tasks: list[_Task] = []
     for given in paths:
@@ -375,17 +393,25 @@ def _ingest(
             bad(task.source, task.kind, exc)
             continue
         if unit.inconsistent is not None and not keep_inconsistent:
-            bad(unit.source, unit.kind,
+            bad(
+                unit.source,
+                unit.kind,
                 f"{unit.source}: the message view and the tool-call record disagree: "
                 f"{unit.inconsistent} (pass --keep-inconsistent to ingest it with the "
-                "disagreement recorded)", "inconsistent")
+                "disagreement recorded)",
+                "inconsistent",
+            )
             continue
         seen = units.get(unit.stream)
         if seen is not None:
             if [e.event_id for e in seen.events] != [e.event_id for e in unit.events]:
-                bad(unit.source, unit.kind,
+                bad(
+                    unit.source,
+                    unit.kind,
                     f"{unit.source} and {seen.source} are both stream {unit.stream!r} "
-                    "with different content; ingest them under different --corpus names", "duplicate")
+                    "with different content; ingest them under different --corpus names",
+                    "duplicate",
+                )
             continue
         units[unit.stream] = unit
     if progress is not None:
@@ -405,10 +431,14 @@ def _ingest(
         elif old == [e.event_id for e in unit.events]:
             _count(report, unit.kind, new=False, events=len(unit.events))
         else:
-            bad(unit.source, unit.kind,
+            bad(
+                unit.source,
+                unit.kind,
                 f"{unit.source} changed since it was ingested as {stream!r}: "
                 f"{_first_difference(old, unit.events)}; it is not merged — ingest it under "
-                "another --corpus name to keep both", "changed")
+                "another --corpus name to keep both",
+                "changed",
+            )
     if not units and not skips and not report.paths:
         raise IngestError(", ".join(map(str, paths)), "nothing to ingest", "no_input")
     # decoded one at a time as the store consumes them: the plan stays compact bytes
@@ -423,5 +453,7 @@ def _count(report: IngestReport, kind: str, *, new: bool, events: int) -> None:
         report.events_new += events
     else:
         report.events_present += events
-    attr = {"bundle": "trials", "pack": "packs", "run": "runs"}[kind] + ("_new" if new else "_present")
+    attr = {"bundle": "trials", "pack": "packs", "run": "runs"}[kind] + (
+        "_new" if new else "_present"
+    )
     setattr(report, attr, getattr(report, attr) + 1)

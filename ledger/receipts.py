@@ -18,8 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
+from ledger.importers.verdict_core import reassemble_events_file
+from ledger.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
+from ledger.verify import EXTRA_CHECKS, Problem
 from replay.vcore_receipt import RunFiles, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
@@ -62,6 +67,59 @@ def read_run_dir(run_dir: Path) -> RunFiles:
 def verify_run_dir(run_dir: Path) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
     return verify_run_files(read_run_dir(Path(run_dir)))
+
+
+# ------------------------------------------------- ingested verdict-core runs (verify)
+
+RUN_PREFIX = "run/"
+
+
+def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
+    """A run directory as ``vledger ingest`` recorded it in ``stream``: the exact
+    events.jsonl bytes are reassembled from the ``run.event`` lines and the layout kept
+    on ``receipt.issued``. ``None`` when the run was ingested without a receipt."""
+    run_events: list[dict[str, Any]] = []
+    issued: dict[str, Any] | None = None
+    for ev in lg.read(stream=stream):
+        if ev.type == "run.event":
+            run_events.append(ev.data())
+        elif ev.type == "receipt.issued":
+            data = ev.data()
+            if isinstance(data.get("events_file"), dict) and "receipt_raw" in data:
+                issued = data
+    if issued is None:
+        return None
+    try:
+        events: bytes | None = reassemble_events_file(run_events, issued["events_file"])
+    except (KeyError, TypeError, ValueError):
+        events = None  # reported by the verifier as ``missing events.jsonl``
+    graph, review = issued.get("graph"), issued.get("review")
+    return RunFiles(
+        name=str(issued.get("run_dir") or stream[len(RUN_PREFIX) :]),
+        receipt=str(issued["receipt_raw"]).encode(),
+        events=events,
+        # graph_digest binds graph.json's canonical content, not its bytes (FORMAT.md § 3)
+        graph=None if graph is None else orjson.dumps(graph),
+        graph_error="cannot read graph.json: not present when the run was ingested"
+        if graph is None
+        else None,
+        review=None if review is None else orjson.dumps(review),
+        events_label=f"{stream}/events.jsonl",
+    )
+
+
+def verify_ingested_runs(lg: Any) -> list[Problem]:
+    """``vledger verify`` hook: every ingested verdict-core run re-verifies from the log."""
+    problems: list[Problem] = []
+    for stream in lg.streams(prefix=RUN_PREFIX):
+        files = ingested_run_files(lg, stream)
+        if files is not None:
+            problems.extend(Problem(stream, p) for p in verify_run_files(files))
+    return problems
+
+
+if verify_ingested_runs not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_ingested_runs)
 
 
 # ------------------------------------------------------------- our own receipts (ledger)
@@ -148,19 +206,42 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
     )
 
 
-def verify_ledger_receipt(lg: Any, ident: str, recompute: bool = False) -> ReceiptCheck:
-    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute."""
+def verify_ledger_receipt(
+    lg: Any, ident: str, recompute: bool = False, pub: Verifier | None = None
+) -> ReceiptCheck:
+    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute.
+
+    When the ledger holds signed checkpoint notes, the receipt's checkpoint is also
+    compared with the note of the same size, and the receipt event is proved included
+    in the latest note covering it (signatures checked when ``pub`` is given).
+    """
     ev = find_receipt_event(lg, ident)
+    size = lg.size()
+    if ev.type == "receipt.issued" and isinstance(ev.data().get("events_file"), dict):
+        return _check_ingested_run(lg, ev, size)
     try:
         rc = parse_ledger_receipt(ev)
     except ValueError as exc:
         return ReceiptCheck(None, [str(exc)])
     check = ReceiptCheck(rc)
-    size = lg.size()
     _check_inclusion(lg, ev, size, check)
     _check_checkpoint(lg, rc, size, check)
+    _check_signed_notes(lg, rc, check, pub)
     if recompute:
         _check_recompute(lg, rc, check)
+    return check
+
+
+def _check_ingested_run(lg: Any, ev: StoredEvent, size: int) -> ReceiptCheck:
+    """An imported verdict-core receipt: its event is in the log, and the run it
+    describes re-verifies from the log alone (FORMAT.md § 7)."""
+    check = ReceiptCheck(None)
+    _check_inclusion(lg, ev, size, check)
+    files = ingested_run_files(lg, ev.stream)
+    problems = verify_run_files(files) if files is not None else ["missing receipt.json"]
+    check.problems.extend(problems)
+    if not problems:
+        check.checked.append(f"verdict-core run {ev.stream} rebuilds to its stored receipt")
     return check
 
 
@@ -204,6 +285,52 @@ def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck
         return
     check.checked.append(
         f"checkpoint size {rc.size} is consistent with the current log ({size} events)"
+    )
+
+
+def _signed_notes(lg: Any, pub: Verifier | None) -> list[tuple[Path, Any, str]]:
+    """(file, checkpoint body, how it was checked) for each stored note that parses and,
+    with ``pub``, carries a valid signature by it; bad notes are left to ``verify``."""
+    out = []
+    for path, note in lg.checkpoints():
+        try:
+            if pub is not None:
+                open_note(note, [pub])
+            cp = parse_checkpoint(note_text(note))
+        except NoteError:
+            continue
+        out.append((path, cp, "signature checked" if pub is not None else "signature not checked"))
+    return out
+
+
+def _check_signed_notes(
+    lg: Any, rc: LedgerReceipt, check: ReceiptCheck, pub: Verifier | None
+) -> None:
+    notes = _signed_notes(lg, pub)
+    for path, cp, how in notes:
+        if cp.size == rc.size:
+            if cp.root != rc.root:
+                check.problems.append(
+                    f"checkpoint size {rc.size}: root {rc.root.hex()} differs from the signed "
+                    f"note {path.name} ({cp.root.hex()})"
+                )
+            else:
+                check.checked.append(f"checkpoint matches the signed note {path.name} ({how})")
+    covering = [n for n in notes if n[1].size > rc.event.seq]
+    if not covering:
+        return
+    path, cp, how = covering[-1]
+    leaf = leaf_hash(rc.event.entry())
+    try:
+        proof = lg.prove_inclusion(rc.event.seq, cp.size)
+        merkle.check_inclusion(rc.event.seq, cp.size, leaf, proof, cp.root)
+    except ProofError as exc:
+        check.problems.append(
+            f"receipt event seq {rc.event.seq} is not included in {path.name}: {exc}"
+        )
+        return
+    check.checked.append(
+        f"receipt event seq {rc.event.seq} is included in the signed note {path.name} ({how})"
     )
 
 

@@ -8,8 +8,10 @@ FORMATS.md § 1, § 7, § 8):
 * corpora — a declared ``corpus`` value resolves against a caller-supplied base, never
   escaping it by ``..``, an absolute path or a symlink, to a directory holding
   ``corpus.yaml`` or whose immediate subdirectories all do;
-* bundles — a directory directly holding ``trajectory.yaml``, discovered recursively,
-  skipping ``trace_replay`` / ``replays`` subtrees; an unreadable one is named, never fatal;
+* trials — every bundle under the corpus, read by the project's one importer
+  (``ledger.importers.tolokaforge``) and folded by ``replay.trial_inputs``; a real run
+  ingests the corpus (``ledger.ingest``) and reads each trial back from its stream, a dry
+  run folds the same events in memory; an unreadable bundle is named, never fatal;
 * the candidate label — the trace-check projection over the bundle's timeline under the
   *pack's* block (``replay.timeline`` + ``replay.trace_checks``);
 * the receipt — the checkpoint read, the inputs digest and the outputs digest, appended as
@@ -21,6 +23,7 @@ Defects of the invocation raise :class:`ReconcileError`; a defect in one bundle 
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,8 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ledger.importers.shape import BundleError
+from ledger.importers.tolokaforge import (
+    BundleContext,
+    BundlePlan,
+    Corpus,
+    bundle_events,
+    bundle_location,
+    read_corpus,
+    trial_name,
+)
+from ledger.importers.tolokaforge import read_bundle as read_raw_bundle
+from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLoadError, load_yaml
+from ledger.ingest import IngestError, ingest
 from reconcile.inputs import (
     SHARED,
     Candidate,
@@ -48,23 +62,17 @@ from reconcile.inputs import (
 from reconcile.reconcile import Claim, reconcile_entry
 from reconcile.report import CorpusReport, run_json
 from reconcile.validate import Finding, validate_migration
+from replay.timeline import build_trial_timeline
+from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
+from replay.trace_checks.authoring import inspect_trace_checks
+from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json, digest
+from schemas.envelope import NewEvent, StoredEvent
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
-from schemas.timeline import (
-    Message,
-    RecordedToolCall,
-    Role,
-    ToolCallDecl,
-    ToolExecutionStatus,
-    ToolExecutorIdentity,
-)
+from schemas.timeline import TimelineInconsistencyError
+from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
 
 SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
-
-try:  # the C loader where PyYAML has it (DESIGN.md § 9)
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - pure-python PyYAML
-    _Loader = yaml.SafeLoader
 
 
 class ReconcileError(Exception):
@@ -72,7 +80,8 @@ class ReconcileError(Exception):
 
 
 class MigrationLoadError(ReconcileError):
-    """A migration.yaml that does not have the sidecar's shape (a rule error, not I/O)."""
+    """A migration.yaml without the sidecar's shape, or a trace_checks block its claims are
+    recomputed from that does not load: an authoring error, not an I/O one."""
 
 
 class UnreadableBundle(Exception):
@@ -82,8 +91,11 @@ class UnreadableBundle(Exception):
 
 
 def _load_yaml(path: Path) -> Any:
-    with path.open("rb") as fh:
-        return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a safe loader
+    """A pack file through the project's bounded YAML loader; unreadable is an invocation error."""
+    try:
+        return load_yaml(path, DEFAULT_LIMITS)
+    except YamlLoadError as exc:
+        raise ReconcileError(str(exc)) from None
 
 
 # --- corpora -------------------------------------------------------------------------------
@@ -127,12 +139,18 @@ def _with_error(r: CorpusResolution, error: str) -> CorpusResolution:
 
 
 def discover_bundles(root: Path) -> list[Path]:
-    """Directories directly holding ``trajectory.yaml``, sorted; symlinked dirs not followed."""
+    """Directories directly holding ``trajectory.yaml``, sorted (FORMATS.md § 1).
+
+    A bundle does not nest, ``trace_replay`` / ``replays`` subtrees are never searched, and
+    symlinked directories are not followed: a corpus cannot reach outside its base.
+    """
     found = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_SUBTREES)
         if "trajectory.yaml" in filenames:
             found.append(Path(dirpath))
+            dirnames[:] = []
+        else:
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_SUBTREES)
     return sorted(found)
 
 
@@ -146,6 +164,7 @@ class Pack:
     grading: Mapping[str, Any]
     migration: MigrationFile | None
     digest: str
+    trace_checks: TraceChecksConfig | None = None  # loaded when a migration reads it
 
 
 def find_packs(roots: Sequence[Path]) -> list[Pack]:
@@ -189,8 +208,20 @@ def read_pack(directory: Path) -> Pack:
         view = pack_view(task_id, str(directory), grading)
     except RubricShapeError as exc:
         raise ReconcileError(f"{grading_path}: {exc}") from None
+    config = None
+    if migration is not None and grading.get("trace_checks") is not None:
+        # the block every declared claim is recomputed from: it loads, or nothing is declared
+        try:
+            config = load_trace_checks(grading["trace_checks"])
+        except TraceChecksConfigError as exc:
+            raise MigrationLoadError(f"{grading_path}: {exc}") from None
     return Pack(
-        directory, view, grading, migration, "sha256:" + hashlib.sha256(raw_bytes).hexdigest()
+        directory,
+        view,
+        grading,
+        migration,
+        "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
+        config,
     )
 
 
@@ -255,76 +286,49 @@ def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView
     )
 
 
-# --- bundles -------------------------------------------------------------------------------
+# --- trials ----------------------------------------------------------------------------------
+#
+# A bundle is read by the project's one importer (ledger.importers.tolokaforge: bounded YAML,
+# shape checks, the bundle → events mapping) and folded back by replay.trial_inputs, so
+# reconcile sees a trial exactly as ingest stores it. A real run ingests the corpus and
+# reads each trial's stream back out of the ledger; a dry run folds the same events in
+# memory without writing them.
 
 
-@dataclass(frozen=True)
-class Bundle:
-    directory: Path
-    task_id: str
-    trajectory: Mapping[str, Any]
-    tool_log: list[Any] | None
-    grade: RecordedGrade
-    grading: RecordedGrading
-    file_digest: str
+def plan_bundle(
+    directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
+) -> BundlePlan:
+    """The events ``directory`` becomes under corpus name ``corpus`` (raises on a bad shape).
 
-
-def read_bundle(directory: Path) -> Bundle | None:
-    """The bundle, ``None`` for a trial that never ran (no task.yaml), or UnreadableBundle."""
-    hasher = hashlib.sha256()
-    try:
-        trajectory = _read_mapping(directory / "trajectory.yaml", hasher)
-        metrics_path = directory / "metrics.yaml"
-        if metrics_path.is_file():
-            metrics = _read_mapping(metrics_path, hasher)
-            if metrics.get("redaction"):
-                raise UnreadableBundle("metrics.yaml carries a redaction stamp; refused by name")
-        task_path = directory / "task.yaml"
-        if not task_path.is_file():
-            if trajectory.get("status") != "completed" or trajectory.get("grading_error"):
-                return None
-            raise UnreadableBundle(
-                "task.yaml is absent on a bundle whose trajectory records a real episode"
-            )
-        task = _read_mapping(task_path, hasher)
-        grade_path = directory / "grade.yaml"
-        grade_raw = _read_mapping(grade_path, hasher) if grade_path.is_file() else None
-        tool_log = None
-        log_path = directory / "tool_log.yaml"
-        if log_path.is_file():
-            raw = log_path.read_bytes()
-            hasher.update(raw)
-            tool_log = yaml.load(raw, Loader=_Loader)
-            if not isinstance(tool_log, list):
-                raise UnreadableBundle(f"{log_path.name} is not a list of recorded calls")
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
-        raise UnreadableBundle(f"{type(exc).__name__}: {exc}") from None
-    grading_cfg = task.get("grading_config") or {}
-    task_id = task.get("task_id") or trajectory.get("task_id")
-    if not isinstance(task_id, str):
-        raise UnreadableBundle("neither task.yaml nor trajectory.yaml names a task_id")
-    try:
-        grading = _recorded_grading(grading_cfg)
-    except RubricShapeError as exc:
-        raise UnreadableBundle(f"task.yaml grading_config.{exc}") from None
-    return Bundle(
-        directory=directory,
-        task_id=task_id,
-        trajectory=trajectory,
-        tool_log=tool_log,
-        grade=_recorded_grade(grade_raw),
-        grading=grading,
-        file_digest="sha256:" + hasher.hexdigest(),
+    The context is the one ``ledger.ingest`` gives the same bundle — its corpus.yaml row
+    included — so the planned event ids are the ids the ledger holds once it is ingested.
+    """
+    raw = read_raw_bundle(directory, label)
+    resolved = directory.resolve()
+    manifest = None
+    if (resolved.parent / "corpus.yaml").is_file():
+        if resolved.parent not in manifests:
+            manifests[resolved.parent] = read_corpus(resolved.parent, label.rsplit("/", 1)[0])
+        manifest = manifests[resolved.parent]
+    ctx = BundleContext(
+        corpus=corpus,
+        trial=trial_name(resolved),
+        bundle_path=bundle_location(resolved),
+        corpus_file=f"{resolved.parent.name}/corpus.yaml" if manifest else None,
+        criterion=manifest.criterion if manifest else None,
+        entry=manifest.entries.get(resolved.name) if manifest else None,
     )
+    return bundle_events(raw, ctx)
 
 
-def _read_mapping(path: Path, hasher: Any) -> Mapping[str, Any]:
-    raw = path.read_bytes()
-    hasher.update(path.name.encode() + b"\0" + raw)
-    value = yaml.load(raw, Loader=_Loader)
-    if not isinstance(value, Mapping):
-        raise UnreadableBundle(f"{path.name} is not a mapping")
-    return value
+def stored(events: Sequence[NewEvent]) -> list[StoredEvent]:
+    """A planned stream as the ledger would hand it back (positions only; nothing written)."""
+    epoch = _dt.datetime.fromtimestamp(0, _dt.UTC)
+    return [
+        StoredEvent(i, e.stream, i, e.event_id or "", e.type, e.schema_version, epoch,
+                    canonical_json(e.payload), b"")
+        for i, e in enumerate(events)
+    ]  # fmt: skip
 
 
 def _number(value: Any, where: str) -> float:
@@ -333,7 +337,8 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
+def recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
+    """grade.yaml's verdict fields; a row that is not a judge verdict is unreadable."""
     if raw is None:
         return RecordedGrade("absent (no grade.yaml)", None, {}, 0.0, False)
     rows = raw.get("criterion_results")
@@ -341,16 +346,12 @@ def _recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
     if rows is not None:
         results = []
         for i, row in enumerate(rows):
-            if (
-                not isinstance(row, Mapping)
-                or "id" not in row
-                or not isinstance(row.get("met"), bool)
-            ):
+            if not isinstance(row.get("id"), str) or not isinstance(row.get("met"), bool):
                 raise UnreadableBundle(f"grade.yaml criterion_results[{i}] is not a judge verdict")
             score = row.get("score")
             results.append(
                 CriterionResult(
-                    str(row["id"]),
+                    row["id"],
                     row["met"],
                     None if score is None else _number(score, f"criterion_results[{i}].score"),
                     str(row.get("justification") or ""),
@@ -363,7 +364,7 @@ def _recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
     }
     summary = raw.get("trace_checks_summary") or {}
     return RecordedGrade(
-        judge_status=str(raw.get("judge_status", "unspecified")),
+        judge_status=str(raw.get("judge_status") or "unspecified"),
         criterion_results=results,
         components=components,
         score=_number(raw.get("score"), "score"),
@@ -372,93 +373,87 @@ def _recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
     )
 
 
-def _recorded_grading(cfg: Mapping[str, Any]) -> RecordedGrading:
+def recorded_grading(cfg: Mapping[str, Any]) -> RecordedGrading:
+    """The frozen ``grading_config``: rubric, combine map, method, threshold."""
     combine = cfg.get("combine") or {}
+    try:
+        rubric = rubric_of(cfg)
+    except RubricShapeError as exc:
+        raise UnreadableBundle(f"task.yaml grading_config.{exc}") from None
     return RecordedGrading(
-        rubric=rubric_of(cfg),
+        rubric=rubric,
         weights=dict(combine.get("weights") or {}),
         method=str(combine.get("method", "weighted")),
         pass_threshold=float(combine.get("pass_threshold", 0.75)),
     )
 
 
+def never_ran(inputs: TrialInputs) -> bool:
+    """No task.yaml, and the trajectory records an abort rather than an episode."""
+    return inputs.registered.task is None and (
+        inputs.status != "completed" or bool(inputs.grading_error)
+    )
+
+
+def graded_values(inputs: TrialInputs) -> tuple[RecordedGrade, RecordedGrading]:
+    """What reconciliation reads of a trial, or UnreadableBundle naming why not."""
+    if inputs.registered.redacted:
+        raise UnreadableBundle("metrics.yaml carries a redaction stamp; refused by name")
+    if inputs.registered.task is None:
+        raise UnreadableBundle(
+            "task.yaml is absent on a bundle whose trajectory records a real episode"
+        )
+    grading = recorded_grading(inputs.registered.grading or {})
+    return recorded_grade(inputs.recorded_grade), grading
+
+
 # --- the candidate label -------------------------------------------------------------------
 
-Evaluator = Callable[[Bundle, Pack], Candidate]
+Evaluator = Callable[[TrialInputs, "Pack"], Candidate]
 
 
 def trace_evaluator() -> Evaluator:
-    """The production projection, or one naming why it cannot run in this build."""
-    try:
-        from replay.timeline import build_trial_timeline  # noqa: PLC0415 - optional until it lands
-        from replay.trace_checks import evaluate_trace_checks  # noqa: PLC0415
-        from schemas.trace_checks import TraceChecksConfig  # noqa: PLC0415
-    except ImportError as exc:
-        missing = f"the trace-check projection is not available in this build ({exc})"
-        return lambda _bundle, _pack: Unavailable(missing)
-    configs: dict[str, Any] = {}
+    """The production projection: the timeline, then the pack's trace_checks over it."""
+    configs: dict[str, TraceChecksConfig | str] = {}
 
-    def evaluate(bundle: Bundle, pack: Pack) -> Candidate:
+    def config_of(pack: Pack) -> TraceChecksConfig | str:
+        if pack.trace_checks is not None:
+            return pack.trace_checks
         key = str(pack.directory)
         if key not in configs:
-            configs[key] = TraceChecksConfig.model_validate(pack.grading.get("trace_checks"))
+            try:
+                configs[key] = load_trace_checks(pack.grading.get("trace_checks"))
+            except TraceChecksConfigError as exc:
+                configs[key] = f"{pack.directory}: {exc}"
+        return configs[key]
+
+    def evaluate(inputs: TrialInputs, pack: Pack) -> Candidate:
+        config = config_of(pack)
+        if isinstance(config, str):
+            return Unavailable(config)
+        if inputs.timeline_inconsistency is not None:
+            return Unavailable(
+                "the message view and the tool-call record disagree: "
+                + str(inputs.timeline_inconsistency.get("message"))
+            )
         try:
             timeline = build_trial_timeline(
-                bundle_messages(bundle),
-                bundle_calls(bundle),
-                bundle.trajectory.get("termination_reason"),
+                inputs.messages, inputs.recorded_calls, inputs.termination_reason
             )
-        except (ValueError, KeyError, TypeError) as exc:
-            # TimelineInconsistencyError is a ValueError; the others are malformed records
-            return Unavailable(f"the timeline cannot be built: {type(exc).__name__}: {exc}")
-        return candidate_from_result(evaluate_trace_checks(timeline, configs[key]))
+        except TimelineInconsistencyError as exc:
+            return Unavailable(f"the timeline cannot be built: {exc}")
+        return candidate_from_result(evaluate_trace_checks(timeline, config))
 
     return evaluate
 
 
-def bundle_messages(bundle: Bundle) -> list[Message]:
-    """trajectory.yaml's messages as the timeline's message view."""
-    return [
-        Message(
-            role=Role(m.get("role")),
-            content=m.get("content") or "",
-            tool_calls=tuple(
-                ToolCallDecl(str(c["id"]), str(c["name"]), c.get("arguments") or {})
-                for c in m.get("tool_calls") or ()
-            ),
-            tool_call_id=m.get("tool_call_id"),
-        )
-        for m in bundle.trajectory.get("messages") or ()
-    ]
-
-
-def bundle_calls(bundle: Bundle) -> list[RecordedToolCall] | None:
-    """tool_log.yaml as RecordedToolCall values; ``None`` when the bundle carries no record."""
-    if bundle.tool_log is None:
-        return None
-    return [
-        RecordedToolCall(
-            call_id=str(c["call_id"]),
-            sequence=int(c["sequence"]),
-            tool_name=str(c["tool_name"]),
-            arguments=c.get("arguments") or {},
-            executor=ToolExecutorIdentity(c["executor"]),
-            status=ToolExecutionStatus(c["status"]),
-            output=c.get("output"),
-            latency_seconds=c.get("latency_seconds"),
-            timestamp=c.get("timestamp"),
-        )
-        for c in bundle.tool_log
-    ]
-
-
-def candidate_from_result(result: Any) -> Candidate:
+def candidate_from_result(result: TraceChecksResult) -> Candidate:
     """Adapt a ``TraceChecksResult`` (decision-set results + summary) to our values.
 
     ``results`` covers the shared constraints and the winning route's, so a route-scoped
     constraint whose route lost is absent — which reconciliation names as unavailable.
     """
-    if not result.results and getattr(result, "skipped_reason", ""):
+    if not result.results and result.skipped_reason:
         return Unavailable(f"the trace checks did not run: {result.skipped_reason}")
     verdicts: dict[str, bool | None] = {
         r.id: None if r.undecided else bool(r.passed) for r in result.results
@@ -480,6 +475,7 @@ class Invocation:
     base: Path
     source: Path | None = None
     evaluator: Evaluator | None = None
+    ledger: Any | None = None  # an open Ledger: ingest and read from it; None: dry run
 
 
 @dataclass
@@ -549,57 +545,133 @@ def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:
     return out
 
 
-def _observations(
-    root: Path,
-    base: Path,
-    packs_by_task: Mapping[str, Pack],
-    evaluator: Evaluator,
-    corpus_value: str | None,
-    roots: Sequence[str],
-) -> tuple[list[TrialObservation], list[tuple[str, str]], list[tuple[str, str]], list[str]]:
-    """Observations under ``root``, unreadable trials, excluded bundles, file digests."""
+@dataclass
+class _Read:
+    observations: list[TrialObservation] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    excluded: list[tuple[str, str]] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Context:
+    base: Path
+    packs_by_task: Mapping[str, Pack]
+    evaluator: Evaluator
+    roots: tuple[str, ...]
+    ledger: Any | None  # an open Ledger on a real run, None on a dry run
+
+
+def _ingest(ctx: _Context, root: Path, corpus: str) -> None:
+    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped)."""
+    if ctx.ledger is None:
+        return
+    try:
+        ingest(ctx.ledger, [str(root)], corpus=corpus, skip_bad=True, keep_inconsistent=True)
+    except IngestError as exc:
+        raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
+
+
+def _trial_inputs(
+    ctx: _Context, directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
+) -> tuple[str, TrialInputs]:
+    """(stream digest, TrialInputs) for one bundle: read back from the ledger on a real run."""
+    plan = plan_bundle(directory, label, corpus, manifests)
+    events = stored(plan.events)
+    if ctx.ledger is not None:
+        events = list(ctx.ledger.read(stream=plan.stream))
+        if [e.event_id for e in events] != [e.event_id for e in plan.events]:
+            held = "no events" if not events else f"{len(events)} events of other content"
+            raise UnreadableBundle(
+                f"the ledger's stream {plan.stream!r} holds {held}, not this bundle as it is on "
+                "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
+            )
+    return digest([plan.stream, [e.event_id for e in plan.events]]), trial_inputs(events)
+
+
+def _observations(ctx: _Context, root: Path, corpus_value: str | None) -> _Read:
+    """Every bundle under ``root`` as an observation, an unreadable row or an exclusion."""
     bundles = discover_bundles(root)
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
-    observations, unreadable, excluded, digests = [], [], [], []
+    corpus = root.resolve().name
+    _ingest(ctx, root, corpus)
+    out = _Read()
+    manifests: dict[Path, Corpus] = {}
+    gated: set[tuple[str, str]] = set()
     for directory in bundles:
-        trial = _display(directory, base)
+        trial = _display(directory, ctx.base)
         try:
-            bundle = read_bundle(directory)
-        except UnreadableBundle as exc:
-            unreadable.append((trial, exc.reason))
+            stream_digest, inputs = _trial_inputs(ctx, directory, trial, corpus, manifests)
+            if never_ran(inputs):
+                out.excluded.append((trial, "no task.yaml: the trial never ran"))
+                continue
+            grade, grading = graded_values(inputs)
+        except (BundleError, YamlLoadError, TrialInputsError, UnreadableBundle) as exc:
+            out.unreadable.append((trial, str(exc)))
             continue
-        if bundle is None:
-            excluded.append((trial, "no task.yaml: the trial never ran"))
-            continue
-        digests.append(f"{trial}={bundle.file_digest}")
-        pack = packs_by_task.get(bundle.task_id)
+        task_id = inputs.registered.task_id
+        pack = ctx.packs_by_task.get(task_id)
         if pack is None:
             raise ReconcileError(
-                f"task_id {bundle.task_id!r} of {trial} resolves in none of the searched pack "
-                f"roots ({', '.join(roots)}) — pass --packs with the directory holding its pack"
+                f"task_id {task_id!r} of {trial} resolves in none of the searched pack "
+                f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
             )
-        keys = {trial, directory.relative_to(root).as_posix()}
+        _authoring_gate(pack, inputs, trial, gated)
+        relative = directory.relative_to(root).as_posix()
+        keys = {trial, relative}
         if corpus_value is not None:
-            keys.add(f"{corpus_value.rstrip('/')}/{directory.relative_to(root).as_posix()}")
-
-        lazy = _once(evaluator, bundle, pack)
-
-        observations.append(
+            keys.add(f"{corpus_value.rstrip('/')}/{relative}")
+        out.digests.append(stream_digest)
+        out.observations.append(
             TrialObservation(
-                trial, bundle.task_id, bundle.grade, bundle.grading, lazy, frozenset(keys)
+                trial, task_id, grade, grading, _once(ctx.evaluator, inputs, pack), frozenset(keys)
             )
         )
-    return observations, unreadable, excluded, digests
+    return out
 
 
-def _once(evaluator: Evaluator, bundle: Bundle, pack: Pack) -> Callable[[], Candidate]:
+def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
+    """``tools_schemas.yaml`` as ``name -> parameters schema``; ``None`` when not recorded."""
+    schemas = inputs.registered.tool_schemas
+    if schemas is None:
+        return None
+    tools: dict[str, Any] = {}
+    for item in schemas:
+        fn = item.get("function") if isinstance(item, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            tools[fn["name"]] = params if isinstance(params, Mapping) else None
+    return tools
+
+
+def _authoring_gate(
+    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
+) -> None:
+    """The pack's block against the tools this bundle recorded: a constraint naming a tool
+    the corpus never had would fail every trial and read as a disagreement with the judge."""
+    if pack.trace_checks is None:
+        return
+    tools = recorded_tools(inputs)
+    key = (str(pack.directory), digest(tools))
+    if key in checked:
+        return
+    checked.add(key)
+    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
+    if errors:
+        raise ReconcileError(
+            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
+            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
+        )
+
+
+def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:
     """Evaluate on first demand only, and once: two entries over one trial share the result."""
     memo: list[Candidate] = []
 
     def compute() -> Candidate:
         if not memo:
-            memo.append(evaluator(bundle, pack))
+            memo.append(evaluator(inputs, pack))
         return memo[0]
 
     return compute
@@ -625,34 +697,34 @@ def _packs_by_task(packs: Sequence[Pack]) -> dict[str, Pack]:
     return by_task
 
 
-@dataclass(frozen=True)
-class _Context:
-    base: Path
-    packs_by_task: Mapping[str, Pack]
-    evaluator: Evaluator
-    roots: tuple[str, ...]
-
-
 def _corpus_report(
     ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim]
 ) -> tuple[CorpusReport, list[str]]:
     """One corpus read and every claim over it reconciled; the sweep knows its corpus."""
-    obs, unreadable, excluded, files = _observations(
-        root, ctx.base, ctx.packs_by_task, ctx.evaluator, corpus_value, ctx.roots
-    )
+    read = _observations(ctx, root, corpus_value)
+    obs = read.observations
     if corpus_value is None:  # --source: the claims of the packs behind its trials
         tasks = {o.task_id for o in obs}
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
     sweep = corpus_value is not None
     entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
     report = CorpusReport(
-        shown, ctx.roots, len(obs) + len(unreadable), entries, tuple(unreadable), tuple(excluded)
+        shown,
+        ctx.roots,
+        len(obs) + len(read.unreadable),
+        entries,
+        tuple(read.unreadable),
+        tuple(read.excluded),
     )
-    return report, files
+    return report, read.digests
 
 
 def run_reconcile(inv: Invocation) -> Outcome:
-    """Every report the invocation asks for, their JSON document and the exit code."""
+    """Every report the invocation asks for, their JSON document and the exit code.
+
+    With ``inv.ledger`` (an open ledger) each corpus is ingested first and every trial is
+    read back from its stream; without, nothing is written.
+    """
     packs = find_packs(inv.packs)
     corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
@@ -661,6 +733,7 @@ def run_reconcile(inv: Invocation) -> Outcome:
         _packs_by_task(packs),
         inv.evaluator or trace_evaluator(),
         tuple(str(p) for p in inv.packs),
+        inv.ledger,
     )
     reports: list[CorpusReport] = []
     digests = [f"pack:{_display(p.directory, inv.base)}={p.digest}" for p in packs]
@@ -694,29 +767,24 @@ def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
 # --- the receipt -----------------------------------------------------------------------------
 
 
-def append_receipt(ledger_dir: Path, outcome: Outcome, *, run_id: str) -> dict[str, Any]:
-    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest}."""
-    from ledger.store import open_ledger  # noqa: PLC0415 - only a real run writes
-    from schemas.envelope import NewEvent  # noqa: PLC0415
+def append_receipt(lg: Any, outcome: Outcome, *, run_id: str) -> dict[str, Any]:
+    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest}.
 
-    with open_ledger(ledger_dir) as lg:
-        size = lg.size()
-        receipt = {
-            "checkpoint": {"size": size, "root": lg.root(size).hex()},
-            "inputs_digest": outcome.inputs_digest,
-            "outputs_digest": digest(outcome.document),
-        }
-        payload = {
-            "run_id": run_id,
-            "exit_code": outcome.exit_code,
-            "entries": [
-                {
-                    k: e[k]
-                    for k in ("criterion", "task_ids", "mode", "verdict", "observations", "kappa")
-                }
-                for e in outcome.document["entries"]
-            ],
-            "receipt": receipt,
-        }
-        lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
+    The checkpoint is the log as the reconciliation read it (after its corpus was
+    ingested, before this event), so the receipt names the state the verdict came from.
+    """
+    size = lg.size()
+    receipt = {
+        "checkpoint": {"size": size, "root": lg.root(size).hex()},
+        "inputs_digest": outcome.inputs_digest,
+        "outputs_digest": digest(outcome.document),
+    }
+    keys = ("criterion", "task_ids", "mode", "verdict", "observations", "kappa")
+    payload = {
+        "run_id": run_id,
+        "exit_code": outcome.exit_code,
+        "entries": [{k: e[k] for k in keys} for e in outcome.document["entries"]],
+        "receipt": receipt,
+    }
+    lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
     return receipt

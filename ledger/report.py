@@ -98,14 +98,18 @@ def grouped_bars(
 ) -> str:
     """Vertical grouped bars: one group per category, one bar per series."""
     w, h, left, bottom, top = 540, 260, 44, 60, 12
-    top_v = y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
+    top_v = (
+        y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
+    )
     plot_w, plot_h = w - left - 10, h - bottom - top
     parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}"/>']
     for i in range(5):
         v = top_v * i / 4
         y = h - bottom - plot_h * i / 4
         parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - 10}" y2="{y:.1f}"/>')
-        parts.append(_t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted"))
+        parts.append(
+            _t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted")
+        )
     group_w = plot_w / max(len(categories), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
     for ci, cat in enumerate(categories):
@@ -114,12 +118,23 @@ def grouped_bars(
             v = vs[ci]
             bh = plot_h * (v / top_v if top_v else 0)
             parts.append(
-                _rect(gx + si * bar_w, h - bottom - bh, bar_w - 1, bh, PALETTE[si % len(PALETTE)],
-                      f"{name} · {cat}: {v:g}")
+                _rect(
+                    gx + si * bar_w,
+                    h - bottom - bh,
+                    bar_w - 1,
+                    bh,
+                    PALETTE[si % len(PALETTE)],
+                    f"{name} · {cat}: {v:g}",
+                )
             )
         parts.append(
-            _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 14), anchor="end",
-               rot=-35 if len(categories) > 6 else 0)
+            _t(
+                gx + group_w * 0.4,
+                h - bottom + 14,
+                _short(cat, 14),
+                anchor="end",
+                rot=-35 if len(categories) > 6 else 0,
+            )
             if len(categories) > 6
             else _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 18), anchor="middle")
         )
@@ -150,8 +165,18 @@ def line_chart(
     parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 14}" y2="{h - bottom}"/>']
     for i in range(5):
         v = y_max * i / 4
-        parts.append(f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>')
-        parts.append(_t(left - 4, py(v) + 4, f"{v:.2f}" if y_max <= 2 else f"{v:g}", anchor="end", cls="muted"))
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>'
+        )
+        parts.append(
+            _t(
+                left - 4,
+                py(v) + 4,
+                f"{v:.2f}" if y_max <= 2 else f"{v:g}",
+                anchor="end",
+                cls="muted",
+            )
+        )
     ticks = x_ticks or [f"{x:g}" for x in xs]
     step = max(1, math.ceil(n / 12))
     for i, tick in enumerate(ticks):
@@ -208,8 +233,9 @@ def heatmap(
     h = top + ch * len(row_labels) + 6
     out = []
     for j, c in enumerate(col_labels):
-        out.append(_t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start",
-                      rot=-30, cls="muted"))
+        out.append(
+            _t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start", rot=-30, cls="muted")
+        )
     for i, r in enumerate(row_labels):
         y = top + i * ch
         out.append(_t(left - 6, y + ch - 5, _short(r, 36), anchor="end"))
@@ -252,7 +278,12 @@ def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) 
     out.append(_t(x0 + s * 1.5, y0 - 6, "failed", anchor="middle", cls="muted"))
     out.append(_t(x0 - 6, y0 + s / 2 + 4, "judge met", anchor="end", cls="muted"))
     out.append(_t(x0 - 6, y0 + s * 1.5 + 4, "not met", anchor="end", cls="muted"))
-    for (i, j), v, agree in (((0, 0), a, True), ((0, 1), b, False), ((1, 0), c, False), ((1, 1), d, True)):
+    for (i, j), v, agree in (
+        ((0, 0), a, True),
+        ((0, 1), b, False),
+        ((1, 0), c, False),
+        ((1, 1), d, True),
+    ):
         shade = 0.25 + 0.75 * v / total
         color = PASS if agree else FAIL
         out.append(
@@ -283,8 +314,11 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     counts = {(r["model"], r["bin"]): r["n"] for r in rows}
     series = [(m, [float(counts.get((m, b), 0)) for b in range(10)]) for m in models]
     body = grouped_bars(bins, series, y_label="trials", label="score distribution")
-    return Panel("Score distribution per model", what, body + _legend(
-        [(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]))
+    return Panel(
+        "Score distribution per model",
+        what,
+        body + _legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]),
+    )
 
 
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
@@ -296,8 +330,10 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
         "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
     )
-    what = ("Pass rate c/n per task and model over measured trials (infrastructure aborts "
-            "excluded; a counted trial without a grade counts as not passed).")
+    what = (
+        "Pass rate c/n per task and model over measured trials (infrastructure aborts "
+        "excluded; a counted trial without a grade counts as not passed)."
+    )
     if not rows:
         return Panel("Pass rate per task × model", what, "")
     tasks = sorted({r["task_id"] or "(no task)" for r in rows})
@@ -305,7 +341,9 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     shown = tasks[:MAX_ROWS]
     cells = {
         (r["task_id"] or "(no task)", r["model"]): (
-            r["c"] / r["n"], f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed")
+            r["c"] / r["n"],
+            f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed",
+        )
         for r in rows
     }
     body = heatmap(shown, models, cells, label="pass rate per task and model")
@@ -325,9 +363,11 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "SELECT task_id, k, n, c, pass_at_k FROM pass_at_k WHERE basis = 'current' "
         "AND model = '*' AND level = 'task' AND pass_at_k IS NOT NULL ORDER BY task_id, k",
     )
-    what = ("pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks) and "
-            "micro (all trials pooled) by k, and per task at k = 1 and the largest k every "
-            "task supports.")
+    what = (
+        "pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks) and "
+        "micro (all trials pooled) by k, and per task at k = 1 and the largest k every "
+        "task supports."
+    )
     if not per_task:
         return Panel("pass@k per task", what, "")
     ks = sorted({r["k"] for r in curve if r["pass_at_k"] is not None})
@@ -361,23 +401,33 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 
 def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = _rows(con, "SELECT * FROM constraint_separation ORDER BY task_id, ord, constraint_id")
-    what = ("Per task and constraint, over the task's latest retrace: decided passes, failures and "
-            "undecided trials, with the retrace class.")
+    what = (
+        "Per task and constraint, over the task's latest retrace: decided passes, failures and "
+        "undecided trials, with the retrace class."
+    )
     if not rows:
-        return Panel("Constraint separation (latest retrace)", what, "",
-                     "no retrace with trace constraints yet — run `vledger retrace`")
+        return Panel(
+            "Constraint separation (latest retrace)",
+            what,
+            "",
+            "no retrace with trace constraints yet — run `vledger retrace`",
+        )
     shown = rows[:MAX_ROWS]
     bars = [
         (
             f"{r['task_id']} · {r['constraint_id']}",
-            [("passed", r["passed"], PASS), ("failed", r["failed"], FAIL),
-             ("undecided", r["undecided"], UNDECIDED)],
+            [
+                ("passed", r["passed"], PASS),
+                ("failed", r["failed"], FAIL),
+                ("undecided", r["undecided"], UNDECIDED),
+            ],
             r["class"],
         )
         for r in shown
     ]
     body = stacked_hbars(bars, label="constraint separation") + _legend(
-        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)])
+        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)]
+    )
     if len(rows) > len(shown):
         body += _note(f"showing {len(shown)} of {len(rows)} constraints")
     return Panel("Constraint separation (latest retrace)", what, body)
@@ -389,16 +439,32 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "SELECT * FROM agreement WHERE task_id = '*' ORDER BY observations DESC, criterion, "
         "constraint_id LIMIT 12",
     )
-    what = ("Judge criterion (recorded met) against trace constraint (current verdict) over every "
-            "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ.")
+    what = (
+        "Judge criterion (recorded met) against trace constraint (current verdict) over every "
+        "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ."
+    )
     if not rows:
-        return Panel("Judge vs constraint agreement", what, "",
-                     "no trial carries both a judge criterion and a decided trace constraint yet")
-    body = '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(
-        matrix_2x2(f"{r['criterion']} × {r['constraint_id']}", r["met_passed"], r["met_failed"],
-                   r["not_met_passed"], r["not_met_failed"], r["kappa"])
-        for r in rows
-    ) + "</div>"
+        return Panel(
+            "Judge vs constraint agreement",
+            what,
+            "",
+            "no trial carries both a judge criterion and a decided trace constraint yet",
+        )
+    body = (
+        '<div style="display:flex;flex-wrap:wrap;gap:8px">'
+        + "".join(
+            matrix_2x2(
+                f"{r['criterion']} × {r['constraint_id']}",
+                r["met_passed"],
+                r["met_failed"],
+                r["not_met_passed"],
+                r["not_met_failed"],
+                r["kappa"],
+            )
+            for r in rows
+        )
+        + "</div>"
+    )
     return Panel("Judge vs constraint agreement", what, body)
 
 
@@ -413,25 +479,35 @@ def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "AS score_differs FROM grades g JOIN rec USING (trial) WHERE g.source = 'replayed' "
         "GROUP BY g.replay_id ORDER BY first_seq",
     )
-    what = ("For each replay in log order: how many re-derived grades disagree with the recorded "
-            "grade of the same trial (verdict, and score).")
+    what = (
+        "For each replay in log order: how many re-derived grades disagree with the recorded "
+        "grade of the same trial (verdict, and score)."
+    )
     if not rows:
-        return Panel("Replay vs recorded disagreements over time", what, "",
-                     "no replay of a recorded grade yet — run `vledger retrace`")
+        return Panel(
+            "Replay vs recorded disagreements over time",
+            what,
+            "",
+            "no replay of a recorded grade yet — run `vledger retrace`",
+        )
     labels = [r["replay_id"] or f"seq {r['first_seq']}" for r in rows]
     top = _nice_max(max([r["score_differs"] for r in rows] + [r["pass_differs"] for r in rows]))
     body = line_chart(
         list(range(len(rows))),
-        [("verdict differs", [float(r["pass_differs"]) for r in rows]),
-         ("score differs", [float(r["score_differs"]) for r in rows])],
+        [
+            ("verdict differs", [float(r["pass_differs"]) for r in rows]),
+            ("score differs", [float(r["score_differs"]) for r in rows]),
+        ],
         x_label="replay (log order)",
         y_label="trials",
         y_max=float(top),
         label="replay vs recorded disagreements",
         x_ticks=labels,
     ) + _legend([("verdict differs", PALETTE[0]), ("score differs", PALETTE[1])])
-    body += _note(f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
-                  f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ")
+    body += _note(
+        f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
+        f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ"
+    )
     return Panel("Replay vs recorded disagreements over time", what, body)
 
 
@@ -444,8 +520,12 @@ def _verdict_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     )
     what = "Latest admission per unit, by verdict grade, strongest first (the registered ladder)."
     if not rows:
-        return Panel("Verdict-grade distribution", what, "",
-                     "no admissions yet — record units with `vledger verdict`")
+        return Panel(
+            "Verdict-grade distribution",
+            what,
+            "",
+            "no admissions yet — record units with `vledger verdict`",
+        )
     body = grouped_bars(
         [r["effective_grade"] or "(none)" for r in rows],
         [("units", [float(r["units"]) for r in rows])],
@@ -467,16 +547,29 @@ def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
         "(SELECT count(DISTINCT unit) FROM admissions) AS units",
     )
     items = [
-        ("events", s["events"]), ("trials", s["trials"]), ("infrastructure aborts", s["aborts"]),
-        ("recorded grades", s["recorded"]), ("replayed grades", s["replayed"]),
-        ("replays", s["replays"]), ("admitted units", s["units"]),
+        ("events", s["events"]),
+        ("trials", s["trials"]),
+        ("infrastructure aborts", s["aborts"]),
+        ("recorded grades", s["recorded"]),
+        ("replayed grades", s["replayed"]),
+        ("replays", s["replays"]),
+        ("admitted units", s["units"]),
     ]
-    html = "".join(f'<div class="stat"><b>{v:,}</b><span>{escape(k)}</span></div>' for k, v in items)
+    html = "".join(
+        f'<div class="stat"><b>{v:,}</b><span>{escape(k)}</span></div>' for k, v in items
+    )
     return html, s
 
 
-PANELS = (_score_panel, _pass_panel, _pass_at_k_panel, _separation_panel, _agreement_panel,
-          _disagreement_panel, _verdict_panel)
+PANELS = (
+    _score_panel,
+    _pass_panel,
+    _pass_at_k_panel,
+    _separation_panel,
+    _agreement_panel,
+    _disagreement_panel,
+    _verdict_panel,
+)
 
 
 def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
@@ -485,10 +578,15 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
         summary_html, s = _summary(con)
         panels = [p(con) for p in PANELS]
     at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
-    subtitle = (f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
-                + (f" through seq {s['last_seq']} (last appended {escape(at)})"
-                   if s["last_seq"] is not None else "")
-                + (f" · read from {escape(source.detail)}" if source.kind == "segments" else ""))
+    subtitle = (
+        f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
+        + (
+            f" through seq {s['last_seq']} (last appended {escape(at)})"
+            if s["last_seq"] is not None
+            else ""
+        )
+        + (f" · read from {escape(source.detail)}" if source.kind == "segments" else "")
+    )
     page = PAGE.substitute(
         title="verdict-ledger report",
         subtitle=subtitle,
@@ -504,5 +602,7 @@ def write_report(ledger_dir: Path | str, out: Path | str) -> str:
     """Write the report to ``out``; return a one-line summary for the CLI."""
     page, s = render(ledger_dir)
     Path(out).write_text(page, encoding="utf-8")
-    return (f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
-            f"{s['trials']:,} trials")
+    return (
+        f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
+        f"{s['trials']:,} trials"
+    )

@@ -28,16 +28,18 @@ for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import random
+import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -55,6 +57,7 @@ from ledger.errors import (
     ProofError,
     StreamSealed,
     StreamVersionConflict,
+    TamperDetected,
 )
 from ledger.note import (
     Checkpoint,
@@ -82,6 +85,7 @@ TRIAL_PREFIX = "trial/"
 CHECKPOINT_DIR = "checkpoints"
 FORMAT_VERSION = "1"
 DEFAULT_BUSY_TIMEOUT = 5.0
+DEFAULT_DUCKDB_MEMORY = "128MB"
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
 
 _DDL = """
@@ -116,10 +120,11 @@ _NODE_SCHEMA = pa.schema(
 )
 
 EXPECTED_WORDS = ("any", "no_stream", "exists")
+F = TypeVar("F", bound=Callable[..., Any])
 
 # One lock per ledger file per process: DuckDB shares one database instance between
 # connections of a process, so two Ledger objects on one path must not interleave appends.
-_PROCESS_LOCKS: dict[Path, threading.Lock] = {}
+_PROCESS_LOCKS: dict[Path, threading.RLock] = {}
 _PROCESS_LOCKS_GUARD = threading.Lock()
 
 
@@ -215,6 +220,16 @@ def _nonce() -> bytes:
     return random.SystemRandom().randbytes(16)
 
 
+def duckdb_memory_limit() -> str:
+    """``$VLEDGER_DUCKDB_MEMORY`` (e.g. ``2GB``) or the default ``128MB``; validated."""
+    value = os.environ.get("VLEDGER_DUCKDB_MEMORY", DEFAULT_DUCKDB_MEMORY).strip()
+    if not re.fullmatch(
+        r"[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", value, re.IGNORECASE
+    ):
+        raise LedgerError(f"VLEDGER_DUCKDB_MEMORY={value!r} is not a size like '256MB' or '2GB'")
+    return value
+
+
 def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
     """Connect, retrying the process-level file lock with jittered backoff."""
     start = time.monotonic()
@@ -223,6 +238,10 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db))
             con.execute("SET TimeZone = 'UTC'")
+            con.execute("SET enable_progress_bar = false")  # stdout belongs to the CLI
+            # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
+            # with the log; larger queries spill to <db>.tmp instead.
+            con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
             return con
         except duckdb.IOException as exc:
             text = str(exc)
@@ -233,6 +252,10 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
                 raise LedgerBusy(db.parent, waited) from None
             time.sleep(min(delay * (0.5 + random.random()), max(busy_timeout - waited, 0.001)))
             delay = min(delay * 2, 0.1)
+        except duckdb.Error as exc:  # e.g. a corrupted file: say so, never leak the driver error
+            raise TamperDetected(
+                str(db), f"DuckDB cannot open it ({exc}); the file is damaged"
+            ) from None
 
 
 # --- preparing a batch (pure) -----------------------------------------------------------
@@ -416,15 +439,32 @@ def content_differences(a: _Prepared, stored: tuple[str, str, int, bytes]) -> li
 # --- the ledger -------------------------------------------------------------------------
 
 
+def _locked(fn: F) -> F:
+    """Run a method under the ledger's lock: queries on the shared connection never see
+    (or disturb) another thread's half-done append transaction."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return fn(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class Ledger:
-    """An open ledger. Use as a context manager, or call :meth:`close`."""
+    """An open ledger. Use as a context manager, or call :meth:`close`.
+
+    Thread-safe: appends and the small queries share one connection under a per-file
+    re-entrant lock; ``read``/``read_arrow`` stream through their own cursor and only ever
+    see committed batches.
+    """
 
     def __init__(self, path: Path, con: duckdb.DuckDBPyConnection) -> None:
         self.path = path
         self._con = con
         key = (path / DB_FILE).resolve()
         with _PROCESS_LOCKS_GUARD:
-            self._lock = _PROCESS_LOCKS.setdefault(key, threading.Lock())
+            self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
 
     # lifecycle
 
@@ -439,6 +479,7 @@ class Ledger:
 
     # small queries
 
+    @_locked
     def meta(self, key: str) -> str:
         row = _first(self._con.execute("SELECT value FROM meta WHERE key = ?", [key]))
         if row is None:
@@ -454,6 +495,7 @@ class Ledger:
         """Number of events in the log (= the next seq)."""
         return self._tree_state()[0]
 
+    @_locked
     def stream_version(self, stream: str) -> int | None:
         """Version (0-based) of the stream's last event, or ``None`` if it has none."""
         row = _first(
@@ -461,6 +503,7 @@ class Ledger:
         )
         return None if row is None or row[0] is None else int(row[0])
 
+    @_locked
     def streams(self, prefix: str | None = None) -> list[str]:
         """Stream names (sorted), optionally only those starting with ``prefix``."""
         sql = "SELECT DISTINCT stream FROM events"
@@ -470,6 +513,7 @@ class Ledger:
             params.append(prefix)
         return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
 
+    @_locked
     def tree_state(self) -> tuple[int, list[bytes]]:
         """The stored ``(size, frontier)`` as is (verify compares it with the rebuilt tree)."""
         size, blob = _first(self._con.execute("SELECT size, frontier FROM tree_state"))
@@ -487,16 +531,24 @@ class Ledger:
 
     # raw access for verify and sealing (rows exactly as stored, tampered or not)
 
+    @_locked
     def max_stored_seq(self) -> int | None:
         row = _first(self._con.execute("SELECT max(seq) FROM events"))
         return None if row is None or row[0] is None else int(row[0])
 
-    def raw_rows(self, lo: int, hi: int) -> pa.Table:
-        """Stored rows with ``lo <= seq <= hi`` ordered by seq, without any checking."""
+    @_locked
+    def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table:
+        """Stored rows with ``lo <= seq <= hi``, without any checking.
+
+        ``ordered=False`` skips the sort and returns storage order (= seq order unless the
+        file was tampered with; verify checks and sorts itself).
+        """
+        order = " ORDER BY seq" if ordered else ""
         return self._con.sql(
-            "SELECT * FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq", params=[lo, hi]
+            "SELECT * FROM events WHERE seq BETWEEN ? AND ?" + order, params=[lo, hi]
         ).to_arrow_table()
 
+    @_locked
     def stored_nodes(self, first_leaf: int, last_leaf: int) -> list[tuple[int, int, bytes]]:
         """Stored interior nodes completed by leaves in ``[first_leaf, last_leaf]``."""
         rows = self._con.execute(
@@ -506,18 +558,16 @@ class Ledger:
         ).fetchall()
         return [(int(lv), int(i), bytes(h)) for lv, i, h in rows]
 
-    def stored_node_runs(
-        self, first_leaf: int, last_leaf: int
-    ) -> list[tuple[int, int, list[bytes]]]:
-        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]`` as
-        ``(level, first index, hashes by index)`` runs, lowest level first."""
-        rows = self._con.execute(
-            "SELECT level, min(idx), list(hash ORDER BY idx) FROM nodes "
-            "WHERE last_leaf BETWEEN ? AND ? GROUP BY level ORDER BY level",
-            [first_leaf, last_leaf],
-        ).fetchall()
-        return [(int(lv), int(first), [bytes(h) for h in hs]) for lv, first, hs in rows]
+    @_locked
+    def stored_node_table(self, first_leaf: int, last_leaf: int) -> pa.Table:
+        """Stored nodes completed by leaves in ``[first_leaf, last_leaf]``: columns
+        ``level, idx, hash`` ordered by level then idx (verify's fast comparison)."""
+        return self._con.sql(
+            "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? ORDER BY level, idx",
+            params=[first_leaf, last_leaf],
+        ).to_arrow_table()
 
+    @_locked
     def first_version_break(self) -> tuple[int, str, int, int] | None:
         """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order."""
         row = _first(
@@ -529,6 +579,7 @@ class Ledger:
         )
         return None if row is None else (int(row[0]), row[1], int(row[2]), int(row[3]))
 
+    @_locked
     def count_nodes_from(self, first_leaf: int) -> int:
         row = _first(
             self._con.execute("SELECT count(*) FROM nodes WHERE last_leaf >= ?", [first_leaf])
@@ -537,6 +588,7 @@ class Ledger:
 
     # sealing
 
+    @_locked
     def sealed_upto(self) -> int:
         """Events with seq below this are (being) sealed into segments."""
         row = _first(self._con.execute("SELECT value FROM meta WHERE key = 'sealed_upto'"))
@@ -563,6 +615,7 @@ class Ledger:
         if segments.load_manifest(self.path).sealed_upto < self.sealed_upto():
             segments.seal(self, segments.DEFAULT_MAX_ROWS)
 
+    @_locked
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
         """``(min_seq, max_seq)`` of each trial stream's events within ``[start, end)``."""
         rows = self._con.execute(
@@ -810,6 +863,7 @@ class Ledger:
 
     # Merkle tree
 
+    @_locked
     def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
         """:class:`merkle.HashReader` over this store: leaves from events, nodes from nodes."""
         leaf_seqs = sorted({i for lv, i in indexes if lv == 0})

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ledger.verify import EXTRA_CHECKS, Problem
 from replay.verdict import (
     Admission,
     UnitEvent,
@@ -308,23 +309,38 @@ def pending_units(lg: LedgerLike) -> list[str]:
 
 
 def verify_admissions(lg: LedgerLike, registration: Registration | None = None) -> list[str]:
-    """Re-derive every recorded admission; one problem string per unit that is off.
+    """Re-derive every recorded admission; one problem string per thing that is off.
 
     Checks each ``unit/`` stream for soundness (malformed events, undeclared oracles,
     late declarations, events after admission) and compares every ``verdict.admitted``
     payload with the record re-derived from the evidence before it.
     """
+    return [f"unit {unit!r}: {what}" for unit, what in _unit_problems(lg, registration)]
+
+
+def _unit_problems(lg: LedgerLike, registration: Registration | None) -> list[tuple[str, str]]:
     registration = registration or load_registration()
     ladder = registration.ladder()
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     for stream in lg.streams(prefix=UNIT_PREFIX):
         unit = unit_of(stream)
         events = [as_unit_event(ev) for ev in lg.read(stream=stream)]
-        problems.extend(f"unit {unit!r}: {p}" for p in check_unit_events(unit, events))
+        problems.extend((unit, p) for p in check_unit_events(unit, events))
         for i, ev in enumerate(events):
             if ev.type == ADMITTED:
-                problems.extend(_check_admission(unit, events[:i], ev, registration, ladder))
+                problems.extend(
+                    (unit, p) for p in _check_admission(unit, events[:i], ev, registration, ladder)
+                )
     return problems
+
+
+def verify_hook(lg: LedgerLike) -> list[Problem]:
+    """``vledger verify`` hook: the admission checks, one Problem per finding."""
+    return [Problem(unit_stream(unit), what) for unit, what in _unit_problems(lg, None)]
+
+
+if verify_hook not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_hook)
 
 
 def _check_admission(
@@ -334,7 +350,7 @@ def _check_admission(
     registration: Registration,
     ladder: Ladder,
 ) -> list[str]:
-    where = f"unit {unit!r}: verdict.admitted at seq {admitted.seq}"
+    where = f"verdict.admitted at seq {admitted.seq}"
     evidence = [e for e in before if e.type != ADMITTED]
     try:
         admission = derive_unit(evidence, unit, ladder)

@@ -28,6 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+import pyarrow as pa
+
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
 from ledger.note import (
@@ -120,7 +123,11 @@ def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
 
     report = VerifyReport(signatures_checked=pub is not None)
     sizes = _checkpoint_sizes(lg)
-    roots = _scan_events(lg, report, sizes)
+    try:
+        roots = _scan_events(lg, report, sizes)
+    except duckdb.Error as exc:  # damaged storage (checksums, unreadable blocks)
+        report.add("events.duckdb", f"cannot be read: {exc}")
+        return report
     _check_checkpoints(lg, report, pub, roots)
     report.segments = check_segments(lg, report)
     for check in EXTRA_CHECKS:
@@ -158,7 +165,7 @@ class _Scan:
     def window_fast(
         self,
         cols: list[list[Any]],
-        stored_runs: Callable[[int, int], list[tuple[int, int, list[bytes]]]],
+        stored_nodes: Callable[[int, int], pa.Table],
     ) -> bool:
         """Verify a clean window quickly; return False (state untouched) if anything differs."""
         seqs, streams, versions, ids, types, svs, payloads, stored = cols
@@ -176,7 +183,7 @@ class _Scan:
             return False
         before = list(self.frontier)
         runs = merkle.push_many(self.frontier, n0, leaves)
-        if runs != stored_runs(n0, n0 + k - 1):
+        if not _same_nodes(runs, stored_nodes(n0, n0 + k - 1)):
             self.frontier = before  # undo; the slow path re-walks this window
             return False
         self.next_seq = n0 + k
@@ -221,6 +228,20 @@ class _Scan:
             self.roots[self.next_seq] = merkle.frontier_root(self.frontier)
 
 
+def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> bool:
+    """Do the stored (level, idx, hash) rows equal the recomputed runs exactly?"""
+    if stored.num_rows != sum(len(hs) for _, _, hs in runs):
+        return False
+    levels = [lv for lv, _, hs in runs for _ in hs]
+    idxs = [i for _, first, hs in runs for i in range(first, first + len(hs))]
+    hashes = [h for _, _, hs in runs for h in hs]
+    return (
+        stored.column("hash").to_pylist() == hashes
+        and stored.column("idx").to_pylist() == idxs
+        and stored.column("level").to_pylist() == levels
+    )
+
+
 COLUMNS = (
     "seq",
     "stream",
@@ -242,9 +263,10 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     lo = 0
     while top is not None and lo <= top:
         hi = min(lo + WINDOW - 1, top)
-        t = lg.raw_rows(lo, hi)
+        t = lg.raw_rows(lo, hi, ordered=False)
         cols = [t.column(c).to_pylist() for c in COLUMNS]
-        if not scan.window_fast(cols, lg.stored_node_runs):
+        if not scan.window_fast(cols, lg.stored_node_table):
+            cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
             first_leaf = scan.next_seq
             for r in zip(*cols, strict=True):
                 scan.row(*r)

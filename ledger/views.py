@@ -195,7 +195,9 @@ GRADE_LADDER: tuple[str, ...] = (
 PASS_K_VALUES: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100)
 
 
-def _fields(path_key: str, *, as_json: bool = False, src: str = "body") -> tuple[str, dict[str, str]]:
+def _fields(
+    path_key: str, *, as_json: bool = False, src: str = "body"
+) -> tuple[str, dict[str, str]]:
     """One extraction for every field of ``PATHS[path_key]`` (one JSON parse per row).
 
     Returns the select item (``json_extract_string(body, [...]) AS _v``) and, per field, the
@@ -270,8 +272,8 @@ _CRITERIA_COLS = (
     "c.met, c.score, c.justification, g.gs.judge_status AS judge_status"
 )
 _CRITERIA_UNNEST = (
-    "unnest(json_transform(g.gs.criterion_results, '[{\"id\": \"VARCHAR\", "
-    "\"met\": \"BOOLEAN\", \"score\": \"DOUBLE\", \"justification\": \"VARCHAR\"}]')) AS u(c)"
+    'unnest(json_transform(g.gs.criterion_results, \'[{"id": "VARCHAR", '
+    '"met": "BOOLEAN", "score": "DOUBLE", "justification": "VARCHAR"}]\')) AS u(c)'
 )
 _TRACE_COLS = (
     "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, g.recorded_at, "
@@ -287,10 +289,10 @@ _TRACE_COLS = (
 # Each result with its 1-based position in the list (declaration order).
 _TRACE_UNNEST = (
     "(SELECT unnest(l) AS r, unnest(range(1, len(l) + 1)) AS i FROM (SELECT "
-    "json_transform(g.gs.trace_check_results, '[{\"id\": \"VARCHAR\", \"kind\": \"VARCHAR\", "
-    "\"severity\": \"VARCHAR\", \"weight\": \"DOUBLE\", \"passed\": \"BOOLEAN\", "
-    "\"undecided\": \"BOOLEAN\", \"withheld\": \"BOOLEAN\", \"message\": \"VARCHAR\", "
-    "\"matched_positions\": [\"INTEGER\"]}]') AS l)) AS u"
+    'json_transform(g.gs.trace_check_results, \'[{"id": "VARCHAR", "kind": "VARCHAR", '
+    '"severity": "VARCHAR", "weight": "DOUBLE", "passed": "BOOLEAN", '
+    '"undecided": "BOOLEAN", "withheld": "BOOLEAN", "message": "VARCHAR", '
+    '"matched_positions": ["INTEGER"]}]\') AS l)) AS u'
 )
 
 
@@ -638,7 +640,10 @@ def _views() -> list[View]:
                 ("task_id", "task id"),
                 ("source", "recorded or replayed"),
                 ("replay_id", "replay id (replayed only)"),
-                ("component", "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks"),
+                (
+                    "component",
+                    "state_checks / transcript_rules / trace_checks / llm_judge / custom_checks",
+                ),
                 ("score", "component score, null when not scored"),
                 (
                     "status",
@@ -784,10 +789,13 @@ def _views() -> list[View]:
         View(
             "_trial_outcomes",
             # Every registered trial with its current and recorded verdicts; a counted trial
-            # without a grade (trial_lost, ungradeable) counts as not passed.
+            # without a grade (trial_lost) counts as not passed, and so does an ungradeable one
+            # whatever grade it carries: grading refused, so no verdict exists
+            # (replay.outcomes.tally does the same).
             "SELECT t.trial, t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
-            "t.outcome_class, t.counted, coalesce(c.cur.binary_pass, false) AS pass_current, "
-            "coalesce(c.rec.binary_pass, false) AS pass_recorded "
+            "t.outcome_class, t.counted, "
+            "coalesce(c.cur.binary_pass, false) AND t.outcome_class <> 'ungradeable' AS pass_current, "
+            "coalesce(c.rec.binary_pass, false) AND t.outcome_class <> 'ungradeable' AS pass_recorded "
             "FROM _trial_core t LEFT JOIN _current c USING (trial)",
             "internal",
             (),
@@ -830,7 +838,10 @@ def _views() -> list[View]:
                 ("n", "measured trials: every registered trial except infrastructure aborts"),
                 ("c", "measured trials whose verdict passed (no grade counts as not passed)"),
                 ("aborts", "infrastructure aborts left out of n"),
-                ("pass_at_k", "the estimate; null where n < k (macro: mean over tasks with a value)"),
+                (
+                    "pass_at_k",
+                    "the estimate; null where n < k (macro: mean over tasks with a value)",
+                ),
                 ("tasks", "tasks contributing (macro: tasks with a value)"),
                 ("reduced_by_aborts", "n < k only because aborts were excluded"),
             ),

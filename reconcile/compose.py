@@ -1,24 +1,27 @@
-"""The runner-side trial verdict, recomposed offline (GRADING.md § Score Combination,
-§ Required-gate semantics; FORMATS.md § 4 Fold rules).
+"""The runner-side trial verdict, recomposed offline through the project's one fold
+(GRADING.md § Score Combination, § Required-gate semantics; FORMATS.md § 4 Fold rules).
 
-Two steps, as ``compose_runner_trial_verdict`` takes them:
-
-1. the judge component from the rubric and the recorded criterion verdicts — the weighted
-   mean of the non-required criteria, zeroed when a required criterion is not met (and
-   1.0 / 0.0 on the gate alone when every criterion is required);
-2. the fold of the components under ``combine.weights`` (weighted / all / any), after which
-   a failed judge or trace gate forces ``binary_pass`` false whatever the threshold.
-
-A component the fold cannot weight, a criterion with no recorded verdict, or a weighted
-mean over zero weight is not guessed: :class:`NotRecomposable` names the gap.
+The counterfactual must be "recomposed by the same function the runner folds a live trial
+through" (RUBRIC_MIGRATION.md § The counterfactual), so this module adds no grading rule of
+its own: it adapts reconciliation's values to ``replay.components.judge.aggregate_rubric``
+(required criteria gate, the weighted mean of the rest, the component zeroed on a failed
+gate) and ``replay.components.combine.combine_components`` (weighted / all / any, a failed
+gate forcing ``binary_pass`` false), and turns every way the recorded evidence cannot be
+routed through them into a named :class:`NotRecomposable` instead of a guess.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from pydantic import ValidationError
 
 from reconcile.inputs import CriterionResult, CriterionShape
+from replay.components.combine import MissingWeightError, combine_components
+from replay.components.judge import CriterionVerdict, aggregate_rubric
+from schemas.grading import CombineConfig, RubricCriterion
 
 
 class NotRecomposable(ValueError):
@@ -36,57 +39,63 @@ class JudgeComponent:
     gate_failed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    score: float
+    binary_pass: bool
+
+
+@lru_cache(maxsize=1024)
+def _criterion(shape: CriterionShape) -> RubricCriterion:
+    # Cached: a corpus records a handful of distinct rubrics over thousands of trials.
+    try:
+        return RubricCriterion(
+            id=shape.id,
+            description=shape.description,
+            weight=shape.weight,
+            kind=shape.kind,
+            required=shape.required,
+        )
+    except ValidationError as exc:
+        raise NotRecomposable(
+            "recorded_rubric_does_not_load",
+            f"criterion {shape.id!r}: {exc.errors()[0]['msg']}",
+        ) from None
+
+
+@lru_cache(maxsize=256)
+def _combine(
+    method: str, weights: tuple[tuple[str, float], ...], threshold: float
+) -> CombineConfig:
+    try:
+        return CombineConfig(method=method, weights=dict(weights), pass_threshold=threshold)
+    except ValidationError as exc:
+        raise NotRecomposable(
+            "recorded_combine_does_not_load",
+            f"combine {{method: {method}, weights: {dict(weights)}, pass_threshold: {threshold}}}: "
+            f"{exc.errors()[0]['msg']}",
+        ) from None
+
+
 def judge_component(
     rubric: Sequence[CriterionShape], results: Sequence[CriterionResult]
 ) -> JudgeComponent:
     """The gated judge component of ``rubric`` over the recorded ``results``."""
     if not rubric:
         return JudgeComponent(None, False)
-    by_id = {r.id: r for r in results}
-    gate_failed = False
-    numerator = 0.0
-    denominator = 0.0
-    scored = 0
-    for criterion in rubric:
-        result = by_id.get(criterion.id)
-        if result is None:
-            raise NotRecomposable(
-                "criterion_has_no_recorded_verdict",
-                f"the rubric holds {criterion.id!r} and criterion_results has no row for it",
-            )
-        if criterion.required:
-            gate_failed = gate_failed or not result.met
-            continue
-        numerator += criterion.weight * _criterion_score(criterion, result)
-        denominator += criterion.weight
-        scored += 1
-    if gate_failed:
-        return JudgeComponent(0.0, True)
-    if scored == 0:
-        return JudgeComponent(1.0, False)
-    if denominator == 0:
+    recorded = {r.id for r in results}
+    missing = [c.id for c in rubric if c.id not in recorded]
+    if missing:
         raise NotRecomposable(
-            "judge_weights_sum_to_zero", "the non-required criteria's weights sum to 0"
+            "criterion_has_no_recorded_verdict",
+            f"the rubric holds {', '.join(missing)} and criterion_results has no row for it",
         )
-    return JudgeComponent(numerator / denominator, False)
-
-
-def _criterion_score(criterion: CriterionShape, result: CriterionResult) -> float:
-    """binary: 1.0 when met else 0.0; graded: the recorded score."""
-    if criterion.kind == "binary":
-        return 1.0 if result.met else 0.0
-    if result.score is None:
-        raise NotRecomposable(
-            "criterion_has_no_recorded_score",
-            f"criterion {criterion.id!r} is graded but its recorded score is null",
-        )
-    return result.score
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    score: float
-    binary_pass: bool
+    verdicts = [CriterionVerdict(r.id, r.met, r.score) for r in results]
+    try:
+        agg = aggregate_rubric([_criterion(c) for c in rubric], verdicts)
+    except ValueError as exc:  # a graded verdict whose score is not a number in [0, 1]
+        raise NotRecomposable("criterion_verdict_unreadable", str(exc)) from None
+    return JudgeComponent(agg.gated, agg.gate_failed)
 
 
 def fold(
@@ -98,31 +107,18 @@ def fold(
     gate_failed: bool,
 ) -> Verdict:
     """Combine the evaluated components, then let a failed gate force the trial to fail."""
-    scored = {k: v for k, v in components.items() if v is not None}
-    unweighted = sorted(k for k in scored if k not in weights)
-    if unweighted:
+    combine = _combine(method, tuple(sorted(weights.items())), pass_threshold)
+    try:
+        result = combine_components(
+            components,
+            configured=tuple(weights),
+            combine=combine,
+            trace_gate_failed=gate_failed,
+        )
+    except MissingWeightError as exc:
         raise NotRecomposable(
             "folded_component_has_no_declared_weight",
-            f"{', '.join(unweighted)} scored but the map {dict(sorted(weights.items()))} "
+            f"{', '.join(exc.components)} scored but the map {dict(sorted(weights.items()))} "
             "declares no weight for it — declare combine_weights with a share for it",
-        )
-    if not scored:
-        verdict = Verdict(1.0, True) if not weights else Verdict(0.0, False)
-    elif method == "weighted":
-        total = sum(weights[k] for k in scored)
-        if total == 0:
-            verdict = Verdict(0.0, False)
-        else:
-            score = sum(weights[k] * v for k, v in scored.items()) / total
-            verdict = Verdict(score, score >= pass_threshold)
-    elif method == "all":
-        verdict = Verdict(min(scored.values()), all(v >= pass_threshold for v in scored.values()))
-    elif method == "any":
-        verdict = Verdict(max(scored.values()), any(v >= pass_threshold for v in scored.values()))
-    else:
-        raise NotRecomposable(
-            "unknown_combine_method", f"combine.method {method!r}; want weighted, all or any"
-        )
-    if gate_failed:
-        return Verdict(verdict.score, False)
-    return verdict
+        ) from None
+    return Verdict(result.score, result.binary_pass)

@@ -11,29 +11,30 @@ components still decides ``binary_pass: false``, whatever the rest would have sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay.components.combine import combine_components
-from replay.components.custom_checks import RecordedSuite, evaluate_custom_checks
-from replay.components.judge import RecordedJudge, evaluate_judge
+from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
+from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.components.state_checks import StateEvidence, evaluate_state_checks
 from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
-from schemas.grading import CustomChecksConfig, GradingConfig
+from replay.timeline import build_trial_timeline
+from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.results import TraceChecksResult
+from replay.trial_inputs import TrialInputs, trial_inputs
+from schemas.envelope import StoredEvent
+from schemas.grading import CustomChecksConfig, GradingConfig, load_grading_config
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
+from schemas.trace_checks import TraceChecksConfig
 
 TimelineBuilder = Callable[..., TrialTimeline]
-TraceEvaluator = Callable[[TrialTimeline, Mapping[str, Any]], ComponentResult]
-
-TRACE_NOT_WIRED = (
-    "trace_checks are evaluated by replay.trace_checks.evaluate_trace_checks, which this "
-    "build does not carry yet"
-)
+TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 
 
 class Grade(BaseModel):
@@ -72,34 +73,21 @@ class GradeInputs:
     custom_suite: RecordedSuite | None = None
 
 
-def _default_builder() -> TimelineBuilder:
-    from replay.timeline import build_trial_timeline  # helper timeline's projection
-
-    return build_trial_timeline
-
-
-def _default_trace() -> TraceEvaluator | None:
-    try:
-        from replay.trace_checks import evaluate_trace_checks  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return evaluate_trace_checks  # pragma: no cover - wired when helper trace lands
+def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
+    """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
+    return trace_component(evaluate_trace_checks(timeline, block))
 
 
-class _LazyTimeline:
-    """Builds the timeline once, and only if a component reads it (judge-only packs never do)."""
-
-    def __init__(
-        self, inputs: GradeInputs, given: TrialTimeline | None, builder: TimelineBuilder | None
-    ):
-        self._inputs, self._value, self._builder = inputs, given, builder
-
-    def get(self) -> TrialTimeline:
-        if self._value is None:
-            build = self._builder or _default_builder()
-            i = self._inputs
-            self._value = build(i.messages, i.recorded_calls, i.termination_reason)
-        return self._value
+def trace_component(result: TraceChecksResult) -> ComponentResult:
+    """An evaluated trace_checks block as the fold reads it."""
+    if result.component is None:  # an events-less timeline: the component is unscored
+        skipped = result.skipped_reason or "the timeline carries no events"
+        return ComponentResult(score=None, reasons=(f"Trace checks: skipped ({skipped})",))
+    return ComponentResult(
+        score=result.component,
+        reasons=result.reason_segments(),
+        gate_failed=result.summary.gate_failed,
+    )
 
 
 def no_grade(reason: str) -> Grade:
@@ -125,9 +113,14 @@ def grade_trial(
         )
     if inputs.termination_reason == "trial_lost":
         return no_grade("No grade: trial_lost — the runner lost the trial, so no verdict exists")
-    lazy = _LazyTimeline(inputs, timeline, build_timeline)
+    # Built once, before any component runs, whatever the config reads: a trial whose two
+    # views disagree (TimelineInconsistencyError) gets no grade at all, judge-only or not.
+    if timeline is None:
+        build = build_timeline or build_trial_timeline
+        timeline = build(inputs.messages, inputs.recorded_calls, inputs.termination_reason)
     results = {
-        name: _evaluate(name, inputs, config, lazy, trace_evaluator) for name in config.configured()
+        name: _evaluate(name, inputs, config, timeline, trace_evaluator)
+        for name in config.configured()
     }
     return fold_grade(results, config)
 
@@ -136,7 +129,7 @@ def _evaluate(
     name: str,
     inputs: GradeInputs,
     config: GradingConfig,
-    lazy: _LazyTimeline,
+    timeline: TrialTimeline,
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
     if name == "state_checks" and config.state_checks is not None:
@@ -144,7 +137,7 @@ def _evaluate(
             config.state_checks, StateEvidence(inputs.final_state, inputs.initial_db)
         )
     if name == "transcript_rules" and config.transcript_rules is not None:
-        return evaluate_transcript_rules(lazy.get(), config.transcript_rules)
+        return evaluate_transcript_rules(timeline, config.transcript_rules)
     if name == "llm_judge" and config.llm_judge is not None:
         return evaluate_judge(config.llm_judge, inputs.judge)
     if name == "custom_checks" and config.custom_checks is not None:
@@ -152,10 +145,7 @@ def _evaluate(
             CustomChecksConfig.model_validate(config.custom_checks), inputs.custom_suite
         )
     if name == "trace_checks" and config.trace_checks is not None:
-        evaluator = trace_evaluator or _default_trace()
-        if evaluator is None:
-            return ComponentResult.unmeasurable(TRACE_NOT_WIRED)
-        return evaluator(lazy.get(), config.trace_checks)
+        return (trace_evaluator or evaluate_trace_component)(timeline, config.trace_checks)
     raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
 
 
@@ -253,3 +243,69 @@ def compare_grades(recorded: Grade, replayed: Grade) -> list[Difference]:
             why = "the recomputation from the recorded evidence disagrees with the recorded value"
         out.append(Difference(name, rec, rep, why))
     return out
+
+
+def recorded_judge(grade_yaml: Mapping[str, Any] | None) -> RecordedJudge | None:
+    """grade.yaml's judge_status and criterion_results (null: no judge verdicts recorded)."""
+    if grade_yaml is None:
+        return None
+    rows = grade_yaml.get("criterion_results")
+    verdicts = (
+        None
+        if rows is None
+        else tuple(
+            CriterionVerdict(id=r["id"], met=r.get("met"), score=r.get("score")) for r in rows
+        )
+    )
+    return RecordedJudge(
+        status=grade_yaml.get("judge_status") or "unspecified", criterion_results=verdicts
+    )
+
+
+def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None:
+    """grade.yaml custom_checks_details: [{check_name, status, message}] or null. A per-check
+    ``error`` status is a check that raised: it reached a failing verdict."""
+    rows = (grade_yaml or {}).get("custom_checks_details")
+    if rows is None:
+        return None
+    out = []
+    for r in rows:
+        if r.get("status") == "error":
+            out.append(CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}"))
+        else:
+            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or ""))
+    return RecordedSuite(tuple(out))
+
+
+def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
+    """A trial read back from the ledger (``replay.trial_inputs``) as grading inputs."""
+    initial = trial.states.get("initial")
+    initial_db = initial.get("json_db") if isinstance(initial, Mapping) else None
+    final = trial.states.get("final")
+    return GradeInputs(
+        trial=trial.stream,
+        messages=trial.messages,
+        recorded_calls=trial.recorded_calls,
+        termination_reason=trial.termination_reason,
+        grading_error=trial.grading_error,
+        initial_db=initial_db if isinstance(initial_db, Mapping) else None,
+        final_state=final if isinstance(final, Mapping) else None,
+        judge=recorded_judge(trial.recorded_grade),
+        custom_suite=recorded_suite(trial.recorded_grade),
+    )
+
+
+def grade_events(events: Sequence[StoredEvent], config: GradingConfig | None = None) -> Grade:
+    """One trial stream's events → its re-derived Grade, under ``config`` or, by default,
+    the grading snapshot the trial was recorded with (read as a recorded config)."""
+    trial = trial_inputs(events)
+    if config is None:
+        if trial.registered.grading is None:
+            raise ValueError(
+                f"{trial.stream}: trial.registered carries no grading_config; pass the "
+                "grading config to grade it under"
+            )
+        config = load_grading_config(
+            trial.registered.grading, file=f"{trial.stream} grading_config", authored=False
+        )
+    return grade_trial(inputs_from_trial(trial), config)

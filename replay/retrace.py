@@ -8,93 +8,30 @@ ledger, choosing configs and appending results live in ``ledger/retrace_cmd.py``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Scores are compared with a tolerance: the recorded grade went through YAML and a
-# different float fold order, so bit-equality would report noise as disagreement.
-SCORE_TOLERANCE = 1e-9
-
-COMPONENTS = ("state_checks", "transcript_rules", "trace_checks", "llm_judge", "custom_checks")
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """One component (or ``score`` / ``binary_pass``) on which replay and record disagree."""
-
-    component: str
-    recorded: Any
-    replayed: Any
-    reason: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "component": self.component,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "reason": self.reason,
-        }
-
-
-def _same_number(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return math.isclose(float(a), float(b), rel_tol=0.0, abs_tol=SCORE_TOLERANCE)
-
-
-def compare_grades(
-    recorded: Mapping[str, Any],
-    replayed: Mapping[str, Any],
-    *,
-    replaced: frozenset[str] = frozenset(),
-) -> list[Difference]:
-    """Component-by-component differences between a recorded and a replayed grade.
-
-    A component the replay could not measure offline is not a difference: it is reported
-    in ``not_measured`` and never guessed. A component whose config was replaced
-    (``--constraints`` / ``--grading``) has nothing recorded to compare against, and once
-    any was replaced the fold (score, binary_pass) is not comparable either.
-    """
-    not_measured = replayed.get("not_measured") or {}
-    rec_components = recorded.get("components") or {}
-    rep_components = replayed.get("components") or {}
-    replayed_reason = " | ".join(replayed.get("reasons") or [])
-    recorded_reason = recorded.get("reasons")
-    if isinstance(recorded_reason, list):
-        recorded_reason = " | ".join(recorded_reason)
-    out: list[Difference] = []
-    for name in COMPONENTS:
-        if name in replaced or name in not_measured:
-            continue
-        rec, rep = rec_components.get(name), rep_components.get(name)
-        if not _same_number(rec, rep):
-            out.append(
-                Difference(
-                    name,
-                    rec,
-                    rep,
-                    f"recorded: {recorded_reason or '-'} // replayed: {replayed_reason or '-'}",
-                )
-            )
-    if replaced or not_measured:
-        return out
-    if not _same_number(recorded.get("score"), replayed.get("score")):
-        out.append(
-            Difference("score", recorded.get("score"), replayed.get("score"), "combined score differs")
-        )
-    if recorded.get("binary_pass") != replayed.get("binary_pass"):
-        out.append(
-            Difference(
-                "binary_pass",
-                recorded.get("binary_pass"),
-                replayed.get("binary_pass"),
-                "pass verdict differs",
-            )
-        )
-    return out
-
+from replay.components.combine import MissingWeightError
+from replay.components.result import COMPONENTS, ComponentResult
+from replay.grade import (
+    Difference,
+    Grade,
+    compare_grades,
+    grade_trial,
+    inputs_from_trial,
+    recorded_grade,
+    trace_component,
+)
+from replay.timeline import build_trial_timeline
+from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.results import TraceChecksResult
+from replay.trial_inputs import trial_inputs
+from schemas.canonical import digest
+from schemas.envelope import StoredEvent
+from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
+from schemas.timeline import TimelineInconsistencyError
+from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError
 
 # ---------------------------------------------------------------------------
 # Discrimination: how each declared constraint separated the corpus.
@@ -216,3 +153,295 @@ class PathTally:
         return [
             {"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())
         ]
+
+
+# ---------------------------------------------------------------------------
+# One trial: re-derive, compare, observe.
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """What the caller replaces: a whole grading config, or just the trace_checks block.
+
+    Both replace wholesale, never merge (TRACE_REPLAY.md): two constraint lists folded
+    together assert something neither was written to assert.
+    """
+
+    grading: GradingConfig | None = None
+    trace_checks: TraceChecksConfig | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "grading": None if self.grading is None else self.grading.model_dump(mode="json"),
+            "trace_checks": None
+            if self.trace_checks is None
+            else self.trace_checks.model_dump(mode="json"),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRetrace:
+    """One trial's outcome: ``agreed`` / ``disagreed`` / ``not_rechecked``."""
+
+    trial: str
+    task_id: str
+    corpus: str
+    status: str
+    reason: str | None = None
+    differences: tuple[Difference, ...] = ()
+    replayed: Mapping[str, Any] | None = None
+    recorded_binary_pass: bool | None = None
+    record_view: bool = False
+    regex_refused: bool = False
+    winning_path: str = ""
+    gate_failed: bool | None = None
+    declared: tuple[tuple[str, str], ...] = ()
+    block_digest: str | None = None
+    observations: tuple[ConstraintObservation, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "task_id": self.task_id,
+            "corpus": self.corpus,
+            "status": self.status,
+            "differences": [d.as_json() for d in self.differences],
+            "reason": self.reason,
+            "record_view": self.record_view,
+            "recorded_binary_pass": self.recorded_binary_pass,
+            "winning_path": self.winning_path,
+            "gate_failed": self.gate_failed,
+            "replayed": self.replayed,
+        }
+
+
+def declared_constraints(block: TraceChecksConfig | None) -> tuple[tuple[str, str], ...]:
+    """``(id, route)`` for every constraint a block declares: shared first, then each route's."""
+    if block is None:
+        return ()
+    shared = tuple((c.id, "") for c in block.constraints or ())
+    routed = tuple((c.id, p.id) for p in block.alternatives or () for c in p.constraints)
+    return shared + routed
+
+
+def replaced_blocks(recorded: GradingConfig | None, effective: GradingConfig) -> frozenset[str]:
+    """The components (and ``combine``) whose rule differs from the one the trial was graded by.
+
+    Only a component graded by the same rule can agree or disagree with its recorded
+    value; one whose rule was replaced has nothing recorded to be compared against.
+    """
+    if recorded is None:
+        return frozenset((*COMPONENTS, "combine"))
+    return frozenset(
+        name
+        for name in (*COMPONENTS, "combine")
+        if getattr(recorded, name) != getattr(effective, name)
+    )
+
+
+def comparable_differences(
+    diffs: Iterable[Difference], replaced: frozenset[str], not_measured: Mapping[str, str]
+) -> tuple[Difference, ...]:
+    """Drop what is not a disagreement: replaced rules, and components the recording cannot
+    decide (those are reported as not measured, never as a contradiction)."""
+    fold_comparable = not replaced
+    kept = []
+    for d in diffs:
+        if d.component in replaced or d.component in not_measured:
+            continue
+        if d.component in ("score", "binary_pass") and (not fold_comparable or not_measured):
+            continue
+        kept.append(d)
+    return tuple(kept)
+
+
+def _recorded_trace(grade: Mapping[str, Any] | None) -> dict[str, bool | None]:
+    """Recorded constraint verdicts by id; None where the live run itself was undecided."""
+    out: dict[str, bool | None] = {}
+    for row in (grade or {}).get("trace_check_results") or ():
+        if isinstance(row, Mapping) and isinstance(row.get("id"), str):
+            out[row["id"]] = None if row.get("undecided") else bool(row.get("passed"))
+    return out
+
+
+def _trace_payload(result: TraceChecksResult) -> dict[str, Any]:
+    return result.to_grade_dict()
+
+
+def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRetrace:
+    """Re-derive one trial's grade from its events and compare it to the recorded grade."""
+    trial = trial_inputs(events)
+    reg = trial.registered
+    base = dict(
+        trial=reg.stream,
+        task_id=reg.task_id,
+        corpus=reg.corpus,
+        record_view=reg.record_view,
+        recorded_binary_pass=(trial.recorded_grade or {}).get("binary_pass"),
+    )
+    recorded_cfg, problem = _recorded_config(reg.grading, reg.stream)
+    effective = _effective_config(recorded_cfg, override)
+    if effective is None:
+        return TrialRetrace(
+            status="not_rechecked",
+            reason=problem or f"{reg.stream}: no grading snapshot recorded; pass --grading FILE",
+            regex_refused=bool(problem and _is_regex_problem(problem)),
+            **base,
+        )
+    try:
+        timeline = build_trial_timeline(
+            trial.messages, trial.recorded_calls, trial.termination_reason
+        )
+    except TimelineInconsistencyError as exc:
+        return TrialRetrace(
+            status="not_rechecked",
+            reason=f"inconsistent views at {exc.where} (call id {exc.call_id!r}): {exc}",
+            **base,
+        )
+    inputs = inputs_from_trial(trial)
+    trace = (
+        evaluate_trace_checks(timeline, effective.trace_checks)
+        if effective.trace_checks is not None
+        else None
+    )
+    grade, fold_note = _grade(inputs, effective, recorded_cfg, timeline, trace)
+    replayed = grade.model_dump(mode="json")
+    if fold_note:
+        replayed["reasons"] = [*replayed["reasons"], fold_note]
+    observations: tuple[ConstraintObservation, ...] = ()
+    if trace is not None:
+        replayed.update(_trace_payload(trace))
+        recorded_verdicts = _recorded_trace(trial.recorded_grade)
+        observations = tuple(
+            ConstraintObservation(
+                reg.task_id, r.id, r.passed, r.undecided, recorded_verdicts.get(r.id)
+            )
+            for r in trace.results
+        )
+    if trial.recorded_grade is None:
+        diffs: tuple[Difference, ...] = ()
+        status, reason = "not_rechecked", "no recorded grade to compare against"
+    else:
+        replaced = replaced_blocks(recorded_cfg, effective)
+        diffs = comparable_differences(
+            compare_grades(recorded_grade(trial.recorded_grade), grade),
+            replaced,
+            grade.not_measured,
+        )
+        status, reason = ("disagreed" if diffs else "agreed"), None
+    return TrialRetrace(
+        status=status,
+        reason=reason,
+        differences=diffs,
+        replayed=replayed,
+        winning_path=trace.summary.winning_path if trace else "",
+        gate_failed=trace.summary.gate_failed if trace else None,
+        declared=declared_constraints(effective.trace_checks),
+        block_digest=None
+        if effective.trace_checks is None
+        else digest(effective.trace_checks.model_dump(mode="json")),
+        observations=observations,
+        **base,
+    )
+
+
+def _is_regex_problem(text: str) -> bool:
+    return "regex" in text or "re2" in text
+
+
+def _recorded_config(
+    snapshot: Mapping[str, Any] | None, stream: str
+) -> tuple[GradingConfig | None, str | None]:
+    if snapshot is None:
+        return None, None
+    try:
+        return load_grading_config(snapshot, file=f"{stream} grading_config", authored=False), None
+    except (GradingConfigError, TraceChecksConfigError, ValueError) as exc:
+        return None, f"the recorded grading snapshot does not load: {exc}"
+
+
+def _effective_config(recorded: GradingConfig | None, override: Override) -> GradingConfig | None:
+    if override.grading is not None:
+        return override.grading
+    if override.trace_checks is not None:
+        base = recorded if recorded is not None else GradingConfig()
+        return base.model_copy(update={"trace_checks": override.trace_checks})
+    return recorded
+
+
+def _grade(
+    inputs: Any,
+    effective: GradingConfig,
+    recorded: GradingConfig | None,
+    timeline: Any,
+    trace: TraceChecksResult | None,
+) -> tuple[Grade, str | None]:
+    """Grade under the effective config; where a replaced trace block is not weighted by
+    the recorded combine, score it but fold under the recorded rule, and say so."""
+
+    def evaluator(_tl: Any, _block: Any) -> ComponentResult:
+        return trace_component(trace) if trace is not None else ComponentResult(score=None)
+
+    try:
+        return grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator), None
+    except MissingWeightError as exc:
+        if recorded is None or effective.trace_checks is None:
+            raise
+        grade = grade_trial(inputs, recorded, timeline=timeline)
+        components = dict(grade.components)
+        components["trace_checks"] = trace.component if trace is not None else None
+        note = (
+            "Retrace: trace_checks replaced and scored, but folded under the recorded "
+            f"combine, which does not weight it ({exc})"
+        )
+        return grade.model_copy(update={"components": components}), note
+
+
+# ---------------------------------------------------------------------------
+# The corpus: every trial's outcome folded into the report.
+
+
+class RetraceReportError(ValueError):
+    """A corpus this report cannot stand behind (e.g. one task, two different blocks)."""
+
+
+def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
+    """Trials, per-constraint discrimination, path wins and the evidence block."""
+    declared: dict[str, tuple[tuple[str, str], ...]] = {}
+    block_of: dict[str, tuple[str | None, str]] = {}
+    tally = PathTally()
+    for o in outcomes:
+        if o.block_digest is None:
+            continue  # no trace_checks block: nothing to discriminate (not_applicable)
+        seen = block_of.get(o.task_id)
+        if seen is not None and seen[0] != o.block_digest:
+            raise RetraceReportError(
+                f"task {o.task_id!r}: trials {seen[1]!r} and {o.trial!r} declare different "
+                "trace_checks blocks; point the source at one revision of the pack, or "
+                "supply --constraints to measure one block over all of it"
+            )
+        block_of[o.task_id] = (o.block_digest, o.trial)
+        declared[o.task_id] = o.declared
+        tally.add(o.task_id, o.winning_path)
+    rows = discrimination(declared, (obs for o in outcomes for obs in o.observations))
+    return {
+        "trials": [o.as_dict() for o in outcomes],
+        "constraints": [r.as_dict() for r in rows],
+        "paths": tally.as_list(),
+        "evidence": evidence(outcomes),
+    }
+
+
+def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
+    """What the corpus could prove: a never_decided row means little on an old corpus."""
+    return {
+        "bundles_read": len(outcomes),
+        "with_tool_call_record": sum(o.record_view for o in outcomes),
+        "messages_only": sum(not o.record_view for o in outcomes),
+        "predating_call_ids": sum(
+            bool(o.reason and "call id" in o.reason and o.status == "not_rechecked")
+            for o in outcomes
+        ),
+        "failed": sum(o.status == "not_rechecked" for o in outcomes),
+        "regex_refused": sum(o.regex_refused for o in outcomes),
+    }

@@ -40,6 +40,8 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
+
 GRADING_KEYS: tuple[str, ...] = (
     "combine",
     "state_checks",
@@ -412,7 +414,7 @@ class GradingConfig(BaseModel):
     combine: CombineConfig = Field(default_factory=CombineConfig)
     state_checks: StateChecksConfig | None = None
     transcript_rules: TranscriptRulesConfig | None = None
-    trace_checks: dict[str, Any] | None = None  # typed by schemas/trace_checks.py (helper trace)
+    trace_checks: TraceChecksConfig | None = None
     llm_judge: LlmJudgeConfig | None = None
     custom_checks: dict[str, Any] | None = None
     ignored_keys: tuple[str, ...] = ()
@@ -735,7 +737,10 @@ def load_grading_config(
     except GradingConfigError as exc:
         problems += exc.problems
     if data.get("trace_checks") is not None:
-        cfg["trace_checks"] = dict(data["trace_checks"])
+        try:
+            cfg["trace_checks"] = load_trace_checks(data["trace_checks"])
+        except TraceChecksConfigError as exc:  # its model's bare refusal, addressed
+            problems += [f"{file}: {p}" for p in exc.problems]
     if data.get("custom_checks") is not None:
         cfg["custom_checks"] = dict(data["custom_checks"])
     if authored:

@@ -9,7 +9,7 @@ the derivation, not only the shipped 28.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -84,6 +84,11 @@ class Ladder:
     """
 
     grades: tuple[str, ...]
+    _ranks: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ranks = {g: len(self.grades) - i for i, g in enumerate(self.grades)}
+        object.__setattr__(self, "_ranks", ranks)
 
     @property
     def floor(self) -> str:
@@ -91,13 +96,10 @@ class Ladder:
         return self.grades[-1]
 
     def is_member(self, grade: str) -> bool:
-        return grade in self.grades
+        return grade in self._ranks
 
     def rank(self, grade: str) -> int:
-        try:
-            return len(self.grades) - self.grades.index(grade)
-        except ValueError:
-            return 0
+        return self._ranks.get(grade, 0)
 
     def demote(self, grade: str) -> str:
         """One ordinal tier down; the floor demotes to itself."""

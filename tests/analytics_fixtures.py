@@ -96,11 +96,14 @@ def trial_events(
             {
                 "task_id": task,
                 "trial_index": idx,
-                "corpus": corpus,
-                "models": {"agent": model, "user": "sim-user", "judge": "judge-1"},
-                "met": met,
                 "trial": str(idx),
+                "corpus": corpus,
+                "bundle_path": f"{task}_{idx}",
+                "files": ["trajectory.yaml", "grade.yaml"],
                 "record_view": bool(tools),
+                "met": met,
+                "models": {"agent": model, "user": "sim-user", "judge": "judge-1"},
+                "trajectory_meta": {"task_id": task, "trial_index": idx},
             },
         ),
         (s, "trial.message", {"index": 0, "role": "user", "content": "please add a note é",
@@ -120,15 +123,16 @@ def trial_events(
                                     "output": "ok", "latency_seconds": lat,
                                     "timestamp": "2026-08-03T06:30:21Z"})
         )
-    for pos in range(2):
-        out.append(
-            (s, "timeline.event", {"timeline_version": "timeline/1", "position": pos,
-                                   "turn_index": 0, "kind": "message", "text": f"m{pos}"})
-        )
     out.append(
         (s, "trial.ended", {"status": "completed", "termination_reason": termination,
-                            "grading_error": grading_error})
+                            "grading_error": grading_error, "grading_error_recorded": True})
     )
+    for pos, kind in enumerate(("user_message", "assistant_message")):
+        out.append(
+            (s, "timeline.event", {"timeline_version": "timeline/1", "message_view_present": True,
+                                   "records_present": bool(tools), "position": pos,
+                                   "turn_index": 0, "kind": kind, "text": f"m{pos}"})
+        )
     if grade is not None:
         out.append((s, "grade.recorded", {"source": "grade.yaml", "grade": grade}))
     return out
@@ -173,9 +177,17 @@ def replayed_grade(
 
 
 def admission(unit: str, grade: str, **extra: Any) -> Event:
+    counters = dict.fromkeys(
+        ("unverified_from_unrun_declared", "degraded", "producer_mint_rejected",
+         "unbindable_content_identity", "same_chain_indeterminate", "author_chain_unbound",
+         "failed_declared", "proof_kernel_exempt", "tied_uncap"), 0)
     payload = {"unit": unit, "effective_grade": grade, "evidence_kind": "oracle",
                "applied_rank_ops": [], "conflicting_evidence": False,
-               "failed_declared_evidence": False, "counters": {"degraded": 0}}
+               "failed_declared_evidence": False, "provenance": "test", "oracle_author": None,
+               "oracle_runner": None, "work_producer": None, "content_identity": None,
+               "current_content_identity": "", "declared_count": 0, "unrun_count": 0,
+               "counters": counters, "registration": "verdict-grade-registration/v1",
+               "through_version": -1}
     payload.update(extra)
     return (f"unit/{unit}", "verdict.admitted", payload)
 

@@ -14,14 +14,13 @@ import yaml
 from schemas.timeline import (
     Message,
     RecordedToolCall,
-    Role,
-    ToolCallDecl,
     ToolExecutionStatus,
     ToolExecutorIdentity,
     TraceEvent,
     TraceEventKind,
     TrialTimeline,
 )
+from tests.parity_loader import parity_views
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 PARITY = SHARED / "reference" / "tolokaforge" / "grading_parity"
@@ -99,36 +98,14 @@ def pack_case_timeline(case: dict[str, Any]) -> TrialTimeline:
 def pack_case_views(
     case: dict[str, Any],
 ) -> tuple[tuple[Message, ...], tuple[RecordedToolCall, ...]]:
-    """A parity-pack trial case as the two recorded views build_trial_timeline joins: the
-    message view (each call declared on the message that made it) and the tool-call record
-    (executor, status, output as the case states them). The older case-level
-    ``tool_calls:`` list is declared on the last assistant message."""
+    """A parity-pack trial case as the two recorded views build_trial_timeline joins, read
+    by the shared pack loader (tests/parity_loader.py). The older case-level
+    ``tool_calls:`` list (README: "in transcript_rules_required_actions, the calls
+    themselves") is declared on the last assistant message, where those calls were made."""
     raw_messages = [dict(m) for m in case.get("messages") or []]
     if case.get("tool_calls"):
         last = max(i for i, m in enumerate(raw_messages) if m["role"] == "assistant")
-        raw_messages[last]["tool_calls"] = list(raw_messages[last].get("tool_calls") or []) + list(
-            case["tool_calls"]
-        )
-    messages, records = [], []
-    for m in raw_messages:
-        decls = []
-        for c in m.get("tool_calls") or []:
-            cid = f"call_{len(records)}"
-            decls.append(
-                ToolCallDecl(id=cid, name=c["tool_name"], arguments=c.get("arguments") or {})
-            )
-            records.append(
-                RecordedToolCall(
-                    call_id=cid,
-                    sequence=len(records),
-                    tool_name=c["tool_name"],
-                    arguments=c.get("arguments") or {},
-                    executor=ToolExecutorIdentity(c["executor"]),
-                    status=ToolExecutionStatus(c["status"]),
-                    output=c.get("output", ""),
-                )
-            )
-        messages.append(
-            Message(role=Role(m["role"]), content=m.get("content") or "", tool_calls=tuple(decls))
-        )
+        declared = list(raw_messages[last].get("tool_calls") or [])
+        raw_messages[last]["tool_calls"] = declared + list(case["tool_calls"])
+    messages, records = parity_views({"messages": raw_messages})
     return tuple(messages), tuple(records)

@@ -28,7 +28,7 @@ READ_APPEND_PROVE = {
     "append", "read", "read_arrow", "size", "stream_version", "streams", "root",
     "prove_inclusion", "prove_consistency", "read_hashes", "checkpoint", "checkpoints",
     "latest_checkpoint", "seal", "verify", "close", "path", "origin", "meta", "tree_state",
-    "max_stored_seq", "raw_rows", "stored_nodes", "stored_node_runs", "count_nodes_from",
+    "max_stored_seq", "raw_rows", "stored_nodes", "stored_node_table", "count_nodes_from",
     "first_version_break", "sealed_upto",
     "trial_spans",
 }  # fmt: skip

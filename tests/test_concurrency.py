@@ -60,3 +60,45 @@ def test_second_writer_gets_ledger_busy_after_bounded_retry(tmp_path: Path) -> N
         holder.wait(timeout=30)
     with open_ledger(path) as lg:
         assert lg.size() == 0  # the refused append left nothing behind
+
+
+def test_readers_in_other_threads_never_see_a_half_written_batch(tmp_path: Path) -> None:
+    """Batches of 2000 events appended by one thread; others read size/read() meanwhile."""
+    import threading
+
+    from schemas.envelope import NewEvent
+
+    lg = init_ledger(tmp_path / "l")
+    batch, rounds = 2000, 8
+    done = threading.Event()
+    seen_sizes: list[int] = []
+    bad: list[str] = []
+
+    def writer() -> None:
+        for r in range(rounds):
+            lg.append([NewEvent(f"run/{r}", "ext.x", {"r": r, "i": i}) for i in range(batch)])
+        done.set()
+
+    def reader() -> None:
+        while not done.is_set():
+            n = lg.size()
+            seen_sizes.append(n)
+            if n % batch:
+                bad.append(f"size {n}")
+            rows = sum(1 for _ in lg.read(type="ext.x"))
+            if rows % batch:
+                bad.append(f"read() saw {rows} rows")
+
+    threads = [
+        threading.Thread(target=writer),
+        threading.Thread(target=reader),
+        threading.Thread(target=reader),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert bad == []
+    assert len(seen_sizes) > 2 and lg.size() == batch * rounds
+    assert lg.verify().ok
+    lg.close()

@@ -17,5 +17,6 @@ from tests.process_harness import crash_rounds
 
 @pytest.mark.slow
 def test_sigkill_at_random_points_leaves_whole_batches(tmp_path: Path) -> None:
-    killed = crash_rounds(tmp_path / "ledger", tmp_path, rounds=10, seed=20261130)
-    assert killed >= 8, "the writer should have been killed mid-run in most rounds"
+    acknowledged = crash_rounds(tmp_path / "ledger", tmp_path, rounds=10, seed=20261130)
+    # the kills landed while batches were flowing, not before the first one
+    assert acknowledged >= 10

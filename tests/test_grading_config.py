@@ -94,6 +94,22 @@ def test_nested_positions_get_the_same_message(data, where, accepts) -> None:
 
 def test_trace_checks_and_llm_judge_refuse_unknown_keys() -> None:
     assert _problems({"llm_judge": {"rubrik": {}}}, authored=False)
+    problems = _problems(
+        {"trace_checks": {"constraints": [], "regex_engin": "linear"}}, authored=False
+    )
+    assert any(p.startswith("tasks/t/grading.yaml: ") and "regex_engin" in p for p in problems)
+    # the typed block its own model builds (schemas/trace_checks.py)
+    cfg = _load(
+        {
+            "trace_checks": {
+                "constraints": [
+                    {"id": "x", "require": {"absent": {"match": {"kind": "tool_call"}}}}
+                ]
+            },
+            "combine": {"weights": {"trace_checks": 1.0}},
+        }
+    )
+    assert [c.id for c in cfg.trace_checks.shared] == ["x"]
 
 
 def test_block_name_tier_is_lenient_and_lists_what_it_ignored() -> None:
@@ -417,7 +433,11 @@ def test_the_specs_project_example() -> None:
         "      pass_threshold: 0.8\n  grading_defaults_typo: {}\n"
     )
     eff = effective_combine({"pass_threshold": 0.7}, project_combine(project))
-    assert (dict(eff.weights), eff.pass_threshold, eff.method) == ({"llm_judge": 1.0}, 0.7, "weighted")
+    assert (dict(eff.weights), eff.pass_threshold, eff.method) == (
+        {"llm_judge": 1.0},
+        0.7,
+        "weighted",
+    )
     assert project_combine({"task_defaults": {}}) is None
 
 

@@ -14,9 +14,17 @@ from ledger.cli import main
 from ledger.cli.grade import grade_bundle, load_bundle
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.result import ComponentResult
-from replay.grade import Grade, GradeInputs, compare_grades, fold_grade, grade_trial, recorded_grade
+from replay.grade import (
+    Grade,
+    GradeInputs,
+    compare_grades,
+    fold_grade,
+    grade_events,
+    grade_trial,
+    recorded_grade,
+)
 from schemas.grading import load_grading_config
-from tests.grading_support import PARITY, SHARED, pack_case_timeline, read_yaml
+from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
 
 NOTES = SHARED / "corpora" / "notes_duplicate_check"
 BUNDLES = sorted(p for p in NOTES.glob("*/*") if (p / "trajectory.yaml").exists())
@@ -189,15 +197,56 @@ def test_transcript_floor_on_an_events_less_timeline_enters_the_fold() -> None:
     assert (g.components["transcript_rules"], g.score, g.binary_pass) == (0.0, 0.0, False)
 
 
-def test_trace_checks_without_the_evaluator_are_not_measured_and_with_one_fold_its_gate() -> None:
-    cfg = _cfg({"trace_checks": {"constraints": []}, "combine": {"weights": {"trace_checks": 1.0}}})
+def _trace_pack(case: str) -> Grade:
+    root = PARITY / "trace_checks_gate"
+    messages, records = pack_case_views(read_yaml(root / "trial.yaml")[case])
+    inputs = GradeInputs("gate", messages, records, "agent_done")
+    return grade_trial(inputs, load_grading_config(read_yaml(root / "grading.yaml")))
+
+
+def test_trace_gate_fails_the_trial_through_grade_trial() -> None:
+    """trace_checks_gate at pass_threshold 0.0: the tripped gate alone zeroes the component
+    and forces binary_pass false; the reasons carry the FAILED trace gates sentence."""
+    sat, vio = _trace_pack("satisfying"), _trace_pack("violating")
+    assert (sat.components["trace_checks"], sat.binary_pass) == (1.0, True)
+    assert (vio.components["trace_checks"], vio.score, vio.binary_pass) == (0.0, 0.0, False)
+    assert "FAILED trace gates: the_meter_was_not_reset" in vio.reasons
+
+
+def test_a_trace_gate_forces_binary_pass_false_above_the_threshold() -> None:
+    cfg = _cfg(
+        {
+            "trace_checks": {
+                "constraints": [
+                    {"id": "x", "require": {"absent": {"match": {"kind": "tool_call"}}}}
+                ]
+            },
+            "combine": {"weights": {"trace_checks": 1.0}, "pass_threshold": 0.0},
+        }
+    )
     g = grade_trial(
         _inputs(),
         cfg,
-        timeline=pack_case_timeline({"messages": []}),
+        timeline=pack_case_timeline({"messages": [{"role": "assistant", "content": "x"}]}),
         trace_evaluator=lambda tl, block: ComponentResult(score=1.0, gate_failed=True),
     )
     assert (g.score, g.binary_pass) == (1.0, False)
+
+
+def test_trace_checks_on_an_events_less_timeline_leave_the_fold() -> None:
+    cfg = _cfg(
+        {
+            "trace_checks": {
+                "constraints": [
+                    {"id": "x", "require": {"absent": {"match": {"kind": "tool_call"}}}}
+                ]
+            },
+            "combine": {"weights": {"trace_checks": 1.0}},
+        }
+    )
+    g = grade_trial(_inputs(), cfg)
+    assert g.components["trace_checks"] is None and g.not_measured == {}
+    assert (g.score, g.binary_pass) == (0.0, False)  # configured but unevaluated
 
 
 def test_compare_names_each_difference() -> None:
@@ -255,3 +304,62 @@ def test_cli_human_output_and_errors(tmp_path: Path) -> None:
     assert err.exit_code == 1 and "state_checks must be a mapping or absent" in err.output
     nob = CliRunner().invoke(main, ["grade", str(tmp_path)])
     assert nob.exit_code == 1 and "no trajectory.yaml" in nob.output
+
+
+def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
+    """The same trials ingested into a ledger grade exactly as their bundles do."""
+    from ledger.ingest import ingest
+    from ledger.store import open_ledger
+
+    ledger = tmp_path / "ledger"
+    with open_ledger(ledger, create=True) as lg:
+        ingest(lg, [NOTES, REFUSAL])
+        streams = lg.streams(prefix="trial/")
+    assert len(streams) == 18
+    by_trial = {s.rsplit("/", 1)[-1]: s for s in streams}
+    for bundle in (BUNDLES[0], BUNDLES[-1], REFUSAL):
+        stream = next(s for t, s in by_trial.items() if bundle.name in t or t in bundle.name)
+        result = CliRunner().invoke(main, ["grade", stream, "--ledger", str(ledger), "--json"])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.output)
+        from_bundle = grade_bundle(bundle)
+        assert out["trial"] == stream and out["differences"] == []
+        assert out["replayed"] == from_bundle["replayed"]
+        assert out["recorded"] == from_bundle["recorded"]
+        with open_ledger(ledger) as lg:
+            events = list(lg.read(stream=stream))
+        assert grade_events(events).model_dump() == from_bundle["replayed"]
+    missing = CliRunner().invoke(main, ["grade", "trial/nope/x/y", "--ledger", str(ledger)])
+    assert missing.exit_code == 1 and "no such trial stream" in missing.output
+
+
+def test_disagreeing_views_get_no_grade_even_on_a_judge_only_pack() -> None:
+    """GRADING.md § Both substrates consume it: a reconciliation failure is never folded
+    into a score — the timeline is built before any component, whatever the config reads."""
+    from schemas.timeline import (
+        Message,
+        RecordedToolCall,
+        Role,
+        TimelineInconsistencyError,
+        ToolExecutionStatus,
+        ToolExecutorIdentity,
+    )
+
+    cfg = _cfg(
+        {
+            "llm_judge": {"rubric": {"criteria": [{"id": "a"}]}},
+            "combine": {"weights": {"llm_judge": 1.0}},
+        }
+    )
+    stray = RecordedToolCall(
+        "x", 0, "rm", {}, ToolExecutorIdentity.AGENT, ToolExecutionStatus.SUCCESS
+    )
+    inputs = GradeInputs(
+        "t",
+        (Message(Role.USER, "hi"), Message(Role.ASSISTANT, "done")),
+        (stray,),
+        "user_stop",
+        judge=RecordedJudge("completed", (CriterionVerdict("a", True, 1.0),)),
+    )
+    with pytest.raises(TimelineInconsistencyError):
+        grade_trial(inputs, cfg)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay.components.transcript_rules import UNRECORDED, evaluate_transcript_rules
 from schemas.grading import TranscriptRulesConfig, load_grading_config
@@ -203,3 +205,16 @@ def test_regex_engine_pack_is_indistinguishable_under_the_linear_default() -> No
     linear = cfg.model_copy(update={"regex_engine": "linear"})
     got = {evaluate_transcript_rules(pack_case_timeline(trials[c]), linear).score for c in trials}
     assert got == {1.0}
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(st.sampled_from(["refund", "else", "absent", "zzz"]), min_size=1, max_size=5),
+    st.integers(1, 4),
+)
+def test_the_floor_gates_and_never_dilutes(phrases: list[str], floor: int) -> None:
+    """With the floor met the component is exactly what the other keys score; unmet it is
+    0.0 — whatever the phrases scored (TWO_TURNS has two assistant generations)."""
+    without = score(TWO_TURNS, must_contain=phrases)
+    with_floor = score(TWO_TURNS, must_contain=phrases, min_assistant_turns=floor)
+    assert with_floor == (without if floor <= 2 else 0.0)

@@ -16,6 +16,7 @@ from ledger.cli import main
 from ledger.store import Ledger, init_ledger
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
+from schemas.gvc import Party
 
 DEMO = (
     Path(__file__).resolve().parents[1]
@@ -148,3 +149,114 @@ def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
         "ok": False,
         "problems": ["goal mismatch: stored receipt differs from recomputed evidence"],
     }
+
+
+# ------------------------------------------------------- inside `vledger verify`
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / "demo-run"
+    shutil.copytree(DEMO, run)
+    for p in [run, *run.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return run
+
+
+def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
+    from ledger.ingest import ingest
+    from ledger.verify import verify_ledger
+
+    ingest(lg, [DEMO])
+    files = rc.ingested_run_files(lg, "run/demo-run")
+    assert files.events == (DEMO / "events.jsonl").read_bytes()  # reassembled byte-exact
+    assert rc.verify_ingested_runs(lg) == []
+    assert verify_ledger(lg).ok
+
+
+def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
+    """A run whose receipt was edited before ingest: `vledger verify` names the stream."""
+    from ledger.ingest import ingest
+    from ledger.verify import verify_ledger
+
+    run = _copy_run(tmp_path)
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["event_count"] = 82
+    (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    ingest(lg, [run])
+    report = verify_ledger(lg)
+    assert [(p.where, p.what) for p in report.problems] == [
+        ("run/demo-run", "event_count mismatch: stored receipt differs from recomputed evidence")
+    ]
+
+
+def test_verify_runs_the_admission_check(lg: Ledger) -> None:
+    from ledger import verdicts as vd
+    from ledger.verify import verify_ledger
+
+    author = {"identity": "a", "kind": "agent", "chain_id": "c1"}
+    vd.declare(lg, "u", "t", "interop", Party(**author))
+    lg.append(
+        [
+            NewEvent(
+                "unit/u",
+                "oracle.ran",
+                {"unit": "u", "oracle_id": "ghost", "passed": True, "runner": author},
+            )
+        ]
+    )
+    report = verify_ledger(lg)
+    assert [p.where for p in report.problems] == ["unit/u"]
+    assert "oracle 'ghost' ran but was never declared" in report.problems[0].what
+
+
+def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) -> None:
+    from ledger.ingest import ingest
+
+    run = _copy_run(tmp_path)
+    graph = json.loads((run / "graph.json").read_text())
+    graph["goal"] = "edited after the receipt"
+    (run / "graph.json").write_text(json.dumps(graph))
+    ingest(lg, [run])
+    seq = next(e.seq for e in lg.read(stream="run/demo-run", type="receipt.issued"))
+    check = rc.verify_ledger_receipt(lg, str(seq))
+    assert check.checked == [
+        f"receipt event seq {seq} is included in the log of {lg.size()} events"
+    ]
+    assert check.problems == [
+        "goal mismatch: stored receipt differs from recomputed evidence",
+        "graph_digest mismatch: stored receipt differs from recomputed evidence",
+    ]
+
+
+def test_receipt_checked_against_signed_checkpoint_notes(lg: Ledger) -> None:
+    from ledger.note import generate_signer
+
+    signer = generate_signer("test.example/key")
+    lg.checkpoint(signer)  # a signed note at size 5
+    good = _receipt(lg, size=5)
+    lg.append([NewEvent("ext/x", "ext.note", {"after": 1})])
+    lg.checkpoint(signer)  # a later note covering the receipt events
+    check = rc.verify_ledger_receipt(lg, str(good), pub=signer.verifier())
+    assert check.problems == []
+    assert (
+        "checkpoint matches the signed note 00000000000000000005.note (signature checked)"
+        in check.checked
+    )
+    assert any("included in the signed note 00000000000000000007.note" in c for c in check.checked)
+    other = generate_signer("other.example/key")
+    unsigned = rc.verify_ledger_receipt(lg, str(good), pub=other.verifier())
+    assert not any(
+        "signed note" in c for c in unsigned.checked
+    )  # notes not by this key are skipped
+
+
+def test_receipt_root_differing_from_the_signed_note(lg: Ledger) -> None:
+    from ledger.note import generate_signer
+
+    lg.checkpoint(generate_signer("test.example/key"))
+    bad = _receipt(lg, size=5, root=b"\x01" * 32)
+    problems = rc.verify_ledger_receipt(lg, str(bad)).problems
+    assert problems[-1] == (
+        f"checkpoint size 5: root {'01' * 32} differs from the signed note "
+        f"00000000000000000005.note ({lg.root(5).hex()})"
+    )

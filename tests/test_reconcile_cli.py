@@ -1,16 +1,13 @@
 """``vledger reconcile`` / ``vledger validate`` over packs and corpora on disk.
 
 The published result (RUBRIC_MIGRATION.md § notes_duplicate_check; FORMATS.md § 8) is
-reproduced over ../shared. Until the production trace-check projection is importable, the
-on-disk tests inject ``listed_before_added`` — a stand-in for the ONE constraint shape the
-shared packs use (any list_notes before the first add_note, on_missing: fail, a gate) —
-so the I/O seam is exercised; ``test_published_result_with_the_production_projection``
-runs the same assertions through the real evaluator and skips until it is importable.
+reproduced over ../shared, both through the Python seam and through the CLI; every
+candidate label is recomputed by the production trace-check projection
+(``replay.timeline`` + ``replay.trace_checks``) under the pack's own block.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -22,15 +19,12 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.reconcile_cmd import (
-    Bundle,
     Invocation,
-    Pack,
     ReconcileError,
     resolve_corpus,
     run_reconcile,
 )
 from ledger.store import init_ledger, open_ledger
-from reconcile.inputs import CandidateEvaluation
 from schemas.canonical import digest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,21 +34,8 @@ GATE = "the_notes_were_listed_before_the_note_was_added"
 CRIT = "checked_duplicates_first"
 
 
-def listed_before_added(bundle: Bundle, pack: Pack) -> CandidateEvaluation:
-    """Stand-in for the pack's one gate (see the module docstring); not a trace evaluator."""
-    names = [
-        c["name"]
-        for m in bundle.trajectory.get("messages") or ()
-        for c in (m.get("tool_calls") or ())
-    ]
-    passed = "add_note" in names and "list_notes" in names[: names.index("add_note")]
-    return CandidateEvaluation({GATE: passed}, 1.0 if passed else 0.0, not passed)
-
-
 def shared_run(**kw: Any):
-    return run_reconcile(
-        Invocation(packs=[PACKS], base=SHARED, evaluator=listed_before_added, **kw)
-    )
+    return run_reconcile(Invocation(packs=[PACKS], base=SHARED, **kw))
 
 
 def test_the_sweep_reproduces_the_published_result() -> None:
@@ -102,12 +83,7 @@ def test_the_not_met_half_alone_is_insufficient_evidence() -> None:
     assert out.document["sources"][0]["blocking"] == [f"{CRIT} (narrowed): insufficient_evidence"]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("replay.trace_checks") is None
-    or importlib.util.find_spec("replay.timeline") is None,
-    reason="the production trace-check projection has not landed in this build",
-)
-def test_published_result_with_the_production_projection() -> None:
+def test_published_result_through_the_cli() -> None:
     runner = CliRunner()
     res = runner.invoke(
         main, ["reconcile", "--packs", str(PACKS), "--base", str(SHARED), "--dry-run", "--json"]
@@ -280,7 +256,11 @@ def make_bundle(
 
 def make_corpus(root: Path, cells: list[tuple[str, bool, bool]]) -> Path:
     corpus = root / "corpus"
-    write_yaml(corpus / "corpus.yaml", {"criterion": CRIT, "bundles": [c[0] for c in cells]})
+    rows = [
+        {"directory": name, "task_id": "t_task", "met": met, "record_carried": False}
+        for name, met, _ in cells
+    ]
+    write_yaml(corpus / "corpus.yaml", {"criterion": CRIT, "task_ids": ["t_task"], "bundles": rows})
     for name, met, listed in cells:
         make_bundle(corpus, name, met=met, listed=listed)
     return corpus
@@ -310,9 +290,7 @@ BALANCED = [("a", True, True), ("b", True, True), ("c", False, False), ("d", Fal
 
 
 def run_tmp(root: Path, **kw: Any):
-    return run_reconcile(
-        Invocation(packs=[root / "packs"], base=root, evaluator=listed_before_added, **kw)
-    )
+    return run_reconcile(Invocation(packs=[root / "packs"], base=root, **kw))
 
 
 def test_hand_made_corpus_reaches_no_counter_evidence(tmp_path: Path) -> None:
@@ -343,14 +321,19 @@ def test_a_strict_disagreement_refuses_a_candidate_with_exit_zero(tmp_path: Path
         main,
         ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
     )
-    # no production evaluator in this build → the CLI path cannot label; use the seam directly
     out = run_tmp(tmp_path)
     (e,) = out.document["entries"]
     assert e["verdict"] == "refused" and out.exit_code == 0
     assert [r["kind"] for r in e["refusals"]] == ["unacknowledged_disagreement"]
     assert [d["direction"] for d in e["disagreements"]] == ["strict", "strict"]
     assert e["disagreements"][0]["justification"] == "met=True because I read it"
-    assert res.exit_code == 0  # whatever the labels, a candidate never gates
+    assert res.exit_code == 0
+    assert "declared candidate, refused over 3 observations" in res.output
+    assert (
+        "  strict · corpus/a (unacknowledged)\n    judge: met=True because I read it\n"
+        in res.output
+    )
+    assert "refused (unacknowledged_disagreement): 2 strict disagreement(s)" in res.output
     assert "a candidate converts nothing, so its verdict gates nothing" in res.output
 
 
@@ -424,13 +407,13 @@ def test_a_corpus_straddling_a_pack_revision_is_refused(tmp_path: Path) -> None:
 def test_an_unreadable_bundle_blocks_but_does_not_abort(tmp_path: Path) -> None:
     make_pack(tmp_path, migration(evidence={"observations": 4, "kappa": 1.0}))
     corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
-    (corpus / "z" / "grade.yaml").write_text("score: [not, a, number]\n")
+    (corpus / "z" / "grade.yaml").write_text("binary_pass: true\nscore: [not, a, number]\n")
     out = run_tmp(tmp_path)
     (e,) = out.document["entries"]
     assert e["verdict"] == "no_counter_evidence" and e["observations"] == 4
-    assert out.document["sources"][0]["unreadable_trials"] == [
-        {"trial": "corpus/z", "reason": "grade.yaml score is ['not', 'a', 'number'], not a number"}
-    ]
+    ((row),) = out.document["sources"][0]["unreadable_trials"]
+    assert row["trial"] == "corpus/z"
+    assert "corpus/z/grade.yaml" in row["reason"] and "'score'" in row["reason"]
     assert out.exit_code == 1
 
 
@@ -455,7 +438,7 @@ def test_a_corpus_path_escaping_the_base_by_symlink_is_refused(tmp_path: Path) -
     assert r.error is not None and "outside the base" in r.error and "symlink" in r.error
     make_pack(base, migration())
     with pytest.raises(ReconcileError, match="outside the base"):
-        run_reconcile(Invocation(packs=[base / "packs"], base=base, evaluator=listed_before_added))
+        run_reconcile(Invocation(packs=[base / "packs"], base=base))
 
 
 def test_a_multi_part_corpus_resolves_and_a_half_part_does_not(tmp_path: Path) -> None:
@@ -561,11 +544,25 @@ def test_the_cli_appends_reconcile_completed_bound_to_the_checkpoint_it_read(
     receipt = doc.pop("receipt")
     with open_ledger(tmp_path / "lg") as lg:
         (ev,) = list(lg.read(type="reconcile.completed"))
-        assert receipt["checkpoint"] == {"size": 0, "root": lg.root(0).hex()}
+        # the corpus was ingested first: the checkpoint read covers its trials, not the receipt
+        trials = lg.streams(prefix="trial/corpus/")
+        size = receipt["checkpoint"]["size"]
+        assert len(trials) == 4 and size == ev.seq
+        assert all(e.seq < size for t in trials for e in lg.read(stream=t))
+        assert receipt["checkpoint"]["root"] == lg.root(size).hex()
         payload = ev.data()
     assert payload["receipt"] == receipt
     assert receipt["outputs_digest"] == digest(doc)
-    assert payload["exit_code"] == doc["exit_code"] == res.exit_code
+    assert payload["exit_code"] == doc["exit_code"] == res.exit_code == 0
+    # a second run re-ingests nothing and reads the same trials back
+    again = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--json",
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    second = json.loads(again.stdout)
+    assert second.pop("receipt")["checkpoint"]["size"] == size + 1
+    assert second == doc
 
 
 def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> None:
@@ -584,7 +581,7 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
         ],
     )
     assert res.exit_code == 3
-    assert "create the ledger first, or pass --dry-run" in res.output
+    assert "vledger init" in res.output and "or pass --dry-run" in res.output
     assert not (tmp_path / "missing").exists()
 
 
@@ -598,3 +595,66 @@ def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> 
     grading["trace_checks"]["constraints"][0]["description"] = "edited"
     write_yaml(pack / "grading.yaml", grading)
     assert run_tmp(tmp_path).inputs_digest != first.inputs_digest
+
+
+def test_a_bundle_changed_since_it_was_ingested_is_not_read_stale(tmp_path: Path) -> None:
+    init_ledger(tmp_path / "lg").close()
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    args = ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--json",
+            "--ledger", str(tmp_path / "lg")]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    grade = yaml.safe_load((corpus / "a" / "grade.yaml").read_text())
+    grade["criterion_results"][0]["justification"] = "rewritten after the fact"
+    write_yaml(corpus / "a" / "grade.yaml", grade)
+    res = CliRunner().invoke(main, args)
+    doc = json.loads(res.stdout)
+    (row,) = doc["sources"][0]["unreadable_trials"]
+    assert row["trial"] == "corpus/a"
+    assert "not this bundle as it is on disk" in row["reason"]
+    assert res.exit_code == 1 and doc["entries"][0]["observations"] == 3
+
+
+def test_a_malformed_corpus_manifest_makes_its_bundles_unreadable(tmp_path: Path) -> None:
+    make_pack(tmp_path, migration())
+    corpus = make_corpus(tmp_path, BALANCED)
+    (corpus / "corpus.yaml").write_text("criterion: x\nbundles: [a, b]\n")
+    out = run_tmp(tmp_path)
+    rows = out.document["sources"][0]["unreadable_trials"]
+    assert [r["trial"] for r in rows] == ["corpus/a", "corpus/b", "corpus/c", "corpus/d"]
+    assert "corpus/corpus.yaml: key 'bundles[0]'" in rows[0]["reason"]
+    assert out.exit_code == 1
+
+
+def test_a_trace_checks_block_that_does_not_load_refuses_the_declaration(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    grading = yaml.safe_load((pack / "grading.yaml").read_text())
+    grading["trace_checks"]["constraints"][0]["severty"] = "gate"
+    write_yaml(pack / "grading.yaml", grading)
+    make_corpus(tmp_path, BALANCED)
+    res = CliRunner().invoke(main, ["validate", str(pack), "--base", str(tmp_path)])
+    assert res.exit_code == 1 and "unknown key 'severty'" in res.output
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
+    )
+    assert res.exit_code == 3 and "unknown key 'severty'" in res.output
+
+
+def test_a_constraint_naming_a_tool_the_corpus_never_had_is_an_error(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    grading = yaml.safe_load((pack / "grading.yaml").read_text())
+    left = grading["trace_checks"]["constraints"][0]["require"]["before"]["left"]
+    left["match"]["tool"]["equals"] = "list_notez"
+    write_yaml(pack / "grading.yaml", grading)
+    corpus = make_corpus(tmp_path, BALANCED)
+    schemas = [
+        {"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object", "properties": {}}}}
+        for n in ("list_notes", "add_note")
+    ]  # fmt: skip
+    for name, _, _ in BALANCED:
+        write_yaml(corpus / name / "tools_schemas.yaml", schemas)
+    with pytest.raises(
+        ReconcileError, match="cannot be graded against the tools corpus/a recorded.*list_notez"
+    ):
+        run_tmp(tmp_path)

@@ -504,3 +504,23 @@ def test_strict_disagreements_are_listed_before_permissive_ones() -> None:
     assert [(d.trial, d.direction) for d in r.disagreements] == [
         ("s1", "strict"), ("s2", "strict"), ("p1", "permissive"), ("p2", "permissive"),
     ]  # fmt: skip
+
+
+def test_a_recorded_combine_the_fold_refuses_is_named_not_guessed() -> None:
+    odd = RecordedGrading(NOTES_RUBRIC, {"llm_judge": 1.0}, "median", 0.75)
+    obs = [notes_obs("t0", met=True, passed=True, grading=odd)]
+    r = reconcile_entry(claim(entry()), obs, sweep=False)
+    (gap,) = r.counterfactual.unrecomputed
+    assert (gap.trial, gap.gap) == ("t0", "recorded_combine_does_not_load")
+    assert "median" in gap.reason
+
+
+def test_all_and_any_fold_the_component_map_unweighted() -> None:
+    """GRADING.md § Score Combination: all = weakest, any = strongest; gates still force."""
+    for method, after in (("all", (0.0, False)), ("any", (1.0, False))):
+        g = RecordedGrading(NOTES_RUBRIC, {"llm_judge": 1.0}, method, 0.75)
+        obs = [notes_obs("t0", met=False, passed=False, grading=g)]
+        r = reconcile_entry(claim(entry()), obs, sweep=False)
+        (row,) = r.counterfactual.rows
+        # after: judge 1.0 (criterion dropped), trace 0.0 with its gate failed
+        assert (row.score_after, row.binary_pass_after) == after

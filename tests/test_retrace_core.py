@@ -3,11 +3,13 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replay.grade import Difference
 from replay.retrace import (
     ConstraintObservation,
     classify,
-    compare_grades,
+    comparable_differences,
     discrimination,
+    replaced_blocks,
 )
 
 counts = st.integers(min_value=0, max_value=50)
@@ -76,36 +78,32 @@ def test_discrimination_refuses_an_undeclared_constraint() -> None:
         discrimination({"t": []}, [ConstraintObservation("t", "zz", True, False)])
 
 
-RECORDED = {
-    "score": 1.0,
-    "binary_pass": True,
-    "components": {"llm_judge": 1.0, "trace_checks": None},
-    "reasons": "Judge: score=1.00",
-}
+def _d(component: str) -> Difference:
+    return Difference(component, 1.0, 0.0, "why")
 
 
-def test_identical_grades_have_no_difference() -> None:
-    replayed = {"score": 1.0, "binary_pass": True, "components": {"llm_judge": 1.0}, "reasons": []}
-    assert compare_grades(RECORDED, replayed) == []
-
-
-def test_a_component_difference_is_named_with_both_values() -> None:
-    replayed = {"score": 0.0, "binary_pass": False, "components": {"llm_judge": 0.0}, "reasons": ["x"]}
-    diffs = {d.component: d for d in compare_grades(RECORDED, replayed)}
-    assert set(diffs) == {"llm_judge", "score", "binary_pass"}
-    assert (diffs["llm_judge"].recorded, diffs["llm_judge"].replayed) == (1.0, 0.0)
+def test_comparable_differences_keep_a_real_disagreement() -> None:
+    diffs = [_d("llm_judge"), _d("score"), _d("binary_pass")]
+    assert comparable_differences(diffs, frozenset(), {}) == tuple(diffs)
 
 
 def test_not_measured_components_are_not_differences() -> None:
-    replayed = {
-        "score": None,
-        "binary_pass": None,
-        "components": {"llm_judge": None},
-        "not_measured": {"llm_judge": "needs a live judge"},
-    }
-    assert compare_grades(RECORDED, replayed) == []
+    diffs = [_d("llm_judge"), _d("score")]
+    assert comparable_differences(diffs, frozenset(), {"llm_judge": "needs a live judge"}) == ()
 
 
 def test_replaced_components_are_not_compared_and_nor_is_the_fold() -> None:
-    replayed = {"score": 0.3, "binary_pass": False, "components": {"llm_judge": 1.0, "trace_checks": 0.3}}
-    assert compare_grades(RECORDED, replayed, replaced=frozenset({"trace_checks"})) == []
+    diffs = [_d("trace_checks"), _d("score"), _d("binary_pass"), _d("llm_judge")]
+    kept = comparable_differences(diffs, frozenset({"trace_checks"}), {})
+    assert [d.component for d in kept] == ["llm_judge"]
+
+
+def test_replaced_blocks_names_only_what_changed() -> None:
+    from schemas.grading import load_grading_config
+
+    rec = load_grading_config({"combine": {"method": "weighted", "weights": {"llm_judge": 1.0}}, "llm_judge": {"rubric": {"criteria": [
+        {"id": "c", "description": "d", "kind": "binary", "required": True, "weight": 1.0}]}}})
+    assert replaced_blocks(rec, rec) == frozenset()
+    other = rec.model_copy(update={"combine": rec.combine.model_copy(update={"pass_threshold": 0.9})})
+    assert replaced_blocks(rec, other) == frozenset({"combine"})
+    assert "llm_judge" in replaced_blocks(None, rec)

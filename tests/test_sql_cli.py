@@ -199,3 +199,18 @@ def test_while_a_writer_holds_the_store_sealed_segments_are_read(tmp_path: Path)
 def test_missing_ledger_is_named(tmp_path: Path) -> None:
     code, _out, err = _sql(tmp_path / "absent", "SELECT 1")
     assert code == 1 and "no ledger at" in err
+
+
+def test_readme_section_documents_every_view_and_column() -> None:
+    """docs/readme/analytics.md is what the README says: every view and column, in order."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "readme" / "analytics.md").read_text(
+        encoding="utf-8"
+    )
+    for v in views.PUBLIC_VIEWS:
+        start = doc.index(f"#### `{v.name}`")
+        end = doc.find("#### ", start + 1)
+        block = doc[start : end if end != -1 else len(doc)]
+        documented = [line.split("`")[1] for line in block.splitlines() if line.startswith("| `")]
+        assert documented == [c for c, _ in v.columns], v.name
+    for cmd in ('vledger sql "QUERY"', "vledger sql --schema", "vledger report"):
+        assert cmd in doc

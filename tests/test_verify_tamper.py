@@ -237,3 +237,35 @@ def test_clean_ledger_with_segments_and_many_checkpoints_verifies(tmp_path: Path
     assert report.ok, report.problems
     assert (report.events, report.checkpoints, report.segments) == (29, 5, 1)
     lg.close()
+
+
+def test_flipped_bytes_in_the_database_file_are_reported_not_raised(tmp_path: Path) -> None:
+    """A byte-level edit of events.duckdb: DuckDB's block checksums fail; verify or open
+    reports it by file name (no driver exception escapes)."""
+    from ledger.errors import TamperDetected
+
+    path, _, verifier = clean_ledger(tmp_path, n=3000)
+    db = path / DB_FILE
+    data = bytearray(db.read_bytes())
+    for off in range(len(data) // 3, len(data) // 3 + 4096, 512):
+        data[off] ^= 0xFF
+    db.write_bytes(bytes(data))
+    try:
+        with open_ledger(path) as lg:
+            report = lg.verify(verifier)
+    except TamperDetected as exc:
+        assert str(exc).startswith(str(db))
+        return
+    assert not report.ok
+
+
+def test_unreadable_segment_file_is_named(tmp_path: Path) -> None:
+    path, _, verifier = clean_ledger(tmp_path)
+    with open_ledger(path) as lg:
+        (seg,) = lg.seal()
+    seg_path = path / "segments" / seg.file
+    data = bytearray(seg_path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = b"\0" * 64
+    seg_path.write_bytes(bytes(data))
+    p = first_problem(path, verifier)
+    assert p.where == f"segment {seg.file}"

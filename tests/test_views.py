@@ -219,6 +219,50 @@ def test_constraint_class_matches_the_retrace_projection(passed: int, failed: in
     assert got == classify(passed, failed, undecided)[0]
 
 
+_REASONS = [None, "user_stop", "max_turns", "timeout", "error", "trial_lost", "rate_limit",
+            "api_timeout", "provision_error", "stuck_detected"]
+
+
+def _memory_views(events: list) -> duckdb.DuckDBPyConnection:
+    """The views over an in-memory envelope table (no store): fast enough for hypothesis."""
+    con = duckdb.connect()
+    con.register("raw_rows", envelope_table(events))
+    views.create_views(con, "SELECT * FROM raw_rows")
+    return con
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(_REASONS),
+                          st.sampled_from([None, "", "judge refused"]),
+                          st.sampled_from([None, True, False])), max_size=14))
+def test_pass_at_k_view_matches_the_grading_projection(trials: list) -> None:
+    """Per task, macro and micro pass@k (and each trial's outcome class) agree with
+    replay.outcomes — the same rule computed by the projection, over generated trials."""
+    from replay.outcomes import TrialVerdict, classify_trial_outcome, pass_at_k_report  # noqa: PLC0415
+
+    ev, verdicts = [], []
+    for i, (task, reason, gerr, passed) in enumerate(trials):
+        grade = None if passed is None else recorded_grade(1.0 if passed else 0.0, passed)
+        ev += trial_events("c", task, i, termination=reason, grading_error=gerr, grade=grade)
+        verdicts.append(TrialVerdict(task, reason, gerr, passed))
+    con = _memory_views(ev)
+    got_classes = con.execute("SELECT trial_index, outcome_class FROM trials ORDER BY trial_index").fetchall()
+    assert got_classes == [(i, str(classify_trial_outcome(r, g))) for i, (_t, r, g, _p) in enumerate(trials)]
+    for k in (1, 2, 3, 5):
+        want = pass_at_k_report(verdicts, k)
+        rows = con.execute(
+            "SELECT level, task_id, pass_at_k FROM pass_at_k WHERE basis = 'recorded' AND model = '*' "
+            "AND k = ?", [k]).fetchall()
+        per_task = {t: v for lvl, t, v in rows if lvl == "task"}
+        assert per_task.keys() == want.per_task.keys()
+        for task, v in want.per_task.items():
+            assert per_task[task] == (None if v is None else pytest.approx(v, abs=1e-12))
+        levels = {lvl: v for lvl, _t, v in rows if lvl != "task"}
+        if trials:
+            assert levels["macro"] == (None if want.macro is None else pytest.approx(want.macro))
+            assert levels["micro"] == (None if want.micro is None else pytest.approx(want.micro))
+
+
 def test_current_grade_prefers_the_latest_replay_and_history_keeps_all(tmp_path: Path) -> None:
     s = trial_stream("c", "t", 0)
     ev = trial_events("c", "t", 0, grade=recorded_grade(1.0, True))

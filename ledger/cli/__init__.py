@@ -21,5 +21,6 @@ from ledger.cli import demo as _demo  # noqa: E402,F401
 from ledger.cli import grade as _grade  # noqa: E402,F401
 from ledger.cli import ingest as _ingest  # noqa: E402,F401
 from ledger.cli import reconcile as _reconcile  # noqa: E402,F401
+from ledger.cli import retrace as _retrace  # noqa: E402,F401
 from ledger.cli import store as _store  # noqa: E402,F401
 from ledger.cli import verdict as _verdict  # noqa: E402,F401

@@ -47,7 +47,9 @@ def _json_default(value: Any) -> Any:
 def format_table(table: pa.Table) -> str:
     names = table.column_names
     rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    clipped = [[c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows]
+    clipped = [
+        [c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows
+    ]
     clipped = [[c.replace("\n", " ") for c in r] for r in clipped]
     widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
     line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
@@ -176,7 +178,9 @@ def sql_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     if source.kind == "segments":
-        click.echo(f"note: read {source.detail}; events after the last seal are not shown", err=True)
+        click.echo(
+            f"note: read {source.detail}; events after the last seal are not shown", err=True
+        )
     write_result(table, fmt, out)
 
 

@@ -18,10 +18,20 @@ import click
 import yaml
 
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option
-from replay.components.custom_checks import CheckVerdict, RecordedSuite
-from replay.components.judge import CriterionVerdict, RecordedJudge
-from replay.grade import Grade, GradeInputs, compare_grades, grade_trial, recorded_grade
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.errors import LedgerError
+from ledger.store import open_ledger
+from replay.grade import (
+    Grade,
+    GradeInputs,
+    compare_grades,
+    grade_trial,
+    inputs_from_trial,
+    recorded_grade,
+    recorded_judge,
+    recorded_suite,
+)
+from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
 from schemas.timeline import (
     Message,
@@ -97,38 +107,6 @@ def _records(bundle: Path, trajectory: Mapping[str, Any]) -> tuple[RecordedToolC
     return tuple(_record(r, path, i) for i, r in enumerate(raw))
 
 
-def _judge(grade: Mapping[str, Any] | None) -> RecordedJudge | None:
-    if grade is None:
-        return None
-    rows = grade.get("criterion_results")
-    verdicts = (
-        None
-        if rows is None
-        else tuple(
-            CriterionVerdict(id=r["id"], met=r.get("met"), score=r.get("score")) for r in rows
-        )
-    )
-    return RecordedJudge(
-        status=grade.get("judge_status") or "unspecified", criterion_results=verdicts
-    )
-
-
-def _suite(grade: Mapping[str, Any] | None) -> RecordedSuite | None:
-    """grade.yaml custom_checks_details: [{check_name, status, message}] or null. A
-    per-check ``error`` status is a check that raised: it reached a failing verdict."""
-    rows = (grade or {}).get("custom_checks_details")
-    if rows is None:
-        return None
-    out = []
-    for r in rows:
-        status = r.get("status")
-        if status == "error":
-            out.append(CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}"))
-        else:
-            out.append(CheckVerdict(r["check_name"], status, r.get("message") or ""))
-    return RecordedSuite(tuple(out))
-
-
 def load_bundle(bundle: Path) -> LoadedBundle:
     """Read one bundle directory into grading inputs, its recorded config and grade."""
     traj_path = bundle / "trajectory.yaml"
@@ -154,28 +132,52 @@ def load_bundle(bundle: Path) -> LoadedBundle:
         grading_error=trajectory.get("grading_error"),
         initial_db=initial if isinstance(initial, Mapping) else None,
         final_state=final_state,
-        judge=_judge(grade),
-        custom_suite=_suite(grade),
+        judge=recorded_judge(grade),
+        custom_suite=recorded_suite(grade),
     )
     grading = (task or {}).get("grading_config")
     return LoadedBundle(inputs, grading, recorded_grade(grade) if grade is not None else None)
 
 
+def load_ledger_trial(ledger_dir: Path, stream: str) -> LoadedBundle:
+    """Read one trial stream from the ledger into grading inputs (ingest's reading)."""
+    with open_ledger(ledger_dir) as lg:
+        events = list(lg.read(stream=stream))
+    if not events:
+        raise BundleError(
+            f"{stream}: no such trial stream in the ledger at {ledger_dir}, and no bundle "
+            'directory by that name; list trials with: vledger sql "SELECT DISTINCT stream FROM events"'
+        )
+    trial = trial_inputs(events)
+    grade = trial.recorded_grade
+    return LoadedBundle(
+        inputs_from_trial(trial),
+        trial.registered.grading,
+        recorded_grade(grade) if grade is not None else None,
+    )
+
+
 def grade_bundle(bundle: Path, grading_file: Path | None = None) -> dict[str, Any]:
+    """The JSON contract for a bundle directory: {trial, recorded, replayed, differences}."""
+    return grade_loaded(load_bundle(bundle), str(bundle), grading_file)
+
+
+def grade_loaded(
+    loaded: LoadedBundle, label: str, grading_file: Path | None = None
+) -> dict[str, Any]:
     """The JSON contract: {trial, recorded, replayed, differences}."""
-    loaded = load_bundle(bundle)
-    config = _config(loaded, bundle, grading_file)
+    config = _config(loaded, label, grading_file)
     replayed = grade_trial(loaded.inputs, config)
     diffs = compare_grades(loaded.recorded, replayed) if loaded.recorded is not None else []
     return {
-        "trial": str(bundle),
+        "trial": label,
         "recorded": loaded.recorded.model_dump() if loaded.recorded is not None else None,
         "replayed": replayed.model_dump(),
         "differences": [d.as_json() for d in diffs],
     }
 
 
-def _config(loaded: LoadedBundle, bundle: Path, grading_file: Path | None) -> GradingConfig:
+def _config(loaded: LoadedBundle, bundle: str, grading_file: Path | None) -> GradingConfig:
     if grading_file is not None:
         # an authored file an author can still fix: the gate's rules apply
         return load_grading_config(_read(grading_file), file=str(grading_file), authored=True)
@@ -217,22 +219,40 @@ def _print_human(result: Mapping[str, Any]) -> None:
 
 
 @main.command("grade")
-@click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("bundle_or_trial")
 @click.option(
     "--grading",
     "grading_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Grade under this grading.yaml instead of the bundle's recorded config.",
 )
+@ledger_option
 @json_option
-def grade_command(bundle: Path, grading_file: Path | None, as_json: bool) -> None:
+def grade_command(
+    bundle_or_trial: str, grading_file: Path | None, ledger_dir: Path | None, as_json: bool
+) -> None:
     """Re-derive a trial's grade from its recorded evidence and compare it with the recorded one.
+
+    BUNDLE_OR_TRIAL is a bundle directory (holding trajectory.yaml) or a trial stream of
+    the ledger (trial/<corpus>/<task_id>/<trial>).
 
     Example: vledger grade corpora/notes_duplicate_check/met/<trial> --json
     """
     try:
-        result = grade_bundle(bundle, grading_file)
-    except (BundleError, GradingConfigError, TimelineInconsistencyError, ValueError) as exc:
+        path = Path(bundle_or_trial)
+        if path.is_dir():
+            result = grade_bundle(path, grading_file)
+        else:
+            loaded = load_ledger_trial(resolve_ledger(ledger_dir), bundle_or_trial)
+            result = grade_loaded(loaded, bundle_or_trial, grading_file)
+    except (
+        BundleError,
+        GradingConfigError,
+        TimelineInconsistencyError,
+        TrialInputsError,
+        LedgerError,
+        ValueError,
+    ) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         emit_json(result)

@@ -20,14 +20,29 @@ EXIT_ABORTED = 1
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--corpus", default=None, metavar="NAME",
-              help="Corpus name for every trial read (default: the PATH directory's name).")
-@click.option("--skip-bad", is_flag=True,
-              help="Record each unreadable or changed input as an ingest.skipped event and go on.")
-@click.option("--keep-inconsistent", is_flag=True,
-              help="Ingest trials whose message view and tool_log disagree, recording the disagreement.")
-@click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
-              help="Refuse any YAML file larger than this.")
+@click.option(
+    "--corpus",
+    default=None,
+    metavar="NAME",
+    help="Corpus name for every trial read (default: the PATH directory's name).",
+)
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="Record each unreadable or changed input as an ingest.skipped event and go on.",
+)
+@click.option(
+    "--keep-inconsistent",
+    is_flag=True,
+    help="Ingest trials whose message view and tool_log disagree, recording the disagreement.",
+)
+@click.option(
+    "--max-file-bytes",
+    type=int,
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Refuse any YAML file larger than this.",
+)
 @ledger_option
 @json_option
 def ingest_command(
@@ -63,13 +78,26 @@ def ingest_command(
     try:
         with open_ledger(root, create=True) as lg:
             if as_json or not sys.stderr.isatty():
-                report = ingest(lg, paths, corpus=corpus, skip_bad=skip_bad,
-                                keep_inconsistent=keep_inconsistent, limits=limits)
+                report = ingest(
+                    lg,
+                    paths,
+                    corpus=corpus,
+                    skip_bad=skip_bad,
+                    keep_inconsistent=keep_inconsistent,
+                    limits=limits,
+                )
             else:
                 report = _with_progress(err, lg, paths, corpus, skip_bad, keep_inconsistent, limits)
     except IngestError as exc:
         if as_json:
-            emit_json({"error": str(exc), "kind": exc.kind, "source": exc.source, "ledger_unchanged": True})
+            emit_json(
+                {
+                    "error": str(exc),
+                    "kind": exc.kind,
+                    "source": exc.source,
+                    "ledger_unchanged": True,
+                }
+            )
         click.echo(f"Error: {exc}", err=True)
         click.echo("Nothing was ingested; the ledger is unchanged.", err=True)
         sys.exit(EXIT_ABORTED)
@@ -85,17 +113,31 @@ def ingest_command(
     _print_summary(report)
 
 
-def _with_progress(err: Console, lg, paths, corpus, skip_bad, keep_inconsistent, limits) -> IngestReport:
-    columns = (TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("{task.description}"))
+def _with_progress(
+    err: Console, lg, paths, corpus, skip_bad, keep_inconsistent, limits
+) -> IngestReport:
+    columns = (
+        TextColumn("[bold]ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def tick(done: int, total: int, source: str) -> None:
             bar.update(task, completed=done, total=total, description=source[-60:])
 
-        return ingest(lg, paths, corpus=corpus, skip_bad=skip_bad, progress=tick,
-                      keep_inconsistent=keep_inconsistent, limits=limits)
+        return ingest(
+            lg,
+            paths,
+            corpus=corpus,
+            skip_bad=skip_bad,
+            progress=tick,
+            keep_inconsistent=keep_inconsistent,
+            limits=limits,
+        )
 
 
 def _print_summary(report: IngestReport) -> None:

@@ -25,15 +25,18 @@ import click
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.errors import LedgerError
 from ledger.reconcile_cmd import (
     Invocation,
     MigrationLoadError,
+    Outcome,
     ReconcileError,
     append_receipt,
     read_pack,
     resolve_corpus,
     run_reconcile,
 )
+from ledger.store import open_ledger
 from reconcile.report import render_text
 from reconcile.validate import validate_migration
 
@@ -88,28 +91,38 @@ def reconcile(
         base=base if base is not None else Path.cwd(),
         source=source,
     )
-    try:
-        outcome = run_reconcile(inv)
-    except ReconcileError as exc:
-        _fail(str(exc))
-        return
-    if not dry_run:
-        run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        try:
-            outcome.document["receipt"] = append_receipt(
-                resolve_ledger(ledger_dir), outcome, run_id=run_id
-            )
-        except Exception as exc:  # the store's typed errors, or no ledger at that path
-            _fail(
-                f"could not append reconcile.completed to {resolve_ledger(ledger_dir)}: {exc} "
-                "— create the ledger first, or pass --dry-run"
-            )
+    outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir))
     if as_json:
         emit_json(outcome.document)
     else:
         for report in outcome.reports:
             click.echo(render_text(report), err=True, nl=False)
     sys.exit(outcome.exit_code)
+
+
+def _run(inv: Invocation) -> Outcome:
+    try:
+        return run_reconcile(inv)
+    except ReconcileError as exc:
+        _fail(str(exc))
+        raise AssertionError("unreachable") from exc
+
+
+def _run_recorded(inv: Invocation, ledger_dir: Path) -> Outcome:
+    """Ingest, reconcile from the ledger, append the receipt — one open ledger throughout."""
+    try:
+        lg = open_ledger(ledger_dir)
+    except (LedgerError, OSError) as exc:
+        _fail(f"no ledger to record into at {ledger_dir} ({exc}) — create it, or pass --dry-run")
+    with lg:
+        inv.ledger = lg
+        outcome = _run(inv)
+        run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        try:
+            outcome.document["receipt"] = append_receipt(lg, outcome, run_id=run_id)
+        except LedgerError as exc:
+            _fail(f"could not append reconcile.completed to {ledger_dir}: {exc}")
+    return outcome
 
 
 @main.command()

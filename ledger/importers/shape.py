@@ -68,7 +68,9 @@ def check_keys(
         if k not in allowed_set:
             where = f"{prefix}.{k}" if prefix else str(k)
             raise BundleError(
-                file, where, "one of the documented keys: " + ", ".join(sorted(allowed_set)),
+                file,
+                where,
+                "one of the documented keys: " + ", ".join(sorted(allowed_set)),
                 f"unknown key {k!r}",
             )
     for k in required:

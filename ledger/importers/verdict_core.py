@@ -36,7 +36,9 @@ def _read_json(path: Path, label: str) -> Any:
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
-        raise BundleError(f"{label}/{path.name}", None, "a readable JSON document", str(exc)) from None
+        raise BundleError(
+            f"{label}/{path.name}", None, "a readable JSON document", str(exc)
+        ) from None
 
 
 def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -54,14 +56,18 @@ def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dic
         try:
             raw = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BundleError(file, f"line {n}", "UTF-8 text", f"undecodable bytes ({exc.reason})") from None
+            raise BundleError(
+                file, f"line {n}", "UTF-8 text", f"undecodable bytes ({exc.reason})"
+            ) from None
         if not raw.strip():
             blank[str(n)] = raw
             continue
         try:
             v = json.loads(raw)
         except ValueError as exc:
-            raise BundleError(file, f"line {n}", "one JSON object per line", f"corrupt event: {exc}") from None
+            raise BundleError(
+                file, f"line {n}", "one JSON object per line", f"corrupt event: {exc}"
+            ) from None
         if not isinstance(v, dict):
             raise BundleError(file, f"line {n}", "a JSON object", describe(v))
         for k in ("seq", "type"):
@@ -76,15 +82,17 @@ def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dic
         data_field = v.get("data") or {}
         if not isinstance(data_field, dict):
             raise BundleError(file, f"line {n}.data", "a JSON object", describe(data_field))
-        payloads.append({
-            "line": n,
-            "raw": raw,
-            "seq": seq,
-            "at": str(v.get("at", "")),
-            "type": str(v["type"]),
-            "node_id": str(v.get("node_id", "")),
-            "data": data_field,
-        })
+        payloads.append(
+            {
+                "line": n,
+                "raw": raw,
+                "seq": seq,
+                "at": str(v.get("at", "")),
+                "type": str(v["type"]),
+                "node_id": str(v.get("node_id", "")),
+                "data": data_field,
+            }
+        )
     layout = {
         "bytes": len(data),
         "sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
@@ -95,7 +103,9 @@ def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dic
     return payloads, layout
 
 
-def reassemble_events_file(run_events: Sequence[Mapping[str, Any]], layout: Mapping[str, Any]) -> bytes:
+def reassemble_events_file(
+    run_events: Sequence[Mapping[str, Any]], layout: Mapping[str, Any]
+) -> bytes:
     """The exact bytes of events.jsonl from ``run.event`` payloads and the recorded layout."""
     by_line = {p["line"]: p["raw"] for p in run_events}
     blank = layout.get("blank_lines") or {}
@@ -105,7 +115,9 @@ def reassemble_events_file(run_events: Sequence[Mapping[str, Any]], layout: Mapp
         if text is None:
             text = blank.get(str(n))
         if text is None:
-            raise ValueError(f"line {n} of events.jsonl is neither a run.event nor a recorded blank line")
+            raise ValueError(
+                f"line {n} of events.jsonl is neither a run.event nor a recorded blank line"
+            )
         parts.append(text)
     out = "\n".join(parts)
     if layout["final_newline"]:
@@ -144,15 +156,22 @@ def run_events(path: Path, label: str) -> tuple[str, tuple[PlannedEvent, ...]]:
         try:
             receipt_text = receipt_bytes.decode("utf-8")
         except UnicodeDecodeError:
-            raise BundleError(f"{label}/receipt.json", None, "UTF-8 text", "undecodable bytes") from None
-        typed.append(("receipt.issued", {
-            "run_id": run_id,
-            "run_dir": path.name,
-            "receipt": receipt,
-            "receipt_raw": receipt_text,
-            "graph": graph,
-            "review": review,
-            "events_file": layout,
-        }))
+            raise BundleError(
+                f"{label}/receipt.json", None, "UTF-8 text", "undecodable bytes"
+            ) from None
+        typed.append(
+            (
+                "receipt.issued",
+                {
+                    "run_id": run_id,
+                    "run_dir": path.name,
+                    "receipt": receipt,
+                    "receipt_raw": receipt_text,
+                    "graph": graph,
+                    "review": review,
+                    "events_file": layout,
+                },
+            )
+        )
     stream = run_stream(run_id)
     return stream, to_events(stream, typed, label)

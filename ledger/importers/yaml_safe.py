@@ -84,7 +84,10 @@ class YamlAliasBomb(YamlLoadError):
 def _refuse(tag: str):
     def construct(loader: Any, node: yaml.Node) -> Any:
         raise yaml.constructor.ConstructorError(
-            None, None, f"tag {tag!r} is not allowed here: write plain JSON-shaped YAML", node.start_mark
+            None,
+            None,
+            f"tag {tag!r} is not allowed here: write plain JSON-shaped YAML",
+            node.start_mark,
         )
 
     return construct
@@ -99,7 +102,9 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 
 _T = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP = (_T + t for t in ("str", "int", "float", "bool", "null", "timestamp"))
+_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP = (
+    _T + t for t in ("str", "int", "float", "bool", "null", "timestamp")
+)
 _SEQ, _MAP = _T + "seq", _T + "map"
 _IMPLICIT = {
     k: tuple(v) + tuple(_BaseLoader.yaml_implicit_resolvers.get(None, ()))
@@ -158,7 +163,9 @@ def _construct_fast(loader: Any, node: yaml.Node) -> Any:
         if key in memo:
             return memo[key]
         if key in active:
-            raise YamlAliasBomb(loader.name, "an alias refers to a node containing itself (recursive alias)")
+            raise YamlAliasBomb(
+                loader.name, "an alias refers to a node containing itself (recursive alias)"
+            )
         active.add(key)
         if n.__class__ is sequence:
             if n.tag != _SEQ:
@@ -201,6 +208,8 @@ def _parse(data: bytes, path: Path | str) -> Any:
             raise YamlLoadError(path, "nesting too deep to read") from None
     finally:
         loader.dispose()
+
+
 for _tag in ("binary", "set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(f"!!{_tag}"))
 
@@ -279,7 +288,9 @@ def _check_tree_size(value: Any, path: Path | str, max_nodes: int) -> None:
     try:
         n = tree_size(value)
     except RecursionError:
-        raise YamlAliasBomb(path, "an alias refers to a node containing itself (recursive alias)") from None
+        raise YamlAliasBomb(
+            path, "an alias refers to a node containing itself (recursive alias)"
+        ) from None
     if n > max_nodes:
         raise YamlAliasBomb(
             path,

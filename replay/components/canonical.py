@@ -68,21 +68,27 @@ def to_hashable(item: Any, string_fields: frozenset[str] | None = None) -> Any:
 
 
 def _to_hashable(item: Any, string_fields: frozenset[str] | None, fold: bool) -> Any:
-    if isinstance(item, dict):
-        return tuple(
-            (
-                key,
-                _to_hashable(
-                    value, string_fields, string_fields is not None and key in string_fields
-                ),
+    # exact-type fast paths first (strings and records dominate a state); subclasses and
+    # the rarer shapes take the general branches below
+    kind = type(item)
+    if kind is str and not fold:
+        return _ESCAPE + item if item.startswith(_RESERVED) else item
+    if kind is dict or isinstance(item, dict):
+        if string_fields is None:
+            return tuple(
+                [(key, _to_hashable(value, None, False)) for key, value in sorted(item.items())]
             )
-            for key, value in sorted(item.items())
+        return tuple(
+            [
+                (key, _to_hashable(value, string_fields, key in string_fields))
+                for key, value in sorted(item.items())
+            ]
         )
-    if isinstance(item, list | tuple):
-        return tuple(_to_hashable(element, string_fields, fold) for element in item)
+    if kind is list or isinstance(item, list | tuple):
+        return tuple([_to_hashable(element, string_fields, fold) for element in item])
     if isinstance(item, set | frozenset):
         # canonical scalars mix bools and tokens, which do not order under a bare sort
-        members = (_to_hashable(element, string_fields, fold) for element in item)
+        members = [_to_hashable(element, string_fields, fold) for element in item]
         return tuple(sorted(members, key=lambda x: (type(x).__name__, str(x))))
     return canonical_number(item, fold_strings=fold)
 

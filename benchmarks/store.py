@@ -1,0 +1,204 @@
+"""Store benchmarks (issue 2): append and verify throughput against their baselines, and
+peak memory of appending 1M events. Prints a markdown table; every number is measured in
+this run on the same generated events.
+
+    PYTHONPATH=. python -m benchmarks.store [--events 200000] [--memory-events 1000000]
+
+* append: ``Ledger.append`` of 10k-event batches (validation, canonical JSON, leaf hashes,
+  Merkle frontier and interior nodes, one DuckDB transaction each) vs a raw DuckDB
+  ``INSERT … SELECT`` of the same rows as a ready-made Arrow table, no hashing.
+* verify: ``Ledger.verify`` (re-derive every leaf hash from the stored columns, rebuild the
+  tree, compare nodes) in MB/s of canonical entry bytes vs ``hashlib.sha256`` over the same
+  bytes, one call per entry (the leaf hashes alone, nothing read or compared).
+* memory: a fresh process appends 1M events in 10k batches; its peak RSS (VmHWM) sampled
+  as the log grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ledger.store import _DDL, init_ledger
+from schemas.canonical import canonical_json
+from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
+
+BATCH = 10_000
+
+
+def make_batch(b: int) -> list[NewEvent]:
+    """10k events, payloads ~300 bytes of canonical JSON, 100 trials per batch."""
+    out = []
+    for i in range(BATCH):
+        n = b * BATCH + i
+        payload = {
+            "index": n % 100,
+            "role": "assistant" if i % 2 else "user",
+            "content": f"message {n}: " + "lorem ipsum dolor sit amet " * 7,
+            "tool_calls": [
+                {"id": f"call_{n}", "name": "search", "arguments": {"q": f"query {n % 13}"}}
+            ],
+        }
+        out.append(
+            NewEvent(f"trial/bench/task{n // 100}/0", "trial.message", payload, event_id=f"e{n}")
+        )
+    return out
+
+
+def arrow_batch(events: list[NewEvent], first_seq: int) -> pa.Table:
+    """The rows the baseline inserts: same columns and bytes, leaf hash precomputed."""
+    payloads = [canonical_json(e.payload) for e in events]
+    versions = [(first_seq + i) % 100 for i in range(len(events))]
+    leaves = [
+        leaf_hash(
+            envelope_bytes(
+                first_seq + i, e.stream, versions[i], e.event_id or "", e.type, 1, payloads[i]
+            )
+        )
+        for i, e in enumerate(events)
+    ]
+    now = datetime.now(UTC)
+    return pa.table(
+        [
+            pa.array(range(first_seq, first_seq + len(events)), pa.uint64()),
+            pa.array([e.stream for e in events]),
+            pa.array(versions, pa.uint32()),
+            pa.array([e.event_id for e in events]),
+            pa.array([e.type for e in events]),
+            pa.array([1] * len(events), pa.uint16()),
+            pa.array([now] * len(events), pa.timestamp("us", tz="UTC")),
+            pa.array(payloads, pa.binary()),
+            pa.array(leaves, pa.binary(32)),
+        ],
+        schema=ARROW_SCHEMA,
+    )
+
+
+def bench_append(tmp: Path, batches: list[list[NewEvent]]) -> tuple[float, float, Path]:
+    n = sum(len(b) for b in batches)
+    lg = init_ledger(tmp / "ledger")
+    t0 = time.perf_counter()
+    for batch in batches:
+        lg.append(batch)
+    ours = n / (time.perf_counter() - t0)
+    lg.close()
+
+    tables = []
+    seq = 0
+    for batch in batches:
+        tables.append(arrow_batch(batch, seq))
+        seq += len(batch)
+    con = duckdb.connect(str(tmp / "raw.duckdb"))
+    con.execute(_DDL)
+    t0 = time.perf_counter()
+    for t in tables:
+        con.register("_batch", t)
+        con.execute("BEGIN TRANSACTION")
+        con.execute("INSERT INTO events SELECT * FROM _batch")
+        con.execute("COMMIT")
+        con.unregister("_batch")
+    raw = n / (time.perf_counter() - t0)
+    con.close()
+    return ours, raw, tmp / "ledger"
+
+
+def bench_verify(ledger_dir: Path) -> tuple[float, float, float, int]:
+    from ledger.store import open_ledger
+
+    with open_ledger(ledger_dir) as lg:
+        t0 = time.perf_counter()
+        report = lg.verify()
+        dt = time.perf_counter() - t0
+        assert report.ok, report.problems[:3]
+        entries = [e.entry() for e in lg.read()]
+    mb = report.bytes_hashed / 1e6
+    sha = hashlib.sha256
+    t0 = time.perf_counter()
+    for entry in entries:
+        sha(b"\x00" + entry).digest()
+    per_entry = mb / (time.perf_counter() - t0)
+    blob = b"".join(entries)
+    t0 = time.perf_counter()
+    sha(blob).digest()
+    streaming = mb / (time.perf_counter() - t0)
+    return mb / dt, per_entry, streaming, report.bytes_hashed
+
+
+MEMORY_CHILD = """
+import sys, time
+from pathlib import Path
+from benchmarks.store import make_batch
+from ledger.store import init_ledger
+total = int(sys.argv[2])
+lg = init_ledger(Path(sys.argv[1]))
+t0 = time.perf_counter()
+marks = {}
+for b in range(total // 10_000):
+    lg.append(make_batch(b))
+    done = (b + 1) * 10_000
+    if done in (100_000, 250_000, 500_000, 750_000, 1_000_000) or done == total:
+        # VmHWM: this process's own peak RSS (ru_maxrss would include the forking parent's)
+        hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
+        marks[done] = int(hwm.split()[1]) // 1024
+lg.close()
+print(total / (time.perf_counter() - t0))
+print(" ".join(f"{k}:{v}" for k, v in sorted(marks.items())))
+"""
+
+
+def bench_memory(tmp: Path, total: int) -> tuple[float, dict[int, int]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(tmp / "mem-ledger"), str(total)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode:
+        raise RuntimeError(f"memory benchmark child failed:\n{proc.stderr[-3000:]}")
+    out = proc.stdout.strip().split("\n")[-2:]
+    marks = dict(tuple(map(int, kv.split(":"))) for kv in out[1].split())
+    return float(out[0]), marks
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--memory-events", type=int, default=1_000_000)
+    args = ap.parse_args()
+    batches = [make_batch(b) for b in range(args.events // BATCH)]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        ours, raw, ledger_dir = bench_append(tmp, batches)
+        v_ours, v_sha, v_stream, nbytes = bench_verify(ledger_dir)
+        rate, marks = bench_memory(tmp, args.memory_events) if args.memory_events else (0.0, {})
+    n = args.events
+    print(
+        f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event\n"
+    )
+    print("| measure | verdict-ledger | baseline | ratio | target |")
+    print("| --- | --- | --- | --- | --- |")
+    print(
+        f"| append (events/s) | {ours:,.0f} | {raw:,.0f} (raw DuckDB insert of the same Arrow rows) | {ours / raw:.2f}× | ≥ 0.5× |"
+    )
+    print(
+        f"| verify (MB/s of canonical bytes) | {v_ours:,.1f} | {v_sha:,.1f} (hashlib SHA-256, one call per entry) | {v_ours / v_sha:.2f}× | ≥ 0.5× |"
+    )
+    print(
+        f"| verify vs one streaming SHA-256 | {v_ours:,.1f} | {v_stream:,.1f} (hashlib over the concatenated bytes) | {v_ours / v_stream:.2f}× | — |"
+    )
+    if marks:
+        grow = ", ".join(f"{k // 1000}k: {v} MiB" for k, v in sorted(marks.items()))
+        print(f"| peak RSS appending {args.memory_events:,} events | {grow} | — | — | bounded |")
+        print(f"| append rate in that run (events/s) | {rate:,.0f} | — | — | — |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""``vledger retrace``: a thin shell over :func:`ledger.retrace_cmd.retrace`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.errors import LedgerError, exit_code
+from ledger.ingest import IngestError, ingest
+from ledger.memory_store import MemoryLedger
+from ledger.retrace_cmd import RetraceError, retrace
+from ledger.store import open_ledger
+
+
+@main.command("retrace")
+@click.option("--corpus", default=None, metavar="NAME", help="Only trials of this corpus.")
+@click.option("--source", default=None, type=click.Path(exists=True, path_type=Path),
+              help="Ingest PATH first (bundle, run dir, corpus…), then retrace what it holds.")
+@click.option("--task", default=None, metavar="ID", help="Only trials of this task.")
+@click.option("--constraints", "constraints_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replace every trial's trace_checks block with this one (a grading document "
+                   "with trace_checks:, or a bare constraints:/alternatives: block).")
+@click.option("--grading", "grading_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replace every trial's whole grading config with this grading.yaml.")
+@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True,
+              help="Where the projection runs.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes for the local engine; results are identical for any N.")
+@click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
+@ledger_option
+@json_option
+def retrace_command(
+    corpus: str | None,
+    source: Path | None,
+    task: str | None,
+    constraints_file: Path | None,
+    grading_file: Path | None,
+    engine: str,
+    workers: int,
+    dry_run: bool,
+    ledger_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Re-derive every recorded trial's grade from the log and compare it to the record.
+
+    Per trial: agreed, disagreed (which component, both values, both reasons) or not
+    re-checkable (why). Per constraint: discriminating / always_true / always_false /
+    undecided_in_part / never_decided / not_measured. Appends one grade.replayed per trial
+    and a replay.completed receipt; recorded grades are never modified.
+
+    Exit codes: 0 every trial re-checked (disagreements are results, not errors); 1 a
+    trial could not be re-checked, a replacement config failed the load-time rules, or
+    there was no trial; 3 ledger busy.
+
+    Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
+    """
+    err = Console(stderr=True)
+    try:
+        if dry_run and source is not None:
+            # --dry-run writes nothing, so the source is read into a throwaway log.
+            with MemoryLedger() as lg:
+                ingest(lg, [str(source)], corpus=corpus)
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run)
+        else:
+            with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
+                if source is not None:
+                    rep = ingest(lg, [str(source)], corpus=corpus)
+                    if not as_json:
+                        err.print(f"ingest: {rep.summary()}")
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run)
+    except (RetraceError, IngestError) as exc:
+        if as_json:
+            emit_json({"error": str(exc), "exit_code": 1})
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exit_code(exc))
+    if as_json:
+        emit_json(result.report)
+    else:
+        _print_summary(Console(), result.report, result.appended)
+    sys.exit(result.exit_code)
+
+
+def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file, workers, dry_run):  # noqa: ANN001
+    if quiet or not err.is_terminal:
+        return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
+                       constraints_file=constraints_file, workers=workers, dry_run=dry_run)
+    with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        job = bar.add_task("trials", total=None)
+        return retrace(
+            lg, corpus=corpus, task=task, grading_file=grading_file,
+            constraints_file=constraints_file, workers=workers, dry_run=dry_run,
+            on_total=lambda n: bar.update(job, total=n),
+            on_done=lambda n: bar.advance(job, n),
+        )
+
+
+def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
+    trials = report["trials"]
+    counts: dict[str, int] = {}
+    for t in trials:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    out.print(f"[bold]retrace {report['replay_id']}[/bold] — {len(trials)} trial(s): "
+              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for t in trials:
+        if t["status"] == "disagreed":
+            for d in t["differences"]:
+                out.print(f"  [red]disagreed[/red] {t['trial']}: {d['component']} recorded "
+                          f"{d['recorded']} vs replayed {d['replayed']}")
+        elif t["status"] == "not_rechecked":
+            out.print(f"  [yellow]not re-checked[/yellow] {t['trial']}: {t['reason']}")
+    if report["constraints"]:
+        table = Table("task", "constraint", "route", "class", "evaluated", "passed", "failed",
+                      "undecided", title="constraints")
+        for c in report["constraints"]:
+            table.add_row(c["task_id"], c["id"], c["route"] or "-", c["class"], str(c["evaluated"]),
+                          str(c["passed"]), str(c["failed"]), str(c["undecided"]))
+        out.print(table)
+    for p in report["paths"]:
+        out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
+    ev = report["evidence"]
+    out.print("evidence: " + ", ".join(f"{k} {v}" for k, v in ev.items()))
+    cp = report["receipt"]["checkpoint"]
+    if report.get("dry_run"):
+        out.print("dry run: nothing appended")
+    else:
+        out.print(f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
+                  f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)")
