@@ -29,7 +29,10 @@ def test_json_report_then_nothing_new(tmp_path: Path) -> None:
     with open_ledger(lg) as ledger:
         size = ledger.size()
     assert body == {
-        "paths": [{"path": str(NOTES), "kind": "multi_corpus"}, {"path": str(DEMO_RUN), "kind": "verdict_run"}],
+        "paths": [
+            {"path": str(NOTES), "kind": "multi_corpus"},
+            {"path": str(DEMO_RUN), "kind": "verdict_run"},
+        ],
         "trials": {"new": 17, "already_present": 0},
         "packs": {"new": 0, "already_present": 0},
         "runs": {"new": 1, "already_present": 0},
