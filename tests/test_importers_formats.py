@@ -91,3 +91,18 @@ def test_corrupt_line_is_named() -> None:
         BundleError, match=r"key 'line 2': expected one JSON object per line, got corrupt event"
     ):
         parse_events_file(b'{"seq":1,"type":"a"}\n{"seq":\n', "events.jsonl")
+
+
+def test_planned_events_read_like_new_events() -> None:
+    """Other areas read a plan's events with NewEvent's attribute names."""
+    from dataclasses import fields
+
+    from ledger.importers.tolokaforge import to_events
+    from schemas.envelope import NewEvent
+
+    (planned,) = to_events("trial/c/t/x", [("trial.ended", {"status": "completed", "n": 1.0})], "x")
+    new = planned.new_event()
+    for f in fields(NewEvent):
+        assert getattr(planned, f.name) == getattr(new, f.name), f.name
+    assert new.payload == {"status": "completed", "n": 1.0}
+    assert new.expected_version == "no_stream"

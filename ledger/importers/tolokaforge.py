@@ -119,6 +119,7 @@ class PlannedEvent:
     event_id: str
     body: bytes
     expected_version: int | str = "any"
+    schema_version: int = 1  # NewEvent's attribute surface, so callers may read either
 
     @property
     def payload(self) -> Any:
@@ -130,6 +131,7 @@ class PlannedEvent:
             self.type,
             parse_json(self.body),
             event_id=self.event_id,
+            schema_version=self.schema_version,
             expected_version=self.expected_version,
         )
 
