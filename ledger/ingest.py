@@ -114,6 +114,7 @@ class IngestReport:
     events_present: int = 0
     inconsistent: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    trial_streams: list[str] = field(default_factory=list)  # every trial read, new or present
     first_seq: int | None = None
     last_seq: int | None = None
 
@@ -126,6 +127,7 @@ class IngestReport:
             "events": {"new": self.events_new, "already_present": self.events_present},
             "inconsistent": self.inconsistent,
             "skipped": self.skipped,
+            "trial_streams": self.trial_streams,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
         }
@@ -427,9 +429,9 @@ def _ingest(
                 report.inconsistent.append(
                     {"source": unit.source, "stream": stream, "reason": unit.inconsistent}
                 )
-            _count(report, unit.kind, new=True, events=len(unit.events))
+            _count(report, unit, new=True)
         elif old == [e.event_id for e in unit.events]:
-            _count(report, unit.kind, new=False, events=len(unit.events))
+            _count(report, unit, new=False)
         else:
             bad(
                 unit.source,
@@ -448,7 +450,12 @@ def _ingest(
     return report
 
 
-def _count(report: IngestReport, kind: str, *, new: bool, events: int) -> None:
+def _count(report: IngestReport, unit: Unit, *, new: bool) -> None:
+    """Count one ingested (new) or already-present input."""
+    events = len(unit.events)
+    kind = unit.kind
+    if unit.trial:
+        report.trial_streams.append(unit.stream)
     if new:
         report.events_new += events
     else:
