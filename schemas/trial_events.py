@@ -176,7 +176,7 @@ class TimelineEvent(_Closed):
 
 class PackRegistered(_Closed):
     pack: str
-    pack_path: str  # the pack directory as ingest resolved it, relative to the PATH given
+    pack_path: str  # "<parent dir>/<pack dir>", the same however the PATH named the pack
     task_id: str | None = None
     task: dict[str, Any] | None = None
     grading: dict[str, Any] | None = None

@@ -416,3 +416,21 @@ def test_authored_bundle_with_states_and_inline_record(lg: Ledger) -> None:
     assert states["initial"]["state"] == _load(bundle / "bundle.yaml")["initial_state"]
     assert states["final"]["state"] == _load(bundle / "env.yaml")
     assert sum(e.type == "trial.tool_call" for e in evs) == 0
+
+
+def test_a_directory_of_everything_ingests_everything_once(tmp_path: Path, lg: Ledger) -> None:
+    """corpora/-style: a corpus, a pack set and a run side by side; re-ingesting any part
+    afterwards (under the same corpus name) finds it already present."""
+    root = tmp_path / "corpora"
+    shutil.copytree(NOTES, root / "notes")
+    shutil.copytree(PACKS, root / "packs")
+    shutil.copytree(DEMO_RUN, root / "verdict-core" / "demo-run")
+    (root / "README.md").write_text("shipped corpora\n")
+    report = ingest(lg, [root])
+    assert (report.trials_new, report.packs_new, report.runs_new) == (17, 2, 1)
+    size = lg.size()
+    again = ingest(
+        lg, [root / "packs", root / "verdict-core" / "demo-run", root / "notes"], corpus="corpora"
+    )
+    assert (again.trials_present, again.packs_present, again.runs_present) == (17, 2, 1)
+    assert lg.size() == size
