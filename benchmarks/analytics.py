@@ -43,13 +43,25 @@ from schemas.envelope import ARROW_SCHEMA
 from schemas.events import validate_payload
 from schemas.verdict_events import COUNTER_NAMES
 
-TOOLS = ("list_notes", "add_note", "search_kb", "get_order", "update_order", "send_email",
-         "lookup_user", "refund")
+TOOLS = (
+    "list_notes",
+    "add_note",
+    "search_kb",
+    "get_order",
+    "update_order",
+    "send_email",
+    "lookup_user",
+    "refund",
+)
 CRITERIA = ("checked_first", "saved_faithfully", "clarity")
 CONSTRAINTS = ("listed_before_add", "no_refund_without_lookup")
 GRADES = ("proof", "known_answer", "interop", "constructed_check", "review_only", "unverified")
-REASONS = ("user_stop",) * 30 + ("max_turns",) * 4 + ("agent_done",) * 4 + (
-    "rate_limit", "api_timeout", "timeout", "error", "trial_lost")
+REASONS = (
+    ("user_stop",) * 30
+    + ("max_turns",) * 4
+    + ("agent_done",) * 4
+    + ("rate_limit", "api_timeout", "timeout", "error", "trial_lost")
+)
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -69,94 +81,231 @@ def _trial_plan(rng: random.Random, i: int, n_tasks: int, models: list[str]) -> 
     quality = rng.random()
     passed = quality > 0.45
     crit = [(c, rng.random() < (0.8 if passed else 0.3)) for c in CRITERIA]
-    checks = [(c, "pass" if rng.random() < (0.85 if passed else 0.25) else
-               ("undecided" if rng.random() < 0.05 else "fail")) for c in CONSTRAINTS]
-    tools = [(rng.choice(TOOLS), "success" if rng.random() < 0.9 else "error",
-              round(rng.lognormvariate(-2.0, 1.0), 4)) for _ in range(6)]
+    checks = [
+        (
+            c,
+            "pass"
+            if rng.random() < (0.85 if passed else 0.25)
+            else ("undecided" if rng.random() < 0.05 else "fail"),
+        )
+        for c in CONSTRAINTS
+    ]
+    tools = [
+        (
+            rng.choice(TOOLS),
+            "success" if rng.random() < 0.9 else "error",
+            round(rng.lognormvariate(-2.0, 1.0), 4),
+        )
+        for _ in range(6)
+    ]
     replays = []
     for _r in range(3):
         flip = rng.random() < 0.08
         rp = (not passed) if flip else passed
         replays.append((rp, round(min(1.0, max(0.0, quality + rng.uniform(-0.1, 0.1))), 3)))
-    return {"task": task, "idx": idx, "model": models[i % len(models)], "reason": reason,
-            "aborted": aborted, "passed": passed, "score": round(quality, 3), "criteria": crit,
-            "checks": checks, "tools": tools, "replays": replays}
+    return {
+        "task": task,
+        "idx": idx,
+        "model": models[i % len(models)],
+        "reason": reason,
+        "aborted": aborted,
+        "passed": passed,
+        "score": round(quality, 3),
+        "criteria": crit,
+        "checks": checks,
+        "tools": tools,
+        "replays": replays,
+    }
 
 
 def _check_rows(checks: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    return [{"id": c, "kind": "before", "passed": v == "pass", "weight": 1.0, "severity": "scored",
-             "message": "" if v == "pass" else f"{c} failed", "matched_positions": [],
-             "undecided": v == "undecided", "withheld": False} for c, v in checks]
+    return [
+        {
+            "id": c,
+            "kind": "before",
+            "passed": v == "pass",
+            "weight": 1.0,
+            "severity": "scored",
+            "message": "" if v == "pass" else f"{c} failed",
+            "matched_positions": [],
+            "undecided": v == "undecided",
+            "withheld": False,
+        }
+        for c, v in checks
+    ]
 
 
 def _grade(p: dict[str, Any]) -> dict[str, Any]:
-    return {"binary_pass": p["passed"], "score": p["score"],
-            "components": {"state_checks": None, "transcript_rules": None, "trace_checks": None,
-                           "llm_judge": p["score"], "custom_checks": None},
-            "reasons": f"Judge: score={p['score']:.2f}", "state_diff": None,
-            "custom_checks_details": None, "trace_check_results": [],
-            "trace_checks_summary": {"winning_path": "", "gate_failed": False,
-                                     "failed_gate_ids": [], "paths": []},
-            "criterion_results": [{"id": c, "met": m, "score": 1.0 if m else 0.0,
-                                   "justification": "VERDICT: " + ("MET" if m else "NOT MET")}
-                                  for c, m in p["criteria"]],
-            "judge_status": "completed"}
+    return {
+        "binary_pass": p["passed"],
+        "score": p["score"],
+        "components": {
+            "state_checks": None,
+            "transcript_rules": None,
+            "trace_checks": None,
+            "llm_judge": p["score"],
+            "custom_checks": None,
+        },
+        "reasons": f"Judge: score={p['score']:.2f}",
+        "state_diff": None,
+        "custom_checks_details": None,
+        "trace_check_results": [],
+        "trace_checks_summary": {
+            "winning_path": "",
+            "gate_failed": False,
+            "failed_gate_ids": [],
+            "paths": [],
+        },
+        "criterion_results": [
+            {
+                "id": c,
+                "met": m,
+                "score": 1.0 if m else 0.0,
+                "justification": "VERDICT: " + ("MET" if m else "NOT MET"),
+            }
+            for c, m in p["criteria"]
+        ],
+        "judge_status": "completed",
+    }
 
 
 def _task_snapshot(p: dict[str, Any]) -> dict[str, Any]:
     """A task.yaml-sized snapshot (~1.5 KB), as ingest copies it into trial.registered."""
     return {
-        "task_id": p["task"], "trial_index": p["idx"], "category": "notes",
+        "task_id": p["task"],
+        "trial_index": p["idx"],
+        "category": "notes",
         "description": "Add the note the user asks for; check for a near-duplicate first. " * 3,
         "grading_config": {
-            "combine": {"method": "weighted", "weights": {"llm_judge": 1.0}, "pass_threshold": 0.75},
-            "llm_judge": {"rubric": {"criteria": [
-                {"id": c, "description": f"The assistant {c.replace('_', ' ')}.", "weight": 1.0,
-                 "kind": "binary", "required": c == "checked_first", "expected": "yes"}
-                for c in CRITERIA]}},
+            "combine": {
+                "method": "weighted",
+                "weights": {"llm_judge": 1.0},
+                "pass_threshold": 0.75,
+            },
+            "llm_judge": {
+                "rubric": {
+                    "criteria": [
+                        {
+                            "id": c,
+                            "description": f"The assistant {c.replace('_', ' ')}.",
+                            "weight": 1.0,
+                            "kind": "binary",
+                            "required": c == "checked_first",
+                            "expected": "yes",
+                        }
+                        for c in CRITERIA
+                    ]
+                }
+            },
         },
         "tools": {"agent": {"enabled": list(TOOLS)}, "user": {"enabled": []}},
-        "model_config": {"agent": {"provider": "x", "name": p["model"], "temperature": 0.0},
-                         "user": {"provider": "x", "name": "sim", "temperature": 0.2}},
+        "model_config": {
+            "agent": {"provider": "x", "name": p["model"], "temperature": 0.0},
+            "user": {"provider": "x", "name": "sim", "temperature": 0.2},
+        },
     }
 
 
 def _messages(p: dict[str, Any]) -> list[dict[str, Any]]:
-    msgs = [{"role": "user", "content": f"Please help with {p['task']}.", "tool_calls": [],
-             "tool_call_id": None, "ts": "2026-08-03T06:30:19Z"}]
+    msgs = [
+        {
+            "role": "user",
+            "content": f"Please help with {p['task']}.",
+            "tool_calls": [],
+            "tool_call_id": None,
+            "ts": "2026-08-03T06:30:19Z",
+        }
+    ]
     for j, (name, _st, _lat) in enumerate(p["tools"]):
-        msgs.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"call_{j}", "name": name, "arguments": {"q": j}}], "tool_call_id": None,
-            "ts": "2026-08-03T06:30:20Z"})
-        msgs.append({"role": "tool", "content": "ok", "tool_calls": [], "tool_call_id": f"call_{j}",
-                     "ts": "2026-08-03T06:30:21Z"})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"call_{j}", "name": name, "arguments": {"q": j}}],
+                "tool_call_id": None,
+                "ts": "2026-08-03T06:30:20Z",
+            }
+        )
+        msgs.append(
+            {
+                "role": "tool",
+                "content": "ok",
+                "tool_calls": [],
+                "tool_call_id": f"call_{j}",
+                "ts": "2026-08-03T06:30:21Z",
+            }
+        )
     return msgs[:12]
 
 
 def trial_events(p: dict[str, Any], stream: str) -> list[tuple[str, str, dict[str, Any]]]:
-    out: list[tuple[str, str, dict[str, Any]]] = [(stream, "trial.registered", {
-        "task_id": p["task"], "trial_index": p["idx"], "corpus": "bench",
-        "trial": stream.rsplit("/", 1)[1], "record_view": True,
-        "bundle_path": stream.rsplit("/", 1)[1], "files": ["task.yaml", "trajectory.yaml",
-                                                            "tool_log.yaml", "grade.yaml"],
-        "trajectory_meta": {"task_id": p["task"], "trial_index": p["idx"]},
-        "models": {"agent": p["model"], "user": "sim", "judge": "judge-1"},
-        "task": _task_snapshot(p)})]
+    out: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            stream,
+            "trial.registered",
+            {
+                "task_id": p["task"],
+                "trial_index": p["idx"],
+                "corpus": "bench",
+                "trial": stream.rsplit("/", 1)[1],
+                "record_view": True,
+                "bundle_path": stream.rsplit("/", 1)[1],
+                "files": ["task.yaml", "trajectory.yaml", "tool_log.yaml", "grade.yaml"],
+                "trajectory_meta": {"task_id": p["task"], "trial_index": p["idx"]},
+                "models": {"agent": p["model"], "user": "sim", "judge": "judge-1"},
+                "task": _task_snapshot(p),
+            },
+        )
+    ]
     for k, m in enumerate(_messages(p)):
         out.append((stream, "trial.message", {"index": k, **m}))
     for j, (name, st, lat) in enumerate(p["tools"]):
-        out.append((stream, "trial.tool_call", {
-            "index": j, "call_id": f"call_{j}", "sequence": j, "tool_name": name, "arguments": {"q": j},
-            "executor": "agent", "status": st, "output": "ok", "latency_seconds": lat,
-            "timestamp": "2026-08-03T06:30:21Z"}))
+        out.append(
+            (
+                stream,
+                "trial.tool_call",
+                {
+                    "index": j,
+                    "call_id": f"call_{j}",
+                    "sequence": j,
+                    "tool_name": name,
+                    "arguments": {"q": j},
+                    "executor": "agent",
+                    "status": st,
+                    "output": "ok",
+                    "latency_seconds": lat,
+                    "timestamp": "2026-08-03T06:30:21Z",
+                },
+            )
+        )
     for pos in range(27):
-        out.append((stream, "timeline.event", {
-            "timeline_version": "timeline/1", "message_view_present": True,
-            "records_present": True, "position": pos, "turn_index": pos // 4,
-            "kind": "assistant_message" if pos % 3 else "tool_call", "text": "t"}))
-    out.append((stream, "trial.ended", {
-        "status": "completed", "termination_reason": p["reason"], "grading_error": None,
-        "grading_error_recorded": True}))
+        out.append(
+            (
+                stream,
+                "timeline.event",
+                {
+                    "timeline_version": "timeline/1",
+                    "message_view_present": True,
+                    "records_present": True,
+                    "position": pos,
+                    "turn_index": pos // 4,
+                    "kind": "assistant_message" if pos % 3 else "tool_call",
+                    "text": "t",
+                },
+            )
+        )
+    out.append(
+        (
+            stream,
+            "trial.ended",
+            {
+                "status": "completed",
+                "termination_reason": p["reason"],
+                "grading_error": None,
+                "grading_error_recorded": True,
+            },
+        )
+    )
     if not p["aborted"]:
         out.append((stream, "grade.recorded", {"source": "grade.yaml", "grade": _grade(p)}))
     return out
@@ -164,11 +313,20 @@ def trial_events(p: dict[str, Any], stream: str) -> list[tuple[str, str, dict[st
 
 def _replay_grade(p: dict[str, Any], r: int) -> dict[str, Any]:
     rp, sc = p["replays"][r]
-    return {"score": sc, "binary_pass": rp, "components": {"llm_judge": sc, "trace_checks": None},
-            "not_measured": {}, "reasons": [f"Judge: score={sc}"],
-            "trace_check_results": _check_rows(p["checks"]),
-            "trace_checks_summary": {"winning_path": "", "gate_failed": False,
-                                     "failed_gate_ids": [], "paths": []}}
+    return {
+        "score": sc,
+        "binary_pass": rp,
+        "components": {"llm_judge": sc, "trace_checks": None},
+        "not_measured": {},
+        "reasons": [f"Judge: score={sc}"],
+        "trace_check_results": _check_rows(p["checks"]),
+        "trace_checks_summary": {
+            "winning_path": "",
+            "gate_failed": False,
+            "failed_gate_ids": [],
+            "paths": [],
+        },
+    }
 
 
 class _Writer:
@@ -249,15 +407,39 @@ def generate(workdir: Path, n_trials: int, n_replays: int, seed: int) -> tuple[P
             if p["aborted"]:
                 continue
             g = _replay_grade(p, r)
-            w.add(f"replay/{rid}", "grade.replayed", {
-                "trial": stream, "task_id": p["task"], "projection_version": "grade/1",
-                "config_digest": "sha256:cfg", "replay_id": rid, "grade": g})
-            _dump(bundles / "trace_replay" / rid / name / "trace_checks_result.yaml",
-                  {"bundle": name, "score": g["score"], "binary_pass": g["binary_pass"],
-                   "trace_check_results": g["trace_check_results"]})
-        w.add(f"replay/{rid}", "replay.completed", {"replay_id": rid, "receipt": {
-            "checkpoint": {"size": w.seq, "root": "00" * 32}, "config_digest": "sha256:cfg",
-            "outputs_digest": "sha256:" + rid}})
+            w.add(
+                f"replay/{rid}",
+                "grade.replayed",
+                {
+                    "trial": stream,
+                    "task_id": p["task"],
+                    "projection_version": "grade/1",
+                    "config_digest": "sha256:cfg",
+                    "replay_id": rid,
+                    "grade": g,
+                },
+            )
+            _dump(
+                bundles / "trace_replay" / rid / name / "trace_checks_result.yaml",
+                {
+                    "bundle": name,
+                    "score": g["score"],
+                    "binary_pass": g["binary_pass"],
+                    "trace_check_results": g["trace_check_results"],
+                },
+            )
+        w.add(
+            f"replay/{rid}",
+            "replay.completed",
+            {
+                "replay_id": rid,
+                "receipt": {
+                    "checkpoint": {"size": w.seq, "root": "00" * 32},
+                    "config_digest": "sha256:cfg",
+                    "outputs_digest": "sha256:" + rid,
+                },
+            },
+        )
     for u in range(max(1, n_trials // 2)):
         g = GRADES[min(len(GRADES) - 1, int(rng.expovariate(0.8)))]
         w.add(f"unit/u{u}", "verdict.admitted", _admission(f"u{u}", g))
@@ -270,13 +452,25 @@ def generate(workdir: Path, n_trials: int, n_replays: int, seed: int) -> tuple[P
 
 def _admission(unit: str, grade: str) -> dict[str, Any]:
     counters = dict.fromkeys(COUNTER_NAMES, 0)
-    return {"unit": unit, "effective_grade": grade, "evidence_kind": "oracle",
-            "applied_rank_ops": [], "conflicting_evidence": False,
-            "failed_declared_evidence": False, "provenance": "bench", "oracle_author": None,
-            "oracle_runner": None, "work_producer": None, "content_identity": None,
-            "current_content_identity": "", "declared_count": 1, "unrun_count": 0,
-            "counters": counters, "registration": "verdict-grade-registration/v1",
-            "through_version": -1}
+    return {
+        "unit": unit,
+        "effective_grade": grade,
+        "evidence_kind": "oracle",
+        "applied_rank_ops": [],
+        "conflicting_evidence": False,
+        "failed_declared_evidence": False,
+        "provenance": "bench",
+        "oracle_author": None,
+        "oracle_runner": None,
+        "work_producer": None,
+        "content_identity": None,
+        "current_content_identity": "",
+        "declared_count": 1,
+        "unrun_count": 0,
+        "counters": counters,
+        "registration": "verdict-grade-registration/v1",
+        "through_version": -1,
+    }
 
 
 def _dump(path: Path, value: Any) -> None:
@@ -286,14 +480,34 @@ def _dump(path: Path, value: Any) -> None:
 
 def _write_bundle(d: Path, p: dict[str, Any]) -> None:
     _dump(d / "task.yaml", _task_snapshot(p))
-    _dump(d / "trajectory.yaml", {"task_id": p["task"], "trial_index": p["idx"],
-                                  "status": "completed", "termination_reason": p["reason"],
-                                  "grading_error": None, "messages": _messages(p)})
-    _dump(d / "tool_log.yaml", [{"call_id": f"call_{j}", "sequence": j, "tool_name": n,
-                                 "arguments": {"q": j}, "executor": "agent", "status": s,
-                                 "output": "ok", "latency_seconds": lat,
-                                 "timestamp": "2026-08-03T06:30:21Z"}
-                                for j, (n, s, lat) in enumerate(p["tools"])])
+    _dump(
+        d / "trajectory.yaml",
+        {
+            "task_id": p["task"],
+            "trial_index": p["idx"],
+            "status": "completed",
+            "termination_reason": p["reason"],
+            "grading_error": None,
+            "messages": _messages(p),
+        },
+    )
+    _dump(
+        d / "tool_log.yaml",
+        [
+            {
+                "call_id": f"call_{j}",
+                "sequence": j,
+                "tool_name": n,
+                "arguments": {"q": j},
+                "executor": "agent",
+                "status": s,
+                "output": "ok",
+                "latency_seconds": lat,
+                "timestamp": "2026-08-03T06:30:21Z",
+            }
+            for j, (n, s, lat) in enumerate(p["tools"])
+        ],
+    )
     if not p["aborted"]:
         _dump(d / "grade.yaml", _grade(p))
 
@@ -346,8 +560,9 @@ def _pass_at_k(n: int, c: int, k: int) -> float | None:
 
 def _latest_replays(bundles: Path, count: int) -> list[dict[str, dict[str, Any]]]:
     rids = sorted((bundles / "trace_replay").iterdir(), key=lambda p: p.name)[-count:]
-    return [{f.parent.name: _load(f) for f in rid.glob("*/trace_checks_result.yaml")}
-            for rid in rids]
+    return [
+        {f.parent.name: _load(f) for f in rid.glob("*/trace_checks_result.yaml")} for rid in rids
+    ]
 
 
 def baseline_pass_at_k(bundles: Path) -> list[tuple[Any, ...]]:
@@ -356,8 +571,11 @@ def baseline_pass_at_k(bundles: Path) -> list[tuple[Any, ...]]:
     c: dict[tuple[str, str], int] = defaultdict(int)
     for d in _bundle_dirs(bundles):
         traj, task = _load(d / "trajectory.yaml"), _load(d / "task.yaml")
-        if traj["termination_reason"] in ("rate_limit", "api_timeout", "provision_error") and \
-                not traj.get("grading_error"):
+        if traj["termination_reason"] in (
+            "rate_limit",
+            "api_timeout",
+            "provision_error",
+        ) and not traj.get("grading_error"):
             continue
         key = (task["task_id"], task["model_config"]["agent"]["name"])
         n[key] += 1
@@ -365,8 +583,11 @@ def baseline_pass_at_k(bundles: Path) -> list[tuple[Any, ...]]:
         if rep is None and (d / "grade.yaml").exists():
             rep = _load(d / "grade.yaml")
         c[key] += bool(rep and rep["binary_pass"])
-    return [(t, m, k, n[(t, m)], c[(t, m)], _pass_at_k(n[(t, m)], c[(t, m)], k))
-            for (t, m) in sorted(n) for k in (1, 5, 10)]
+    return [
+        (t, m, k, n[(t, m)], c[(t, m)], _pass_at_k(n[(t, m)], c[(t, m)], k))
+        for (t, m) in sorted(n)
+        for k in (1, 5, 10)
+    ]
 
 
 def baseline_regressions(bundles: Path) -> list[tuple[Any, ...]]:
@@ -389,8 +610,11 @@ def baseline_agreement(bundles: Path) -> list[tuple[Any, ...]]:
     for d in _bundle_dirs(bundles):
         if not (d / "grade.yaml").exists() or d.name not in latest:
             continue
-        crit = {r["id"]: r["met"] for r in _load(d / "grade.yaml")["criterion_results"]
-                if r["met"] is not None}
+        crit = {
+            r["id"]: r["met"]
+            for r in _load(d / "grade.yaml")["criterion_results"]
+            if r["met"] is not None
+        }
         for r in latest[d.name]["trace_check_results"]:
             if r["undecided"] or r["withheld"]:
                 continue
@@ -461,21 +685,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3, help="SQL runs per query (best is reported)")
     ap.add_argument("--skip-baseline", action="store_true", help="time the SQL side only")
-    ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) /
-                    "vledger-bench-analytics")
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(os.environ.get("TMPDIR", "/tmp")) / "vledger-bench-analytics",
+    )
     args = ap.parse_args(argv)
     t = time.perf_counter()
     ledger_dir, bundles, n_events = generate(args.workdir, args.trials, args.replays, args.seed)
     gen_s = time.perf_counter() - t
-    print(f"history: {n_events:,} events, {args.trials:,} trials, {args.replays} replays each "
-          f"(generated/cached in {gen_s:.1f}s); baseline groups in plain Python dicts "
-          "(pandas is not installed and not a dependency)\n")
+    print(
+        f"history: {n_events:,} events, {args.trials:,} trials, {args.replays} replays each "
+        f"(generated/cached in {gen_s:.1f}s); baseline groups in plain Python dicts "
+        "(pandas is not installed and not a dependency)\n"
+    )
+    load0 = os.getloadavg()[0]
     floor_s, _ = _best_of(lambda: analytics.query(ledger_dir, "SELECT 1"), args.repeat)
     yaml_files = sum(1 for _ in bundles.rglob("*.yaml"))
     yaml_mb = sum(f.stat().st_size for f in bundles.rglob("*.yaml")) / 1e6
-    print(f"fixed cost of query() (attach + create views + SELECT 1): {floor_s * 1000:.0f} ms; "
-          f"baseline reads from {yaml_files:,} YAML files ({yaml_mb:,.0f} MB), page cache warm\n")
-    print("| question | `vledger sql` (`query()`, incl. open + view setup) | PyYAML load + group | ratio | same answer |")
+    print(
+        f"fixed cost of query() (attach + create views + SELECT 1): {floor_s * 1000:.0f} ms; "
+        f"baseline reads from {yaml_files:,} YAML files ({yaml_mb:,.0f} MB), page cache warm\n"
+    )
+    print(
+        "| question | `vledger sql` (`query()`, incl. open + view setup) | PyYAML load + group | ratio | same answer |"
+    )
     print("|---|---:|---:|---:|:---:|")
     ok = True
     for name, sql in SQL.items():
@@ -487,8 +721,14 @@ def main(argv: list[str] | None = None) -> int:
         base_s, base_rows = _best_of(lambda name=name: BASELINES[name](bundles), 1)
         same = _same(rows, base_rows)
         ok &= same
-        print(f"| {name} | {sql_s * 1000:.0f} ms | {base_s:.2f} s | {base_s / sql_s:.0f}× | "
-              f"{'yes' if same else 'NO'} |")
+        print(
+            f"| {name} | {sql_s * 1000:.0f} ms | {base_s:.2f} s | {base_s / sql_s:.0f}× | "
+            f"{'yes' if same else 'NO'} |"
+        )
+    print(
+        f"\nload average (1 min) before / after: {load0:.1f} / {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
     return 0 if ok else 1
 
 

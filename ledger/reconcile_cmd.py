@@ -44,6 +44,7 @@ from ledger.importers.tolokaforge import (
 from ledger.importers.tolokaforge import read_bundle as read_raw_bundle
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLoadError, load_yaml
 from ledger.ingest import IngestError, ingest
+from ledger.receipts import register_recompute
 from reconcile.inputs import (
     SHARED,
     Candidate,
@@ -165,9 +166,19 @@ class Pack:
     migration: MigrationFile | None
     digest: str
     trace_checks: TraceChecksConfig | None = None  # loaded when a migration reads it
+    migration_doc: Any = None  # the sidecar as loaded, so a receipt can carry it
+
+    def document(self, shown: str) -> dict[str, Any]:
+        """What a receipt records of the pack, enough to rebuild it with :func:`pack_from`."""
+        return {
+            "directory": shown,
+            "task_id": self.view.task_id,
+            "grading": self.grading,
+            "migration": self.migration_doc,
+        }
 
 
-def find_packs(roots: Sequence[Path]) -> list[Pack]:
+def find_packs(roots: Sequence[Path], base: Path | None = None) -> list[Pack]:
     """Every pack (a directory holding task.yaml) under the roots, sorted by path."""
     packs = []
     for root in roots:
@@ -178,11 +189,12 @@ def find_packs(roots: Sequence[Path]) -> list[Pack]:
                 continue
             if (task_file.parent / "trajectory.yaml").exists():
                 continue  # a recorded bundle's frozen task, not a pack
-            packs.append(read_pack(task_file.parent))
+            packs.append(read_pack(task_file.parent, base))
     return packs
 
 
-def read_pack(directory: Path) -> Pack:
+def read_pack(directory: Path, base: Path | None = None) -> Pack:
+    """A pack from disk; named relative to ``base`` in every message it later produces."""
     task = _load_yaml(directory / "task.yaml") or {}
     task_id = task.get("task_id")
     if not isinstance(task_id, str):
@@ -194,35 +206,50 @@ def read_pack(directory: Path) -> Pack:
             f"pack {directory} ({task_id}) has no grading file on disk (looked for "
             f"{grading_path}) — the migration is recomputed from that file's trace_checks"
         )
-    grading = _load_yaml(grading_path) or {}
-    migration = None
     raw_bytes = grading_path.read_bytes()
     migration_path = directory / "migration.yaml"
+    migration_doc = None
     if migration_path.is_file():
         raw_bytes += b"\0" + migration_path.read_bytes()
+        migration_doc = _load_yaml(migration_path)
+    shown = _display(directory, base) if base is not None else str(directory)
+    return pack_from(
+        shown,
+        task_id,
+        _load_yaml(grading_path) or {},
+        migration_doc,
+        migration_path.is_file(),
+        "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
+    )
+
+
+def pack_from(
+    shown: str,
+    task_id: str,
+    grading: Mapping[str, Any],
+    migration_doc: Any,
+    has_migration: bool,
+    pack_digest: str = "",
+) -> Pack:
+    """A pack from its loaded documents (disk, or a receipt's record of them)."""
+    migration = None
+    if has_migration:
         try:
-            migration = parse_migration(_load_yaml(migration_path), source=str(migration_path))
+            migration = parse_migration(migration_doc, source=f"{shown}/migration.yaml")
         except MigrationSchemaError as exc:
             raise MigrationLoadError(str(exc)) from None
     try:
-        view = pack_view(task_id, str(directory), grading)
+        view = pack_view(task_id, shown, grading)
     except RubricShapeError as exc:
-        raise ReconcileError(f"{grading_path}: {exc}") from None
+        raise ReconcileError(f"{shown}/grading.yaml: {exc}") from None
     config = None
     if migration is not None and grading.get("trace_checks") is not None:
         # the block every declared claim is recomputed from: it loads, or nothing is declared
         try:
             config = load_trace_checks(grading["trace_checks"])
         except TraceChecksConfigError as exc:
-            raise MigrationLoadError(f"{grading_path}: {exc}") from None
-    return Pack(
-        directory,
-        view,
-        grading,
-        migration,
-        "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
-        config,
-    )
+            raise MigrationLoadError(f"{shown}/grading.yaml: {exc}") from None
+    return Pack(Path(shown), view, grading, migration, pack_digest, config, migration_doc)
 
 
 class RubricShapeError(ValueError):
@@ -484,7 +511,7 @@ class Outcome:
     document: dict[str, Any]
     inputs_digest: str
     exit_code: int
-    findings: list[Finding] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # what a receipt needs to recompute
 
 
 def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusResolution]:
@@ -505,6 +532,19 @@ def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusReso
     if problems:
         raise ReconcileError("the declaration does not load:\n  " + "\n  ".join(problems))
     return corpora
+
+
+def validate_pack(directory: Path, base: Path) -> tuple[Pack, list[Finding]]:
+    """``vledger validate``: the pack and every rule its migration.yaml breaks."""
+    pack = read_pack(directory)
+    if pack.migration is None:
+        return pack, []
+    corpora = {
+        e.corpus_value: resolve_corpus(e.corpus_value, base)
+        for e in pack.migration.migrations
+        if e.corpus_value is not None
+    }
+    return pack, validate_migration(pack.migration, pack.view, corpora)
 
 
 def _claim_key(e: MigrationEntry, pack: Pack) -> tuple:
@@ -545,12 +585,35 @@ def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:
     return out
 
 
+@dataclass(frozen=True)
+class _TrialRef:
+    """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
+
+    trial: str
+    stream: str
+    keys: tuple[str, ...]
+
+
 @dataclass
 class _Read:
-    observations: list[TrialObservation] = field(default_factory=list)
+    """One corpus as read: readable trials (with their inputs), unreadable and excluded rows."""
+
+    source: str
+    corpus_value: str | None
+    trials: list[tuple[_TrialRef, TrialInputs]] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """What a receipt keeps of this read, enough to redo everything after it."""
+        return {
+            "source": self.source,
+            "corpus_value": self.corpus_value,
+            "trials": [[r.trial, r.stream, list(r.keys)] for r, _ in self.trials],
+            "unreadable": [list(u) for u in self.unreadable],
+            "excluded": [list(x) for x in self.excluded],
+        }
 
 
 @dataclass(frozen=True)
@@ -574,8 +637,8 @@ def _ingest(ctx: _Context, root: Path, corpus: str) -> None:
 
 def _trial_inputs(
     ctx: _Context, directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
-) -> tuple[str, TrialInputs]:
-    """(stream digest, TrialInputs) for one bundle: read back from the ledger on a real run."""
+) -> tuple[str, str, TrialInputs]:
+    """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run."""
     plan = plan_bundle(directory, label, corpus, manifests)
     events = stored(plan.events)
     if ctx.ledger is not None:
@@ -586,48 +649,55 @@ def _trial_inputs(
                 f"the ledger's stream {plan.stream!r} holds {held}, not this bundle as it is on "
                 "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
             )
-    return digest([plan.stream, [e.event_id for e in plan.events]]), trial_inputs(events)
+    stream_digest = digest([plan.stream, [e.event_id for e in plan.events]])
+    return plan.stream, stream_digest, trial_inputs(events)
 
 
-def _observations(ctx: _Context, root: Path, corpus_value: str | None) -> _Read:
-    """Every bundle under ``root`` as an observation, an unreadable row or an exclusion."""
+def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
+    """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion."""
     bundles = discover_bundles(root)
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
     _ingest(ctx, root, corpus)
-    out = _Read()
+    out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
-    gated: set[tuple[str, str]] = set()
     for directory in bundles:
         trial = _display(directory, ctx.base)
         try:
-            stream_digest, inputs = _trial_inputs(ctx, directory, trial, corpus, manifests)
+            stream, stream_digest, inputs = _trial_inputs(ctx, directory, trial, corpus, manifests)
             if never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
-            grade, grading = graded_values(inputs)
+            graded_values(inputs)  # unreadable here, not halfway through reconciling
         except (BundleError, YamlLoadError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
-        task_id = inputs.registered.task_id
-        pack = ctx.packs_by_task.get(task_id)
-        if pack is None:
-            raise ReconcileError(
-                f"task_id {task_id!r} of {trial} resolves in none of the searched pack "
-                f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
-            )
-        _authoring_gate(pack, inputs, trial, gated)
         relative = directory.relative_to(root).as_posix()
         keys = {trial, relative}
         if corpus_value is not None:
             keys.add(f"{corpus_value.rstrip('/')}/{relative}")
+        out.trials.append((_TrialRef(trial, stream, tuple(sorted(keys))), inputs))
         out.digests.append(stream_digest)
-        out.observations.append(
-            TrialObservation(
-                trial, task_id, grade, grading, _once(ctx.evaluator, inputs, pack), frozenset(keys)
+    return out
+
+
+def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
+    """The readable trials as observations, each labelled against its own task's pack."""
+    gated: set[tuple[str, str]] = set()
+    out = []
+    for ref, inputs in read.trials:
+        grade, grading = graded_values(inputs)
+        task_id = inputs.registered.task_id
+        pack = ctx.packs_by_task.get(task_id)
+        if pack is None:
+            raise ReconcileError(
+                f"task_id {task_id!r} of {ref.trial} resolves in none of the searched pack "
+                f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
             )
-        )
+        _authoring_gate(pack, inputs, ref.trial, gated)
+        lazy = _once(ctx.evaluator, inputs, pack)
+        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
     return out
 
 
@@ -697,26 +767,22 @@ def _packs_by_task(packs: Sequence[Pack]) -> dict[str, Pack]:
     return by_task
 
 
-def _corpus_report(
-    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim]
-) -> tuple[CorpusReport, list[str]]:
-    """One corpus read and every claim over it reconciled; the sweep knows its corpus."""
-    read = _observations(ctx, root, corpus_value)
-    obs = read.observations
-    if corpus_value is None:  # --source: the claims of the packs behind its trials
+def _corpus_report(ctx: _Context, read: _Read, claims: Sequence[Claim]) -> CorpusReport:
+    """Every claim over one corpus reconciled; the sweep knows which corpus it names."""
+    obs = _observations(ctx, read)
+    if read.corpus_value is None:  # --source: the claims of the packs behind its trials
         tasks = {o.task_id for o in obs}
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
-    sweep = corpus_value is not None
+    sweep = read.corpus_value is not None
     entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
-    report = CorpusReport(
-        shown,
+    return CorpusReport(
+        read.source,
         ctx.roots,
         len(obs) + len(read.unreadable),
         entries,
         tuple(read.unreadable),
         tuple(read.excluded),
     )
-    return report, read.digests
 
 
 def run_reconcile(inv: Invocation) -> Outcome:
@@ -725,7 +791,7 @@ def run_reconcile(inv: Invocation) -> Outcome:
     With ``inv.ledger`` (an open ledger) each corpus is ingested first and every trial is
     read back from its stream; without, nothing is written.
     """
-    packs = find_packs(inv.packs)
+    packs = find_packs(inv.packs, inv.base)
     corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
     ctx = _Context(
@@ -735,22 +801,26 @@ def run_reconcile(inv: Invocation) -> Outcome:
         tuple(str(p) for p in inv.packs),
         inv.ledger,
     )
-    reports: list[CorpusReport] = []
-    digests = [f"pack:{_display(p.directory, inv.base)}={p.digest}" for p in packs]
+    reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = _display(inv.source, inv.base)
-        report, files = _corpus_report(ctx, inv.source, shown, None, [c for _, c in claims])
-        reports.append(report)
-        digests += files
+        reads.append((_read_corpus(ctx, inv.source, shown, None), [c for _, c in claims]))
     else:
         for value in sorted({v for v, _ in claims}):
-            mine = [c for v, c in claims if v == value]
             root = Path(corpora[value].resolved)
-            report, files = _corpus_report(ctx, root, value, value, mine)
-            reports.append(report)
-            digests += files
+            reads.append(
+                (_read_corpus(ctx, root, value, value), [c for v, c in claims if v == value])
+            )
+    reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
+    digests = [f"pack:{p.directory}={p.digest}" for p in packs]
+    digests += [d for read, _ in reads for d in read.digests]
     document = run_json(reports)
-    return Outcome(reports, document, digest(sorted(digests)), document["exit_code"])
+    config = {
+        "packs_searched": list(ctx.roots),
+        "packs": [p.document(str(p.directory)) for p in packs],
+        "corpora": [read.record() for read, _ in reads],
+    }
+    return Outcome(reports, document, digest(sorted(digests)), document["exit_code"], config)
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
@@ -772,6 +842,8 @@ def append_receipt(lg: Any, outcome: Outcome, *, run_id: str) -> dict[str, Any]:
 
     The checkpoint is the log as the reconciliation read it (after its corpus was
     ingested, before this event), so the receipt names the state the verdict came from.
+    ``config`` records the packs and the trial streams read, which is what
+    :func:`recompute_reconcile` needs to redo the verdict from the log alone.
     """
     size = lg.size()
     receipt = {
@@ -784,7 +856,41 @@ def append_receipt(lg: Any, outcome: Outcome, *, run_id: str) -> dict[str, Any]:
         "run_id": run_id,
         "exit_code": outcome.exit_code,
         "entries": [{k: e[k] for k in keys} for e in outcome.document["entries"]],
+        "config": outcome.config,
         "receipt": receipt,
     }
     lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
     return receipt
+
+
+def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
+    """The outputs digest of a recorded reconciliation, redone from the log prefix its
+    receipt read and the packs it recorded — no file on disk is opened."""
+    payload = ev.data()
+    config = payload["config"]
+    size = payload["receipt"]["checkpoint"]["size"]
+    packs = [
+        pack_from(
+            d["directory"], d["task_id"], d["grading"], d["migration"], d["migration"] is not None
+        )
+        for d in config["packs"]
+    ]
+    claims = pool_claims(packs)
+    ctx = _Context(
+        Path("."), _packs_by_task(packs), trace_evaluator(), tuple(config["packs_searched"]), lg
+    )
+    reports = []
+    for record in config["corpora"]:
+        read = _Read(record["source"], record["corpus_value"])
+        for trial, stream, keys in record["trials"]:
+            events = list(lg.read(stream=stream, to_seq=size - 1)) if size else []
+            read.trials.append((_TrialRef(trial, stream, tuple(keys)), trial_inputs(events)))
+        read.unreadable = [tuple(u) for u in record["unreadable"]]
+        read.excluded = [tuple(x) for x in record["excluded"]]
+        value = record["corpus_value"]
+        mine = [c for v, c in claims if value is None or v == value]
+        reports.append(_corpus_report(ctx, read, mine))
+    return digest(run_json(reports))
+
+
+register_recompute("reconcile.completed", recompute_reconcile)

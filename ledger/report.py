@@ -81,6 +81,18 @@ def _short(s: str, n: int = 34) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _distinct(labels: Sequence[str]) -> list[str]:
+    """Labels with their shared prefix folded to '…', so truncation keeps what differs."""
+    if len(labels) < 2:
+        return list(labels)
+    first, last = min(labels), max(labels)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    cut = max(first.rfind("_", 0, i), first.rfind(" ", 0, i), first.rfind("/", 0, i)) + 1
+    return [("…" + x[cut:]) if cut > 8 else x for x in labels]
+
+
 def _fmt(v: float | None, digits: int = 3) -> str:
     return "undefined" if v is None else f"{v:.{digits}f}"
 
@@ -110,6 +122,7 @@ def grouped_bars(
         parts.append(
             _t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted")
         )
+    shown = _distinct(categories)
     group_w = plot_w / max(len(categories), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
     for ci, cat in enumerate(categories):
@@ -128,15 +141,9 @@ def grouped_bars(
                 )
             )
         parts.append(
-            _t(
-                gx + group_w * 0.4,
-                h - bottom + 14,
-                _short(cat, 14),
-                anchor="end",
-                rot=-35 if len(categories) > 6 else 0,
-            )
+            _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 14), anchor="end", rot=-35)
             if len(categories) > 6
-            else _t(gx + group_w * 0.4, h - bottom + 14, _short(cat, 18), anchor="middle")
+            else _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 24), anchor="middle")
         )
     parts.append(_t(12, top + plot_h / 2, y_label, anchor="middle", cls="muted", rot=-90))
     return _svg(w, h, "".join(parts), label)
@@ -202,15 +209,16 @@ def stacked_hbars(
     rows: Sequence[tuple[str, Sequence[tuple[str, float, str]], str]], *, label: str
 ) -> str:
     """Horizontal stacked bars: (row label, [(part name, value, color)], right-hand note)."""
-    bar_h, gap, left, right = 16, 6, 230, 120
+    bar_h, gap, left, right = 16, 6, 290, 120
     w = 540
     h = 10 + len(rows) * (bar_h + gap)
     total_max = max([1.0] + [sum(v for _, v, _ in parts) for _, parts, _ in rows])
     plot_w = w - left - right
     out = []
+    labels = _distinct([name for name, _, _ in rows])
     for i, (name, parts, note) in enumerate(rows):
         y = 5 + i * (bar_h + gap)
-        out.append(_t(left - 6, y + bar_h - 4, _short(name, 36), anchor="end"))
+        out.append(_t(left - 6, y + bar_h - 4, _short(labels[i], 44), anchor="end"))
         x = float(left)
         for part, v, color in parts:
             bw = plot_w * v / total_max
@@ -228,7 +236,7 @@ def heatmap(
     label: str,
 ) -> str:
     """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
-    cw, ch, left, top = 64, 18, 230, 70
+    cw, ch, left, top = 64, 18, 300, 70
     w = left + cw * len(col_labels) + 110  # room for the slanted column labels
     h = top + ch * len(row_labels) + 6
     out = []
@@ -236,9 +244,9 @@ def heatmap(
         out.append(
             _t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start", rot=-30, cls="muted")
         )
-    for i, r in enumerate(row_labels):
+    for i, (r, shown) in enumerate(zip(row_labels, _distinct(row_labels), strict=True)):
         y = top + i * ch
-        out.append(_t(left - 6, y + ch - 5, _short(r, 36), anchor="end"))
+        out.append(_t(left - 6, y + ch - 5, _short(shown, 46), anchor="end"))
         for j, c in enumerate(col_labels):
             if (r, c) not in cells:
                 continue
@@ -268,12 +276,14 @@ def _ramp(v: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) -> str:
+def matrix_2x2(
+    criterion: str, constraint: str, a: int, b: int, c: int, d: int, kappa: float | None
+) -> str:
     """One judge × constraint contingency table as a small SVG."""
-    w, h, s = 250, 150, 46
-    x0, y0 = 120, 40
+    w, h, s = 260, 168, 46
+    x0, y0 = 120, 56
     total = max(a + b + c + d, 1)
-    out = [_t(4, 14, _short(title, 44))]
+    out = [_t(4, 14, _short(criterion, 44)), _t(4, 28, "× " + _short(constraint, 42), cls="muted")]
     out.append(_t(x0 + s / 2, y0 - 6, "passed", anchor="middle", cls="muted"))
     out.append(_t(x0 + s * 1.5, y0 - 6, "failed", anchor="middle", cls="muted"))
     out.append(_t(x0 - 6, y0 + s / 2 + 4, "judge met", anchor="end", cls="muted"))
@@ -292,7 +302,7 @@ def matrix_2x2(title: str, a: int, b: int, c: int, d: int, kappa: float | None) 
         )
         out.append(_t(x0 + j * s + s / 2 - 1, y0 + i * s + s / 2 + 4, str(v), anchor="middle"))
     out.append(_t(4, h - 8, f"n={a + b + c + d}  κ={_fmt(kappa)}", cls="muted"))
-    return _svg(w, h, "".join(out), f"agreement {title}")
+    return _svg(w, h, "".join(out), f"agreement {criterion} × {constraint}")
 
 
 # --- panels -------------------------------------------------------------------------------
@@ -326,7 +336,8 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         con,
         "SELECT t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
         "count(*) FILTER (WHERE t.counted) AS n, "
-        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false)) AS c "
+        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false) "
+        "AND t.outcome_class <> 'ungradeable') AS c, avg(cg.score) AS mean_score "
         "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
         "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
     )
@@ -342,7 +353,8 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     cells = {
         (r["task_id"] or "(no task)", r["model"]): (
             r["c"] / r["n"],
-            f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed",
+            f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed, mean score "
+            f"{_fmt(r['mean_score'], 2)}",
         )
         for r in rows
     }
@@ -355,8 +367,9 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     curve = _rows(
         con,
-        "SELECT level, k, pass_at_k FROM pass_at_k WHERE basis = 'current' AND model = '*' "
-        "AND level IN ('macro', 'micro') ORDER BY level, k",
+        "SELECT level, k, CASE WHEN level = 'macro' AND tasks < (SELECT count(DISTINCT task_id) "
+        "FROM trials WHERE counted) THEN NULL ELSE pass_at_k END AS pass_at_k FROM pass_at_k "
+        "WHERE basis = 'current' AND model = '*' AND level IN ('macro', 'micro') ORDER BY level, k",
     )
     per_task = _rows(
         con,
@@ -364,9 +377,9 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "AND model = '*' AND level = 'task' AND pass_at_k IS NOT NULL ORDER BY task_id, k",
     )
     what = (
-        "pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks) and "
-        "micro (all trials pooled) by k, and per task at k = 1 and the largest k every "
-        "task supports."
+        "pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks, drawn "
+        "only where every task has n ≥ k) and micro (all trials pooled) by k, and per task "
+        "at k = 1 and the largest k every task supports."
     )
     if not per_task:
         return Panel("pass@k per task", what, "")
@@ -454,7 +467,8 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         '<div style="display:flex;flex-wrap:wrap;gap:8px">'
         + "".join(
             matrix_2x2(
-                f"{r['criterion']} × {r['constraint_id']}",
+                r["criterion"],
+                r["constraint_id"],
                 r["met_passed"],
                 r["met_failed"],
                 r["not_met_passed"],

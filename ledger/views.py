@@ -111,12 +111,13 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "score": ["$.grade.score"],
         "binary_pass": ["$.grade.binary_pass"],
         "judge_status": ["$.grade.judge_status"],
+        "replay_status": ["$.status"],
     },
     "receipt": {
         "replay_id": ["$.replay_id", "$.reconcile_id", "$.run_id", "$.receipt.run_id"],
         "checkpoint_size": ["$.receipt.checkpoint.size", "$.checkpoint.size"],
         "checkpoint_root": ["$.receipt.checkpoint.root", "$.checkpoint.root"],
-        "config_digest": ["$.receipt.config_digest", "$.config_digest"],
+        "config_digest": ["$.receipt.config_digest", "$.config_digest", "$.receipt.inputs_digest"],
         "outputs_digest": ["$.receipt.outputs_digest", "$.outputs_digest"],
     },
     "verdict.admitted": {
@@ -154,25 +155,24 @@ PATHS: dict[str, dict[str, list[str]]] = {
 
 # grade.recorded = {"source": "grade.yaml", "grade": <grade.yaml verbatim>} (issue 3);
 # grade.replayed = {"trial", "task_id", "projection_version", "config_digest", "replay_id",
-# "grade": {...}} (issue 6). Both are read with ONE json_transform per event into this shape;
-# nested lists stay JSON for the views that unnest them.
-GRADE_EVENT_SHAPE: dict[str, object] = {
-    "trial": "VARCHAR",
-    "task_id": "VARCHAR",
-    "projection_version": "VARCHAR",
-    "config_digest": "VARCHAR",
-    "replay_id": "VARCHAR",
-    "grade": {
-        "score": "DOUBLE",
-        "binary_pass": "BOOLEAN",
-        "judge_status": "VARCHAR",
-        "reasons": "JSON",
-        "components": "JSON",
-        "not_measured": "JSON",
-        "criterion_results": "JSON",
-        "trace_check_results": "JSON",
-        "trace_checks_summary": "JSON",
-    },
+# "grade": {...}} (issue 6). Scalars come from PATHS["grade.head"]; the nested lists are read
+# with these json_transform shapes (FORMATS.md § 4 field names).
+CRITERION_SHAPE: dict[str, str] = {
+    "id": "VARCHAR",
+    "met": "BOOLEAN",
+    "score": "DOUBLE",
+    "justification": "VARCHAR",
+}
+TRACE_RESULT_SHAPE: dict[str, object] = {
+    "id": "VARCHAR",
+    "kind": "VARCHAR",
+    "severity": "VARCHAR",
+    "weight": "DOUBLE",
+    "passed": "BOOLEAN",
+    "undecided": "BOOLEAN",
+    "withheld": "BOOLEAN",
+    "message": "VARCHAR",
+    "matched_positions": ["INTEGER"],
 }
 
 # Termination reasons GRADING.md § Infrastructure aborts excludes from every denominator.
@@ -267,32 +267,30 @@ def _grade_rank(col: str) -> str:
     return f"CASE {col} {whens} ELSE {len(GRADE_LADDER)} END"
 
 
-_CRITERIA_COLS = (
-    "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, c.id AS criterion, "
-    "c.met, c.score, c.justification, g.gs.judge_status AS judge_status"
+def _shape(value: object) -> str:
+    return _sql_str(json.dumps(value))
+
+
+# Typed reads of the nested lists, straight from the payload (one parse, no JSON re-serialised).
+_CRIT_T = (
+    "json_transform(body, " + _shape({"grade": {"criterion_results": [CRITERION_SHAPE]}}) + ")"
 )
-_CRITERIA_UNNEST = (
-    'unnest(json_transform(g.gs.criterion_results, \'[{"id": "VARCHAR", '
-    '"met": "BOOLEAN", "score": "DOUBLE", "justification": "VARCHAR"}]\')) AS u(c)'
+_TRACE_T = (
+    "json_transform(body, "
+    + _shape(
+        {
+            "grade": {
+                "trace_check_results": [TRACE_RESULT_SHAPE],
+                "trace_checks_summary": {"winning_path": "VARCHAR"},
+            }
+        }
+    )
+    + ")"
 )
-_TRACE_COLS = (
-    "g.seq AS grade_seq, g.trial, g.task_id, g.source, g.replay_id, g.recorded_at, "
-    "(u.i - 1)::INTEGER AS ord, u.r.id AS constraint_id, u.r.kind AS kind, "
-    "u.r.severity AS severity, u.r.weight AS weight, u.r.passed AS passed, "
-    "coalesce(u.r.undecided, false) AS undecided, coalesce(u.r.withheld, false) AS withheld, "
-    "CASE WHEN coalesce(u.r.withheld, false) THEN 'withheld' "
-    "WHEN coalesce(u.r.undecided, false) THEN 'undecided' "
-    "WHEN u.r.passed THEN 'pass' ELSE 'fail' END AS verdict, u.r.message AS message, "
-    "u.r.matched_positions AS matched_positions, "
-    "g.gs.trace_checks_summary ->> 'winning_path' AS winning_path"
-)
-# Each result with its 1-based position in the list (declaration order).
-_TRACE_UNNEST = (
-    "(SELECT unnest(l) AS r, unnest(range(1, len(l) + 1)) AS i FROM (SELECT "
-    'json_transform(g.gs.trace_check_results, \'[{"id": "VARCHAR", "kind": "VARCHAR", '
-    '"severity": "VARCHAR", "weight": "DOUBLE", "passed": "BOOLEAN", '
-    '"undecided": "BOOLEAN", "withheld": "BOOLEAN", "message": "VARCHAR", '
-    '"matched_positions": ["INTEGER"]}]\') AS l)) AS u'
+_VERDICT = (
+    "CASE WHEN coalesce(r.withheld, false) THEN 'withheld' "
+    "WHEN coalesce(r.undecided, false) THEN 'undecided' "
+    "WHEN r.passed THEN 'pass' ELSE 'fail' END"
 )
 
 
@@ -306,7 +304,7 @@ def _views() -> list[View]:
         View(
             "_ev",
             "SELECT seq, stream, stream_version, event_id, type, schema_version, recorded_at, "
-            "decode(payload) AS body FROM _raw_events",
+            "decode(payload) AS body, leaf_hash FROM _raw_events",
             "internal: raw rows with the payload decoded to text",
             (),
             public=False,
@@ -314,8 +312,7 @@ def _views() -> list[View]:
         View(
             "events",
             "SELECT seq, stream, stream_version, event_id, type, schema_version, recorded_at, "
-            "body::JSON AS payload, lower(hex(leaf_hash)) AS leaf_hash FROM _ev "
-            "JOIN (SELECT seq, leaf_hash FROM _raw_events) USING (seq)",
+            "body::JSON AS payload, lower(hex(leaf_hash)) AS leaf_hash FROM _ev",
             "one row per event of the log, in seq order",
             (
                 ("seq", "global position, dense, 0-based"),
@@ -521,33 +518,17 @@ def _views() -> list[View]:
             ),
         ),
         View(
-            "_grade_src",
-            # Recorded grades (grade.yaml as ingested) and replayed ones (issue 6) in one shape,
-            # parsed once: the trial they grade, who produced them, and the typed grade.
-            "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.x.task_id, k.task_id) "
-            "AS task_id, u.x.projection_version AS projection_version, "
-            "u.x.config_digest AS config_digest, u.x.replay_id AS replay_id, u.x.grade AS gs, "
-            "u.body FROM (SELECT seq, recorded_at, body, x, "
-            "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
-            "coalesce(x.trial, stream) AS trial FROM (SELECT seq, recorded_at, type, stream, body, "
-            f"json_transform(body, {_sql_str(json.dumps(GRADE_EVENT_SHAPE))}) AS x FROM _ev "
-            "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
-            "LEFT JOIN _trial_keys k ON k.trial = u.trial",
-            "internal",
-            (),
-            public=False,
-        ),
-        View(
             "_grade_head",
             # The scalar fields only (one cheap pass): what grades / current_grades / pass@k need.
             "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
             "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
-            "u.judge_status, u.body FROM (SELECT seq, recorded_at, body, "
+            "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, body, "
             "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
             f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
             f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
             f"{gh['replay_id']} AS replay_id, TRY_CAST({gh['score']} AS DOUBLE) AS score, "
-            f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status "
+            f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status, "
+            f"CASE WHEN type = 'grade.replayed' THEN {gh['replay_status']} END AS replay_status "
             f"FROM (SELECT seq, recorded_at, type, stream, body, {gh_sv} FROM _ev "
             "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
             "LEFT JOIN _trial_keys k ON k.trial = u.trial",
@@ -558,7 +539,7 @@ def _views() -> list[View]:
         View(
             "grades",
             "SELECT seq, trial, task_id, source, projection_version, config_digest, replay_id, "
-            "score, binary_pass, judge_status, "
+            "score, binary_pass, judge_status, replay_status, "
             "CASE WHEN json_type(body, '$.grade.reasons') = 'ARRAY' THEN array_to_string("
             "json_transform(json_extract(body, '$.grade.reasons'), '[\"VARCHAR\"]'), ' | ') "
             "ELSE json_extract_string(body, '$.grade.reasons') END AS reasons, recorded_at, "
@@ -575,6 +556,11 @@ def _views() -> list[View]:
                 ("score", "trial score in [0, 1]"),
                 ("binary_pass", "trial verdict"),
                 ("judge_status", "unspecified / completed / errored (recorded grades)"),
+                (
+                    "replay_status",
+                    "replayed only: agreed / disagreed with the recorded grade, as the retrace "
+                    "compared them component by component",
+                ),
                 ("reasons", "reason segments joined with ' | '"),
                 ("recorded_at", "when the grade was appended"),
                 ("grade", "the whole grade object (JSON)"),
@@ -621,11 +607,12 @@ def _views() -> list[View]:
         ),
         View(
             "components",
-            "WITH g AS (SELECT seq, trial, task_id, source, replay_id, gs FROM _grade_src), "
-            "k AS (SELECT g.seq, j.key AS component, j.value AS v FROM g, "
-            "json_each(g.gs.components) j), "
-            "nm AS (SELECT g.seq, j.key AS component, j.value ->> '$' AS reason "
-            "FROM g, json_each(g.gs.not_measured) j), "
+            "WITH g AS MATERIALIZED (SELECT seq, trial, task_id, source, replay_id, "
+            "json_extract(body, ['$.grade.components', '$.grade.not_measured']) AS j "
+            "FROM _grade_head), "
+            "k AS (SELECT g.seq, e.key AS component, e.value AS v FROM g, json_each(g.j[1]) e), "
+            "nm AS (SELECT g.seq, e.key AS component, e.value ->> '$' AS reason "
+            "FROM g, json_each(g.j[2]) e), "
             "kn AS (SELECT coalesce(k.seq, nm.seq) AS seq, coalesce(k.component, nm.component) "
             "AS component, TRY_CAST(k.v ->> '$' AS DOUBLE) AS score, nm.reason "
             "FROM k FULL OUTER JOIN nm ON k.seq = nm.seq AND k.component = nm.component) "
@@ -655,7 +642,10 @@ def _views() -> list[View]:
         ),
         View(
             "criteria",
-            f"SELECT {_CRITERIA_COLS} FROM _grade_src g, {_CRITERIA_UNNEST}",
+            "SELECT seq AS grade_seq, trial, task_id, source, replay_id, c.id AS criterion, c.met, "
+            "c.score, c.justification, judge_status FROM (SELECT seq, trial, task_id, source, "
+            f"replay_id, judge_status, unnest(({_CRIT_T}).grade.criterion_results) AS c "
+            "FROM _grade_head)",
             "judge criterion results carried by a grade (criterion_results)",
             (
                 ("grade_seq", "the grade (grades.seq)"),
@@ -672,7 +662,15 @@ def _views() -> list[View]:
         ),
         View(
             "trace_checks",
-            f"SELECT {_TRACE_COLS} FROM _grade_src g, {_TRACE_UNNEST}",
+            "SELECT seq AS grade_seq, trial, task_id, source, replay_id, recorded_at, "
+            "ord::INTEGER AS ord, r.id AS constraint_id, r.kind, r.severity, r.weight, r.passed, "
+            "coalesce(r.undecided, false) AS undecided, coalesce(r.withheld, false) AS withheld, "
+            f"{_VERDICT} AS verdict, r.message, r.matched_positions, winning_path "
+            "FROM (SELECT seq, trial, task_id, source, replay_id, recorded_at, "
+            "x.grade.trace_checks_summary.winning_path AS winning_path, "
+            "unnest(x.grade.trace_check_results) AS r, "
+            "unnest(range(len(x.grade.trace_check_results))) AS ord "
+            f"FROM (SELECT *, {_TRACE_T} AS x FROM _grade_head))",
             "per grade, per trace constraint: pass / fail / undecided / withheld",
             (
                 ("grade_seq", "the grade (grades.seq)"),
@@ -780,7 +778,7 @@ def _views() -> list[View]:
                 ("replay_id", "replay / reconcile / run id"),
                 ("checkpoint_size", "tree size of the checkpoint it read"),
                 ("checkpoint_root", "root hash of that checkpoint"),
-                ("config_digest", "digest of its configuration"),
+                ("config_digest", "digest of its configuration (a reconcile's inputs digest)"),
                 ("outputs_digest", "digest of its outputs"),
                 ("receipt", "the whole receipt (JSON)"),
                 ("recorded_at", "when it was appended"),
@@ -851,16 +849,20 @@ def _views() -> list[View]:
             # One parse of the grades: criterion verdicts from each trial's latest recorded
             # grade, constraint verdicts from its current grade (latest replay, else
             # recorded); a trial counts for a pair when both are decided.
-            "WITH g AS MATERIALIZED (SELECT * FROM _grade_src), "
-            "pick AS (SELECT trial, max(seq) FILTER (WHERE source = 'recorded') AS rec_seq, "
+            "WITH h AS MATERIALIZED (SELECT seq, trial, task_id, source FROM _grade_head), "
+            "pick AS (SELECT trial, any_value(task_id) AS task_id, "
+            "max(seq) FILTER (WHERE source = 'recorded') AS rec_seq, "
             "arg_max(seq, (source = 'replayed')::BIGINT * 4611686018427387904 + seq) AS cur_seq "
-            "FROM g GROUP BY trial), "
-            f"cr AS (SELECT trial, task_id, criterion, met FROM (SELECT {_CRITERIA_COLS} "
-            "FROM (SELECT g.* FROM g JOIN pick ON g.seq = pick.rec_seq) g, "
-            f"{_CRITERIA_UNNEST}) WHERE met IS NOT NULL), "
-            f"tc AS (SELECT trial, constraint_id, verdict = 'pass' AS passed FROM (SELECT {_TRACE_COLS} "
-            "FROM (SELECT g.* FROM g JOIN pick ON g.seq = pick.cur_seq) g, "
-            f"{_TRACE_UNNEST}) WHERE verdict IN ('pass', 'fail')), "
+            "FROM h GROUP BY trial), "
+            "b AS MATERIALIZED (SELECT seq, body FROM _ev WHERE type IN "
+            "('grade.recorded', 'grade.replayed') AND seq IN (SELECT rec_seq FROM pick "
+            "UNION SELECT cur_seq FROM pick)), "
+            "cr AS (SELECT trial, task_id, c.id AS criterion, c.met FROM (SELECT p.trial, p.task_id, "
+            f"unnest(({_CRIT_T.replace('body', 'b.body')}).grade.criterion_results) AS c "
+            "FROM pick p JOIN b ON b.seq = p.rec_seq) WHERE c.met IS NOT NULL), "
+            "tc AS (SELECT trial, r.id AS constraint_id, r.passed FROM (SELECT p.trial, "
+            f"unnest(({_TRACE_T.replace('body', 'b.body')}).grade.trace_check_results) AS r "
+            f"FROM pick p JOIN b ON b.seq = p.cur_seq) WHERE {_VERDICT} IN ('pass', 'fail')), "
             "pairs AS (SELECT cr.task_id, cr.criterion, tc.constraint_id, cr.met, tc.passed "
             "FROM cr JOIN tc USING (trial)), "
             "cnt AS (SELECT CASE WHEN grouping(task_id) = 1 THEN '*' ELSE task_id END AS task_id, "

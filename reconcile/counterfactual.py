@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reconcile.compose import NotRecomposable, fold, judge_component
+from reconcile.compose import JudgeComponent, NotRecomposable, Verdict, fold, judge_component
 from reconcile.inputs import CandidateEvaluation, ConstraintDecl, CriterionShape, TrialObservation
 
 TOLERANCE = 1e-9
@@ -93,7 +93,22 @@ def _close(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= TOLERANCE
 
 
-def _row(m: Migration, obs: TrialObservation, candidate: CandidateEvaluation) -> CounterfactualRow:
+@dataclass(frozen=True, slots=True)
+class _Side:
+    judge: float | None
+    components: Mapping[str, float | None]
+    verdict: Verdict
+
+
+def _judge(obs: TrialObservation, rubric: Sequence[CriterionShape]) -> JudgeComponent | None:
+    """The judge component over ``rubric``; ``None`` for a judge that did not complete."""
+    if obs.grade.judge_status != "completed":
+        return None
+    return judge_component(rubric, obs.grade.criterion_results or ())
+
+
+def _before(obs: TrialObservation) -> _Side:
+    """The recorded trial recomposed; it must reproduce the recorded verdict to be believed."""
     grade, grading = obs.grade, obs.grading
     if grade.components.get("state_checks") is not None:
         raise NotRecomposable(
@@ -101,59 +116,71 @@ def _row(m: Migration, obs: TrialObservation, candidate: CandidateEvaluation) ->
             "the recorded grade carries a state_checks component, which the runner folds from "
             "several sources and no single recorded field holds",
         )
-    rubric = grading.rubric or ()
-    results = grade.criterion_results or ()
-    judge_before = judge_component(rubric, results) if grade.judge_status == "completed" else None
-    before_components = dict(grade.components)
-    if judge_before is not None:
-        before_components["llm_judge"] = judge_before.value
-    before = fold(
-        before_components,
+    judge = _judge(obs, grading.rubric or ())
+    components = dict(grade.components)
+    if judge is not None:
+        components["llm_judge"] = judge.value
+    verdict = fold(
+        components,
         grading.weights,
         method=grading.method,
         pass_threshold=grading.pass_threshold,
-        gate_failed=(judge_before is not None and judge_before.gate_failed)
-        or grade.trace_gate_failed,
+        gate_failed=(judge is not None and judge.gate_failed) or grade.trace_gate_failed,
     )
-    recorded_judge = grade.components.get("llm_judge")
-    recomposed_judge = judge_before.value if judge_before is not None else None
+    value = judge.value if judge is not None else None
+    recorded = grade.components.get("llm_judge")
     if not (
-        _close(recomposed_judge, recorded_judge)
-        and _close(before.score, grade.score)
-        and before.binary_pass == grade.binary_pass
+        _close(value, recorded)
+        and _close(verdict.score, grade.score)
+        and verdict.binary_pass == grade.binary_pass
     ):
         raise NotRecomposable(
             "recomputed_verdict_diverges",
-            f"recomposed llm_judge {recomposed_judge}, score {before.score}, pass "
-            f"{before.binary_pass}; recorded llm_judge {recorded_judge}, score {grade.score}, "
-            f"pass {grade.binary_pass}",
+            f"recomposed llm_judge {value}, score {verdict.score}, pass {verdict.binary_pass}; "
+            f"recorded llm_judge {recorded}, score {grade.score}, pass {grade.binary_pass}",
         )
+    return _Side(value, components, verdict)
 
-    reduced = tuple(c for c in rubric if c.id != m.criterion)
-    judge_after = judge_component(reduced, results) if grade.judge_status == "completed" else None
-    after_components = dict(before_components)
-    after_components["llm_judge"] = judge_after.value if judge_after is not None else None
-    after_components["trace_checks"] = candidate.component
-    weights_after = (
-        dict(m.combine_weights) if m.combine_weights is not None else dict(grading.weights)
+
+def _after(
+    m: Migration,
+    obs: TrialObservation,
+    before: _Side,
+    candidate: CandidateEvaluation,
+    weights: Mapping[str, float],
+) -> _Side:
+    """The criterion dropped (mode-blind), the recomputed trace component folded in."""
+    reduced = tuple(c for c in obs.grading.rubric or () if c.id != m.criterion)
+    judge = _judge(obs, reduced)
+    components = dict(before.components)
+    components["llm_judge"] = judge.value if judge is not None else None
+    components["trace_checks"] = candidate.component
+    verdict = fold(
+        components,
+        weights,
+        method=obs.grading.method,
+        pass_threshold=obs.grading.pass_threshold,
+        gate_failed=(judge is not None and judge.gate_failed) or candidate.gate_failed,
     )
-    after = fold(
-        after_components,
-        weights_after,
-        method=grading.method,
-        pass_threshold=grading.pass_threshold,
-        gate_failed=(judge_after is not None and judge_after.gate_failed) or candidate.gate_failed,
-    )
+    return _Side(judge.value if judge is not None else None, components, verdict)
+
+
+def _row(m: Migration, obs: TrialObservation, candidate: CandidateEvaluation) -> CounterfactualRow:
+    before = _before(obs)
+    recorded_weights = dict(obs.grading.weights)
+    weights = dict(m.combine_weights) if m.combine_weights is not None else recorded_weights
+    after = _after(m, obs, before, candidate, weights)
+    rubric = obs.grading.rubric or ()
     return CounterfactualRow(
         trial=obs.trial,
-        judge_component_before=recomposed_judge,
-        judge_component_after=judge_after.value if judge_after is not None else None,
-        score_before=before.score,
-        score_after=after.score,
-        binary_pass_before=before.binary_pass,
-        binary_pass_after=after.binary_pass,
-        weights_before=dict(grading.weights),
-        weights_after=weights_after,
+        judge_component_before=before.judge,
+        judge_component_after=after.judge,
+        score_before=before.verdict.score,
+        score_after=after.verdict.score,
+        binary_pass_before=before.verdict.binary_pass,
+        binary_pass_after=after.verdict.binary_pass,
+        weights_before=recorded_weights,
+        weights_after=weights,
         vetoes_before=tuple(sorted(c.id for c in rubric if c.required)),
         vetoes_after=_vetoes_after(m, rubric),
     )

@@ -141,17 +141,7 @@ def reconcile_entry(
     which turns the declared-observations bound into an equality.
     """
     entry = claim.entry
-    labelled: list[_Labelled] = []
-    exclusions: list[Exclusion] = []
-    for obs in observations:
-        if obs.task_id not in claim.task_ids:
-            continue
-        outcome = _label(claim, obs)
-        if isinstance(outcome, Exclusion):
-            exclusions.append(outcome)
-        else:
-            labelled.append(outcome)
-
+    labelled, exclusions = _label_all(claim, observations)
     table = Table()
     for item in labelled:
         table = table.add(item.judge_met, item.constraint_passed)
@@ -160,28 +150,12 @@ def reconcile_entry(
     disagreements = tuple(
         sorted(_disagreements(entry, labelled), key=lambda d: d.direction != "strict")
     )
-
-    refusals: list[Refusal] = []
-    refusals += _rubric_refusals(claim, labelled)
-    refusals += _disagreement_refusals(entry, disagreements)
-    refusals += _stale_acknowledgements(entry, labelled)
-    refusals += _evidence_refusals(entry, table.n, kappa, sweep=sweep)
-
-    if refusals:
-        verdict: VerdictName = "refused"
-    elif kappa is None:
-        verdict = "insufficient_evidence"
-    else:
-        verdict = "no_counter_evidence"
-
-    migration = Migration(
-        entry.criterion,
-        entry.mode,
-        tuple(entry.by),
-        claim.constraints,
-        dict(entry.combine_weights) if entry.combine_weights is not None else None,
+    refusals = (
+        _rubric_refusals(claim, labelled)
+        + _disagreement_refusals(entry, disagreements)
+        + _stale_acknowledgements(entry, labelled)
+        + _evidence_refusals(entry, table.n, kappa, sweep=sweep)
     )
-    cf = counterfactual(migration, [(i.obs, i.candidate) for i in labelled])
     return EntryResult(
         criterion=entry.criterion,
         task_ids=claim.task_ids,
@@ -195,14 +169,51 @@ def reconcile_entry(
         disagreements=disagreements,
         exclusions=tuple(exclusions),
         refusals=tuple(refusals),
-        verdict=verdict,
+        verdict=verdict_of(refusals, kappa),
         tolerated_directions=tuple(sorted(TOLERATED[entry.mode])),
-        counterfactual=cf,
+        counterfactual=_counterfactual(claim, labelled),
         declared_evidence=(
             (entry.evidence.observations, entry.evidence.kappa) if entry.evidence else None
         ),
         contributing=tuple(i.obs.trial for i in labelled),
     )
+
+
+def verdict_of(refusals: Sequence[Refusal], kappa: float | None) -> VerdictName:
+    """The precedence: any refusal, then an undefined κ, then absence of counter-evidence."""
+    if refusals:
+        return "refused"
+    if kappa is None:
+        return "insufficient_evidence"
+    return "no_counter_evidence"
+
+
+def _label_all(
+    claim: Claim, observations: Sequence[TrialObservation]
+) -> tuple[list[_Labelled], list[Exclusion]]:
+    labelled: list[_Labelled] = []
+    exclusions: list[Exclusion] = []
+    for obs in observations:
+        if obs.task_id not in claim.task_ids:
+            continue  # another task's trial: not this claim's, and not an exclusion either
+        outcome = _label(claim, obs)
+        if isinstance(outcome, Exclusion):
+            exclusions.append(outcome)
+        else:
+            labelled.append(outcome)
+    return labelled, exclusions
+
+
+def _counterfactual(claim: Claim, labelled: Sequence[_Labelled]) -> Counterfactual:
+    entry = claim.entry
+    migration = Migration(
+        entry.criterion,
+        entry.mode,
+        tuple(entry.by),
+        claim.constraints,
+        dict(entry.combine_weights) if entry.combine_weights is not None else None,
+    )
+    return counterfactual(migration, [(i.obs, i.candidate) for i in labelled])
 
 
 # --- labels ----------------------------------------------------------------------------------
@@ -237,23 +248,33 @@ def _label(claim: Claim, obs: TrialObservation) -> _Labelled | Exclusion:
             f"criterion_results holds no {entry.criterion!r} (criteria judged: {judged})",
         )
     candidate = obs.evaluate()
+    passed = _constraint_label(claim, obs.trial, candidate)
+    if isinstance(passed, Exclusion):
+        return passed
+    return _Labelled(obs, candidate, row.met, passed, row.justification, recorded)
+
+
+def _constraint_label(
+    claim: Claim, trial: str, candidate: CandidateEvaluation | Unavailable
+) -> bool | Exclusion:
+    """The conjunction of ``by`` over the decision set, or why it has no value."""
     if isinstance(candidate, Unavailable):
-        return Exclusion(obs.trial, "constraint_verdict_unavailable", candidate.reason)
+        return Exclusion(trial, "constraint_verdict_unavailable", candidate.reason)
     passed = True
-    for cid in entry.by:
+    for cid in claim.entry.by:
         if cid not in candidate.verdicts:
             route = claim.constraints[cid].route if cid in claim.constraints else "?"
             return Exclusion(
-                obs.trial,
+                trial,
                 "constraint_verdict_unavailable",
                 f"{cid!r} sits in route {route!r}, which did not win (winning path "
                 f"{candidate.winning_path!r})",
             )
         verdict = candidate.verdicts[cid]
         if verdict is None:
-            return Exclusion(obs.trial, "constraint_verdict_unavailable", f"{cid!r} was undecided")
+            return Exclusion(trial, "constraint_verdict_unavailable", f"{cid!r} was undecided")
         passed = passed and verdict
-    return _Labelled(obs, candidate, row.met, passed, row.justification, recorded)
+    return passed
 
 
 def _acknowledgement(entry: MigrationEntry, obs: TrialObservation) -> str | None:

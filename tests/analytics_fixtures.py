@@ -60,7 +60,9 @@ def recorded_grade(
     }
 
 
-def check(cid: str, verdict: str, *, kind: str = "before", severity: str = "gate") -> dict[str, Any]:
+def check(
+    cid: str, verdict: str, *, kind: str = "before", severity: str = "gate"
+) -> dict[str, Any]:
     """One trace_check_results row; verdict is pass / fail / undecided / withheld."""
     return {
         "id": cid,
@@ -106,32 +108,83 @@ def trial_events(
                 "trajectory_meta": {"task_id": task, "trial_index": idx},
             },
         ),
-        (s, "trial.message", {"index": 0, "role": "user", "content": "please add a note é",
-                              "tool_calls": [], "tool_call_id": None, "ts": "2026-08-03T06:30:19Z"}),
+        (
+            s,
+            "trial.message",
+            {
+                "index": 0,
+                "role": "user",
+                "content": "please add a note é",
+                "tool_calls": [],
+                "tool_call_id": None,
+                "ts": "2026-08-03T06:30:19Z",
+            },
+        ),
     ]
     calls = [
-        {"id": f"c{i}", "name": name, "arguments": {"i": i}} for i, (name, _st, _lat) in enumerate(tools)
+        {"id": f"c{i}", "name": name, "arguments": {"i": i}}
+        for i, (name, _st, _lat) in enumerate(tools)
     ]
     out.append(
-        (s, "trial.message", {"index": 1, "role": "assistant", "content": "", "tool_calls": calls,
-                              "tool_call_id": None, "ts": "2026-08-03T06:30:20Z"})
+        (
+            s,
+            "trial.message",
+            {
+                "index": 1,
+                "role": "assistant",
+                "content": "",
+                "tool_calls": calls,
+                "tool_call_id": None,
+                "ts": "2026-08-03T06:30:20Z",
+            },
+        )
     )
     for i, (name, status, lat) in enumerate(tools):
         out.append(
-            (s, "trial.tool_call", {"index": i, "call_id": f"c{i}", "sequence": i, "tool_name": name,
-                                    "arguments": {"i": i}, "executor": "agent", "status": status,
-                                    "output": "ok", "latency_seconds": lat,
-                                    "timestamp": "2026-08-03T06:30:21Z"})
+            (
+                s,
+                "trial.tool_call",
+                {
+                    "index": i,
+                    "call_id": f"c{i}",
+                    "sequence": i,
+                    "tool_name": name,
+                    "arguments": {"i": i},
+                    "executor": "agent",
+                    "status": status,
+                    "output": "ok",
+                    "latency_seconds": lat,
+                    "timestamp": "2026-08-03T06:30:21Z",
+                },
+            )
         )
     out.append(
-        (s, "trial.ended", {"status": "completed", "termination_reason": termination,
-                            "grading_error": grading_error, "grading_error_recorded": True})
+        (
+            s,
+            "trial.ended",
+            {
+                "status": "completed",
+                "termination_reason": termination,
+                "grading_error": grading_error,
+                "grading_error_recorded": True,
+            },
+        )
     )
     for pos, kind in enumerate(("user_message", "assistant_message")):
         out.append(
-            (s, "timeline.event", {"timeline_version": "timeline/1", "message_view_present": True,
-                                   "records_present": bool(tools), "position": pos,
-                                   "turn_index": 0, "kind": kind, "text": f"m{pos}"})
+            (
+                s,
+                "timeline.event",
+                {
+                    "timeline_version": "timeline/1",
+                    "message_view_present": True,
+                    "records_present": bool(tools),
+                    "position": pos,
+                    "turn_index": 0,
+                    "kind": kind,
+                    "text": f"m{pos}",
+                },
+            )
         )
     if grade is not None:
         out.append((s, "grade.recorded", {"source": "grade.yaml", "grade": grade}))
@@ -145,24 +198,43 @@ def replay_events(
     out: list[Event] = []
     for trial, g in grades.items():
         out.append(
-            (f"replay/{replay_id}", "grade.replayed", {
-                "trial": trial, "task_id": task_of[trial], "projection_version": "grade/1",
-                "config_digest": "sha256:cfg", "replay_id": replay_id, "grade": g,
-            })
+            (
+                f"replay/{replay_id}",
+                "grade.replayed",
+                {
+                    "trial": trial,
+                    "task_id": task_of[trial],
+                    "projection_version": "grade/1",
+                    "config_digest": "sha256:cfg",
+                    "replay_id": replay_id,
+                    "grade": g,
+                },
+            )
         )
     out.append(
-        (f"replay/{replay_id}", "replay.completed", {
-            "replay_id": replay_id,
-            "receipt": {"checkpoint": {"size": 10, "root": "ab" * 16},
-                        "config_digest": "sha256:cfg", "outputs_digest": f"sha256:{replay_id}"},
-        })
+        (
+            f"replay/{replay_id}",
+            "replay.completed",
+            {
+                "replay_id": replay_id,
+                "receipt": {
+                    "checkpoint": {"size": 10, "root": "ab" * 16},
+                    "config_digest": "sha256:cfg",
+                    "outputs_digest": f"sha256:{replay_id}",
+                },
+            },
+        )
     )
     return out
 
 
 def replayed_grade(
-    score: float | None, passed: bool | None, *, checks: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    not_measured: dict[str, str] | None = None, judge: float | None = None,
+    score: float | None,
+    passed: bool | None,
+    *,
+    checks: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    not_measured: dict[str, str] | None = None,
+    judge: float | None = None,
 ) -> dict[str, Any]:
     return {
         "score": score,
@@ -171,23 +243,49 @@ def replayed_grade(
         "not_measured": not_measured or {},
         "reasons": ["Judge: re-aggregated", "Trace checks: replayed"],
         "trace_check_results": list(checks),
-        "trace_checks_summary": {"winning_path": "", "gate_failed": False, "failed_gate_ids": [],
-                                 "paths": []},
+        "trace_checks_summary": {
+            "winning_path": "",
+            "gate_failed": False,
+            "failed_gate_ids": [],
+            "paths": [],
+        },
     }
 
 
 def admission(unit: str, grade: str, **extra: Any) -> Event:
     counters = dict.fromkeys(
-        ("unverified_from_unrun_declared", "degraded", "producer_mint_rejected",
-         "unbindable_content_identity", "same_chain_indeterminate", "author_chain_unbound",
-         "failed_declared", "proof_kernel_exempt", "tied_uncap"), 0)
-    payload = {"unit": unit, "effective_grade": grade, "evidence_kind": "oracle",
-               "applied_rank_ops": [], "conflicting_evidence": False,
-               "failed_declared_evidence": False, "provenance": "test", "oracle_author": None,
-               "oracle_runner": None, "work_producer": None, "content_identity": None,
-               "current_content_identity": "", "declared_count": 0, "unrun_count": 0,
-               "counters": counters, "registration": "verdict-grade-registration/v1",
-               "through_version": -1}
+        (
+            "unverified_from_unrun_declared",
+            "degraded",
+            "producer_mint_rejected",
+            "unbindable_content_identity",
+            "same_chain_indeterminate",
+            "author_chain_unbound",
+            "failed_declared",
+            "proof_kernel_exempt",
+            "tied_uncap",
+        ),
+        0,
+    )
+    payload = {
+        "unit": unit,
+        "effective_grade": grade,
+        "evidence_kind": "oracle",
+        "applied_rank_ops": [],
+        "conflicting_evidence": False,
+        "failed_declared_evidence": False,
+        "provenance": "test",
+        "oracle_author": None,
+        "oracle_runner": None,
+        "work_producer": None,
+        "content_identity": None,
+        "current_content_identity": "",
+        "declared_count": 0,
+        "unrun_count": 0,
+        "counters": counters,
+        "registration": "verdict-grade-registration/v1",
+        "through_version": -1,
+    }
     payload.update(extra)
     return (f"unit/{unit}", "verdict.admitted", payload)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from ledger.reconcile_cmd import (
     run_reconcile,
 )
 from ledger.store import init_ledger, open_ledger
-from schemas.canonical import digest
+from schemas.canonical import canonical_json, digest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -658,3 +659,68 @@ def test_a_constraint_naming_a_tool_the_corpus_never_had_is_an_error(tmp_path: P
         ReconcileError, match="cannot be graded against the tools corpus/a recorded.*list_notez"
     ):
         run_tmp(tmp_path)
+
+
+def test_packs_declaring_nothing_reconcile_nothing_and_say_so(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    (pack / "migration.yaml").unlink()
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
+    )
+    assert res.exit_code == 0
+    assert "declares a migration; nothing to reconcile" in res.output
+
+
+def test_a_recorded_reconciliation_recomputes_from_the_log_alone(tmp_path: Path) -> None:
+    """`vledger receipt verify SEQ --recompute`: the receipt event is in the log, the
+    checkpoint it read is consistent with it, and redoing the verdict from the streams it
+    names (no bundle or pack file opened) gives the recorded outputs digest."""
+    init_ledger(tmp_path / "lg").close()
+    make_pack(tmp_path, migration(acknowledged=[{"trial": "corpus/e", "reason": "misread"}],
+                                  evidence={"observations": 5, "kappa": 0.615}))  # fmt: skip
+    make_corpus(tmp_path, [*BALANCED, ("e", True, False)])
+    args = ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--json",
+            "--ledger", str(tmp_path / "lg")]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    with open_ledger(tmp_path / "lg") as lg:
+        (ev,) = list(lg.read(type="reconcile.completed"))
+    shutil.rmtree(tmp_path / "packs")
+    shutil.rmtree(tmp_path / "corpus")
+    check = CliRunner().invoke(
+        main,
+        [
+            "receipt",
+            "verify",
+            str(ev.seq),
+            "--recompute",
+            "--json",
+            "--ledger",
+            str(tmp_path / "lg"),
+        ],
+    )
+    doc = json.loads(check.stdout)
+    assert check.exit_code == 0 and doc["ok"], doc
+    assert any(line.startswith("outputs_digest recomputed") for line in doc["checked"])
+
+
+def test_a_tampered_receipt_config_fails_recompute(tmp_path: Path) -> None:
+    from ledger import receipts
+    from ledger.reconcile_cmd import recompute_reconcile
+
+    init_ledger(tmp_path / "lg").close()
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    args = ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path),
+            "--ledger", str(tmp_path / "lg")]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    with open_ledger(tmp_path / "lg") as lg:
+        (ev,) = list(lg.read(type="reconcile.completed"))
+        recorded = receipts.parse_ledger_receipt(ev).outputs_digest
+        assert recompute_reconcile(lg, ev) == recorded
+        payload = ev.data()
+        payload["config"]["corpora"][0]["trials"].pop()  # one trial fewer
+        forged = type(ev)(ev.seq, ev.stream, ev.stream_version, ev.event_id, ev.type,
+                          ev.schema_version, ev.recorded_at, canonical_json(payload), ev.leaf_hash)  # fmt: skip
+        assert recompute_reconcile(lg, forged) != recorded

@@ -41,19 +41,38 @@ def _history() -> list:
     for task in ("notes_gated", "notes_policy", "refund"):
         for i in range(6):
             passed = (i + len(task)) % 3 != 0
-            g = recorded_grade(0.9 if passed else 0.1, passed,
-                               criteria=[("checked_first", passed, 1.0 if passed else 0.0)])
-            ev += trial_events("c", task, i, model=("m-a", "m-b")[i % 2], grade=g,
-                               tools=[("list_notes", "success", 0.1 * i)],
-                               termination="rate_limit" if i == 5 else "user_stop")
+            g = recorded_grade(
+                0.9 if passed else 0.1,
+                passed,
+                criteria=[("checked_first", passed, 1.0 if passed else 0.0)],
+            )
+            ev += trial_events(
+                "c",
+                task,
+                i,
+                model=("m-a", "m-b")[i % 2],
+                grade=g,
+                tools=[("list_notes", "success", 0.1 * i)],
+                termination="rate_limit" if i == 5 else "user_stop",
+            )
             s = trial_stream("c", task, i)
             task_of[s], verdict[s] = task, passed
     for r, flip in (("r1", set()), ("r2", {"trial/c/refund/0", "trial/c/notes_gated/1"})):
-        ev += replay_events(r, {
-            s: replayed_grade(0.9 if (p ^ (s in flip)) else 0.1, p ^ (s in flip),
-                              checks=[check("listed_first", "pass" if p else "fail"),
-                                      check("quiet", "undecided" if s.endswith("2") else "pass")])
-            for s, p in verdict.items()}, task_of=task_of)
+        ev += replay_events(
+            r,
+            {
+                s: replayed_grade(
+                    0.9 if (p ^ (s in flip)) else 0.1,
+                    p ^ (s in flip),
+                    checks=[
+                        check("listed_first", "pass" if p else "fail"),
+                        check("quiet", "undecided" if s.endswith("2") else "pass"),
+                    ],
+                )
+                for s, p in verdict.items()
+            },
+            task_of=task_of,
+        )
     ev += [admission("u1", "proof"), admission("u2", "known_answer"), admission("u3", "unverified")]
     return ev
 
@@ -141,7 +160,7 @@ def test_report_numbers_come_from_the_views(full_ledger: Path) -> None:
     # replay r2 flipped exactly two verdicts relative to the recorded grades
     assert "latest: r2 re-derived 18 trial(s), 2 verdict(s) differ" in html
     # notes_gated, model m-a: trials 0, 2, 4 measured (5 aborted); (i + 11) % 3 != 0 passes 0, 2
-    assert "notes_gated · m-a: 2/3 passed" in html
+    assert "notes_gated · m-a: 2/3 passed, mean score 0.63" in html
     assert "checked_first × listed_first" in html and "κ=1.000" in html
 
 
@@ -181,9 +200,13 @@ def chromium() -> str:
     if shutil.which("apt-get") and os.geteuid() == 0:
         try:
             subprocess.run(["apt-get", "update"], check=True, capture_output=True, timeout=600)
-            subprocess.run(["apt-get", "install", "-y", "chromium"], check=True,
-                           capture_output=True, timeout=900,
-                           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            subprocess.run(
+                ["apt-get", "install", "-y", "chromium"],
+                check=True,
+                capture_output=True,
+                timeout=900,
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            )
         except (subprocess.SubprocessError, OSError) as exc:
             why = f"chromium could not be installed with apt-get: {exc}"
         found = _find_browser()
@@ -197,9 +220,19 @@ def chromium() -> str:
 def _run_browser(chromium: str, page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     cmd = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra,
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
         page.resolve().as_uri(),
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -216,14 +249,18 @@ def _console_problems(stderr: str) -> list[str]:
 def test_console_capture_sees_errors(chromium: str, tmp_path: Path) -> None:
     """The console check below can fail: a page that logs an error is caught by it."""
     bad = tmp_path / "bad.html"
-    bad.write_text("<!DOCTYPE html><html><body><script>console.error('boom from page')</script>"
-                   "</body></html>", encoding="utf-8")
+    bad.write_text(
+        "<!DOCTYPE html><html><body><script>console.error('boom from page')</script></body></html>",
+        encoding="utf-8",
+    )
     r = _run_browser(chromium, bad, tmp_path, "--dump-dom")
     assert any("boom from page" in line for line in _console_problems(r.stderr)), r.stderr[-2000:]
 
 
 @pytest.mark.browser
-def test_report_renders_in_headless_chromium(chromium: str, full_ledger: Path, tmp_path: Path) -> None:
+def test_report_renders_in_headless_chromium(
+    chromium: str, full_ledger: Path, tmp_path: Path
+) -> None:
     page = tmp_path / "report.html"
     report.write_report(full_ledger, page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
@@ -235,8 +272,14 @@ def test_report_renders_in_headless_chromium(chromium: str, full_ledger: Path, t
         assert s["svgs"] >= 1 and s["shapes"] >= 3, s
 
     shot = tmp_path / "report.png"
-    r = _run_browser(chromium, page, tmp_path, f"--screenshot={shot}", "--window-size=1300,2400",
-                     "--hide-scrollbars")
+    r = _run_browser(
+        chromium,
+        page,
+        tmp_path,
+        f"--screenshot={shot}",
+        "--window-size=1300,2400",
+        "--hide-scrollbars",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert _console_problems(r.stderr) == []
     data = shot.read_bytes()
@@ -254,3 +297,14 @@ def test_empty_report_renders_in_headless_chromium(
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and _console_problems(dom.stderr) == []
     assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * 7
+
+
+def test_long_shared_prefixes_fold_so_labels_stay_distinct() -> None:
+    assert report._distinct(
+        ["notes_add_note_duplicate_check_gated", "notes_add_note_duplicate_check_policy"]
+    ) == ["…gated", "…policy"]
+    assert report._distinct(["task_000", "task_001"]) == [
+        "task_000",
+        "task_001",
+    ]  # short prefix kept
+    assert report._distinct(["only_one_label_here"]) == ["only_one_label_here"]

@@ -24,8 +24,13 @@ from tests.analytics_fixtures import envelope_table, recorded_grade, trial_event
 def _events() -> list:
     ev = []
     for i in range(3):
-        ev += trial_events("c", "t", i, grade=recorded_grade(1.0 if i else 0.0, bool(i)),
-                           tools=[("list_notes", "success", 0.25 * (i + 1))])
+        ev += trial_events(
+            "c",
+            "t",
+            i,
+            grade=recorded_grade(1.0 if i else 0.0, bool(i)),
+            tools=[("list_notes", "success", 0.25 * (i + 1))],
+        )
     return ev
 
 
@@ -93,9 +98,14 @@ def test_refusal_happens_before_the_ledger_is_opened(tmp_path: Path) -> None:
 
 
 def test_reads_are_allowed(ledger: Path) -> None:
-    for sql in ("SELECT 1 AS one", "WITH x AS (SELECT 1 AS a) SELECT * FROM x",
-                "EXPLAIN SELECT * FROM trials", "FROM trials", "DESCRIBE trials",
-                "SELECT count(*) FROM store.events"):
+    for sql in (
+        "SELECT 1 AS one",
+        "WITH x AS (SELECT 1 AS a) SELECT * FROM x",
+        "EXPLAIN SELECT * FROM trials",
+        "FROM trials",
+        "DESCRIBE trials",
+        "SELECT count(*) FROM store.events",
+    ):
         code, _out, err = _sql(ledger, sql)
         assert code == 0, (sql, err)
 
@@ -131,8 +141,12 @@ def test_formats_agree_with_the_query(ledger: Path, tmp_path: Path) -> None:
 
 
 def test_json_columns_are_embedded_as_json(ledger: Path) -> None:
-    code, out, _ = _sql(ledger, "SELECT payload FROM events WHERE type = 'trial.registered' "
-                                "ORDER BY seq LIMIT 1", "--format", "json")
+    code, out, _ = _sql(
+        ledger,
+        "SELECT payload FROM events WHERE type = 'trial.registered' ORDER BY seq LIMIT 1",
+        "--format",
+        "json",
+    )
     assert code == 0
     (row,) = orjson.loads(out)
     assert row["payload"]["task_id"] == "t" and row["payload"]["models"]["agent"]
@@ -176,13 +190,16 @@ def test_while_a_writer_holds_the_store_sealed_segments_are_read(tmp_path: Path)
     pq.write_table(envelope_table(ev[:cut]), lg / "segments" / f"seg-0-{cut - 1}.parquet")
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(lg / analytics.DB_FILE)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-        code, out, err = _sql(lg, "SELECT count(*) AS n, max(seq) AS last FROM events",
-                              "--format", "json")
+        code, out, err = _sql(
+            lg, "SELECT count(*) AS n, max(seq) AS last FROM events", "--format", "json"
+        )
         assert code == 0, err
         assert orjson.loads(out) == [{"n": cut, "last": cut - 1}]
         assert "sealed segment" in err and "after the last seal are not shown" in err
@@ -214,3 +231,50 @@ def test_readme_section_documents_every_view_and_column() -> None:
         assert documented == [c for c, _ in v.columns], v.name
     for cmd in ('vledger sql "QUERY"', "vledger sql --schema", "vledger report"):
         assert cmd in doc
+
+
+def test_shared_json_flag_means_format_json_and_clashes_are_named(ledger: Path) -> None:
+    code, out, _ = _sql(ledger, "SELECT 1 AS one", "--json")
+    assert code == 0 and orjson.loads(out) == [{"one": 1}]
+    code, _out, err = _sql(ledger, "SELECT 1 AS one", "--json", "--format", "csv")
+    assert code == 2 and "--json and --format csv clash" in err
+
+
+def test_parquet_to_stdout(ledger: Path) -> None:
+    r = CliRunner().invoke(
+        main, ["sql", "--ledger", str(ledger), "SELECT 2 AS two", "--format", "parquet"]
+    )
+    assert r.exit_code == 0
+    assert pq.read_table(io.BytesIO(r.stdout_bytes)).to_pylist() == [{"two": 2}]
+
+
+def test_segments_sealed_by_the_store_are_read_while_it_is_held(tmp_path: Path) -> None:
+    """Same as above, with the store's own ``seal`` writing the segments."""
+    from ledger.segments import seal  # noqa: PLC0415
+    from ledger.store import open_ledger  # noqa: PLC0415
+
+    lg_dir = write_ledger(tmp_path / "lg", _events())
+    with open_ledger(lg_dir) as lg:
+        sealed = seal(lg)
+        size = lg.size()
+    assert sealed
+    with analytics.connect(lg_dir) as (con, _):
+        want = analytics.run(con, "SELECT * FROM pass_at_k ORDER BY ALL").to_pylist()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(lg_dir / analytics.DB_FILE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        table, source = analytics.query_with_source(lg_dir, "SELECT count(*) AS n FROM events")
+        assert source.kind == "segments" and table.to_pylist() == [{"n": size}]
+        got = analytics.query(lg_dir, "SELECT * FROM pass_at_k ORDER BY ALL")
+        assert got.to_pylist() == want
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)

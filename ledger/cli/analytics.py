@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from ledger import analytics, views
 from ledger.cli import main
-from ledger.cli.options import ledger_option, resolve_ledger
+from ledger.cli.options import json_option, ledger_option, resolve_ledger
 
 FORMATS = ("table", "csv", "json", "parquet")
 _CELL_WIDTH = 60
@@ -143,8 +143,14 @@ def _schema_text() -> str:
     "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE."
 )
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
+@json_option
 def sql_command(
-    query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool
+    query: str | None,
+    ledger_dir: Path | None,
+    fmt: str,
+    out: Path | None,
+    schema: bool,
+    as_json: bool,
 ) -> None:
     """Run a read-only SQL QUERY over the ledger's documented views.
 
@@ -157,6 +163,10 @@ def sql_command(
                    WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
       vledger sql --schema
     """
+    if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
+        if fmt not in ("table", "json"):
+            raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
+        fmt = "json"
     if schema:
         if fmt == "table":
             text = _schema_text()

@@ -32,13 +32,12 @@ from ledger.reconcile_cmd import (
     Outcome,
     ReconcileError,
     append_receipt,
-    read_pack,
-    resolve_corpus,
     run_reconcile,
+    validate_pack,
 )
 from ledger.store import open_ledger
 from reconcile.report import render_text
-from reconcile.validate import validate_migration
+from schemas.migration import MigrationFile
 
 EXIT_INVOCATION = 3
 
@@ -82,9 +81,17 @@ def reconcile(
 ) -> None:
     """Check migration.yaml claims against the judge's recorded verdicts.
 
-    Example, over the shared notes corpus:
+    Without --dry-run each corpus is ingested into --ledger, every trial is read back from
+    it, and reconcile.completed is appended with a receipt.
 
+    \b
+    Example, over the shared notes corpus:
         vledger reconcile --packs ../shared/corpora/packs --base ../shared --dry-run
+
+    \b
+    Exit: 0 every narrowed/retired entry reached no_counter_evidence;
+          1 insufficient_evidence, a refusal or an unreadable bundle;
+          2 usage; 3 the invocation cannot run. Candidates never gate.
     """
     inv = Invocation(
         packs=list(packs) or [Path("examples")],
@@ -94,6 +101,11 @@ def reconcile(
     outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir))
     if as_json:
         emit_json(outcome.document)
+    elif not outcome.reports:
+        roots = ", ".join(str(p) for p in inv.packs)
+        click.echo(
+            f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
+        )
     else:
         for report in outcome.reports:
             click.echo(render_text(report), err=True, nl=False)
@@ -137,25 +149,20 @@ def _run_recorded(inv: Invocation, ledger_dir: Path) -> Outcome:
 def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
     """Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
 
-    Example: vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+    \b
+    Example:
+        vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+
+    Exit 1 when any rule is broken, each error naming what to write instead.
     """
     try:
-        pack = read_pack(pack_dir)
+        pack, findings = validate_pack(pack_dir, base if base is not None else Path.cwd())
     except MigrationLoadError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     except ReconcileError as exc:
         _fail(str(exc))
         return
-    base = base if base is not None else Path.cwd()
-    findings = []
-    if pack.migration is not None:
-        corpora = {
-            e.corpus_value: resolve_corpus(e.corpus_value, base)
-            for e in pack.migration.migrations
-            if e.corpus_value is not None
-        }
-        findings = validate_migration(pack.migration, pack.view, corpora)
     if as_json:
         emit_json(
             {
@@ -173,14 +180,16 @@ def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
                 "exit_code": 1 if findings else 0,
             }
         )
-    elif pack.migration is None:
-        click.echo(f"{pack_dir}: no migration.yaml — nothing declared, nothing to check")
     else:
-        for f in findings:
-            click.echo(f"{pack_dir / 'migration.yaml'}: {f}")
-        n = len(pack.migration.migrations)
-        click.echo(
-            f"{pack_dir / 'migration.yaml'}: {n} entr{'y' if n == 1 else 'ies'}, "
-            f"{len(findings)} error{'' if len(findings) == 1 else 's'}"
-        )
+        click.echo(_validate_text(pack_dir, pack.migration, findings), nl=False)
     sys.exit(1 if findings else 0)
+
+
+def _validate_text(pack_dir: Path, migration: MigrationFile | None, findings: list) -> str:
+    if migration is None:
+        return f"{pack_dir}: no migration.yaml — nothing declared, nothing to check\n"
+    where = pack_dir / "migration.yaml"
+    n, k = len(migration.migrations), len(findings)
+    lines = [f"{where}: {f}" for f in findings]
+    lines.append(f"{where}: {n} entr{'y' if n == 1 else 'ies'}, {k} error{'' if k == 1 else 's'}")
+    return "\n".join(lines) + "\n"
