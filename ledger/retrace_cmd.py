@@ -133,7 +133,9 @@ def group_trials(
     return keep
 
 
-def _run_chunk(chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override) -> list[TrialRetrace]:
+def _run_chunk(
+    chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override
+) -> list[TrialRetrace]:
     return [retrace_trial(evs, override) for _, evs in chunk]
 
 
@@ -189,7 +191,11 @@ def _config_record(source: dict[str, Any], corpus: str | None, task: str | None)
 
 
 def replay_events(
-    outcomes: Sequence[TrialRetrace], report: dict[str, Any], config: dict[str, Any], size: int, root: bytes
+    outcomes: Sequence[TrialRetrace],
+    report: dict[str, Any],
+    config: dict[str, Any],
+    size: int,
+    root: bytes,
 ) -> list[NewEvent]:
     """One grade.replayed per re-derived trial and the replay.completed receipt."""
     config_digest = digest(config)
@@ -294,7 +300,9 @@ def retrace(
     appended = 0
     if not dry_run:
         appended = lg.append(events).appended
-    exit_code = EXIT_NOT_RECHECKED if any(o.status == "not_rechecked" for o in outcomes) else EXIT_OK
+    exit_code = (
+        EXIT_NOT_RECHECKED if any(o.status == "not_rechecked" for o in outcomes) else EXIT_OK
+    )
     report["exit_code"] = exit_code
     return RetraceResult(report, exit_code, appended)
 

@@ -76,7 +76,11 @@ def _subdirs(path: Path) -> list[Path]:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
         return []
-    return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+    return [
+        Path(e.path)
+        for e in entries
+        if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+    ]
 
 
 def is_pack(path: Path) -> bool:
