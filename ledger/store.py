@@ -210,6 +210,12 @@ def open_ledger(
             raise LedgerNotFound(root)
     lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
     try:
+        version = lg.meta("format_version")
+        if version != FORMAT_VERSION:
+            raise LedgerError(
+                f"ledger {str(root)!r} has format version {version!r}; this vledger reads "
+                f"{FORMAT_VERSION!r} (upgrade vledger, or migrate the ledger)"
+            )
         lg._recover()
     except BaseException:
         lg.close()

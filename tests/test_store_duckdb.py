@@ -71,3 +71,15 @@ def test_non_finite_floats_are_refused_not_rewritten(tmp_path: Path, bad: float)
         assert info.value.index == 1
         assert "payload.x[1].y is NaN or Infinity" in str(info.value)
         assert lg.size() == 0
+
+
+def test_open_refuses_an_unknown_format_version(tmp_path: Path) -> None:
+    from ledger.errors import LedgerError
+    from ledger.store import open_ledger
+    from tests.store_helpers import raw
+
+    init_ledger(tmp_path / "l").close()
+    with raw(tmp_path / "l") as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'format_version'")
+    with pytest.raises(LedgerError, match="has format version '99'; this vledger reads '1'"):
+        open_ledger(tmp_path / "l")
