@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import math
 import os
 import random
 import re
@@ -209,6 +210,12 @@ def open_ledger(
             raise LedgerNotFound(root)
     lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
     try:
+        version = lg.meta("format_version")
+        if version != FORMAT_VERSION:
+            raise LedgerError(
+                f"ledger {str(root)!r} has format version {version!r}; this vledger reads "
+                f"{FORMAT_VERSION!r} (upgrade vledger, or migrate the ledger)"
+            )
         lg._recover()
     except BaseException:
         lg.close()
@@ -287,6 +294,13 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
         raise InvalidEvent(index, str(exc)) from None
     except TypeError as exc:  # orjson: a value JSON cannot carry
         raise InvalidEvent(index, f"payload is not JSON-serialisable: {exc}") from None
+    if b"null" in payload:  # orjson writes NaN/Infinity as null: refuse, never rewrite
+        where = _non_finite_path(ev.payload, "payload")
+        if where is not None:
+            raise InvalidEvent(
+                index,
+                f"{where} is NaN or Infinity, which JSON cannot carry; store it as a string or null",
+            )
     event_id = ev.event_id
     if event_id is None:
         event_id = derive_event_id(ev.stream, ev.type, ev.schema_version, payload)
@@ -365,6 +379,9 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
         payloads = [canonical_json(p) for p in objs]
     except TypeError:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    for i, raw in enumerate(payloads):
+        if b"null" in raw and _non_finite_path(objs[i], "payload") is not None:
+            prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = [e.event_id for e in evs]
     if not all(type(x) is str and x for x in ids):
         for i, x in enumerate(ids):
@@ -373,6 +390,23 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
             elif type(x) is not str or not x:
                 prepare_event(i, evs[i])  # raises the precise InvalidEvent
     return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """Path of the first NaN/Infinity float inside ``value`` (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite_path(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _non_finite_path(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:

@@ -287,16 +287,23 @@ def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
 
 
 @main.command("seal")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Rows per segment (a longer trial still stays whole).",
+)
 @ledger_option
 @busy_option
 @json_option
-def seal_cmd(ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+def seal_cmd(max_rows: int, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
     """Seal unsealed events into immutable Parquet segments (trial streams never split).
 
     Example: vledger seal
     """
     with _open(ledger_dir, busy_timeout) as lg:
-        made = _run(lambda: lg.seal())
+        made = _run(lambda: lg.seal(max_rows))
     if as_json:
         emit_json([m.model_dump() for m in made])
         return
