@@ -238,7 +238,7 @@ def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: Ya
 
 def _unit(task: _Task, limits: YamlLimits) -> Unit:
     if task.kind == "run":
-        stream, events = run_events(task.path, task.source)
+        stream, events = run_events(task.path, task.source, limits.max_bytes)
         return Unit("run", task.source, stream, events)
     if task.kind == "pack":
         raw = read_pack(task.path, task.source, limits)

@@ -434,3 +434,9 @@ def test_a_directory_of_everything_ingests_everything_once(tmp_path: Path, lg: L
     )
     assert (again.trials_present, again.packs_present, again.runs_present) == (17, 2, 1)
     assert lg.size() == size
+
+
+def test_oversize_run_file_is_refused_by_name(lg: Ledger) -> None:
+    with pytest.raises(IngestError, match=r"demo-run/events.jsonl: file is 19242 bytes, over the 10000-byte limit"):
+        ingest(lg, [DEMO_RUN], limits=YamlLimits(max_bytes=10_000))
+    assert lg.size() == 0
