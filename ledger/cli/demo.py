@@ -115,7 +115,7 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     click.echo(
         "\nNext, try:\n"
         f"  vledger log --ledger {ledger_dir} --type grade.replayed --json | head\n"
-        f"  vledger sql --ledger {ledger_dir} \"select task_id, n, c, pass_at_1 from pass_at_k\"\n"
+        f"  vledger sql --ledger {ledger_dir} \"select task_id, model, n, c, pass_at_k from pass_at_k where level = 'task' and basis = 'current' and k = 1\"\n"
         f"  vledger grade --ledger {ledger_dir} corpora/notes_duplicate_check/met/"
         "native_shared_domain_policy_demo_20260803_063010_trial0\n"
         f"  vledger prove --ledger {ledger_dir} 0\n"
