@@ -238,7 +238,7 @@ def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: Ya
 
 def _unit(task: _Task, limits: YamlLimits) -> Unit:
     if task.kind == "run":
-        stream, events = run_events(task.path, task.source)
+        stream, events = run_events(task.path, task.source, limits.max_bytes)
         return Unit("run", task.source, stream, events)
     if task.kind == "pack":
         raw = read_pack(task.path, task.source, limits)
@@ -281,8 +281,19 @@ def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) 
     )
 
 
+# The event types ingest writes. Only these are compared on re-ingest, so an event another
+# component appends to the same stream later (an annotation, a replay) is not "a change".
+INGEST_TYPES = frozenset(
+    {
+        "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "state.recorded",
+        "grade.recorded", "timeline.event", "pack.registered", "migration.declared",
+        "run.event", "receipt.issued",
+    }
+)  # fmt: skip
+
+
 def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[str]]:
-    """Event ids of each of ``streams`` already in the ledger, in stream order."""
+    """Ids of the ingest-written events of each of ``streams`` in the ledger, in stream order."""
     wanted = set(streams)
     prefixes = sorted(
         {
@@ -295,9 +306,12 @@ def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
         table = ledger.read_arrow(stream_prefix=prefix)
-        cols = table.select(["stream", "stream_version", "event_id"]).to_pydict()
-        for s, v, e in zip(cols["stream"], cols["stream_version"], cols["event_id"], strict=True):
-            if s in wanted:
+        cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
+        rows = zip(
+            cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
+        )
+        for s, v, e, t in rows:
+            if s in wanted and t in INGEST_TYPES:
                 out.setdefault(s, []).append((v, e))
     return {s: [e for _, e in sorted(rows)] for s, rows in out.items()}
 

@@ -434,3 +434,22 @@ def test_a_directory_of_everything_ingests_everything_once(tmp_path: Path, lg: L
     )
     assert (again.trials_present, again.packs_present, again.runs_present) == (17, 2, 1)
     assert lg.size() == size
+
+
+def test_oversize_run_file_is_refused_by_name(lg: Ledger) -> None:
+    with pytest.raises(
+        IngestError, match=r"demo-run/events.jsonl: file is 19242 bytes, over the 10000-byte limit"
+    ):
+        ingest(lg, [DEMO_RUN], limits=YamlLimits(max_bytes=10_000))
+    assert lg.size() == 0
+
+
+def test_events_others_append_to_a_trial_stream_are_not_a_change(lg: Ledger) -> None:
+    from schemas.envelope import NewEvent
+
+    ingest(lg, [NOTES / "met" / M0])
+    (stream,) = lg.streams(prefix="trial/")
+    lg.append([NewEvent(stream, "ext.note", {"by": "a reviewer"})])
+    size = lg.size()
+    report = ingest(lg, [NOTES / "met" / M0])
+    assert (report.trials_present, report.events_new, lg.size()) == (1, 0, size)

@@ -65,3 +65,11 @@ def test_grade_is_open_inside_and_typed_at_its_head() -> None:
 def test_enumerations_and_nested_shapes_are_closed(type_: str, change: dict, field: str) -> None:
     with pytest.raises(PayloadError, match=field.replace(".", r"\.")):
         validate_payload(type_, {**VALID[type_], **change})
+
+
+def test_reingest_compares_every_type_ingest_writes() -> None:
+    from ledger.ingest import INGEST_TYPES
+    from schemas import trial_events
+
+    written = (set(trial_events.PAYLOADS) - {"ingest.skipped"}) | {"run.event", "receipt.issued"}
+    assert set(INGEST_TYPES) == written
