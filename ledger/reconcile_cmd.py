@@ -36,6 +36,7 @@ from ledger.importers.tolokaforge import (
     BundleContext,
     BundlePlan,
     Corpus,
+    PlannedEvent,
     bundle_events,
     bundle_location,
     read_corpus,
@@ -86,6 +87,8 @@ class MigrationLoadError(ReconcileError):
 
 
 class UnreadableBundle(Exception):
+    """One bundle that cannot be read as a trial; reported by name, never fatal to the run."""
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
@@ -200,8 +203,13 @@ def read_pack(directory: Path, base: Path | None = None) -> Pack:
     if not isinstance(task_id, str):
         raise ReconcileError(f"{directory / 'task.yaml'}: no task_id")
     grading_name = task.get("grading") or "grading.yaml"
+    if not isinstance(grading_name, str):
+        raise ReconcileError(
+            f"{directory / 'task.yaml'}: grading is {type(grading_name).__name__}; write the "
+            "path of the pack's grading file (e.g. grading: grading.yaml)"
+        )
     grading_path = directory / grading_name
-    if not isinstance(grading_name, str) or not grading_path.is_file():
+    if not grading_path.is_file():
         raise ReconcileError(
             f"pack {directory} ({task_id}) has no grading file on disk (looked for "
             f"{grading_path}) — the migration is recomputed from that file's trace_checks"
@@ -348,12 +356,12 @@ def plan_bundle(
     return bundle_events(raw, ctx)
 
 
-def stored(events: Sequence[NewEvent]) -> list[StoredEvent]:
+def stored(events: Sequence[NewEvent | PlannedEvent]) -> list[StoredEvent]:
     """A planned stream as the ledger would hand it back (positions only; nothing written)."""
     epoch = _dt.datetime.fromtimestamp(0, _dt.UTC)
     return [
-        StoredEvent(i, e.stream, i, e.event_id or "", e.type, e.schema_version, epoch,
-                    canonical_json(e.payload), b"")
+        StoredEvent(i, e.stream, i, e.event_id or "", e.type, getattr(e, "schema_version", 1),
+                    epoch, e.body if isinstance(e, PlannedEvent) else canonical_json(e.payload), b"")
         for i, e in enumerate(events)
     ]  # fmt: skip
 

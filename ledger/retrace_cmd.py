@@ -114,12 +114,18 @@ def override_from_source(source: dict[str, Any], label: str = "") -> Override:
 
 
 def group_trials(
-    events: Iterable[StoredEvent], *, corpus: str | None = None, task: str | None = None
+    events: Iterable[StoredEvent],
+    *,
+    corpus: str | None = None,
+    task: str | None = None,
+    streams: frozenset[str] | None = None,
 ) -> dict[str, list[StoredEvent]]:
-    """Trial streams and their events, filtered by the registered corpus and task."""
+    """Trial streams and their events, filtered by the registered corpus and task (and,
+    for ``--source``, by exactly the streams that source holds)."""
     groups: dict[str, list[StoredEvent]] = defaultdict(list)
     for ev in events:
-        groups[ev.stream].append(ev)
+        if streams is None or ev.stream in streams:
+            groups[ev.stream].append(ev)
     keep = {}
     for stream, evs in sorted(groups.items()):
         reg = next((e.data() for e in evs if e.type == "trial.registered"), None)
@@ -133,9 +139,7 @@ def group_trials(
     return keep
 
 
-def _run_chunk(
-    chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override
-) -> list[TrialRetrace]:
+def _run_chunk(chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override) -> list[TrialRetrace]:
     return [retrace_trial(evs, override) for _, evs in chunk]
 
 
@@ -181,21 +185,20 @@ def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
     )
 
 
-def _config_record(source: dict[str, Any], corpus: str | None, task: str | None) -> dict[str, Any]:
+def _config_record(
+    source: dict[str, Any], corpus: str | None, task: str | None, streams: frozenset[str] | None
+) -> dict[str, Any]:
     return {
         "projection_version": PROJECTION_VERSION,
         "corpus": corpus,
         "task": task,
+        "streams": None if streams is None else sorted(streams),
         "override": source,
     }
 
 
 def replay_events(
-    outcomes: Sequence[TrialRetrace],
-    report: dict[str, Any],
-    config: dict[str, Any],
-    size: int,
-    root: bytes,
+    outcomes: Sequence[TrialRetrace], report: dict[str, Any], config: dict[str, Any], size: int, root: bytes
 ) -> list[NewEvent]:
     """One grade.replayed per re-derived trial and the replay.completed receipt."""
     config_digest = digest(config)
@@ -264,6 +267,7 @@ def retrace(
     constraints_file: Path | None = None,
     workers: int = 1,
     dry_run: bool = False,
+    streams: frozenset[str] | None = None,
     on_total: Callable[[int], None] | None = None,
     on_done: Callable[[int], None] | None = None,
 ) -> RetraceResult:
@@ -276,6 +280,7 @@ def retrace(
         lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1) if size else [],
         corpus=corpus,
         task=task,
+        streams=streams,
     )
     if not groups:
         where = " ".join(f"--{k} {v}" for k, v in (("corpus", corpus), ("task", task)) if v)
@@ -290,7 +295,7 @@ def retrace(
         report = build_report(outcomes)
     except RetraceReportError as exc:
         raise RetraceError(str(exc)) from None
-    config = _config_record(source, corpus, task)
+    config = _config_record(source, corpus, task, streams)
     root = lg.root(size)
     events = replay_events(outcomes, report, config, size, root)
     completed = events[-1].payload
@@ -300,9 +305,7 @@ def retrace(
     appended = 0
     if not dry_run:
         appended = lg.append(events).appended
-    exit_code = (
-        EXIT_NOT_RECHECKED if any(o.status == "not_rechecked" for o in outcomes) else EXIT_OK
-    )
+    exit_code = EXIT_NOT_RECHECKED if any(o.status == "not_rechecked" for o in outcomes) else EXIT_OK
     report["exit_code"] = exit_code
     return RetraceResult(report, exit_code, appended)
 
@@ -317,6 +320,7 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
         lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1) if size else [],
         corpus=config.get("corpus"),
         task=config.get("task"),
+        streams=None if config.get("streams") is None else frozenset(config["streams"]),
     )
     return outputs_digest(run_projection(groups, override))
 

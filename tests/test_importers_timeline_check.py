@@ -32,7 +32,11 @@ def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
 def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
     plan = _plan()
     events = plan.new_events()
-    i = next(k for k, e in enumerate(events) if e.type == "timeline.event" and e.payload["kind"] == "tool_call")
+    i = next(
+        k
+        for k, e in enumerate(events)
+        if e.type == "timeline.event" and e.payload["kind"] == "tool_call"
+    )
     forged = dict(events[i].payload, tool_name="delete_note")
     events[i] = replace(events[i], payload=forged, event_id=None)
     with open_ledger(tmp_path / "lg", create=True) as lg:
@@ -56,7 +60,8 @@ def test_a_missing_timeline_tail_is_named(tmp_path: Path) -> None:
 def test_a_foreign_projection_version_is_named(tmp_path: Path) -> None:
     events = [
         replace(e, payload=dict(e.payload, timeline_version="timeline/0"), event_id=None)
-        if e.type == "timeline.event" else e
+        if e.type == "timeline.event"
+        else e
         for e in _plan().new_events()
     ]
     with open_ledger(tmp_path / "lg", create=True) as lg:

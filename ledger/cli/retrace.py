@@ -22,42 +22,20 @@ from ledger.store import open_ledger
 
 @main.command("retrace")
 @click.option("--corpus", default=None, metavar="NAME", help="Only trials of this corpus.")
-@click.option(
-    "--source",
-    default=None,
-    type=click.Path(exists=True, path_type=Path),
-    help="Ingest PATH first (bundle, run dir, corpus…), then retrace what it holds.",
-)
+@click.option("--source", default=None, type=click.Path(exists=True, path_type=Path),
+              help="Ingest PATH first (bundle, run dir, corpus…), then retrace what it holds.")
 @click.option("--task", default=None, metavar="ID", help="Only trials of this task.")
-@click.option(
-    "--constraints",
-    "constraints_file",
-    default=None,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Replace every trial's trace_checks block with this one (a grading document "
-    "with trace_checks:, or a bare constraints:/alternatives: block).",
-)
-@click.option(
-    "--grading",
-    "grading_file",
-    default=None,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Replace every trial's whole grading config with this grading.yaml.",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(["local"]),
-    default="local",
-    show_default=True,
-    help="Where the projection runs.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes for the local engine; results are identical for any N.",
-)
+@click.option("--constraints", "constraints_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replace every trial's trace_checks block with this one (a grading document "
+                   "with trace_checks:, or a bare constraints:/alternatives: block).")
+@click.option("--grading", "grading_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Replace every trial's whole grading config with this grading.yaml.")
+@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True,
+              help="Where the projection runs.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes for the local engine; results are identical for any N.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
 @ledger_option
 @json_option
@@ -91,19 +69,20 @@ def retrace_command(
         if dry_run and source is not None:
             # --dry-run writes nothing, so the source is read into a throwaway log.
             with MemoryLedger() as lg:
-                ingest(lg, [str(source)], corpus=corpus)
-                result = _run(
-                    lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run
-                )
+                rep = ingest(lg, [str(source)], corpus=corpus)
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
+                              workers, dry_run, frozenset(rep.trial_streams))
         else:
             with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
                 if source is not None:
                     rep = ingest(lg, [str(source)], corpus=corpus)
                     if not as_json:
                         err.print(f"ingest: {rep.summary()}")
-                result = _run(
-                    lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run
-                )
+                    streams: frozenset[str] | None = frozenset(rep.trial_streams)
+                else:
+                    streams = None
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
+                              workers, dry_run, streams)
     except (RetraceError, IngestError) as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
@@ -119,44 +98,18 @@ def retrace_command(
     sys.exit(result.exit_code)
 
 
-def _run(
-    lg: Any,
-    err: Console,
-    quiet: bool,
-    corpus,
-    task,
-    grading_file,
-    constraints_file,
-    workers,
-    dry_run,
-):  # noqa: ANN001
+def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file,  # noqa: ANN001
+         workers, dry_run, streams):  # noqa: ANN001
     if quiet or not err.is_terminal:
-        return retrace(
-            lg,
-            corpus=corpus,
-            task=task,
-            grading_file=grading_file,
-            constraints_file=constraints_file,
-            workers=workers,
-            dry_run=dry_run,
-        )
-    with Progress(
-        TextColumn("retrace"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+        return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
+                       constraints_file=constraints_file, workers=workers, dry_run=dry_run,
+                       streams=streams)
+    with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
         return retrace(
-            lg,
-            corpus=corpus,
-            task=task,
-            grading_file=grading_file,
-            constraints_file=constraints_file,
-            workers=workers,
-            dry_run=dry_run,
+            lg, corpus=corpus, task=task, grading_file=grading_file,
+            constraints_file=constraints_file, workers=workers, dry_run=dry_run, streams=streams,
             on_total=lambda n: bar.update(job, total=n),
             on_done=lambda n: bar.advance(job, n),
         )
@@ -167,42 +120,21 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
     counts: dict[str, int] = {}
     for t in trials:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
-    out.print(
-        f"[bold]retrace {report['replay_id']}[/bold] — {len(trials)} trial(s): "
-        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    )
+    out.print(f"[bold]retrace {report['replay_id']}[/bold] — {len(trials)} trial(s): "
+              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     for t in trials:
         if t["status"] == "disagreed":
             for d in t["differences"]:
-                out.print(
-                    f"  [red]disagreed[/red] {t['trial']}: {d['component']} recorded "
-                    f"{d['recorded']} vs replayed {d['replayed']}"
-                )
+                out.print(f"  [red]disagreed[/red] {t['trial']}: {d['component']} recorded "
+                          f"{d['recorded']} vs replayed {d['replayed']}")
         elif t["status"] == "not_rechecked":
             out.print(f"  [yellow]not re-checked[/yellow] {t['trial']}: {t['reason']}")
     if report["constraints"]:
-        table = Table(
-            "task",
-            "constraint",
-            "route",
-            "class",
-            "evaluated",
-            "passed",
-            "failed",
-            "undecided",
-            title="constraints",
-        )
+        table = Table("task", "constraint", "route", "class", "evaluated", "passed", "failed",
+                      "undecided", title="constraints")
         for c in report["constraints"]:
-            table.add_row(
-                c["task_id"],
-                c["id"],
-                c["route"] or "-",
-                c["class"],
-                str(c["evaluated"]),
-                str(c["passed"]),
-                str(c["failed"]),
-                str(c["undecided"]),
-            )
+            table.add_row(c["task_id"], c["id"], c["route"] or "-", c["class"], str(c["evaluated"]),
+                          str(c["passed"]), str(c["failed"]), str(c["undecided"]))
         out.print(table)
     for p in report["paths"]:
         out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
@@ -212,7 +144,5 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
     if report.get("dry_run"):
         out.print("dry run: nothing appended")
     else:
-        out.print(
-            f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
-            f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)"
-        )
+        out.print(f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
+                  f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)")

@@ -13,7 +13,7 @@ the name ``tolokaforge curate`` gives the same trial. ``/`` and ``%`` inside a
 component are percent-encoded so a stream always splits back into four parts.
 
 **Event ids** are content-derived: the first 32 hex digits of SHA-256 over the
-canonical JSON of ``[stream, position, type, payload]``. Re-ingesting identical
+canonical JSON of ``[stream, position, type]``, a newline, and the canonical payload. Re-ingesting identical
 material therefore appends nothing; a bundle whose content changed yields different ids
 at some position, which ``ledger.ingest`` reports as *changed* instead of merging.
 """
@@ -119,6 +119,7 @@ class PlannedEvent:
     event_id: str
     body: bytes
     expected_version: int | str = "any"
+    schema_version: int = 1  # NewEvent's attribute surface, so callers may read either
 
     @property
     def payload(self) -> Any:
@@ -130,6 +131,7 @@ class PlannedEvent:
             self.type,
             parse_json(self.body),
             event_id=self.event_id,
+            schema_version=self.schema_version,
             expected_version=self.expected_version,
         )
 
