@@ -201,7 +201,8 @@ def main() -> None:
         rate, marks = bench_memory(tmp, args.memory_events) if args.memory_events else (0.0, {})
     n = args.events
     print(
-        f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event\n"
+        f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event, "
+        f"best of {args.reps} alternating runs per side\n"
     )
     print("| measure | verdict-ledger | baseline | ratio | target |")
     print("| --- | --- | --- | --- | --- |")

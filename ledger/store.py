@@ -13,16 +13,19 @@ Guarantees (each pinned by ``tests/store_contract.py``):
 * ``seq`` is dense from 0 and assigned under the single writer, so commit order = seq order;
 * ``expected_version`` is checked against the stream as it stood before the batch;
 * ``event_id`` is the idempotency key. When the caller gives none, it is derived from the
-  content: ``sha256(canonical_json([stream, type, schema_version, payload]))`` in hex. So
-  re-appending identical content to the same stream without ids is a no-op: callers who
-  want two identical events in one stream must give them distinct ``event_id`` s;
+  content: the hex ``sha256(canonical_json([stream, type, schema_version]) + b"\\n" +
+  payload)`` (:func:`derive_event_id`). So re-appending identical content to the same
+  stream without ids is a no-op: callers who want two identical events in one stream must
+  give them distinct ``event_id`` s;
 * there is no update or delete method;
 * the Merkle frontier (O(log n) hashes) lives in the ``tree_state`` row and each interior
-  node is stored once when complete, so appends never re-read history and proofs read at
-  most O(log n) stored hashes.
+  node is stored once when complete, so appends never re-read history; a root reads at
+  most log₂ n + 1 stored hashes and a proof O(log² n) in the worst case (one batched read).
 
 DuckDB allows one read-write process per file: :func:`open_ledger` retries the file lock
-for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`.
+for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`. Each connection caps
+DuckDB's buffer pool (``$VLEDGER_DUCKDB_MEMORY``, default 128MB) so a long-running writer's
+memory stays flat; bigger queries spill to disk.
 """
 
 from __future__ import annotations

@@ -7,11 +7,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent, envelope_bytes
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 def run(*args: str, env: dict[str, str] | None = None):

@@ -14,6 +14,9 @@ from ledger.store import Ledger, init_ledger, open_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent
 from tests.store_contract import StoreContract
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 class TestDuckDBStore(StoreContract):
@@ -38,7 +41,7 @@ json_values = st.recursive(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     payloads=st.lists(
