@@ -163,8 +163,9 @@ def test_verify_rechecks_replay_receipts_and_names_a_forged_one(notes_ledger) ->
     assert verify_projection_receipts(notes_ledger) == []
     forged = dict(result.report["receipt"])
     forged["checkpoint"] = {"size": forged["checkpoint"]["size"], "root": "00" * 32}
+    completed = next(iter(notes_ledger.read(type="replay.completed"))).data()
     notes_ledger.append([NewEvent("replay/forged", "replay.completed",
-                                  {"replay_id": "forged", "receipt": forged})])
+                                  {**completed, "replay_id": "forged", "receipt": forged})])
     problems = verify_projection_receipts(notes_ledger)
     assert len(problems) >= 1
     assert all(p.where.startswith("replay.completed at seq") for p in problems)
@@ -179,3 +180,12 @@ def test_source_scopes_the_retrace_to_what_the_source_holds(tmp_path: Path) -> N
     second = runner.invoke(main, ["retrace", "--ledger", led, "--source", str(NOTES / "not_met"), "--json"])
     report = json.loads(second.output[second.output.index("{"):])
     assert len(report["trials"]) == 5  # not the 12 `met` trials already in the ledger
+
+
+def test_replay_payloads_are_closed_to_misspelt_keys(notes_ledger) -> None:
+    from ledger.errors import InvalidEvent
+    from schemas.envelope import NewEvent
+
+    with pytest.raises(InvalidEvent, match="gradee"):
+        notes_ledger.append([NewEvent("replay/x", "grade.replayed",
+                                      {"trial": "t", "replay_id": "r", "grade": None, "gradee": 1})])
