@@ -62,14 +62,14 @@ from ledger.importers.tolokaforge import (
 )
 from ledger.importers.verdict_core import run_events
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits, YamlLoadError
-from ledger.verify import EXTRA_CHECKS
+from ledger.verify import DEEP_CHECKS
 from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"
 
-# `vledger verify` recomputes every stored timeline from its trial's raw events.
-if check_timelines not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(check_timelines)
+# `vledger verify --deep` recomputes every stored timeline from its trial's raw events.
+if check_timelines not in DEEP_CHECKS:
+    DEEP_CHECKS.append(check_timelines)
 Progress = Callable[[int, int, str], None]
 
 

@@ -668,11 +668,11 @@ class Ledger:
 
         return segments.seal(self, max_rows or segments.DEFAULT_MAX_ROWS)
 
-    def verify(self, pub: Verifier | None = None) -> VerifyReport:
+    def verify(self, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
         """Recompute and check everything (see :mod:`ledger.verify`)."""
         from ledger.verify import verify_ledger
 
-        return verify_ledger(self, pub)
+        return verify_ledger(self, pub, deep=deep)
 
     # appending
 

@@ -115,10 +115,15 @@ ExtraCheck = Callable[["Ledger"], list[Problem]]
 
 # Other areas append their checks here; verify runs them after the core checks.
 EXTRA_CHECKS: list[ExtraCheck] = []
+# Checks that re-run a projection over raw events (e.g. the stored timelines): costlier,
+# so `vledger verify --deep` runs them.
+DEEP_CHECKS: list[ExtraCheck] = []
 
 
-def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
-    """Run every core check, then :data:`EXTRA_CHECKS`; never raises for bad data."""
+def verify_ledger(lg: Ledger, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
+    """Run every core check, then :data:`EXTRA_CHECKS` (and, with ``deep``,
+    :data:`DEEP_CHECKS`, which recompute projections stored in the log); never raises for
+    bad data."""
     from ledger.segments import check_segments
 
     report = VerifyReport(signatures_checked=pub is not None)
@@ -130,7 +135,7 @@ def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
         return report
     _check_checkpoints(lg, report, pub, roots)
     report.segments = check_segments(lg, report)
-    for check in EXTRA_CHECKS:
+    for check in [*EXTRA_CHECKS, *(DEEP_CHECKS if deep else ())]:
         for p in check(lg):
             report.add(p.where, p.what)
     return report

@@ -9,7 +9,7 @@ from ledger.importers.timeline_check import check_timelines
 from ledger.importers.tolokaforge import BundleContext, bundle_events, read_bundle
 from ledger.ingest import ingest
 from ledger.store import open_ledger
-from ledger.verify import EXTRA_CHECKS, verify_ledger
+from ledger.verify import DEEP_CHECKS, EXTRA_CHECKS, verify_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
@@ -22,11 +22,12 @@ def _plan():
 
 
 def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
-    assert check_timelines in EXTRA_CHECKS  # registered by importing ledger.ingest
+    # registered by importing ledger.ingest, as a --deep check (it re-runs the projection)
+    assert check_timelines in DEEP_CHECKS and check_timelines not in EXTRA_CHECKS
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [NOTES])
         assert check_timelines(lg) == []
-        assert verify_ledger(lg).ok
+        assert verify_ledger(lg, deep=True).ok
 
 
 def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
@@ -42,6 +43,10 @@ def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "lg", create=True) as lg:
         lg.append(events)
         problems = check_timelines(lg)
+        shallow, deep = lg.verify(), lg.verify(deep=True)
+    # the forged event hashes fine (the log is intact); only --deep recomputes the projection
+    assert shallow.ok and not deep.ok
+    assert deep.problems[0].where == f"seq {i}"
     assert len(problems) == 1
     assert problems[0].where == f"seq {i}"
     assert "position 2 differs" in problems[0].what and "tool_name" in problems[0].what

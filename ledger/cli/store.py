@@ -323,19 +323,31 @@ def seal_cmd(max_rows: int, ledger_dir: Path | None, busy_timeout: float, as_jso
     default=None,
     help="Public key (.pub) to check checkpoint signatures with.",
 )
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also recompute stored projections (every trial's timeline) from the raw events.",
+)
 @ledger_option
 @busy_option
 @json_option
 def verify_cmd(
-    pub_file: Path | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool
+    pub_file: Path | None,
+    deep: bool,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
 ) -> None:
     """Recompute every leaf hash and the tree; check checkpoints and segments. Exit 1 on the first problem.
 
-    Example: vledger verify --pub ~/.vledger-key.pub
+    Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
+    replay/reconcile receipts; --deep also recomputes every stored trial timeline.
+
+    Example: vledger verify --pub ~/.vledger-key.pub --deep
     """
     verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
     with _open(ledger_dir, busy_timeout) as lg:
-        report = _run(lambda: lg.verify(pub=verifier))
+        report = _run(lambda: lg.verify(pub=verifier, deep=deep))
     if as_json:
         emit_json(report.to_json())
     else:
