@@ -41,7 +41,7 @@ import yaml
 from ledger import analytics
 from schemas.envelope import ARROW_SCHEMA
 from schemas.events import validate_payload
-from schemas.verdict_events import COUNTER_NAMES
+from schemas.gvc import COUNTER_NAMES
 
 TOOLS = (
     "list_notes",

@@ -90,7 +90,9 @@ class _Ids:
         return raw
 
 
-def _msg(role: str, content: str | None, ts: str, tool_calls=None, tool_call_id=None) -> dict[str, Any]:
+def _msg(
+    role: str, content: str | None, ts: str, tool_calls=None, tool_call_id=None
+) -> dict[str, Any]:
     return {"role": role, "content": content, "content_blocks": None, "tool_calls": tool_calls,
             "tool_call_id": tool_call_id, "reasoning": None, "ts": ts}  # fmt: skip
 
@@ -116,14 +118,28 @@ class _Trial:
 
 
 def _call_output(tool: str, args: dict[str, Any], rng: random.Random) -> str:
-    return json.dumps({"tool": tool, "ok": True, "id": f"R-{rng.randrange(1000, 9999)}", **args}, indent=2)
+    return json.dumps(
+        {"tool": tool, "ok": True, "id": f"R-{rng.randrange(1000, 9999)}", **args}, indent=2
+    )
 
 
-def _run_turn(t: _Trial, ids: _Ids, rng: random.Random, calls: list[tuple[str, dict]], *,
-              executed: bool, fail_last: str | None, executor: str = "agent", text: str = "") -> None:
+def _run_turn(
+    t: _Trial,
+    ids: _Ids,
+    rng: random.Random,
+    calls: list[tuple[str, dict]],
+    *,
+    executed: bool,
+    fail_last: str | None,
+    executor: str = "agent",
+    text: str = "",
+) -> None:
     """One generation declaring ``calls``; executed ones get records and tool messages."""
     role = "assistant" if executor == "agent" else "user"
-    decls = [{"id": ids.mint(name, i), "name": name, "arguments": args} for i, (name, args) in enumerate(calls)]
+    decls = [
+        {"id": ids.mint(name, i), "name": name, "arguments": args}
+        for i, (name, args) in enumerate(calls)
+    ]
     t.messages.append(_msg(role, text, t.ts(), tool_calls=decls))
     t.positions.append((f"{role}_message", None))
     for i, d in enumerate(decls):
@@ -156,11 +172,16 @@ def _trajectory(task_id: str, rng: random.Random, records_present: bool, max_tur
     style = rng.choice(("openai", "anthropic", "numbered", "numbered"))
     ids = _Ids(style, disambiguate=style == "numbered" and rng.random() < 0.5, rng=rng)
     t = _Trial(records_present)
-    t.say("user", f"Please handle {task_id.replace('_', ' ')} for reference REF-{rng.randrange(100, 999)}.")
+    t.say(
+        "user",
+        f"Please handle {task_id.replace('_', ' ')} for reference REF-{rng.randrange(100, 999)}.",
+    )
     checked_first = rng.random() < 0.6
     plan: list[list[tuple[str, dict]]] = []
     if checked_first:
-        plan.append([(check, {})] + ([(rng.choice(extras), {"q": "x"})] if rng.random() < 0.4 else []))
+        plan.append(
+            [(check, {})] + ([(rng.choice(extras), {"q": "x"})] if rng.random() < 0.4 else [])
+        )
     if rng.random() < 0.5:
         plan.append([(rng.choice(extras), {"page": rng.randrange(3)}), (check, {"page": 1})])
     plan.append([(act, {"ref": f"REF-{rng.randrange(100, 999)}"})])
@@ -184,17 +205,27 @@ def _trajectory(task_id: str, rng: random.Random, records_present: bool, max_tur
         _run_turn(t, ids, rng, calls, executed=True, fail_last=fail)
         if user_tools and rng.random() < 0.25:
             t.say("assistant", "Could you confirm that for me?")
-            _run_turn(t, ids, rng, [(user_tools[0], {"value": "ok"})], executed=True, fail_last=None,
-                      executor="user", text=f"I ran {user_tools[0]}: ok")
+            _run_turn(
+                t,
+                ids,
+                rng,
+                [(user_tools[0], {"value": "ok"})],
+                executed=True,
+                fail_last=None,
+                executor="user",
+                text=f"I ran {user_tools[0]}: ok",
+            )
     if termination != "max_turns":
         t.say("assistant", "Done. Anything else?")
         if rng.random() < 0.5:
             t.say("user", "No, thanks!")
             t.say("assistant", "You're welcome.")
         termination = rng.choice(("user_stop", "user_stop", "agent_done"))
-    notice = {"user_stop": "User signaled stop (###STOP###). Dialogue ended.",
-              "agent_done": "Agent finished. Dialogue ended.",
-              "max_turns": f"Maximum turns ({max_turns}) reached. Dialogue terminated."}[termination]
+    notice = {
+        "user_stop": "User signaled stop (###STOP###). Dialogue ended.",
+        "agent_done": "Agent finished. Dialogue ended.",
+        "max_turns": f"Maximum turns ({max_turns}) reached. Dialogue terminated.",
+    }[termination]
     t.messages.append(_msg("system", notice, t.ts()))
     return t, termination
 
@@ -223,23 +254,64 @@ def _trace_block(check: str, act: str, forbidden: str) -> dict[str, Any]:
 
 
 def _trace_results(t: _Trial, check: str, act: str, forbidden: str) -> list[dict[str, Any]]:
-    left, right, bad = _tool_positions(t, check), _tool_positions(t, act), _tool_positions(t, forbidden)
+    left, right, bad = (
+        _tool_positions(t, check),
+        _tool_positions(t, act),
+        _tool_positions(t, forbidden),
+    )
     before_ok = bool(left and right) and min(left) < min(right)
-    before_msg = "" if before_ok else (
-        "before: an anchor matched nothing (on_missing: fail)" if not (left and right)
-        else "before: no match is ordered before the other side under the declared quantifiers")
+    before_msg = (
+        ""
+        if before_ok
+        else (
+            "before: an anchor matched nothing (on_missing: fail)"
+            if not (left and right)
+            else "before: no match is ordered before the other side under the declared quantifiers"
+        )
+    )
     present_ok, absent_ok = bool(right), not bad
 
     def row(cid, kind, passed, weight, severity, message, matched):
-        return {"id": cid, "kind": kind, "passed": passed, "weight": weight, "severity": severity,
-                "message": "" if passed else message, "matched_positions": matched,
-                "undecided": False, "withheld": False}
+        return {
+            "id": cid,
+            "kind": kind,
+            "passed": passed,
+            "weight": weight,
+            "severity": severity,
+            "message": "" if passed else message,
+            "matched_positions": matched,
+            "undecided": False,
+            "withheld": False,
+        }
 
     return [
-        row(f"{check}_before_{act}", "before", before_ok, 1.0, "gate", before_msg,
-            sorted(set(left) | ({min(right)} if right else set()))),
-        row(f"{act}_called", "present", present_ok, 1.0, "scored", "present: no event matched", right),
-        row(f"no_{forbidden}", "absent", absent_ok, 0.5, "scored", "absent: a forbidden event matched", bad),
+        row(
+            f"{check}_before_{act}",
+            "before",
+            before_ok,
+            1.0,
+            "gate",
+            before_msg,
+            sorted(set(left) | ({min(right)} if right else set())),
+        ),
+        row(
+            f"{act}_called",
+            "present",
+            present_ok,
+            1.0,
+            "scored",
+            "present: no event matched",
+            right,
+        ),
+        row(
+            f"no_{forbidden}",
+            "absent",
+            absent_ok,
+            0.5,
+            "scored",
+            "absent: a forbidden event matched",
+            bad,
+        ),
     ]
 
 
@@ -289,8 +361,11 @@ def _grade(task_id: str, rng: random.Random, t: _Trial, gen: int, weights: dict[
         results = _trace_results(t, check, act, forbidden)
         gates_failed = [r["id"] for r in results if r["severity"] == "gate" and not r["passed"]]
         scored = [r for r in results if r["severity"] == "scored"]
-        trace = 0.0 if gates_failed else sum(r["weight"] for r in scored if r["passed"]) / sum(
-            r["weight"] for r in scored)
+        trace = (
+            0.0
+            if gates_failed
+            else sum(r["weight"] for r in scored if r["passed"]) / sum(r["weight"] for r in scored)
+        )
         comps["trace_checks"] = trace
         reasons.append(f"Trace checks: score={trace:.2f}")
         if gates_failed:
@@ -306,16 +381,29 @@ def _grade(task_id: str, rng: random.Random, t: _Trial, gen: int, weights: dict[
     grade["custom_checks_details"] = None
     if gen == 4:
         grade["trace_check_results"] = results
-        grade["trace_checks_summary"] = {"winning_path": "", "gate_failed": bool(gates_failed),
-                                         "failed_gate_ids": gates_failed, "paths": []}
+        grade["trace_checks_summary"] = {
+            "winning_path": "",
+            "gate_failed": bool(gates_failed),
+            "failed_gate_ids": gates_failed,
+            "paths": [],
+        }
     grade["criterion_results"] = rows
     grade["judge_status"] = status
-    grade["judge_usage"] = {"calls": 1, "prompt_tokens": rng.randrange(1500, 4000),
-                            "completion_tokens": rng.randrange(100, 500), "reasoning_tokens": 0,
-                            "cost_usd": round(rng.uniform(0.0005, 0.003), 7), "tool_calls": 0}
+    grade["judge_usage"] = {
+        "calls": 1,
+        "prompt_tokens": rng.randrange(1500, 4000),
+        "completion_tokens": rng.randrange(100, 500),
+        "reasoning_tokens": 0,
+        "cost_usd": round(rng.uniform(0.0005, 0.003), 7),
+        "tool_calls": 0,
+    }
     if gen == 4:
         grade["judge_usage"]["consistency_rejections"] = 0
-        grade["judge_kb_gating"] = {"knowledge_search_disabled": False, "offered": [], "withheld": []}
+        grade["judge_kb_gating"] = {
+            "knowledge_search_disabled": False,
+            "offered": [],
+            "withheld": [],
+        }
         grade["judge_custom_prompt"] = False
         grade["judge_agent_prompt_included"] = True
     return grade
@@ -327,15 +415,24 @@ def _grade(task_id: str, rng: random.Random, t: _Trial, gen: int, weights: dict[
 def _task_snapshot(task_id: str, trial_index: int, gen: int, agent_model: str) -> dict[str, Any]:
     check, act, forbidden, extras, user_tools = TASKS[task_id]
     weights = {"llm_judge": 0.6, "trace_checks": 0.4} if gen == 4 else {"llm_judge": 1.0}
-    grading: dict[str, Any] = {"combine": {"method": "weighted", "weights": weights, "pass_threshold": 0.75},
-                               "state_checks": None, "transcript_rules": None}
+    grading: dict[str, Any] = {
+        "combine": {"method": "weighted", "weights": weights, "pass_threshold": 0.75},
+        "state_checks": None,
+        "transcript_rules": None,
+    }
     if gen == 4:
         grading["trace_checks"] = _trace_block(check, act, forbidden)
     grading["llm_judge"] = {"rubric": _rubric(act, check), "customization": None}
     grading["custom_checks"] = None
 
     def model(name: str, t: float) -> dict[str, Any]:
-        return {"provider": "openrouter", "name": name, "temperature": t, "max_tokens": None, "seed": None}
+        return {
+            "provider": "openrouter",
+            "name": name,
+            "temperature": t,
+            "max_tokens": None,
+            "seed": None,
+        }
 
     return {
         "task_id": task_id, "trial_index": trial_index, "category": "tool_use",
@@ -360,8 +457,16 @@ def _tool_schemas(task_id: str) -> list[dict[str, Any]]:
 def _metrics(t: _Trial, gen: int, rng: random.Random) -> dict[str, Any]:
     usage: dict[str, dict[str, Any]] = {}
     for r in t.records:
-        u = usage.setdefault(r["tool_name"], {"tool_name": r["tool_name"], "call_count": 0,
-                                              "success_count": 0, "error_count": 0, "total_duration_s": 0.0})
+        u = usage.setdefault(
+            r["tool_name"],
+            {
+                "tool_name": r["tool_name"],
+                "call_count": 0,
+                "success_count": 0,
+                "error_count": 0,
+                "total_duration_s": 0.0,
+            },
+        )
         u["call_count"] += 1
         u["success_count" if r["status"] == "success" else "error_count"] += 1
         u["total_duration_s"] += r["latency_seconds"]
@@ -404,15 +509,21 @@ def write_trial(out: Path, seed: int, n: int, alter: bool) -> GeneratedTrial:
     trial_index = (n // len(TASKS)) % 4
     directory = f"{run_id}_trial{trial_index}"
     agent_model = rng.choice(AGENT_MODELS)
-    t, termination = _trajectory(task_id, rng, records_present=gen == 4, max_turns=rng.choice((2, 3, 4, 6, 8)))
+    t, termination = _trajectory(
+        task_id, rng, records_present=gen == 4, max_turns=rng.choice((2, 3, 4, 6, 8))
+    )
     task = _task_snapshot(task_id, trial_index, gen, agent_model)
     bundle = out / directory
     bundle.mkdir(parents=True, exist_ok=False)
-    trajectory: dict[str, Any] = {"task_id": task_id, "trial_index": trial_index,
-                                  "simulator_schema_version": 1,
-                                  "start_ts": "2026-09-01T10:00:00.000000+00:00",
-                                  "end_ts": "2026-09-01T10:05:00.000000+00:00",
-                                  "status": "completed", "termination_reason": termination}
+    trajectory: dict[str, Any] = {
+        "task_id": task_id,
+        "trial_index": trial_index,
+        "simulator_schema_version": 1,
+        "start_ts": "2026-09-01T10:00:00.000000+00:00",
+        "end_ts": "2026-09-01T10:05:00.000000+00:00",
+        "status": "completed",
+        "termination_reason": termination,
+    }
     if gen == 4:
         trajectory["grading_error"] = grading_error
     trajectory["messages"] = t.messages
@@ -467,12 +578,21 @@ def generate(out: Path, trials: int, seed: int, alter: int = 0) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.generate_corpus", description=__doc__.split("\n")[0])
-    ap.add_argument("out", type=Path, help="output directory (created; must not hold these bundles yet)")
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.generate_corpus", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument(
+        "out", type=Path, help="output directory (created; must not hold these bundles yet)"
+    )
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--alter", type=int, default=0, metavar="K",
-                    help="alter the recorded grade of K trials and list them (altered.json)")
+    ap.add_argument(
+        "--alter",
+        type=int,
+        default=0,
+        metavar="K",
+        help="alter the recorded grade of K trials and list them (altered.json)",
+    )
     args = ap.parse_args(argv)
     altered = generate(args.out, args.trials, args.seed, args.alter)
     print(f"wrote {args.trials} bundles and corpus.yaml to {args.out}")

@@ -70,15 +70,23 @@ def main(argv: list[str] | None = None) -> None:
         floor = min(floors)
         best, trials, events, _ = min(runs)
         re_best = min(r[3] for r in runs)
-    print(f"Generated corpus: {args.trials} bundles, {len(files)} YAML files, {size_mb:.1f} MB (seed {args.seed})\n")
+    print(
+        f"Generated corpus: {args.trials} bundles, {len(files)} YAML files, {size_mb:.1f} MB (seed {args.seed})\n"
+    )
     print("| measurement | seconds | trials/s | events/s | × parse floor |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    print(f"| parse floor (PyYAML CSafeLoader, read + parse only) | {floor:.2f} | "
-          f"{trials / floor:,.0f} | – | 1.00 |")
-    print(f"| `ingest` into a fresh ledger ({events:,} events, one append) | {best:.2f} | "
-          f"{trials / best:,.0f} | {events / best:,.0f} | {best / floor:.2f} |")
-    print(f"| re-ingest of the same corpus (0 new, all {events:,} already present) | {re_best:.2f} | "
-          f"{trials / re_best:,.0f} | {events / re_best:,.0f} | {re_best / floor:.2f} |")
+    print(
+        f"| parse floor (PyYAML CSafeLoader, read + parse only) | {floor:.2f} | "
+        f"{trials / floor:,.0f} | – | 1.00 |"
+    )
+    print(
+        f"| `ingest` into a fresh ledger ({events:,} events, one append) | {best:.2f} | "
+        f"{trials / best:,.0f} | {events / best:,.0f} | {best / floor:.2f} |"
+    )
+    print(
+        f"| re-ingest of the same corpus (0 new, all {events:,} already present) | {re_best:.2f} | "
+        f"{trials / re_best:,.0f} | {events / re_best:,.0f} | {re_best / floor:.2f} |"
+    )
     verdict = "meets" if best <= 2 * floor else "MISSES"
     print(f"\nTarget ingest ≤ 2 × parse floor: {verdict} ({best / floor:.2f}×).")
 

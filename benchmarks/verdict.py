@@ -114,6 +114,59 @@ def bench_admissions(units: int, repeat: int) -> list[str]:
     return rows
 
 
+def bench_ledger(units: int) -> list[str]:
+    """Through the store: record + admit units of 5 oracles (12 events + 1 admission
+    each), event by event as the CLI verbs do, and as one ``write_units`` batch as the
+    JSONL path does; then re-derive them all."""
+    import tempfile
+
+    from ledger import verdicts
+    from ledger.store import init_ledger
+    from schemas.envelope import NewEvent
+
+    rng = random.Random(7)
+    streams = [make_unit(rng, 5, f"u{k}") for k in range(units)]
+    few = max(1, units // 10)
+    with tempfile.TemporaryDirectory() as tmp:
+        with init_ledger(Path(tmp) / "each") as lg:
+            start = time.perf_counter()
+            for k, events in enumerate(streams[:few]):
+                for e in events:
+                    verdicts.record(lg, f"u{k}", e.type, dict(e.data))
+                verdicts.admit(lg, f"u{k}")
+            each = (time.perf_counter() - start) / few
+        with init_ledger(Path(tmp) / "batch") as lg:
+            items = [
+                *((e.type, f"u{k}", dict(e.data)) for k, s in enumerate(streams) for e in s),
+                *(("admit", f"u{k}", {}) for k in range(units)),
+            ]
+            start = time.perf_counter()
+            verdicts.write_units(lg, items)
+            batch = (time.perf_counter() - start) / units
+            start = time.perf_counter()
+            problems = verdicts.verify_admissions(lg)
+            verify = (time.perf_counter() - start) / units
+        with init_ledger(Path(tmp) / "raw") as raw:
+            start = time.perf_counter()
+            raw.append(
+                [
+                    NewEvent(f"unit/u{k}", e.type, dict(e.data))
+                    for k, s in enumerate(streams)
+                    for e in s
+                ]
+            )
+            unchecked = (time.perf_counter() - start) / units
+    assert problems == [], problems[:3]
+    return [
+        "| through the ledger: units of 5 oracles (12 events + 1 admission) | units/s |",
+        "| --- | ---: |",
+        f"| event by event (`record` × 12 + `admit`; one append each, {few} units) | {1 / each:,.0f} |",
+        f"| one `write_units` batch ({units} units; the JSONL path) | {1 / batch:,.0f} |",
+        f"| `verify_admissions` (streams checked, admissions re-derived) | {1 / verify:,.0f} |",
+        f"| baseline: the same events as one unchecked `append`, no admission | {1 / unchecked:,.0f} |",
+    ]
+
+
 def bench_receipt(repeat: int) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     in_process = min(_time(lambda: verify_run_dir(DEMO)) for _ in range(repeat))
@@ -158,8 +211,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ledger-units", type=int, default=1000)
     args = parser.parse_args()
     print("\n".join(bench_admissions(args.units, args.repeat)))
+    print()
+    print("\n".join(bench_ledger(args.ledger_units)))
     print()
     print("\n".join(bench_receipt(args.repeat)))
 

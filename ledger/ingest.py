@@ -39,6 +39,7 @@ from ledger.importers.detect import (
     DetectError,
     PathKind,
     detect,
+    discover,
     discover_bundles,
     discover_packs,
 )
@@ -61,14 +62,14 @@ from ledger.importers.tolokaforge import (
 )
 from ledger.importers.verdict_core import run_events
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits, YamlLoadError
-from ledger.verify import EXTRA_CHECKS
+from ledger.verify import DEEP_CHECKS
 from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"
 
-# `vledger verify` recomputes every stored timeline from its trial's raw events.
-if check_timelines not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(check_timelines)
+# `vledger verify --deep` recomputes every stored timeline from its trial's raw events.
+if check_timelines not in DEEP_CHECKS:
+    DEEP_CHECKS.append(check_timelines)
 Progress = Callable[[int, int, str], None]
 
 
@@ -114,6 +115,7 @@ class IngestReport:
     events_present: int = 0
     inconsistent: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    trial_streams: list[str] = field(default_factory=list)  # every trial read, new or present
     first_seq: int | None = None
     last_seq: int | None = None
 
@@ -126,6 +128,7 @@ class IngestReport:
             "events": {"new": self.events_new, "already_present": self.events_present},
             "inconsistent": self.inconsistent,
             "skipped": self.skipped,
+            "trial_streams": self.trial_streams,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
         }
@@ -153,12 +156,6 @@ class _Task:
     source: str
     corpus: str | None = None
     corpus_doc: Corpus | None = None
-    pack_path: str | None = None
-
-
-def _rel(path: Path, root: Path) -> str:
-    rel = path.relative_to(root).as_posix()
-    return rel if rel != "." else path.name
 
 
 def _label(given: str, path: Path, root: Path) -> str:
@@ -196,10 +193,7 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
     if kind is PathKind.VERDICT_RUN:
         return kind, [_Task("run", root, given)]
     if kind in (PathKind.PACK, PathKind.PACK_SET):
-        return kind, [
-            _Task("pack", p, _label(given, p, root), pack_path=_rel(p, root))
-            for p in discover_packs(root)
-        ]
+        return kind, [_Task("pack", p, _label(given, p, root)) for p in discover_packs(root)]
     name = corpus or root.resolve().name
     if kind is PathKind.CORPUS:
         return kind, _corpus_tasks(given, root, root, name, limits)
@@ -208,16 +202,24 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
         for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
             tasks += _corpus_tasks(given, root, part, name, limits)
         return kind, tasks
-    # a collection or run dir: a bundle sitting beside a corpus.yaml still gets its row
+    # a collection or run dir: every bundle, pack and run below it; a bundle sitting beside
+    # a corpus.yaml still gets its row
     corpora: dict[Path, Corpus] = {}
     tasks = []
-    for b in discover_bundles(root):
+    for found_kind, p in discover(root):
+        label = _label(given, p, root)
+        if found_kind is PathKind.PACK:
+            tasks.append(_Task("pack", p, label))
+            continue
+        if found_kind is PathKind.VERDICT_RUN:
+            tasks.append(_Task("run", p, label))
+            continue
         doc = None
-        if (b.parent / "corpus.yaml").is_file():
-            if b.parent not in corpora:
-                corpora[b.parent] = read_corpus(b.parent, _label(given, b.parent, root), limits)
-            doc = corpora[b.parent]
-        tasks.append(_Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=doc))
+        if (p.parent / "corpus.yaml").is_file():
+            if p.parent not in corpora:
+                corpora[p.parent] = read_corpus(p.parent, _label(given, p.parent, root), limits)
+            doc = corpora[p.parent]
+        tasks.append(_Task("bundle", p, label, corpus=name, corpus_doc=doc))
     return kind, tasks
 
 
@@ -236,11 +238,13 @@ def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: Ya
 
 def _unit(task: _Task, limits: YamlLimits) -> Unit:
     if task.kind == "run":
-        stream, events = run_events(task.path, task.source)
+        stream, events = run_events(task.path, task.source, limits.max_bytes)
         return Unit("run", task.source, stream, events)
     if task.kind == "pack":
         raw = read_pack(task.path, task.source, limits)
-        stream, events = pack_events(raw, task.pack_path or task.path.name)
+        resolved = task.path.resolve()
+        # like bundle_path: the same however the PATH named the pack
+        stream, events = pack_events(raw, f"{resolved.parent.name}/{resolved.name}")
         return Unit("pack", task.source, stream, events)
     raw = read_bundle(task.path, task.source, limits)
     entry = task.corpus_doc.entries.get(task.path.name) if task.corpus_doc else None
@@ -277,8 +281,19 @@ def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) 
     )
 
 
+# The event types ingest writes. Only these are compared on re-ingest, so an event another
+# component appends to the same stream later (an annotation, a replay) is not "a change".
+INGEST_TYPES = frozenset(
+    {
+        "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "state.recorded",
+        "grade.recorded", "timeline.event", "pack.registered", "migration.declared",
+        "run.event", "receipt.issued",
+    }
+)  # fmt: skip
+
+
 def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[str]]:
-    """Event ids of each of ``streams`` already in the ledger, in stream order."""
+    """Ids of the ingest-written events of each of ``streams`` in the ledger, in stream order."""
     wanted = set(streams)
     prefixes = sorted(
         {
@@ -291,9 +306,12 @@ def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
         table = ledger.read_arrow(stream_prefix=prefix)
-        cols = table.select(["stream", "stream_version", "event_id"]).to_pydict()
-        for s, v, e in zip(cols["stream"], cols["stream_version"], cols["event_id"], strict=True):
-            if s in wanted:
+        cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
+        rows = zip(
+            cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
+        )
+        for s, v, e, t in rows:
+            if s in wanted and t in INGEST_TYPES:
                 out.setdefault(s, []).append((v, e))
     return {s: [e for _, e in sorted(rows)] for s, rows in out.items()}
 
@@ -427,9 +445,9 @@ def _ingest(
                 report.inconsistent.append(
                     {"source": unit.source, "stream": stream, "reason": unit.inconsistent}
                 )
-            _count(report, unit.kind, new=True, events=len(unit.events))
+            _count(report, unit, new=True)
         elif old == [e.event_id for e in unit.events]:
-            _count(report, unit.kind, new=False, events=len(unit.events))
+            _count(report, unit, new=False)
         else:
             bad(
                 unit.source,
@@ -448,7 +466,12 @@ def _ingest(
     return report
 
 
-def _count(report: IngestReport, kind: str, *, new: bool, events: int) -> None:
+def _count(report: IngestReport, unit: Unit, *, new: bool) -> None:
+    """Count one ingested (new) or already-present input."""
+    events = len(unit.events)
+    kind = unit.kind
+    if unit.trial:
+        report.trial_streams.append(unit.stream)
     if new:
         report.events_new += events
     else:

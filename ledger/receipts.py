@@ -64,9 +64,9 @@ def read_run_dir(run_dir: Path) -> RunFiles:
     )
 
 
-def verify_run_dir(run_dir: Path) -> list[str]:
+def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
-    return verify_run_files(read_run_dir(Path(run_dir)))
+    return verify_run_files(read_run_dir(Path(run_dir)), strict=strict)
 
 
 # ------------------------------------------------- ingested verdict-core runs (verify)
@@ -349,3 +349,23 @@ def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
         )
     else:
         check.checked.append(f"outputs_digest recomputed: {got}")
+
+
+# ------------------------------------------------------- verify hook: projection receipts
+
+PROJECTION_RECEIPTS = ("replay.completed", "reconcile.completed")
+
+
+def verify_projection_receipts(lg: Any) -> list[Problem]:
+    """``vledger verify`` hook: every replay / reconcile receipt is included in the log and
+    its checkpoint is consistent with the current tree (recomputing the outputs is
+    ``vledger receipt verify ID --recompute``: it re-runs the projection)."""
+    problems: list[Problem] = []
+    for ev in lg.read(types=list(PROJECTION_RECEIPTS)):
+        check = verify_ledger_receipt(lg, str(ev.seq))
+        problems.extend(Problem(f"{ev.type} at seq {ev.seq}", p) for p in check.problems)
+    return problems
+
+
+if verify_projection_receipts not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_projection_receipts)

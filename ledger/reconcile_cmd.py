@@ -23,7 +23,6 @@ Defects of the invocation raise :class:`ReconcileError`; a defect in one bundle 
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,18 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.importers.in_memory import as_stored, plan_bundle
 from ledger.importers.shape import BundleError
 from ledger.importers.tolokaforge import (
-    BundleContext,
-    BundlePlan,
     Corpus,
-    PlannedEvent,
-    bundle_events,
-    bundle_location,
-    read_corpus,
-    trial_name,
 )
-from ledger.importers.tolokaforge import read_bundle as read_raw_bundle
 from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLoadError, load_yaml
 from ledger.ingest import IngestError, ingest
 from ledger.receipts import register_recompute
@@ -87,6 +79,8 @@ class MigrationLoadError(ReconcileError):
 
 
 class UnreadableBundle(Exception):
+    """One bundle that cannot be read as a trial; reported by name, never fatal to the run."""
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
@@ -201,8 +195,13 @@ def read_pack(directory: Path, base: Path | None = None) -> Pack:
     if not isinstance(task_id, str):
         raise ReconcileError(f"{directory / 'task.yaml'}: no task_id")
     grading_name = task.get("grading") or "grading.yaml"
+    if not isinstance(grading_name, str):
+        raise ReconcileError(
+            f"{directory / 'task.yaml'}: grading is {type(grading_name).__name__}; write the "
+            "path of the pack's grading file (e.g. grading: grading.yaml)"
+        )
     grading_path = directory / grading_name
-    if not isinstance(grading_name, str) or not grading_path.is_file():
+    if not grading_path.is_file():
         raise ReconcileError(
             f"pack {directory} ({task_id}) has no grading file on disk (looked for "
             f"{grading_path}) — the migration is recomputed from that file's trace_checks"
@@ -321,42 +320,6 @@ def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView
 # reconcile sees a trial exactly as ingest stores it. A real run ingests the corpus and
 # reads each trial's stream back out of the ledger; a dry run folds the same events in
 # memory without writing them.
-
-
-def plan_bundle(
-    directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
-) -> BundlePlan:
-    """The events ``directory`` becomes under corpus name ``corpus`` (raises on a bad shape).
-
-    The context is the one ``ledger.ingest`` gives the same bundle — its corpus.yaml row
-    included — so the planned event ids are the ids the ledger holds once it is ingested.
-    """
-    raw = read_raw_bundle(directory, label)
-    resolved = directory.resolve()
-    manifest = None
-    if (resolved.parent / "corpus.yaml").is_file():
-        if resolved.parent not in manifests:
-            manifests[resolved.parent] = read_corpus(resolved.parent, label.rsplit("/", 1)[0])
-        manifest = manifests[resolved.parent]
-    ctx = BundleContext(
-        corpus=corpus,
-        trial=trial_name(resolved),
-        bundle_path=bundle_location(resolved),
-        corpus_file=f"{resolved.parent.name}/corpus.yaml" if manifest else None,
-        criterion=manifest.criterion if manifest else None,
-        entry=manifest.entries.get(resolved.name) if manifest else None,
-    )
-    return bundle_events(raw, ctx)
-
-
-def stored(events: Sequence[NewEvent | PlannedEvent]) -> list[StoredEvent]:
-    """A planned stream as the ledger would hand it back (positions only; nothing written)."""
-    epoch = _dt.datetime.fromtimestamp(0, _dt.UTC)
-    return [
-        StoredEvent(i, e.stream, i, e.event_id or "", e.type, getattr(e, "schema_version", 1),
-                    epoch, e.body if isinstance(e, PlannedEvent) else canonical_json(e.payload), b"")
-        for i, e in enumerate(events)
-    ]  # fmt: skip
 
 
 def _number(value: Any, where: str) -> float:
@@ -641,7 +604,7 @@ def _trial_inputs(
 ) -> tuple[str, str, TrialInputs]:
     """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run."""
     plan = plan_bundle(directory, label, corpus, manifests)
-    events = stored(plan.events)
+    events = as_stored(plan.events)
     if ctx.ledger is not None:
         events = list(ctx.ledger.read(stream=plan.stream))
         if [e.event_id for e in events] != [e.event_id for e in plan.events]:

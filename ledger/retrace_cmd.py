@@ -161,11 +161,14 @@ def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
     )
 
 
-def _config_record(source: dict[str, Any], corpus: str | None, task: str | None) -> dict[str, Any]:
+def _config_record(
+    source: dict[str, Any], corpus: str | None, task: str | None, streams: frozenset[str] | None
+) -> dict[str, Any]:
     return {
         "projection_version": PROJECTION_VERSION,
         "corpus": corpus,
         "task": task,
+        "streams": None if streams is None else sorted(streams),
         "override": source,
     }
 
@@ -240,6 +243,7 @@ def retrace(
     constraints_file: Path | None = None,
     workers: int = 1,
     dry_run: bool = False,
+    streams: frozenset[str] | None = None,
     on_total: Callable[[int], None] | None = None,
     on_done: Callable[[int], None] | None = None,
     engine: Engine | None = None,
@@ -254,7 +258,7 @@ def retrace(
     override = override_from_source(source, label)
     size = lg.size()
     eng = engine if engine is not None else LocalEngine(workers=workers)
-    select = TrialSelection(to_seq=size - 1, corpus=corpus, task=task)
+    select = TrialSelection(to_seq=size - 1, corpus=corpus, task=task, streams=streams)
     try:
         pairs = eng.map_trials(
             lg, select, retrace_trial, override, on_total=on_total, on_done=on_done
@@ -272,7 +276,7 @@ def retrace(
         report = build_report(outcomes)
     except RetraceReportError as exc:
         raise RetraceError(str(exc)) from None
-    config = _config_record(source, corpus, task)
+    config = _config_record(source, corpus, task, streams)
     root = lg.root(size)
     events = replay_events(outcomes, report, config, size, root)
     completed = events[-1].payload
@@ -297,6 +301,7 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
         lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1) if size else [],
         corpus=config.get("corpus"),
         task=config.get("task"),
+        streams=None if config.get("streams") is None else frozenset(config["streams"]),
     )
     return outputs_digest(run_projection(groups, override))
 

@@ -13,16 +13,19 @@ Guarantees (each pinned by ``tests/store_contract.py``):
 * ``seq`` is dense from 0 and assigned under the single writer, so commit order = seq order;
 * ``expected_version`` is checked against the stream as it stood before the batch;
 * ``event_id`` is the idempotency key. When the caller gives none, it is derived from the
-  content: ``sha256(canonical_json([stream, type, schema_version, payload]))`` in hex. So
-  re-appending identical content to the same stream without ids is a no-op: callers who
-  want two identical events in one stream must give them distinct ``event_id`` s;
+  content: the hex ``sha256(canonical_json([stream, type, schema_version]) + b"\\n" +
+  payload)`` (:func:`derive_event_id`). So re-appending identical content to the same
+  stream without ids is a no-op: callers who want two identical events in one stream must
+  give them distinct ``event_id`` s;
 * there is no update or delete method;
 * the Merkle frontier (O(log n) hashes) lives in the ``tree_state`` row and each interior
-  node is stored once when complete, so appends never re-read history and proofs read at
-  most O(log n) stored hashes.
+  node is stored once when complete, so appends never re-read history; a root reads at
+  most log₂ n + 1 stored hashes and a proof O(log² n) in the worst case (one batched read).
 
 DuckDB allows one read-write process per file: :func:`open_ledger` retries the file lock
-for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`.
+for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`. Each connection caps
+DuckDB's buffer pool (``$VLEDGER_DUCKDB_MEMORY``, default 128MB) so a long-running writer's
+memory stays flat; bigger queries spill to disk.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import math
 import os
 import random
 import re
@@ -209,6 +213,12 @@ def open_ledger(
             raise LedgerNotFound(root)
     lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
     try:
+        version = lg.meta("format_version")
+        if version != FORMAT_VERSION:
+            raise LedgerError(
+                f"ledger {str(root)!r} has format version {version!r}; this vledger reads "
+                f"{FORMAT_VERSION!r} (upgrade vledger, or migrate the ledger)"
+            )
         lg._recover()
     except BaseException:
         lg.close()
@@ -287,6 +297,13 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
         raise InvalidEvent(index, str(exc)) from None
     except TypeError as exc:  # orjson: a value JSON cannot carry
         raise InvalidEvent(index, f"payload is not JSON-serialisable: {exc}") from None
+    if b"null" in payload:  # orjson writes NaN/Infinity as null: refuse, never rewrite
+        where = _non_finite_path(ev.payload, "payload")
+        if where is not None:
+            raise InvalidEvent(
+                index,
+                f"{where} is NaN or Infinity, which JSON cannot carry; store it as a string or null",
+            )
     event_id = ev.event_id
     if event_id is None:
         event_id = derive_event_id(ev.stream, ev.type, ev.schema_version, payload)
@@ -365,6 +382,9 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
         payloads = [canonical_json(p) for p in objs]
     except TypeError:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    for i, raw in enumerate(payloads):
+        if b"null" in raw and _non_finite_path(objs[i], "payload") is not None:
+            prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = [e.event_id for e in evs]
     if not all(type(x) is str and x for x in ids):
         for i, x in enumerate(ids):
@@ -373,6 +393,23 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
             elif type(x) is not str or not x:
                 prepare_event(i, evs[i])  # raises the precise InvalidEvent
     return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """Path of the first NaN/Infinity float inside ``value`` (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite_path(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _non_finite_path(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
@@ -650,11 +687,11 @@ class Ledger:
             max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
         )
 
-    def verify(self, pub: Verifier | None = None) -> VerifyReport:
+    def verify(self, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
         """Recompute and check everything (see :mod:`ledger.verify`)."""
         from ledger.verify import verify_ledger
 
-        return verify_ledger(self, pub)
+        return verify_ledger(self, pub, deep=deep)
 
     # appending
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,10 +24,12 @@ from replay.verdict import (
     Admission,
     UnitEvent,
     UnitEvidenceError,
+    check_stream,
     check_unit_events,
     derive,
     unit_evidence,
 )
+from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.gvc import Ladder, Party, Registration
 from schemas.verdict_events import VerdictAdmitted
@@ -41,7 +43,9 @@ class LedgerLike(Protocol):
     """The slice of ``ledger.store.Ledger`` this module uses."""
 
     def append(self, events: Iterable[NewEvent]) -> Any: ...
-    def read(self, stream: str | None = None, type: str | None = None) -> Iterable[StoredEvent]: ...
+    def read(
+        self, stream: str | None = None, type: str | None = None, stream_prefix: str | None = None
+    ) -> Iterable[StoredEvent]: ...
     def stream_version(self, stream: str) -> int | None: ...
     def streams(self, prefix: str | None = None) -> list[str]: ...
 
@@ -98,28 +102,149 @@ def read_unit(lg: LedgerLike, unit: str) -> list[UnitEvent]:
 # --------------------------------------------------------------------------- writing
 
 
+ADMIT = "admit"  # the pseudo-type of an admission request in a batch
+WRITE_TYPES = ("oracle.declared", "work.produced", "oracle.ran", ADMIT)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What one requested write became: its seq (the original one for an idempotent
+    repeat of identical content), and the admission when it was an admit."""
+
+    unit: str
+    type: str
+    seq: int
+    duplicate: bool = False
+    admission: Admission | None = None
+
+
+class _Stream:
+    """A unit's stream as it will stand once the pending batch is appended: its check
+    state, the content already stored or pending (for idempotence) and its versions."""
+
+    def __init__(self, unit: str, events: list[UnitEvent]) -> None:
+        self.unit = unit
+        self.base = events[-1].stream_version if events else None
+        self.pending = 0
+        self.seq_of: dict[tuple[str, bytes], int] = {
+            _content_key(e.type, e.data): e.seq for e in events if e.seq is not None
+        }
+        self.pending_at: dict[tuple[str, bytes], int] = {}  # key -> index in the batch
+        self.check = check_stream(unit, events)
+        self.through = -1  # version of the last evidence event (before any admission)
+        for e in events:
+            if e.type == ADMITTED:
+                break
+            self.through = e.stream_version
+
+    def next_version(self) -> int:
+        return (-1 if self.base is None else self.base) + self.pending + 1
+
+    def expected(self) -> int | str:
+        """The store checks only a stream's first event in a batch against this."""
+        if self.pending:
+            return "any"
+        return "no_stream" if self.base is None else self.base
+
+
+def _content_key(type: str, data: Any) -> tuple[str, bytes]:
+    return type, canonical_json(dict(data))
+
+
+def write_units(
+    lg: LedgerLike,
+    items: Iterable[tuple[str, str, dict[str, Any]]],
+    registration: Registration | None = None,
+) -> list[Written]:
+    """Check every ``(type, unit, payload)`` in order and append them as ONE atomic batch.
+
+    ``type`` is oracle.declared, work.produced, oracle.ran, or ``admit`` (derive the
+    unit's record from its stream as it stands at that point and append
+    ``verdict.admitted``). Each event is checked against its stream with every earlier
+    item applied; the first refusal raises ``ItemRejected`` (naming the item) and
+    nothing is appended. Identical content already in the stream is an idempotent
+    no-op, as in the store. Each stream is appended with the version it was checked
+    against, so a concurrent writer turns into a conflict, never an unchecked event.
+    """
+    registration = registration or load_registration()
+    ladder = registration.ladder()
+    items = list(items)
+    streams: dict[str, _Stream] = {}
+    # One query for which units exist, so a batch of fresh units reads nothing more.
+    existing = set(lg.streams(prefix=UNIT_PREFIX)) if len(items) > 1 else None
+    batch: list[NewEvent] = []
+    plan: list[tuple[int | None, Written]] = []  # (batch index or None, result)
+    for index, (type, unit, payload) in enumerate(items):
+        st = streams.get(unit)
+        if st is None:
+            known = existing is None or unit_stream(unit) in existing
+            st = streams[unit] = _Stream(unit, read_unit(lg, unit) if known else [])
+        try:
+            body, admission = _checked(st, type, payload, registration, ladder)
+        except UnitRejected as exc:
+            raise ItemRejected(index, unit, exc.problems) from None
+        event_type = ADMITTED if type == ADMIT else type
+        key = _content_key(event_type, body)
+        if key in st.seq_of:  # identical content already stored: the store's no-op
+            plan.append((None, Written(unit, type, st.seq_of[key], True, admission)))
+            continue
+        if key in st.pending_at:  # identical content earlier in this batch
+            plan.append((st.pending_at[key], Written(unit, type, -1, True, admission)))
+            continue
+        batch.append(NewEvent(unit_stream(unit), event_type, body, expected_version=st.expected()))
+        if event_type == ADMITTED:
+            st.check.feed(UnitEvent(ADMITTED, body))
+        else:
+            st.through = st.next_version()
+        st.pending_at[key] = len(batch) - 1
+        st.pending += 1
+        plan.append((len(batch) - 1, Written(unit, type, -1, False, admission)))
+    seqs = lg.append(batch).seqs if batch else ()
+    out = []
+    for at, written in plan:
+        if at is not None:
+            written = replace(written, seq=seqs[at])
+        out.append(written)
+    return out
+
+
+def _checked(
+    st: _Stream, type: str, payload: dict[str, Any], registration: Registration, ladder: Ladder
+) -> tuple[dict[str, Any], Admission | None]:
+    if type == ADMIT:
+        try:
+            admission = derive(st.check.evidence(), ladder)
+        except UnitEvidenceError as exc:
+            raise UnitRejected(st.unit, list(exc.problems)) from None
+        body = admission_payload(st.unit, admission, registration.schema_version, st.through)
+        key = _content_key(ADMITTED, body)
+        if st.check.admitted_where and key not in st.seq_of and key not in st.pending_at:
+            # admitted once already, and not to this same record: never re-admit
+            raise UnitRejected(st.unit, [f"unit already admitted ({st.check.admitted_where})"])
+        return body, admission
+    if type not in WRITE_TYPES:
+        raise UnitRejected(st.unit, [f"type {type!r} is not one of {', '.join(WRITE_TYPES)}"])
+    body = {**payload, "unit": st.unit}
+    key = _content_key(type, body)
+    if key in st.seq_of or key in st.pending_at:
+        return body, None  # an identical repeat: the store treats it as a no-op
+    if st.check.problems:  # the stream is already broken: add nothing to it
+        raise UnitRejected(st.unit, list(st.check.problems))
+    problems = st.check.feed(UnitEvent(type, body))
+    if problems:
+        raise UnitRejected(st.unit, problems)
+    return body, None
+
+
 def record(lg: LedgerLike, unit: str, type: str, payload: dict[str, Any]) -> int:
     """Check and append one evidence event to ``unit/<unit>``; return its seq.
 
     Refuses (``UnitRejected``) an event that would make the stream unsound: a malformed
     payload, an oracle run but never declared, a declaration after the work was
-    produced, or anything after the unit's admission.
+    produced, or anything after the unit's admission. Identical content already in the
+    stream is a no-op that returns the original seq.
     """
-    stream = unit_stream(unit)
-    payload = {**payload, "unit": unit}
-    events = read_unit(lg, unit)
-    version = events[-1].stream_version if events else None
-    problems = check_unit_events(unit, [*events, UnitEvent(type, payload, seq=None)])
-    if problems:
-        raise UnitRejected(unit, problems)
-    res = lg.append(
-        [
-            NewEvent(
-                stream, type, payload, expected_version="no_stream" if version is None else version
-            )
-        ]
-    )
-    return res.seqs[0]
+    return write_units(lg, [(type, unit, payload)])[0].seq
 
 
 def declare(
@@ -197,34 +322,20 @@ def admit(lg: LedgerLike, unit: str, registration: Registration | None = None) -
     """Derive the unit's record and append it as ``verdict.admitted`` — exactly once.
 
     A unit with no ``work.produced`` is admitted fail-closed (``unverified``,
-    provenance ``missing_admission_fact``, GVC § 8), never skipped. A broken stream
-    is refused with every problem named (``UnitRejected``).
+    provenance ``missing_admission_fact``, GVC § 8), never skipped. A broken stream,
+    or one already admitted, is refused with every problem named (``UnitRejected``).
     """
-    registration = registration or load_registration()
-    events = read_unit(lg, unit)
-    try:
-        admission = derive_unit(events, unit, registration.ladder())
-    except UnitEvidenceError as exc:
-        raise UnitRejected(unit, list(exc.problems)) from None
-    version = events[-1].stream_version if events else None
-    payload = admission_payload(
-        unit, admission, registration.schema_version, -1 if version is None else version
-    )
-    lg.append(
-        [
-            NewEvent(
-                unit_stream(unit),
-                ADMITTED,
-                payload,
-                expected_version="no_stream" if version is None else version,
-            )
-        ]
-    )
-    return admission
+    written = write_units(lg, [(ADMIT, unit, {})], registration)[0]
+    assert written.admission is not None
+    return written.admission
 
 
-ADMIT_LINE = "admit"
-LINE_TYPES = ("oracle.declared", "work.produced", "oracle.ran", ADMIT_LINE)
+class ItemRejected(UnitRejected):
+    """A refused item of a ``write_units`` batch; ``index`` is its position."""
+
+    def __init__(self, index: int, unit: str, problems: list[str]) -> None:
+        self.index = index
+        super().__init__(unit, problems)
 
 
 class LineRejected(ValueError):
@@ -235,15 +346,9 @@ class LineRejected(ValueError):
         super().__init__(f"{source}:{lineno}: {detail}")
 
 
-def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[str]:
-    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
-    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
-
-    Lines are recorded in order, each checked like the single-event verbs; the first
-    refused line stops the run (``LineRejected``), earlier lines stay recorded.
-    Returns one summary string per recorded line.
-    """
-    done: list[str] = []
+def parse_jsonl(text: str, source: str = "<stdin>") -> list[tuple[int, tuple[str, str, dict]]]:
+    """``(line number, (type, unit, payload))`` per non-blank line, or ``LineRejected``."""
+    items = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -251,26 +356,33 @@ def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[str
             obj = json.loads(line)
         except ValueError as exc:
             raise LineRejected(source, lineno, f"not JSON: {exc}") from None
-        if not isinstance(obj, dict) or obj.get("type") not in LINE_TYPES:
+        if not isinstance(obj, dict) or obj.get("type") not in WRITE_TYPES:
             raise LineRejected(
-                source, lineno, f"want an object whose type is one of {', '.join(LINE_TYPES)}"
+                source, lineno, f"want an object whose type is one of {', '.join(WRITE_TYPES)}"
             )
         unit = obj.get("unit")
         if not isinstance(unit, str) or not unit:
             raise LineRejected(source, lineno, "missing 'unit' (a non-empty string)")
-        body = {k: v for k, v in obj.items() if k != "type"}
-        try:
-            if obj["type"] == ADMIT_LINE:
-                if set(body) != {"unit"}:
-                    raise LineRejected(source, lineno, "an admit line carries only 'unit'")
-                grade = admit(lg, unit).effective_grade
-                done.append(f"admitted {unit}: {grade}")
-            else:
-                seq = record(lg, unit, obj["type"], body)
-                done.append(f"{obj['type']} {unit} at seq {seq}")
-        except UnitRejected as exc:
-            raise LineRejected(source, lineno, str(exc)) from None
-    return done
+        body = {k: v for k, v in obj.items() if k not in ("type", "unit")}
+        if obj["type"] == ADMIT and body:
+            raise LineRejected(source, lineno, "an admit line carries only 'type' and 'unit'")
+        items.append((lineno, (obj["type"], unit, body)))
+    return items
+
+
+def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[Written]:
+    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
+    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
+
+    All or nothing: every line is checked in order (with the lines before it applied)
+    and the whole file is appended as one atomic batch; the first refused line raises
+    ``LineRejected`` naming it, and nothing is recorded.
+    """
+    parsed = parse_jsonl(text, source)
+    try:
+        return write_units(lg, [item for _, item in parsed])
+    except ItemRejected as exc:
+        raise LineRejected(source, parsed[exc.index][0], str(exc)) from None
 
 
 # -------------------------------------------------------------------- listing, verify
@@ -322,9 +434,11 @@ def _unit_problems(lg: LedgerLike, registration: Registration | None) -> list[tu
     registration = registration or load_registration()
     ladder = registration.ladder()
     problems: list[tuple[str, str]] = []
-    for stream in lg.streams(prefix=UNIT_PREFIX):
-        unit = unit_of(stream)
-        events = [as_unit_event(ev) for ev in lg.read(stream=stream)]
+    by_stream: dict[str, list[UnitEvent]] = {}
+    for ev in lg.read(stream_prefix=UNIT_PREFIX):  # one scan, grouped in seq order
+        by_stream.setdefault(ev.stream, []).append(as_unit_event(ev))
+    for stream in sorted(by_stream):
+        unit, events = unit_of(stream), by_stream[stream]
         problems.extend((unit, p) for p in check_unit_events(unit, events))
         for i, ev in enumerate(events):
             if ev.type == ADMITTED:

@@ -115,10 +115,15 @@ ExtraCheck = Callable[["Ledger"], list[Problem]]
 
 # Other areas append their checks here; verify runs them after the core checks.
 EXTRA_CHECKS: list[ExtraCheck] = []
+# Checks that re-run a projection over raw events (e.g. the stored timelines): costlier,
+# so `vledger verify --deep` runs them.
+DEEP_CHECKS: list[ExtraCheck] = []
 
 
-def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
-    """Run every core check, then :data:`EXTRA_CHECKS`; never raises for bad data."""
+def verify_ledger(lg: Ledger, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
+    """Run every core check, then :data:`EXTRA_CHECKS` (and, with ``deep``,
+    :data:`DEEP_CHECKS`, which recompute projections stored in the log); never raises for
+    bad data."""
     from ledger.segments import check_segments
 
     report = VerifyReport(signatures_checked=pub is not None)
@@ -130,7 +135,7 @@ def verify_ledger(lg: Ledger, pub: Verifier | None = None) -> VerifyReport:
         return report
     _check_checkpoints(lg, report, pub, roots)
     report.segments = check_segments(lg, report)
-    for check in EXTRA_CHECKS:
+    for check in [*EXTRA_CHECKS, *(DEEP_CHECKS if deep else ())]:
         for p in check(lg):
             report.add(p.where, p.what)
     return report
@@ -162,24 +167,26 @@ class _Scan:
         self.roots: dict[int, bytes] = {0: merkle.EMPTY_ROOT} if 0 in sizes else {}
         self.gap_reported = False
 
-    def window_fast(
-        self,
-        cols: list[list[Any]],
-        stored_nodes: Callable[[int, int], pa.Table],
-    ) -> bool:
-        """Verify a clean window quickly; return False (state untouched) if anything differs."""
-        seqs, streams, versions, ids, types, svs, payloads, stored = cols
+    def window_fast(self, t: pa.Table, stored_nodes: Callable[[int, int], pa.Table]) -> bool:
+        """Verify a clean window quickly; return False (state untouched) if anything differs.
+
+        Comparisons stay in Arrow (C) where they can: the seq column against the expected
+        range, the stored leaf and node hashes against arrays of the recomputed ones.
+        """
         n0 = self.next_seq
-        k = len(seqs)
-        if not k or seqs != list(range(n0, n0 + k)):
+        k = t.num_rows
+        seqs = range(n0, n0 + k)
+        if not k or not t.column("seq").equals(pa.chunked_array([pa.array(seqs, pa.uint64())])):
             return False
-        entries = [
-            envelope_bytes(*row)
-            for row in zip(seqs, streams, versions, ids, types, svs, payloads, strict=True)
-        ]
+        cols = [t.column(c).to_pylist() for c in COLUMNS[1:-1]]
+        entries = [envelope_bytes(*row) for row in zip(seqs, *cols, strict=True)]
         sha = hashlib.sha256
         leaves = [sha(b"\x00" + entry).digest() for entry in entries]
-        if leaves != stored:
+        if (
+            not t.column("leaf_hash")
+            .cast(pa.binary())
+            .equals(pa.chunked_array([pa.array(leaves, pa.binary())]))
+        ):
             return False
         before = list(self.frontier)
         runs = merkle.push_many(self.frontier, n0, leaves)
@@ -232,13 +239,15 @@ def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> b
     """Do the stored (level, idx, hash) rows equal the recomputed runs exactly?"""
     if stored.num_rows != sum(len(hs) for _, _, hs in runs):
         return False
-    levels = [lv for lv, _, hs in runs for _ in hs]
-    idxs = [i for _, first, hs in runs for i in range(first, first + len(hs))]
-    hashes = [h for _, _, hs in runs for h in hs]
+    if not runs:
+        return True
+    levels = pa.chunked_array([pa.array([lv] * len(hs), pa.uint8()) for lv, _, hs in runs])
+    idxs = pa.chunked_array([pa.array(range(f, f + len(hs)), pa.uint64()) for _, f, hs in runs])
+    hashes = pa.chunked_array([pa.array(hs, pa.binary()) for _, _, hs in runs])
     return (
-        stored.column("hash").to_pylist() == hashes
-        and stored.column("idx").to_pylist() == idxs
-        and stored.column("level").to_pylist() == levels
+        stored.column("hash").cast(pa.binary()).equals(hashes)
+        and stored.column("idx").equals(idxs)
+        and stored.column("level").equals(levels)
     )
 
 
@@ -264,8 +273,7 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     while top is not None and lo <= top:
         hi = min(lo + WINDOW - 1, top)
         t = lg.raw_rows(lo, hi, ordered=False)
-        cols = [t.column(c).to_pylist() for c in COLUMNS]
-        if not scan.window_fast(cols, lg.stored_node_table):
+        if not scan.window_fast(t, lg.stored_node_table):
             cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
             first_leaf = scan.next_seq
             for r in zip(*cols, strict=True):

@@ -652,8 +652,17 @@ def _optional_fields(
 # ------------------------------------------------------------------ § 7: verification
 
 
-def verify_run_files(files: RunFiles) -> list[str]:
-    """§ 7: the problems with a run directory's receipt, in the order found."""
+STRICT_BYTES_PROBLEM = (
+    "receipt.json bytes differ from the canonical serialisation of the rebuilt receipt"
+)
+
+
+def verify_run_files(files: RunFiles, strict: bool = False) -> list[str]:
+    """§ 7: the problems with a run directory's receipt, in the order found.
+
+    ``strict`` adds § 7's optional byte check: ``receipt.json`` must be exactly the
+    rebuilt receipt as verdict-core writes it (§ 4), reported last.
+    """
     if files.receipt_error is not None:
         return [f"cannot read receipt.json: {files.receipt_error}"]
     if files.receipt is None:
@@ -676,6 +685,8 @@ def verify_run_files(files: RunFiles) -> list[str]:
     except RebuildError as exc:
         return [*problems, f"cannot rebuild receipt: {exc}"]
     problems.extend(compare_receipts(stored, rebuilt))
+    if strict and files.receipt != receipt_bytes(rebuilt):
+        problems.append(STRICT_BYTES_PROBLEM)
     return problems
 
 

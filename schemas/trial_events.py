@@ -60,7 +60,9 @@ class TrialRegistered(_Closed):
     models: Models
     task: dict[str, Any] | None = None  # task.yaml (or bundle.yaml) verbatim, grading_config inside
     task_source: str | None = None
-    trajectory_meta: dict[str, Any] = {}  # trajectory.yaml top level minus messages / trial.ended's fields
+    trajectory_meta: dict[
+        str, Any
+    ] = {}  # trajectory.yaml top level minus messages / trial.ended's fields
     metrics: dict[str, Any] | None = None
     schema_version_stamp: int | None = None  # metrics.yaml schema_version
     redacted: bool = False  # metrics.yaml carries a redaction stamp
@@ -106,7 +108,9 @@ class TrialEnded(_Closed):
     status: str | None = None
     termination_reason: str | None = None
     grading_error: str | None = None
-    grading_error_recorded: bool | None = None  # False on bundles predating the key (FORMATS.md § 2)
+    grading_error_recorded: bool | None = (
+        None  # False on bundles predating the key (FORMATS.md § 2)
+    )
     start_ts: str | None = None  # trajectory.yaml start_ts / end_ts, as written
     end_ts: str | None = None
 
@@ -172,7 +176,7 @@ class TimelineEvent(_Closed):
 
 class PackRegistered(_Closed):
     pack: str
-    pack_path: str  # the pack directory as ingest resolved it, relative to the PATH given
+    pack_path: str  # "<parent dir>/<pack dir>", the same however the PATH named the pack
     task_id: str | None = None
     task: dict[str, Any] | None = None
     grading: dict[str, Any] | None = None

@@ -47,6 +47,13 @@ class StoreContract:
         """Open an existing store again (a new process would do this after a crash)."""
         raise NotImplementedError
 
+    @pytest.fixture(autouse=True)
+    def _core_checks_only(self) -> Any:
+        from tests.store_helpers import core_checks_only
+
+        with core_checks_only():
+            yield
+
     @pytest.fixture
     def store(self, tmp_path: Path) -> Any:
         s = self.open_store(tmp_path / "ledger")

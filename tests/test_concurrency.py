@@ -13,6 +13,9 @@ import pytest
 from ledger.errors import LedgerBusy
 from ledger.store import init_ledger, open_ledger
 from tests.process_harness import ROOT, two_writers, worker
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 @pytest.mark.slow

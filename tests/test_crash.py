@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.process_harness import crash_rounds
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 @pytest.mark.slow

@@ -75,16 +75,24 @@ def _fold(ti) -> dict[str, float | None]:
         comps["llm_judge"] = None
     else:
         req_failed = any(rubric[r["id"]]["required"] and not r["met"] for r in rows)
-        scored = [(rubric[r["id"]]["weight"], r["score"]) for r in rows if not rubric[r["id"]]["required"]]
-        comps["llm_judge"] = 0.0 if req_failed else sum(w * s for w, s in scored) / sum(w for w, _ in scored)
+        scored = [
+            (rubric[r["id"]]["weight"], r["score"]) for r in rows if not rubric[r["id"]]["required"]
+        ]
+        comps["llm_judge"] = (
+            0.0 if req_failed else sum(w * s for w, s in scored) / sum(w for w, _ in scored)
+        )
     if grading.get("trace_checks"):
         timeline = build_trial_timeline(ti.messages, ti.recorded_calls, ti.termination_reason)
         verdicts = _trace_oracle(timeline, grading["trace_checks"])
         cons = grading["trace_checks"]["constraints"]
         gate_failed = any(c.get("severity") == "gate" and not verdicts[c["id"]] for c in cons)
         scored = [c for c in cons if c.get("severity", "scored") == "scored"]
-        comps["trace_checks"] = 0.0 if gate_failed else sum(
-            c.get("weight", 1.0) for c in scored if verdicts[c["id"]]) / sum(c.get("weight", 1.0) for c in scored)
+        comps["trace_checks"] = (
+            0.0
+            if gate_failed
+            else sum(c.get("weight", 1.0) for c in scored if verdicts[c["id"]])
+            / sum(c.get("weight", 1.0) for c in scored)
+        )
         assert {r["id"]: r["passed"] for r in grade["trace_check_results"]} == verdicts
     return comps
 
@@ -108,7 +116,10 @@ def test_recorded_grades_rederive_except_the_altered(tmp_path: Path, seed: int) 
         recorded = ti.recorded_grade["components"]
         for name, value in comps.items():
             same = value == recorded.get(name) or (
-                value is not None and recorded.get(name) is not None and abs(value - recorded[name]) < 1e-9)
+                value is not None
+                and recorded.get(name) is not None
+                and abs(value - recorded[name]) < 1e-9
+            )
             if not same:
                 mismatched.add(ti.registered.trial)
     assert mismatched == altered
@@ -125,7 +136,9 @@ def test_corpus_covers_the_advertised_variety(tmp_path: Path) -> None:
     assert "status: error" in text and "status: tool_not_found" in text  # failed calls
     assert "#2" in trajectories  # disambiguated reused ids
     assert "content: 'Error: " in trajectories or 'content: "Error: ' in trajectories
-    no_log = [p for p in (tmp_path / "c").iterdir() if p.is_dir() and not (p / "tool_log.yaml").exists()]
+    no_log = [
+        p for p in (tmp_path / "c").iterdir() if p.is_dir() and not (p / "tool_log.yaml").exists()
+    ]
     assert no_log  # generation-1 bundles
     grades = "\n".join(p.read_text() for p in (tmp_path / "c").glob("*/grade.yaml"))
     assert "judge_status: errored" in grades and "criterion_results:" in grades

@@ -45,6 +45,12 @@ def test_every_fixture_counter_key_is_a_canonical_population() -> None:
     assert seen == set(COUNTER_NAMES), "the fixtures name exactly the nine populations"
 
 
+def test_admission_payload_carries_exactly_the_nine_populations() -> None:
+    from schemas.verdict_events import AdmissionCounters
+
+    assert tuple(AdmissionCounters.model_fields) == COUNTER_NAMES
+
+
 def test_counter_mapping_is_static_total_and_injective() -> None:
     assert set(COUNTER_MAPPING.values()) == set(COUNTER_NAMES)  # total
     assert len(set(COUNTER_MAPPING.values())) == len(COUNTER_MAPPING)  # injective

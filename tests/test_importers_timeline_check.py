@@ -9,7 +9,7 @@ from ledger.importers.timeline_check import check_timelines
 from ledger.importers.tolokaforge import BundleContext, bundle_events, read_bundle
 from ledger.ingest import ingest
 from ledger.store import open_ledger
-from ledger.verify import EXTRA_CHECKS, verify_ledger
+from ledger.verify import DEEP_CHECKS, EXTRA_CHECKS, verify_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
@@ -22,22 +22,31 @@ def _plan():
 
 
 def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
-    assert check_timelines in EXTRA_CHECKS  # registered by importing ledger.ingest
+    # registered by importing ledger.ingest, as a --deep check (it re-runs the projection)
+    assert check_timelines in DEEP_CHECKS and check_timelines not in EXTRA_CHECKS
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [NOTES])
         assert check_timelines(lg) == []
-        assert verify_ledger(lg).ok
+        assert verify_ledger(lg, deep=True).ok
 
 
 def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
     plan = _plan()
     events = plan.new_events()
-    i = next(k for k, e in enumerate(events) if e.type == "timeline.event" and e.payload["kind"] == "tool_call")
+    i = next(
+        k
+        for k, e in enumerate(events)
+        if e.type == "timeline.event" and e.payload["kind"] == "tool_call"
+    )
     forged = dict(events[i].payload, tool_name="delete_note")
     events[i] = replace(events[i], payload=forged, event_id=None)
     with open_ledger(tmp_path / "lg", create=True) as lg:
         lg.append(events)
         problems = check_timelines(lg)
+        shallow, deep = lg.verify(), lg.verify(deep=True)
+    # the forged event hashes fine (the log is intact); only --deep recomputes the projection
+    assert shallow.ok and not deep.ok
+    assert deep.problems[0].where == f"seq {i}"
     assert len(problems) == 1
     assert problems[0].where == f"seq {i}"
     assert "position 2 differs" in problems[0].what and "tool_name" in problems[0].what
@@ -56,7 +65,8 @@ def test_a_missing_timeline_tail_is_named(tmp_path: Path) -> None:
 def test_a_foreign_projection_version_is_named(tmp_path: Path) -> None:
     events = [
         replace(e, payload=dict(e.payload, timeline_version="timeline/0"), event_id=None)
-        if e.type == "timeline.event" else e
+        if e.type == "timeline.event"
+        else e
         for e in _plan().new_events()
     ]
     with open_ledger(tmp_path / "lg", create=True) as lg:

@@ -79,7 +79,9 @@ def test_timestamps_stay_text() -> None:
     }
 
 
-@pytest.mark.parametrize("doc", [b"a: !!binary aGVsbG8=\n", b"a: !!set {x: null}\n", b"a: !!omap [b: 1]\n"])
+@pytest.mark.parametrize(
+    "doc", [b"a: !!binary aGVsbG8=\n", b"a: !!set {x: null}\n", b"a: !!omap [b: 1]\n"]
+)
 def test_non_json_tags_are_refused(doc: bytes) -> None:
     with pytest.raises(YamlLoadError, match="not allowed"):
         load_yaml_bytes(doc, "t.yaml")
@@ -108,7 +110,10 @@ _scalars = st.one_of(
 )
 _json = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(_chars, max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(_chars, max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -137,7 +142,9 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 
 def test_same_values_as_pyyaml_on_every_shared_yaml_file() -> None:
     """The trimmed loader is PyYAML's safe loader (timestamps aside): pin it on real files."""
-    files = sorted((SHARED / "corpora").rglob("*.yaml")) + sorted((SHARED / "reference" / "tolokaforge").rglob("*.yaml"))
+    files = sorted((SHARED / "corpora").rglob("*.yaml")) + sorted(
+        (SHARED / "reference" / "tolokaforge").rglob("*.yaml")
+    )
     assert len(files) > 100
     for p in files:
         data = p.read_bytes()

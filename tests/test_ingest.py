@@ -83,11 +83,17 @@ def test_notes_corpus_counts_match_the_files(lg: Ledger) -> None:
         registered = evs[0].data()
         assert evs[0].type == "trial.registered"
         assert registered["record_view"] is (bundle / "tool_log.yaml").is_file()
-        entry = next(b for b in _load(bundle.parent / "corpus.yaml")["bundles"] if b["directory"] == bundle.name)
+        entry = next(
+            b
+            for b in _load(bundle.parent / "corpus.yaml")["bundles"]
+            if b["directory"] == bundle.name
+        )
         assert registered["met"] is entry["met"]
         assert registered["bundle_path"] == f"{bundle.parent.name}/{bundle.name}"
         assert registered["task"] == _load(bundle / "task.yaml")
-        assert next(e for e in evs if e.type == "grade.recorded").data()["grade"] == _load(bundle / "grade.yaml")
+        assert next(e for e in evs if e.type == "grade.recorded").data()["grade"] == _load(
+            bundle / "grade.yaml"
+        )
         assert Counter(json_type(e) for e in evs) == Counter(_order(evs))
     assert sum(e[0].data()["record_view"] for e in trial_streams.values()) == 12
     assert report.trials_new == 17 and report.trials_present == 0
@@ -100,8 +106,15 @@ def json_type(e) -> str:
 
 def _order(evs) -> list[str]:
     """The documented order: registered, messages, tool calls, ended, states, grade, timeline."""
-    rank = {"trial.registered": 0, "trial.message": 1, "trial.tool_call": 2, "trial.ended": 3,
-            "state.recorded": 4, "grade.recorded": 5, "timeline.event": 6}
+    rank = {
+        "trial.registered": 0,
+        "trial.message": 1,
+        "trial.tool_call": 2,
+        "trial.ended": 3,
+        "state.recorded": 4,
+        "grade.recorded": 5,
+        "timeline.event": 6,
+    }
     types = [e.type for e in evs]
     assert types == sorted(types, key=rank.__getitem__)
     return types
@@ -198,7 +211,9 @@ def test_tool_log_truncated_between_keys_misses_a_required_key(tmp_path: Path, l
     log = coll / M0 / "tool_log.yaml"
     data = log.read_bytes()
     log.write_bytes(data[: data.rindex(b"  executor:")])
-    _assert_aborts(lg, [coll], r"tool_log.yaml: key '\[1\].executor': expected this key to be present")
+    _assert_aborts(
+        lg, [coll], r"tool_log.yaml: key '\[1\].executor': expected this key to be present"
+    )
 
 
 def test_tool_log_that_is_not_a_list_is_never_read_as_absent(tmp_path: Path, lg: Ledger) -> None:
@@ -209,7 +224,9 @@ def test_tool_log_that_is_not_a_list_is_never_read_as_absent(tmp_path: Path, lg:
 
 def test_record_naming_an_undeclared_call(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
-    _edit_yaml(coll / M0 / "tool_log.yaml", lambda log: log[1].update(call_id="call_nobody_declared"))
+    _edit_yaml(
+        coll / M0 / "tool_log.yaml", lambda log: log[1].update(call_id="call_nobody_declared")
+    )
     err = _assert_aborts(lg, [coll], "call_nobody_declared", kind="inconsistent")
     assert M0 in str(err)
 
@@ -235,14 +252,20 @@ def test_tool_message_answering_nothing(tmp_path: Path, lg: Ledger) -> None:
 def test_unknown_top_level_key(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "trajectory.yaml", lambda t: t.update(mesages=[]))
-    err = _assert_aborts(lg, [coll], r"trajectory.yaml: key 'mesages': expected one of the documented keys")
+    err = _assert_aborts(
+        lg, [coll], r"trajectory.yaml: key 'mesages': expected one of the documented keys"
+    )
     assert "unknown key" in str(err)
 
 
 def test_wrong_type_names_key_and_expectation(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "trajectory.yaml", lambda t: t["messages"][1].update(role="bot"))
-    _assert_aborts(lg, [coll], r"key 'messages\[1\].role': expected one of system, user, assistant, tool, got str 'bot'")
+    _assert_aborts(
+        lg,
+        [coll],
+        r"key 'messages\[1\].role': expected one of system, user, assistant, tool, got str 'bot'",
+    )
 
 
 def test_bad_status_in_record(tmp_path: Path, lg: Ledger) -> None:
@@ -254,7 +277,9 @@ def test_bad_status_in_record(tmp_path: Path, lg: Ledger) -> None:
 def test_integer_beyond_64_bits_is_a_named_error(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "metrics.yaml", lambda m: m.update(turns=2**70))
-    _assert_aborts(lg, [coll], r"key '<trial.registered payload>': expected values canonical JSON can carry")
+    _assert_aborts(
+        lg, [coll], r"key '<trial.registered payload>': expected values canonical JSON can carry"
+    )
 
 
 def test_alias_bomb_in_a_bundle_is_refused(tmp_path: Path, lg: Ledger) -> None:
@@ -268,8 +293,12 @@ def test_alias_bomb_in_a_bundle_is_refused(tmp_path: Path, lg: Ledger) -> None:
 
 def test_oversize_file_is_refused_by_name(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
-    _assert_aborts(lg, [coll], r"trajectory.yaml: file is \d+ bytes, over the 2000-byte limit",
-                   limits=YamlLimits(max_bytes=2000))
+    _assert_aborts(
+        lg,
+        [coll],
+        r"trajectory.yaml: file is \d+ bytes, over the 2000-byte limit",
+        limits=YamlLimits(max_bytes=2000),
+    )
 
 
 def test_corpus_listing_a_missing_bundle(tmp_path: Path, lg: Ledger) -> None:
@@ -312,21 +341,29 @@ def test_changed_bundle_is_reported_not_merged(tmp_path: Path, lg: Ledger) -> No
     ingest(lg, [coll])
     _edit_yaml(coll / M0 / "trajectory.yaml", lambda t: t["messages"][0].update(content="edited"))
     size = lg.size()
-    with pytest.raises(IngestError, match=rf"{M0} changed since it was ingested.*event 1 \(trial.message\)") as exc:
+    with pytest.raises(
+        IngestError, match=rf"{M0} changed since it was ingested.*event 1 \(trial.message\)"
+    ) as exc:
         ingest(lg, [coll])
     assert exc.value.kind == "changed"
     assert lg.size() == size
     report = ingest(lg, [coll], skip_bad=True)
     assert report.events_new == 0 and len(report.skipped) == 1
-    assert [e.data()["reason"] for e in lg.read(type="ingest.skipped")][0].startswith(f"{coll}/{M0} changed")
+    assert [e.data()["reason"] for e in lg.read(type="ingest.skipped")][0].startswith(
+        f"{coll}/{M0} changed"
+    )
 
 
 def test_run_dir_layout_names_trials_like_curate(tmp_path: Path, lg: Ledger) -> None:
     run = tmp_path / "myrun"
-    shutil.copytree(NOTES / "met" / M0, run / "trials" / "notes_add_note_duplicate_check_policy" / "0")
+    shutil.copytree(
+        NOTES / "met" / M0, run / "trials" / "notes_add_note_duplicate_check_policy" / "0"
+    )
     report = ingest(lg, [run])
     assert report.trials_new == 1
-    assert lg.streams(prefix="trial/") == ["trial/myrun/notes_add_note_duplicate_check_policy/myrun_trial0"]
+    assert lg.streams(prefix="trial/") == [
+        "trial/myrun/notes_add_note_duplicate_check_policy/myrun_trial0"
+    ]
 
 
 def test_corpus_option_overrides_the_name(lg: Ledger) -> None:
@@ -368,7 +405,9 @@ def test_packs_become_registration_and_migration_events(lg: Ledger) -> None:
 def test_authored_bundle_with_states_and_inline_record(lg: Ledger) -> None:
     """grading_bundles/: bundle.yaml as the task snapshot, env.yaml as the final state,
     an inline ``tool_log: []`` (a record view of a trial that called nothing)."""
-    bundle = SHARED / "reference" / "tolokaforge" / "grading_bundles" / "expect_initial_state_refusal"
+    bundle = (
+        SHARED / "reference" / "tolokaforge" / "grading_bundles" / "expect_initial_state_refusal"
+    )
     ingest(lg, [bundle])
     evs = list(lg.read())
     reg = evs[0].data()
@@ -377,3 +416,40 @@ def test_authored_bundle_with_states_and_inline_record(lg: Ledger) -> None:
     assert states["initial"]["state"] == _load(bundle / "bundle.yaml")["initial_state"]
     assert states["final"]["state"] == _load(bundle / "env.yaml")
     assert sum(e.type == "trial.tool_call" for e in evs) == 0
+
+
+def test_a_directory_of_everything_ingests_everything_once(tmp_path: Path, lg: Ledger) -> None:
+    """corpora/-style: a corpus, a pack set and a run side by side; re-ingesting any part
+    afterwards (under the same corpus name) finds it already present."""
+    root = tmp_path / "corpora"
+    shutil.copytree(NOTES, root / "notes")
+    shutil.copytree(PACKS, root / "packs")
+    shutil.copytree(DEMO_RUN, root / "verdict-core" / "demo-run")
+    (root / "README.md").write_text("shipped corpora\n")
+    report = ingest(lg, [root])
+    assert (report.trials_new, report.packs_new, report.runs_new) == (17, 2, 1)
+    size = lg.size()
+    again = ingest(
+        lg, [root / "packs", root / "verdict-core" / "demo-run", root / "notes"], corpus="corpora"
+    )
+    assert (again.trials_present, again.packs_present, again.runs_present) == (17, 2, 1)
+    assert lg.size() == size
+
+
+def test_oversize_run_file_is_refused_by_name(lg: Ledger) -> None:
+    with pytest.raises(
+        IngestError, match=r"demo-run/events.jsonl: file is 19242 bytes, over the 10000-byte limit"
+    ):
+        ingest(lg, [DEMO_RUN], limits=YamlLimits(max_bytes=10_000))
+    assert lg.size() == 0
+
+
+def test_events_others_append_to_a_trial_stream_are_not_a_change(lg: Ledger) -> None:
+    from schemas.envelope import NewEvent
+
+    ingest(lg, [NOTES / "met" / M0])
+    (stream,) = lg.streams(prefix="trial/")
+    lg.append([NewEvent(stream, "ext.note", {"by": "a reviewer"})])
+    size = lg.size()
+    report = ingest(lg, [NOTES / "met" / M0])
+    assert (report.trials_present, report.events_new, lg.size()) == (1, 0, size)

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 from ledger.cli import main
@@ -26,16 +27,24 @@ def test_json_report_then_nothing_new(tmp_path: Path) -> None:
     first = _run("--ledger", str(lg), "--json", str(NOTES), str(DEMO_RUN))
     assert first.exit_code == 0, first.output
     body = json.loads(first.stdout)
+    body["trial_streams"] = sorted(body["trial_streams"])
     with open_ledger(lg) as ledger:
         size = ledger.size()
     assert body == {
-        "paths": [{"path": str(NOTES), "kind": "multi_corpus"}, {"path": str(DEMO_RUN), "kind": "verdict_run"}],
+        "paths": [
+            {"path": str(NOTES), "kind": "multi_corpus"},
+            {"path": str(DEMO_RUN), "kind": "verdict_run"},
+        ],
         "trials": {"new": 17, "already_present": 0},
         "packs": {"new": 0, "already_present": 0},
         "runs": {"new": 1, "already_present": 0},
         "events": {"new": size, "already_present": 0},
         "inconsistent": [],
         "skipped": [],
+        "trial_streams": sorted(
+            f"trial/notes_duplicate_check/{yaml.safe_load((b / 'trajectory.yaml').read_text())['task_id']}/{b.name}"
+            for b in (p.parent for p in NOTES.glob("*/*/trajectory.yaml"))
+        ),
         "first_seq": 0,
         "last_seq": size - 1,
     }

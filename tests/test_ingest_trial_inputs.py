@@ -50,7 +50,10 @@ def test_inputs_match_the_bundle_files(trials) -> None:
             assert ti.recorded_calls is None  # no record view, not an empty record
             assert ti.registered.met is False
         assert ti.recorded_grade == yaml.safe_load((folder / "grade.yaml").read_text())
-        assert ti.registered.grading == yaml.safe_load((folder / "task.yaml").read_text())["grading_config"]
+        assert (
+            ti.registered.grading
+            == yaml.safe_load((folder / "task.yaml").read_text())["grading_config"]
+        )
         assert ti.timeline_version == "timeline/1"
         assert ti.timeline_inconsistency is None
 

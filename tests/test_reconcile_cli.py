@@ -724,3 +724,27 @@ def test_a_tampered_receipt_config_fails_recompute(tmp_path: Path) -> None:
         forged = type(ev)(ev.seq, ev.stream, ev.stream_version, ev.event_id, ev.type,
                           ev.schema_version, ev.recorded_at, canonical_json(payload), ev.leaf_hash)  # fmt: skip
         assert recompute_reconcile(lg, forged) != recorded
+
+
+def test_one_pack_naming_two_corpora_gets_two_rows_and_two_reports(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path, migration())
+    second = migration(corpus="corpus2", evidence={"observations": 2, "kappa": 1.0})
+    write_yaml(pack / "migration.yaml", {"migrations": [migration(), second]})
+    make_corpus(tmp_path, BALANCED)
+    make_corpus(tmp_path / "two", [("x", True, True), ("y", False, False)])
+    (tmp_path / "two" / "corpus").rename(tmp_path / "corpus2")
+    out = run_tmp(tmp_path)
+    assert [s["source"] for s in out.document["sources"]] == ["corpus", "corpus2"]
+    assert [(e["source"], e["observations"], e["verdict"]) for e in out.document["entries"]] == [
+        ("corpus", 4, "no_counter_evidence"),
+        ("corpus2", 2, "no_counter_evidence"),
+    ]
+
+
+def test_the_older_generation_names_its_corpus_inside_evidence(tmp_path: Path) -> None:
+    old = migration(corpus=None, evidence={"corpus": "corpus", "observations": 4, "kappa": 1.0})
+    make_pack(tmp_path, old)
+    make_corpus(tmp_path, BALANCED)
+    out = run_tmp(tmp_path)
+    (e,) = out.document["entries"]
+    assert (e["source"], e["observations"], e["verdict"]) == ("corpus", 4, "no_counter_evidence")

@@ -153,3 +153,39 @@ def test_cli_json_contract_and_receipt_verifies(tmp_path: Path) -> None:
                                f"{report['replay_id']}:completed"])
     assert ver.exit_code == 0, ver.output
     assert "outputs_digest recomputed" in ver.output
+
+
+def test_verify_rechecks_replay_receipts_and_names_a_forged_one(notes_ledger) -> None:
+    from ledger.receipts import verify_projection_receipts
+    from schemas.envelope import NewEvent
+
+    result = retrace(notes_ledger)
+    assert verify_projection_receipts(notes_ledger) == []
+    forged = dict(result.report["receipt"])
+    forged["checkpoint"] = {"size": forged["checkpoint"]["size"], "root": "00" * 32}
+    completed = next(iter(notes_ledger.read(type="replay.completed"))).data()
+    notes_ledger.append([NewEvent("replay/forged", "replay.completed",
+                                  {**completed, "replay_id": "forged", "receipt": forged})])
+    problems = verify_projection_receipts(notes_ledger)
+    assert len(problems) >= 1
+    assert all(p.where.startswith("replay.completed at seq") for p in problems)
+    assert any("root" in p.what or "consisten" in p.what for p in problems)
+
+
+def test_source_scopes_the_retrace_to_what_the_source_holds(tmp_path: Path) -> None:
+    runner = CliRunner()
+    led = str(tmp_path / "L")
+    first = runner.invoke(main, ["retrace", "--ledger", led, "--source", str(NOTES / "met"), "--json"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(main, ["retrace", "--ledger", led, "--source", str(NOTES / "not_met"), "--json"])
+    report = json.loads(second.output[second.output.index("{"):])
+    assert len(report["trials"]) == 5  # not the 12 `met` trials already in the ledger
+
+
+def test_replay_payloads_are_closed_to_misspelt_keys(notes_ledger) -> None:
+    from ledger.errors import InvalidEvent
+    from schemas.envelope import NewEvent
+
+    with pytest.raises(InvalidEvent, match="gradee"):
+        notes_ledger.append([NewEvent("replay/x", "grade.replayed",
+                                      {"trial": "t", "replay_id": "r", "grade": None, "gradee": 1})])

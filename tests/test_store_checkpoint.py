@@ -10,7 +10,14 @@ from ledger import merkle, note
 from ledger.cli.store import prove_text
 from ledger.errors import CheckpointError, LedgerError
 from ledger.store import checkpoint_file, init_ledger
-from tests.store_helpers import make_key, populated, sample_events
+from tests.store_helpers import (
+    make_key,
+    no_extra_checks,  # noqa: F401  (fixture)
+    populated,
+    sample_events,
+)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 def test_checkpoint_is_a_signed_c2sp_note_of_the_current_tree(tmp_path: Path) -> None:

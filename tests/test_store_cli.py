@@ -7,11 +7,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent, envelope_bytes
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -175,3 +179,19 @@ def test_keygen_checkpoint_prove_verify_round(tmp_path: Path) -> None:
     assert proof.output.endswith(cp.output)
     ok = run("verify", "--ledger", str(path), "--pub", str(key) + ".pub", "--json")
     assert ok.exit_code == 0 and orjson.loads(ok.output)["ok"] is True
+
+
+def test_seal_cli_cuts_segments_without_splitting_trials(tmp_path: Path) -> None:
+    path = tmp_path / "l"
+    with init_ledger(path) as lg:
+        for t in range(3):
+            lg.append([NewEvent(f"trial/c/t{t}/0", "ext.step", {"k": k}) for k in range(4)])
+    res = run("seal", "--ledger", str(path), "--max-rows", "6", "--json")
+    assert res.exit_code == 0, res.output
+    made = orjson.loads(res.output)
+    assert [(m["first_seq"], m["last_seq"], m["rows"]) for m in made] == [
+        (0, 3, 4),
+        (4, 7, 4),
+        (8, 11, 4),
+    ]
+    assert run("seal", "--ledger", str(path)).output == "nothing to seal\n"

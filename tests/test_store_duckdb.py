@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.errors import InvalidEvent
 from ledger.store import Ledger, init_ledger, open_ledger
+from schemas.canonical import canonical_json
+from schemas.envelope import NewEvent
 from tests.store_contract import StoreContract
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 class TestDuckDBStore(StoreContract):
@@ -14,3 +25,64 @@ class TestDuckDBStore(StoreContract):
 
     def reopen_store(self, path: Path) -> Ledger:
         return open_ledger(path)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    payloads=st.lists(
+        st.dictionaries(st.text(max_size=8), json_values, max_size=5), min_size=1, max_size=5
+    )
+)
+def test_payload_bytes_are_canonical_and_round_trip(
+    tmp_path_factory: pytest.TempPathFactory, payloads: list[dict[str, Any]]
+) -> None:
+    """Stored payload bytes are canonical JSON of the value, decode back to it, and re-encode
+    to the same bytes (the canonical law leaf hashes depend on)."""
+    with init_ledger(tmp_path_factory.mktemp("l") / "l") as lg:
+        lg.append([NewEvent("run/p", "ext.p", p, event_id=f"e{i}") for i, p in enumerate(payloads)])
+        for e, p in zip(lg.read(), payloads, strict=True):
+            assert e.payload == canonical_json(p)
+            assert e.data() == p
+            assert canonical_json(e.data()) == e.payload
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_floats_are_refused_not_rewritten(tmp_path: Path, bad: float) -> None:
+    with init_ledger(tmp_path / "l") as lg:
+        with pytest.raises(InvalidEvent) as info:
+            lg.append(
+                [
+                    NewEvent("run/p", "ext.p", {"ok": 1}),
+                    NewEvent("run/p", "ext.p", {"x": [1, {"y": bad}]}),
+                ]
+            )
+        assert info.value.index == 1
+        assert "payload.x[1].y is NaN or Infinity" in str(info.value)
+        assert lg.size() == 0
+
+
+def test_open_refuses_an_unknown_format_version(tmp_path: Path) -> None:
+    from ledger.errors import LedgerError
+    from ledger.store import open_ledger
+    from tests.store_helpers import raw
+
+    init_ledger(tmp_path / "l").close()
+    with raw(tmp_path / "l") as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'format_version'")
+    with pytest.raises(LedgerError, match="has format version '99'; this vledger reads '1'"):
+        open_ledger(tmp_path / "l")

@@ -17,6 +17,9 @@ from ledger.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from tests import merkle_oracle
 from tests.process_harness import worker
+from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 def naive_cuts(start: int, end: int, spans: list[tuple[int, int]], max_rows: int) -> list[int]:

@@ -248,3 +248,15 @@ def test_graph_digest_ignores_key_order_and_whitespace(rnd, indent) -> None:
 
     text = json.dumps(shuffle(graph), indent=indent or None)
     assert graph_digest(canonical_graph(json.loads(text))) == graph_digest(canonical_graph(graph))
+
+
+def test_strict_byte_check(run: Path) -> None:
+    """§ 7's optional stricter check: the demo receipt is byte-identical; a re-indented
+    copy still verifies structurally but fails the byte check (reported last)."""
+    from replay.vcore_receipt import STRICT_BYTES_PROBLEM
+
+    assert verify_run_dir(DEMO, strict=True) == []
+    receipt = json.loads((run / "receipt.json").read_text())
+    (run / "receipt.json").write_text(json.dumps(receipt, indent=4, sort_keys=True) + "\n")
+    assert verify_run_dir(run) == []
+    assert verify_run_dir(run, strict=True) == [STRICT_BYTES_PROBLEM]

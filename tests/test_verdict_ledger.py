@@ -95,8 +95,9 @@ def test_events_after_admission_are_refused(lg: Ledger) -> None:
     vd.admit(lg, "u")
     with pytest.raises(vd.UnitRejected, match="arrives after the unit's admission"):
         vd.ran(lg, "u", "judge", False, CI, "sha:a")
-    with pytest.raises(vd.UnitRejected, match="already admitted"):
-        vd.admit(lg, "u")
+    size = lg.size()
+    again = vd.admit(lg, "u")  # an idempotent retry: the same record, nothing appended
+    assert again == vd.admit(lg, "u") and lg.size() == size
 
 
 def test_malformed_payload_is_refused_at_the_append_seam(lg: Ledger) -> None:
@@ -261,7 +262,7 @@ def test_cli_derive_check_fails_on_a_wrong_expectation(tmp_path: Path) -> None:
     assert "effective_grade: got 'unverified', want 'proof'" in res.output
 
 
-def test_jsonl_append_path(tmp_path: Path) -> None:
+def test_jsonl_append_path_is_atomic_and_idempotent(tmp_path: Path) -> None:
     init_ledger(tmp_path / "lg").close()
     author = {"identity": "op", "kind": "human", "chain_id": ""}
     runner = {"identity": "ci", "kind": "kernel", "chain_id": "ci"}
@@ -298,8 +299,18 @@ def test_jsonl_append_path(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert f"{path}:5: unit 'u1': oracle.ran arrives after the unit's admission" in res.output
     with open_ledger(tmp_path / "lg") as lg:
+        assert lg.size() == 0  # all or nothing
+    path.write_text("\n".join(json.dumps(x) for x in lines[:4]) + "\n")
+    for attempt in range(2):  # the second run is an idempotent no-op
+        res = CliRunner().invoke(
+            main, ["verdict", "record", str(path), "--ledger", str(tmp_path / "lg")]
+        )
+        assert res.exit_code == 0, res.output
+        assert res.output.splitlines()[-1].startswith("admitted u1: interop at seq 3")
+        assert ("(already recorded)" in res.output) == (attempt == 1)
+    with open_ledger(tmp_path / "lg") as lg:
         assert [r.record["effective_grade"] for r in vd.admissions(lg)] == ["interop"]
-        assert lg.size() == 4
+        assert lg.size() == 4 and vd.verify_admissions(lg) == []
 
 
 # GVC § 9.3 decidable floor: default surfaces must not phrase a grade as a correctness
@@ -326,3 +337,34 @@ def test_default_surfaces_make_no_correctness_claim(tmp_path: Path) -> None:
     for text in outputs:
         assert CORRECTNESS_CLAIM.search(text) is None
     assert CORRECTNESS_CLAIM.search("the unit is verified correct")  # the predicate bites
+
+
+def test_identical_repeat_is_a_no_op_and_a_different_one_is_refused(lg: Ledger) -> None:
+    first = vd.declare(lg, "u", "judge", "interop", HUMAN)
+    assert vd.declare(lg, "u", "judge", "interop", HUMAN) == first and lg.size() == 1
+    with pytest.raises(vd.UnitRejected, match="oracle 'judge' declared twice"):
+        vd.declare(lg, "u", "judge", "proof", HUMAN)
+
+
+def test_write_units_is_one_atomic_batch(lg: Ledger) -> None:
+    author = HUMAN.model_dump()
+    decl = {"oracle_id": "j", "tier": "interop", "author": author}
+    items = [
+        ("oracle.declared", "a", decl),
+        ("oracle.declared", "a", decl),  # repeated inside the batch: one event
+        ("work.produced", "a", {"producer": PRODUCER.model_dump(), "content_identity": "sha:a"}),
+        ("admit", "a", {}),
+        ("oracle.ran", "b", {"oracle_id": "x", "passed": True, "runner": author}),
+    ]
+    with pytest.raises(vd.ItemRejected) as err:
+        vd.write_units(lg, items)
+    assert err.value.index == 4 and lg.size() == 0
+    written = vd.write_units(lg, items[:4])
+    assert [(w.seq, w.duplicate) for w in written] == [
+        (0, False),
+        (0, True),
+        (1, False),
+        (2, False),
+    ]
+    assert written[3].admission.effective_grade == "unverified"  # declared, never ran
+    assert vd.verify_admissions(lg) == []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from ledger import verify as verify_mod
@@ -20,7 +21,15 @@ from ledger.note import sign_note
 from ledger.store import DB_FILE, init_ledger, open_ledger
 from ledger.verify import Problem
 from schemas.envelope import NewEvent
-from tests.store_helpers import make_key, populated, raw, sample_events
+from tests.store_helpers import (
+    make_key,
+    no_extra_checks,  # noqa: F401  (fixture)
+    populated,
+    raw,
+    sample_events,
+)
+
+pytestmark = pytest.mark.usefixtures("no_extra_checks")
 
 
 def clean_ledger(tmp_path: Path, n: int = 12):

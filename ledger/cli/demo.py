@@ -108,7 +108,7 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
          lambda o: _reconcile_line(_json(o)))
     step("admissions", ["admissions", *led, "--json"], lambda o: _admissions_line(_json(o)))
     step("checkpoint", ["checkpoint", *led, "--key", str(key)], _checkpoint_line)
-    step("verify", ["verify", *led, "--pub", str(key) + ".pub", "--json"], lambda o: _verify_line(_json(o)))
+    step("verify", ["verify", *led, "--deep", "--pub", str(key) + ".pub", "--json"], lambda o: _verify_line(_json(o)))
     step("receipt", ["receipt", "verify", *led, "--recompute", f"{facts['replay_id']}:completed"],
          lambda o: "the retrace receipt re-verifies and its outputs recompute")
     step("report", ["report", *led, "--out", str(report_path)], lambda o: f"wrote {report_path}")

@@ -1,8 +1,9 @@
 """``vledger grade BUNDLE [--grading FILE] [--json]``: the re-derived grade beside the
 recorded one, every difference named.
 
-Reads a trial bundle directory directly (trajectory.yaml, tool_log.yaml, task.yaml or
-bundle.yaml, grade.yaml, env.yaml), so it needs no ledger; the grading itself is
+Reads a trial bundle directory through ingest's importer in memory (trajectory.yaml,
+tool_log.yaml, task.yaml or bundle.yaml, grade.yaml, env.yaml), so it needs no ledger, or
+a trial stream from the ledger; the grading itself is
 ``replay.grade.grade_trial``. Exit codes: 0 graded (differences or not), 1 a bundle or
 config that cannot be read or graded (the error names the file and key), 2 usage.
 """
@@ -15,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
+from ledger.importers.in_memory import as_stored, plan_bundle
+from ledger.importers.shape import BundleError as ImporterBundleError
+from ledger.importers.yaml_safe import YamlLoadError, load_yaml
 from ledger.store import open_ledger
 from replay.grade import (
     Grade,
@@ -28,19 +31,11 @@ from replay.grade import (
     grade_trial,
     inputs_from_trial,
     recorded_grade,
-    recorded_judge,
-    recorded_suite,
 )
-from replay.trial_inputs import TrialInputsError, trial_inputs
+from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
 from schemas.timeline import (
-    Message,
-    RecordedToolCall,
-    Role,
     TimelineInconsistencyError,
-    ToolCallDecl,
-    ToolExecutionStatus,
-    ToolExecutorIdentity,
 )
 
 
@@ -57,86 +52,36 @@ class LoadedBundle:
 
 def _read(path: Path) -> Any:
     try:
-        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise BundleError(f"{path}: not parseable YAML ({exc})") from exc
-
-
-def _message(raw: Mapping[str, Any], path: Path, i: int) -> Message:
-    try:
-        return Message(
-            role=Role(raw["role"]),
-            content=raw.get("content") or "",
-            tool_calls=tuple(
-                ToolCallDecl(id=c["id"], name=c["name"], arguments=c.get("arguments") or {})
-                for c in raw.get("tool_calls") or ()
-            ),
-            tool_call_id=raw.get("tool_call_id"),
-        )
-    except (KeyError, ValueError, TypeError) as exc:
-        raise BundleError(f"{path}: messages[{i}] is not a message ({exc!r})") from exc
-
-
-def _record(raw: Mapping[str, Any], path: Path, i: int) -> RecordedToolCall:
-    try:
-        return RecordedToolCall(
-            call_id=raw["call_id"],
-            sequence=raw["sequence"],
-            tool_name=raw["tool_name"],
-            arguments=raw.get("arguments") or {},
-            executor=ToolExecutorIdentity(raw["executor"]),
-            status=ToolExecutionStatus(raw["status"]),
-            output=raw.get("output"),
-            latency_seconds=raw.get("latency_seconds"),
-            timestamp=raw.get("timestamp"),
-        )
-    except (KeyError, ValueError, TypeError) as exc:
-        raise BundleError(f"{path}: entry [{i}] is not a recorded tool call ({exc!r})") from exc
-
-
-def _records(bundle: Path, trajectory: Mapping[str, Any]) -> tuple[RecordedToolCall, ...] | None:
-    path = bundle / "tool_log.yaml"
-    if path.exists():
-        raw = _read(path)
-    elif "tool_log" in trajectory:
-        path, raw = bundle / "trajectory.yaml", trajectory["tool_log"]
-    else:
-        return None  # no record view: not the same fact as an empty record
-    if not isinstance(raw, list):
-        raise BundleError(f"{path}: the tool-call record is not a list of calls")
-    return tuple(_record(r, path, i) for i, r in enumerate(raw))
+        return load_yaml(path)
+    except YamlLoadError as exc:
+        raise BundleError(str(exc)) from exc
 
 
 def load_bundle(bundle: Path) -> LoadedBundle:
-    """Read one bundle directory into grading inputs, its recorded config and grade."""
-    traj_path = bundle / "trajectory.yaml"
-    if not traj_path.exists():
+    """Read one bundle directory into grading inputs, its recorded config and grade.
+
+    Through the project's one importer (bounded YAML, shape checks) and the same fold the
+    ledger's trials go through, so a bundle on disk and the same bundle ingested grade
+    identically.
+    """
+    if not (bundle / "trajectory.yaml").is_file():
         raise BundleError(f"{bundle}: not a bundle (no trajectory.yaml)")
-    trajectory = _read(traj_path) or {}
-    task_path = next(
-        (p for p in (bundle / "task.yaml", bundle / "bundle.yaml") if p.exists()), None
+    try:
+        plan = plan_bundle(bundle, bundle.name, corpus="local")
+    except (ImporterBundleError, YamlLoadError) as exc:
+        raise BundleError(str(exc)) from exc
+    if plan.inconsistency is not None:
+        raise plan.inconsistency
+    return _loaded(trial_inputs(as_stored(plan.events)))
+
+
+def _loaded(trial: TrialInputs) -> LoadedBundle:
+    grade = trial.recorded_grade
+    return LoadedBundle(
+        inputs_from_trial(trial),
+        trial.registered.grading,
+        recorded_grade(grade) if grade is not None else None,
     )
-    task = _read(task_path) if task_path else None
-    grade_path = bundle / "grade.yaml"
-    grade = _read(grade_path) if grade_path.exists() else None
-    env_path = bundle / "env.yaml"
-    final_state = _read(env_path) if env_path.exists() else None
-    initial = ((task or {}).get("initial_state") or {}).get("json_db")
-    inputs = GradeInputs(
-        trial=str(bundle),
-        messages=tuple(
-            _message(m, traj_path, i) for i, m in enumerate(trajectory.get("messages") or [])
-        ),
-        recorded_calls=_records(bundle, trajectory),
-        termination_reason=trajectory.get("termination_reason"),
-        grading_error=trajectory.get("grading_error"),
-        initial_db=initial if isinstance(initial, Mapping) else None,
-        final_state=final_state,
-        judge=recorded_judge(grade),
-        custom_suite=recorded_suite(grade),
-    )
-    grading = (task or {}).get("grading_config")
-    return LoadedBundle(inputs, grading, recorded_grade(grade) if grade is not None else None)
 
 
 def load_ledger_trial(ledger_dir: Path, stream: str) -> LoadedBundle:
@@ -148,13 +93,7 @@ def load_ledger_trial(ledger_dir: Path, stream: str) -> LoadedBundle:
             f"{stream}: no such trial stream in the ledger at {ledger_dir}, and no bundle "
             'directory by that name; list trials with: vledger sql "SELECT DISTINCT stream FROM events"'
         )
-    trial = trial_inputs(events)
-    grade = trial.recorded_grade
-    return LoadedBundle(
-        inputs_from_trial(trial),
-        trial.registered.grading,
-        recorded_grade(grade) if grade is not None else None,
-    )
+    return _loaded(trial_inputs(events))
 
 
 def grade_bundle(bundle: Path, grading_file: Path | None = None) -> dict[str, Any]:

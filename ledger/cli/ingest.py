@@ -41,7 +41,7 @@ EXIT_ABORTED = 1
     type=int,
     default=DEFAULT_MAX_BYTES,
     show_default=True,
-    help="Refuse any YAML file larger than this.",
+    help="Refuse any YAML or run file larger than this, by name.",
 )
 @ledger_option
 @json_option

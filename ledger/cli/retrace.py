@@ -90,15 +90,20 @@ def retrace_command(
         if dry_run and source is not None:
             # --dry-run writes nothing, so the source is read into a throwaway log.
             with MemoryLedger() as lg:
-                ingest(lg, [str(source)], corpus=corpus)
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run, eng)
+                rep = ingest(lg, [str(source)], corpus=corpus)
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
+                              workers, dry_run, frozenset(rep.trial_streams), eng)
         else:
             with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
                 if source is not None:
                     rep = ingest(lg, [str(source)], corpus=corpus)
                     if not as_json:
                         err.print(f"ingest: {rep.summary()}")
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file, workers, dry_run, eng)
+                    streams: frozenset[str] | None = frozenset(rep.trial_streams)
+                else:
+                    streams = None
+                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
+                              workers, dry_run, streams, eng)
     except (RetraceError, IngestError) as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
@@ -114,18 +119,19 @@ def retrace_command(
     sys.exit(result.exit_code)
 
 
-def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file, workers, dry_run, eng=None):  # noqa: ANN001
+def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file,  # noqa: ANN001
+         workers, dry_run, streams, eng=None):  # noqa: ANN001
     if quiet or not err.is_terminal:
         return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
                        constraints_file=constraints_file, workers=workers, dry_run=dry_run,
-                       engine=eng)
+                       streams=streams, engine=eng)
     with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
         return retrace(
             lg, corpus=corpus, task=task, grading_file=grading_file,
-            constraints_file=constraints_file, workers=workers, dry_run=dry_run, engine=eng,
-            on_total=lambda n: bar.update(job, total=n),
+            constraints_file=constraints_file, workers=workers, dry_run=dry_run, streams=streams,
+            engine=eng, on_total=lambda n: bar.update(job, total=n),
             on_done=lambda n: bar.advance(job, n),
         )
 

@@ -287,16 +287,23 @@ def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
 
 
 @main.command("seal")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Rows per segment (a longer trial still stays whole).",
+)
 @ledger_option
 @busy_option
 @json_option
-def seal_cmd(ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+def seal_cmd(max_rows: int, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
     """Seal unsealed events into immutable Parquet segments (trial streams never split).
 
     Example: vledger seal
     """
     with _open(ledger_dir, busy_timeout) as lg:
-        made = _run(lambda: lg.seal())
+        made = _run(lambda: lg.seal(max_rows))
     if as_json:
         emit_json([m.model_dump() for m in made])
         return
@@ -316,19 +323,31 @@ def seal_cmd(ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> Non
     default=None,
     help="Public key (.pub) to check checkpoint signatures with.",
 )
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also recompute stored projections (every trial's timeline) from the raw events.",
+)
 @ledger_option
 @busy_option
 @json_option
 def verify_cmd(
-    pub_file: Path | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool
+    pub_file: Path | None,
+    deep: bool,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
 ) -> None:
     """Recompute every leaf hash and the tree; check checkpoints and segments. Exit 1 on the first problem.
 
-    Example: vledger verify --pub ~/.vledger-key.pub
+    Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
+    replay/reconcile receipts; --deep also recomputes every stored trial timeline.
+
+    Example: vledger verify --pub ~/.vledger-key.pub --deep
     """
     verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
     with _open(ledger_dir, busy_timeout) as lg:
-        report = _run(lambda: lg.verify(pub=verifier))
+        report = _run(lambda: lg.verify(pub=verifier, deep=deep))
     if as_json:
         emit_json(report.to_json())
     else:

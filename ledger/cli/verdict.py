@@ -176,7 +176,8 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None) -> None:
      "runner": {…}, "content_identity": "sha:a"}
     {"type": "admit", "unit": "u1"}
 
-    Stops at the first refused line (exit 1, naming it); earlier lines stay recorded.
+    All or nothing: the whole file is checked, then appended as one atomic batch; the
+    first refused line is named (exit 1) and nothing is recorded.
     """
     text = jsonl.read()
     with _open(ledger_dir) as lg:
@@ -186,8 +187,13 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None) -> None:
             _fail(str(exc))
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
-    for line in done:
-        click.echo(line)
+    for w in done:
+        what = (
+            f"admitted {w.unit}: {w.admission.effective_grade}"
+            if w.admission
+            else f"{w.type} {w.unit}"
+        )
+        click.echo(f"{what} at seq {w.seq}" + (" (already recorded)" if w.duplicate else ""))
 
 
 @verdict.command("derive")
@@ -284,12 +290,19 @@ def receipt() -> None:
 @receipt.command("verify")
 @click.argument("target")
 @click.option("--recompute", is_flag=True, help="Re-run the projection; compare outputs digest.")
+@click.option("--strict", is_flag=True,
+              help="Run dirs: also require receipt.json to be byte-identical to the rebuilt one.")  # fmt: skip
 @click.option("--pub", "pub_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Public key (.pub) to check signed checkpoint notes with.")  # fmt: skip
 @ledger_option
 @json_option
 def receipt_verify_cmd(
-    target: str, recompute: bool, pub_file: Path | None, ledger_dir: Path | None, as_json: bool
+    target: str,
+    recompute: bool,
+    strict: bool,
+    pub_file: Path | None,
+    ledger_dir: Path | None,
+    as_json: bool,
 ) -> None:
     """Verify TARGET: a verdict-core run directory, or a ledger receipt's seq / event_id.
 
@@ -297,7 +310,7 @@ def receipt_verify_cmd(
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
     if Path(target).is_dir():
-        _verify_run_dir(Path(target), as_json)
+        _verify_run_dir(Path(target), as_json, strict)
         return
     with _open(ledger_dir) as lg:
         try:
@@ -317,8 +330,8 @@ def receipt_verify_cmd(
         sys.exit(1)
 
 
-def _verify_run_dir(run_dir: Path, as_json: bool) -> None:
-    problems = receipts_mod.verify_run_dir(run_dir)
+def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
+    problems = receipts_mod.verify_run_dir(run_dir, strict=strict)
     if as_json:
         emit_json({"ok": not problems, "problems": problems})
     else:

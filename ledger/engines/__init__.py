@@ -35,12 +35,14 @@ class EngineError(Exception):
 
 @dataclass(frozen=True)
 class TrialSelection:
-    """Which trial streams a projection reads: registered corpus / task, and the last seq
-    (inclusive) of the log prefix read — the checkpoint a receipt binds."""
+    """Which trial streams a projection reads: registered corpus / task, optionally an
+    exact set of streams, and the last seq (inclusive) of the log prefix read — the
+    checkpoint a receipt binds."""
 
     to_seq: int
     corpus: str | None = None
     task: str | None = None
+    streams: frozenset[str] | None = None  # exactly these streams (``--source``)
 
 
 class Engine(Protocol):

@@ -69,6 +69,7 @@ class LocalEngine:
             lg.read(stream_prefix=TRIAL_PREFIX, to_seq=select.to_seq) if select.to_seq >= 0 else [],
             corpus=select.corpus,
             task=select.task,
+            streams=select.streams,
         )
         if groups and on_total:
             on_total(len(groups))

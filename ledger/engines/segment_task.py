@@ -92,7 +92,10 @@ def run_segments(
         table = read_verified(folder, info)
         try:
             groups = group_trials(
-                trial_events(table, select.to_seq), corpus=select.corpus, task=select.task
+                trial_events(table, select.to_seq),
+                corpus=select.corpus,
+                task=select.task,
+                streams=select.streams,
             )
             out.extend((stream, fn(evs, params)) for stream, evs in groups.items())
         except SegmentFailure:

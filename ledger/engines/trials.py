@@ -11,13 +11,19 @@ TRIAL_PREFIX = "trial/"
 
 
 def group_trials(
-    events: Iterable[StoredEvent], *, corpus: str | None = None, task: str | None = None
+    events: Iterable[StoredEvent],
+    *,
+    corpus: str | None = None,
+    task: str | None = None,
+    streams: frozenset[str] | None = None,
 ) -> dict[str, list[StoredEvent]]:
-    """Trial streams and their events, filtered by the registered corpus and task (a
-    stream without ``trial.registered`` is not a trial and is dropped)."""
+    """Trial streams and their events, filtered by the registered corpus and task (and,
+    for ``--source``, by exactly the streams that source holds); a stream without
+    ``trial.registered`` is not a trial and is dropped."""
     groups: dict[str, list[StoredEvent]] = defaultdict(list)
     for ev in events:
-        groups[ev.stream].append(ev)
+        if streams is None or ev.stream in streams:
+            groups[ev.stream].append(ev)
     keep = {}
     for stream, evs in sorted(groups.items()):
         reg = next((e for e in evs if e.type == "trial.registered"), None)

@@ -12,7 +12,7 @@ they are tried for a directory:
 ``pack``           holds ``task.yaml``, ``grading.yaml`` or ``migration.yaml``
 ``pack_set``       its immediate subdirectories are packs (and it holds no bundle)
 ``run_dir``        holds ``trials/<task_id>/<trial_index>/`` bundles
-``collection``     anything else with bundles somewhere below it
+``collection``     anything else with bundles, packs or runs somewhere below it
 =================  ============================================================
 
 A file PATH names its directory: ``trajectory.yaml`` → that bundle, ``corpus.yaml`` →
@@ -76,7 +76,11 @@ def _subdirs(path: Path) -> list[Path]:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
         return []
-    return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+    return [
+        Path(e.path)
+        for e in entries
+        if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+    ]
 
 
 def is_pack(path: Path) -> bool:
@@ -104,7 +108,7 @@ def detect(path: Path) -> Detected:
         return Detected(PathKind.PACK_SET, path)
     if (path / "trials").is_dir():
         return Detected(PathKind.RUN_DIR, path)
-    if any(True for _ in discover_bundles(path)):
+    if any(True for _ in discover(path)):
         return Detected(PathKind.COLLECTION, path)
     raise DetectError(
         path,
@@ -132,6 +136,26 @@ def _detect_file(path: Path) -> Detected:
         "not a file ingest reads; pass a directory, or one of trajectory.yaml, corpus.yaml, "
         "task.yaml, grading.yaml, migration.yaml, events.jsonl, receipt.json, graph.json",
     )
+
+
+def discover(root: Path):
+    """Yield ``(kind, path)`` for every bundle, pack and verdict-core run under ``root``.
+
+    What a collection holds: the walk does not descend into what it found (a bundle, a
+    pack or a run directory), nor into ``trace_replay`` / ``replays`` subtrees.
+    """
+    if _is_dir_with(root, TRAJECTORY):
+        yield PathKind.BUNDLE, root
+        return
+    if _is_dir_with(root, "events.jsonl"):
+        yield PathKind.VERDICT_RUN, root
+        return
+    if is_pack(root):
+        yield PathKind.PACK, root
+        return
+    for sub in _subdirs(root):
+        if sub.name not in NEVER_DISCOVERED:
+            yield from discover(sub)
 
 
 def discover_bundles(root: Path):

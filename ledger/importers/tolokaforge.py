@@ -13,7 +13,7 @@ the name ``tolokaforge curate`` gives the same trial. ``/`` and ``%`` inside a
 component are percent-encoded so a stream always splits back into four parts.
 
 **Event ids** are content-derived: the first 32 hex digits of SHA-256 over the
-canonical JSON of ``[stream, position, type, payload]``. Re-ingesting identical
+canonical JSON of ``[stream, position, type]``, a newline, and the canonical payload. Re-ingesting identical
 material therefore appends nothing; a bundle whose content changed yields different ids
 at some position, which ``ledger.ingest`` reports as *changed* instead of merging.
 """
@@ -66,7 +66,9 @@ RECORD_KEYS = frozenset(
      "latency_seconds", "timestamp"}
 )  # fmt: skip
 RECORD_REQUIRED = ("call_id", "sequence", "tool_name", "executor", "status")
-CORPUS_KEYS = frozenset({"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"})
+CORPUS_KEYS = frozenset(
+    {"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"}
+)
 CORPUS_ENTRY_KEYS = frozenset(
     {"directory", "source_run", "task_id", "agent_model", "judge_model", "met", "record_carried"}
 )
@@ -117,17 +119,26 @@ class PlannedEvent:
     event_id: str
     body: bytes
     expected_version: int | str = "any"
+    schema_version: int = 1  # NewEvent's attribute surface, so callers may read either
 
     @property
     def payload(self) -> Any:
         return parse_json(self.body)
 
     def new_event(self) -> NewEvent:
-        return NewEvent(self.stream, self.type, parse_json(self.body), event_id=self.event_id,
-                        expected_version=self.expected_version)
+        return NewEvent(
+            self.stream,
+            self.type,
+            parse_json(self.body),
+            event_id=self.event_id,
+            schema_version=self.schema_version,
+            expected_version=self.expected_version,
+        )
 
 
-def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str) -> tuple[PlannedEvent, ...]:
+def to_events(
+    stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str
+) -> tuple[PlannedEvent, ...]:
     """Number and id a stream's events; the first expects a new stream.
 
     A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
@@ -140,10 +151,17 @@ def to_events(stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: s
             # of a whole corpus can afford to hold (measured: 305 MiB -> 22 MiB at 2,000 trials)
             body = bytes(memoryview(canonical_json(p)))
         except TypeError as exc:
-            raise BundleError(label, f"<{t} payload>", "values canonical JSON can carry "
-                              "(integers within 64 bits, string keys)", str(exc)) from None
-        out.append(PlannedEvent(stream, t, _event_id(stream, i, t, body), body,
-                                "no_stream" if i == 0 else "any"))
+            raise BundleError(
+                label,
+                f"<{t} payload>",
+                "values canonical JSON can carry (integers within 64 bits, string keys)",
+                str(exc),
+            ) from None
+        out.append(
+            PlannedEvent(
+                stream, t, _event_id(stream, i, t, body), body, "no_stream" if i == 0 else "any"
+            )
+        )
     return tuple(out)
 
 
@@ -206,7 +224,9 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
         p = path / name
         if p.is_file():
             docs[name] = load_yaml(p, limits)
-    task_source = "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
+    task_source = (
+        "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
+    )
     return RawBundle(
         label=label,
         trajectory=docs["trajectory.yaml"],
@@ -251,8 +271,12 @@ def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
             if row.get(flag) is not None:
                 check_type(row[flag], (bool,), file, f"{key}.{flag}", "true, false or null")
         if row["directory"] in entries:
-            raise BundleError(file, f"{key}.directory", "each directory listed once",
-                              f"{row['directory']!r} listed twice")
+            raise BundleError(
+                file,
+                f"{key}.directory",
+                "each directory listed once",
+                f"{row['directory']!r} listed twice",
+            )
         entries[row["directory"]] = row
     return Corpus(label=file.rsplit("/", 1)[0], criterion=doc.get("criterion"), entries=entries)
 
@@ -302,9 +326,13 @@ def _record_payload(index: int, r: Any, file: str) -> dict[str, Any]:
     check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
     check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
     if r["executor"] not in EXECUTORS:
-        raise BundleError(file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"]))
+        raise BundleError(
+            file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"])
+        )
     if r["status"] not in STATUSES:
-        raise BundleError(file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"]))
+        raise BundleError(
+            file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"])
+        )
     if "arguments" in r:
         need_mapping(r["arguments"], file, f"{key}.arguments")
     for k in ("output", "timestamp"):
@@ -324,12 +352,19 @@ def _record_view(raw: RawBundle, traj: Mapping[str, Any]) -> tuple[list[Any] | N
         file = f"{raw.label}/tool_log.yaml"
         if raw.tool_log is None or not isinstance(raw.tool_log, list):
             # FORMATS.md § 3: present but not a list (e.g. truncated) is an error, never "absent"
-            raise BundleError(file, None, "a YAML list of recorded tool calls ([] if none)",
-                              describe(raw.tool_log))
+            raise BundleError(
+                file,
+                None,
+                "a YAML list of recorded tool calls ([] if none)",
+                describe(raw.tool_log),
+            )
         if inline is not None and inline != raw.tool_log:
-            raise BundleError(f"{raw.label}/trajectory.yaml", "tool_log",
-                              "no inline record, or one equal to tool_log.yaml",
-                              "a different inline record")
+            raise BundleError(
+                f"{raw.label}/trajectory.yaml",
+                "tool_log",
+                "no inline record, or one equal to tool_log.yaml",
+                "a different inline record",
+            )
         return raw.tool_log, file
     if inline is not None:
         file = f"{raw.label}/trajectory.yaml"
@@ -384,14 +419,21 @@ def _membership(raw: RawBundle, ctx: BundleContext, task_id: str, record_view: b
     if entry is not None:
         file = ctx.corpus_file
         if entry.get("task_id") not in (None, task_id):
-            raise BundleError(file, f"bundles[{entry['directory']}].task_id",
-                              f"the bundle's own task_id {task_id!r}", describe(entry["task_id"]))
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].task_id",
+                f"the bundle's own task_id {task_id!r}",
+                describe(entry["task_id"]),
+            )
         carried = entry.get("record_carried")
         if carried is not None and carried != record_view:
-            raise BundleError(file, f"bundles[{entry['directory']}].record_carried",
-                              f"{str(record_view).lower()} (tool_log.yaml is "
-                              f"{'present' if record_view else 'absent'} in {raw.label})",
-                              describe(carried))
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].record_carried",
+                f"{str(record_view).lower()} (tool_log.yaml is "
+                f"{'present' if record_view else 'absent'} in {raw.label})",
+                describe(carried),
+            )
     return {
         "corpus_file": ctx.corpus_file,
         "criterion": ctx.criterion,
@@ -401,14 +443,18 @@ def _membership(raw: RawBundle, ctx: BundleContext, task_id: str, record_view: b
     }
 
 
-def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], record_view: bool) -> dict:
+def _registered(
+    raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], record_view: bool
+) -> dict:
     task_id = traj["task_id"]
     task = raw.task
     if task is not None:
         tfile = f"{raw.label}/{raw.task_source}"
         task = need_mapping(task, tfile, None)
         if task.get("task_id") not in (None, task_id):
-            raise BundleError(tfile, "task_id", f"the trajectory's task_id {task_id!r}", describe(task["task_id"]))
+            raise BundleError(
+                tfile, "task_id", f"the trajectory's task_id {task_id!r}", describe(task["task_id"])
+            )
         if task.get("grading_config") is not None:
             need_mapping(task["grading_config"], tfile, "grading_config")
     metrics = raw.metrics
@@ -420,7 +466,9 @@ def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], rec
     if raw.tools_schemas is not None:
         need_list(raw.tools_schemas, f"{raw.label}/tools_schemas.yaml", None)
     membership = _membership(raw, ctx, task_id, record_view)
-    meta = {k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS, *TIME_KEYS)}
+    meta = {
+        k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS, *TIME_KEYS)
+    }
     return {
         "task_id": task_id,
         "trial_index": traj.get("trial_index"),
@@ -445,8 +493,13 @@ def _registered(raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], rec
 def _states(raw: RawBundle, task: Any) -> list[dict[str, Any]]:
     out = []
     if isinstance(task, Mapping) and task.get("initial_state") is not None:
-        out.append({"which": "initial", "source": f"{raw.task_source}:initial_state",
-                    "state": task["initial_state"]})
+        out.append(
+            {
+                "which": "initial",
+                "source": f"{raw.task_source}:initial_state",
+                "state": task["initial_state"],
+            }
+        )
     if raw.env is not None:
         out.append({"which": "final", "source": "env.yaml", "state": raw.env})
     return out
@@ -459,7 +512,9 @@ def _grade(raw: RawBundle) -> dict[str, Any] | None:
     g = need_mapping(raw.grade, file, None)
     for k in ("binary_pass", "score"):
         if k not in g:
-            raise BundleError(file, k, "this key to be present (every grade.yaml has it)", "nothing")
+            raise BundleError(
+                file, k, "this key to be present (every grade.yaml has it)", "nothing"
+            )
     check_type(g["binary_pass"], (bool,), file, "binary_pass", "true or false")
     check_type(g["score"], (int, float), file, "score", "a number between 0.0 and 1.0")
     comps = g.get("components")
@@ -510,7 +565,11 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     traj = _check_trajectory(raw.trajectory, tfile)
     msgs = [_message_payload(i, m, tfile) for i, m in enumerate(traj["messages"])]
     records, rfile = _record_view(raw, traj)
-    recs = None if records is None else [_record_payload(i, r, rfile or "") for i, r in enumerate(records)]
+    recs = (
+        None
+        if records is None
+        else [_record_payload(i, r, rfile or "") for i, r in enumerate(records)]
+    )
     registered = _registered(raw, ctx, traj, records is not None)
     ended = {k: traj.get(k) for k in END_KEYS}
     ended["grading_error_recorded"] = "grading_error" in traj
@@ -558,11 +617,25 @@ def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Ra
     grading = load_yaml(gpath, limits) if gpath.is_file() else None
     mpath = path / "migration.yaml"
     migration = load_yaml(mpath, limits) if mpath.is_file() else None
-    files = [f for f, present in (("task.yaml", task is not None), (grading_file, grading is not None),
-                                  ("migration.yaml", mpath.is_file())) if present]
-    return RawPack(label=label, name=path.name, task=task, grading=grading,
-                   grading_file=grading_file if grading is not None else None,
-                   migration=migration, has_migration=mpath.is_file(), files=tuple(files))
+    files = [
+        f
+        for f, present in (
+            ("task.yaml", task is not None),
+            (grading_file, grading is not None),
+            ("migration.yaml", mpath.is_file()),
+        )
+        if present
+    ]
+    return RawPack(
+        label=label,
+        name=path.name,
+        task=task,
+        grading=grading,
+        grading_file=grading_file if grading is not None else None,
+        migration=migration,
+        has_migration=mpath.is_file(),
+        files=tuple(files),
+    )
 
 
 def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[PlannedEvent, ...]]:
@@ -579,16 +652,30 @@ def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[PlannedEvent, 
     task_id = task.get("task_id") if task else None
     if task_id is not None:
         check_type(task_id, (str,), f"{raw.label}/task.yaml", "task_id", "the task id as a string")
-    typed: list[tuple[str, dict[str, Any]]] = [(
-        "pack.registered",
-        {"pack": raw.name, "pack_path": pack_path, "task_id": task_id, "task": task,
-         "grading": grading, "grading_source": source, "files": list(raw.files)},
-    )]
+    typed: list[tuple[str, dict[str, Any]]] = [
+        (
+            "pack.registered",
+            {
+                "pack": raw.name,
+                "pack_path": pack_path,
+                "task_id": task_id,
+                "task": task,
+                "grading": grading,
+                "grading_source": source,
+                "files": list(raw.files),
+            },
+        )
+    ]
     if raw.has_migration:
         mfile = f"{raw.label}/migration.yaml"
         decl = need_mapping(raw.migration, mfile, None)
         check_keys(decl, MIGRATION_KEYS, mfile, required=("migrations",))
         need_list(decl["migrations"], mfile, "migrations")
-        typed.append(("migration.declared", {"pack": raw.name, "file": "migration.yaml", "declaration": decl}))
+        typed.append(
+            (
+                "migration.declared",
+                {"pack": raw.name, "file": "migration.yaml", "declaration": decl},
+            )
+        )
     stream = pack_stream(raw.name)
     return stream, to_events(stream, typed, raw.label)

@@ -24,17 +24,32 @@ from typing import Any
 
 from ledger.importers.shape import BundleError, describe
 from ledger.importers.tolokaforge import PlannedEvent, _escape, to_events
+from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlTooLarge
 
-MAX_JSON_BYTES = 256 * 1024 * 1024
+MAX_JSON_BYTES = DEFAULT_MAX_BYTES
 
 
 def run_stream(run_id: str) -> str:
     return f"run/{_escape(run_id)}"
 
 
-def _read_json(path: Path, label: str) -> Any:
+def _read_bytes(path: Path, label: str, max_bytes: int) -> bytes:
+    """A run file's bytes; one over ``max_bytes`` is refused by name before it is read."""
     try:
-        return json.loads(path.read_bytes())
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise YamlTooLarge(f"{label}/{path.name}", size, max_bytes)
+        return path.read_bytes()
+    except OSError as exc:
+        raise BundleError(
+            f"{label}/{path.name}", None, "a readable file", exc.strerror or str(exc)
+        ) from None
+
+
+def _read_json(path: Path, label: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    data = _read_bytes(path, label, max_bytes)
+    try:
+        return json.loads(data)
     except (OSError, ValueError) as exc:
         raise BundleError(
             f"{label}/{path.name}", None, "a readable JSON document", str(exc)
@@ -137,22 +152,29 @@ def run_id_for(graph: Any, events: Sequence[Mapping[str, Any]], dir_name: str) -
     return dir_name
 
 
-def run_events(path: Path, label: str) -> tuple[str, tuple[PlannedEvent, ...]]:
+def run_events(
+    path: Path, label: str, max_bytes: int = MAX_JSON_BYTES
+) -> tuple[str, tuple[PlannedEvent, ...]]:
     """Read a run directory; return its stream and events (run.event…, receipt.issued)."""
     efile = f"{label}/events.jsonl"
-    try:
-        data = (path / "events.jsonl").read_bytes()
-    except OSError as exc:
-        raise BundleError(efile, None, "a readable file", exc.strerror or str(exc)) from None
+    data = _read_bytes(path / "events.jsonl", label, max_bytes)
     payloads, layout = parse_events_file(data, efile)
-    graph = _read_json(path / "graph.json", label) if (path / "graph.json").is_file() else None
-    review = _read_json(path / "review.json", label) if (path / "review.json").is_file() else None
+    graph = (
+        _read_json(path / "graph.json", label, max_bytes)
+        if (path / "graph.json").is_file()
+        else None
+    )
+    review = (
+        _read_json(path / "review.json", label, max_bytes)
+        if (path / "review.json").is_file()
+        else None
+    )
     run_id = run_id_for(graph, payloads, path.name)
     typed: list[tuple[str, dict[str, Any]]] = [("run.event", p) for p in payloads]
     rpath = path / "receipt.json"
     if rpath.is_file():
-        receipt_bytes = rpath.read_bytes()
-        receipt = _read_json(rpath, label)
+        receipt_bytes = _read_bytes(rpath, label, max_bytes)
+        receipt = _read_json(rpath, label, max_bytes)
         try:
             receipt_text = receipt_bytes.decode("utf-8")
         except UnicodeDecodeError:
