@@ -283,3 +283,21 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
     with open_ledger(tmp_path / "ray") as lg:  # the candidates really came from the tasks
         ev = engine_evaluator(Invocation(packs=[packs], base=SHARED), lg, RayEngine(workers=2))
         assert len(ev.computed) == 17
+
+
+def test_source_restricts_the_ray_job_to_the_source_streams(ray_session, template, tmp_path):
+    """--source on a ledger holding other trials: only the source's 17 trials, as local."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    out = {}
+    for engine in ("local", "ray"):
+        r = CliRunner().invoke(main, ["retrace", "--ledger", str(_copy(template, tmp_path / engine)),
+                                      "--source", str(NOTES), "--json", "--engine", engine])
+        assert r.exit_code == 0, r.output
+        out[engine] = json.loads(r.stdout)
+    assert len(out["ray"]["trials"]) == 17
+    assert out["ray"] == out["local"]
