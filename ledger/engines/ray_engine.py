@@ -19,6 +19,7 @@ node and give them the ledger directory at the same path (a shared filesystem).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -197,8 +198,9 @@ class RayEngine:
                     if on_done:
                         on_done(len(part))
         finally:
-            for ref in pending:  # a failed job stops its other tasks
-                ray.cancel(ref, force=True)
+            for ref in pending:  # a failed job stops its other tasks (best effort: the
+                with contextlib.suppress(Exception):  # failure being reported matters more)
+                    ray.cancel(ref, force=True)
         return results
 
     def _failure(self, unit: list[SegmentInfo], exc: BaseException) -> EngineError:
