@@ -28,9 +28,17 @@ def worker(*args: object) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "tests.store_worker", *map(str, args)],
         cwd=ROOT,
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def release(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Tell a ``hold`` worker to let go of the ledger, and wait for it."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    proc.wait(timeout=timeout)
 
 
 def batches_in(ledger_dir: Path) -> dict[tuple[str, int], list[tuple[int, int, int]]]:

@@ -60,12 +60,14 @@ def writer(root: Path, tag: str, batches: int, size: int, timeout: float) -> Non
 
 
 def hold(root: Path, seconds: float) -> None:
-    """Keep the ledger open (the DuckDB file lock held) for ``seconds``."""
-    import time
+    """Keep the ledger open (the DuckDB file lock held) until stdin is closed or written
+    to, or ``seconds`` pass: the test releases it when done, so a slow machine cannot make
+    the lock lapse while the test still relies on it."""
+    import select
 
     with open_ledger(root):
         print("ready", flush=True)
-        time.sleep(seconds)
+        select.select([sys.stdin], [], [], seconds)
 
 
 if __name__ == "__main__":

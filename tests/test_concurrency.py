@@ -12,7 +12,7 @@ import pytest
 
 from ledger.errors import LedgerBusy
 from ledger.store import init_ledger, open_ledger
-from tests.process_harness import ROOT, two_writers, worker
+from tests.process_harness import ROOT, release, two_writers, worker
 from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("no_extra_checks")
@@ -29,7 +29,7 @@ def test_two_writer_processes_each_batch_exactly_once(tmp_path: Path) -> None:
 def test_second_writer_gets_ledger_busy_after_bounded_retry(tmp_path: Path) -> None:
     path = tmp_path / "ledger"
     init_ledger(path).close()
-    holder = worker("hold", path, 4.0)
+    holder = worker("hold", path, 120.0)
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"ready"
     try:
         start = time.monotonic()
@@ -60,7 +60,7 @@ def test_second_writer_gets_ledger_busy_after_bounded_retry(tmp_path: Path) -> N
         assert cli.returncode == 3, cli.stderr
         assert b"Error: ledger busy" in cli.stderr
     finally:
-        holder.wait(timeout=30)
+        release(holder)
     with open_ledger(path) as lg:
         assert lg.size() == 0  # the refused append left nothing behind
 

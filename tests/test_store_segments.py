@@ -16,7 +16,7 @@ from ledger.segments import cut_points, load_manifest, read_sealed
 from ledger.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from tests import merkle_oracle
-from tests.process_harness import worker
+from tests.process_harness import release, worker
 from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("no_extra_checks")
@@ -138,11 +138,11 @@ def test_segments_are_readable_while_another_process_writes(tmp_path: Path) -> N
         lg.append(trial_events("a", 2, 3))
         lg.seal()
         want = lg.read_arrow()
-    holder = worker("hold", path, 3.0)
+    holder = worker("hold", path, 120.0)
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"ready"
     try:
         with pytest.raises(LedgerBusy):
             open_ledger(path, busy_timeout=0.2)
         assert pa.concat_tables(list(read_sealed(path))).equals(want)
     finally:
-        holder.wait(timeout=30)
+        release(holder)
