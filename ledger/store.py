@@ -40,6 +40,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,6 +123,32 @@ _NODE_SCHEMA = pa.schema(
         pa.field("hash", pa.binary(32), nullable=False),
     ]
 )
+
+_NODE_WINDOW_SQL = (
+    "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? ORDER BY level, idx"
+)
+
+# A string orjson writes as anything other than '"' + s + '"': it holds a quote, a backslash
+# or a control character (orjson escapes exactly those; non-ASCII is written as UTF-8).
+JSON_ESCAPED_RE = '[\\x00-\\x1f"\\\\]'
+
+# ``0x00 || envelope_bytes`` (schemas/envelope.py) assembled by DuckDB for rows whose strings
+# need no JSON escaping: the header is then plain concatenation (unsigned ints print the
+# same in SQL and JSON; ``encode`` is the UTF-8 bytes, where a ``::BLOB`` cast would read
+# backslash escapes and refuse non-ASCII). Rows that do need escaping get NULL and are encoded in Python.
+# tests/test_store_fastpath.py pins this to envelope_bytes for arbitrary strings.
+ENTRY_SQL = """
+SELECT seq,
+       CASE WHEN regexp_matches(stream, $1) OR regexp_matches(event_id, $1)
+                 OR regexp_matches(type, $1) THEN NULL
+            ELSE '\\x00'::BLOB
+                 || encode('[' || seq || ',"' || stream || '",' || stream_version || ',"'
+                           || event_id || '","' || type || '",' || schema_version || ']' || chr(10))
+                 || payload
+       END AS entry,
+       leaf_hash
+FROM events WHERE seq BETWEEN $2 AND $3
+"""
 
 EXPECTED_WORDS = ("any", "no_stream", "exists")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -599,10 +626,7 @@ class Ledger:
     def stored_node_table(self, first_leaf: int, last_leaf: int) -> pa.Table:
         """Stored nodes completed by leaves in ``[first_leaf, last_leaf]``: columns
         ``level, idx, hash`` ordered by level then idx (verify's fast comparison)."""
-        return self._con.sql(
-            "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? ORDER BY level, idx",
-            params=[first_leaf, last_leaf],
-        ).to_arrow_table()
+        return self._con.sql(_NODE_WINDOW_SQL, params=[first_leaf, last_leaf]).to_arrow_table()
 
     @_locked
     def first_version_break(self) -> tuple[int, str, int, int] | None:
@@ -1029,6 +1053,40 @@ class Ledger:
         current = self.size()
         if size > current:
             raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
+
+
+def verify_windows(
+    lg: Ledger, top: int, window: int
+) -> Iterator[tuple[int, int, pa.Table, pa.Table]]:
+    """``(lo, hi, entries, nodes)`` for each seq window of ``[0, top]``, one window ahead.
+
+    ``entries`` has columns ``seq`` (storage order, unchecked), ``entry`` (``0x00 ||
+    envelope_bytes`` built in SQL, see :data:`ENTRY_SQL`; NULL where a string needs JSON
+    escaping) and ``leaf_hash``; ``nodes`` is :meth:`Ledger.stored_node_table` for the window.
+    Queries run on their own cursor in a worker thread (DuckDB releases the GIL), so the
+    next window is assembled while the caller hashes this one.
+    """
+    cur = lg._con.cursor()
+
+    def fetch(lo: int) -> tuple[int, int, pa.Table, pa.Table]:
+        # windows grow from 4096 rows so the caller starts hashing almost at once
+        hi = min(lo + min(window, max(4096, lo)) - 1, top)
+        entries = cur.sql(ENTRY_SQL, params=[JSON_ESCAPED_RE, lo, hi]).to_arrow_table()
+        nodes = cur.sql(_NODE_WINDOW_SQL, params=[lo, hi]).to_arrow_table()
+        return lo, hi, entries, nodes
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vledger-verify")
+    try:
+        pending = pool.submit(fetch, 0) if top >= 0 else None
+        while pending is not None:
+            lo, hi, entries, nodes = pending.result()
+            pending = pool.submit(fetch, hi + 1) if hi < top else None
+            yield lo, hi, entries, nodes
+    finally:
+        if pending is not None:  # the caller stopped early: let the worker finish first
+            pending.cancel() or pending.exception()
+        pool.shutdown(wait=True)
+        cur.close()
 
 
 def _filters(
