@@ -78,7 +78,7 @@ from ledger.note import (
     sign_note,
 )
 from schemas.canonical import canonical_json
-from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
+from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, leaf_hashes
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
 
 if TYPE_CHECKING:
@@ -319,7 +319,7 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
     _check_expected_form(index, ev.expected_version)
     try:
         validate_payload(ev.type, ev.payload)
-        payload = canonical_json(ev.payload)
+        payload = bytes(memoryview(canonical_json(ev.payload)))  # exact size, see prepare_batch
     except PayloadError as exc:
         raise InvalidEvent(index, str(exc)) from None
     except TypeError as exc:  # orjson: a value JSON cannot carry
@@ -406,7 +406,9 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
     if not ok:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
     try:
-        payloads = [canonical_json(p) for p in objs]
+        # orjson returns each result inside a ~4 KiB allocation; an exact-size copy keeps a
+        # 10k-event batch at its real size (~4 MB here) instead of ~40 MB until it is inserted
+        payloads = [bytes(memoryview(canonical_json(p))) for p in objs]
     except TypeError:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
     for i, raw in enumerate(payloads):
@@ -818,9 +820,8 @@ class Ledger:
             v = get(stream, -1) + 1
             next_version[stream] = v
             push(v)
-        sha = hashlib.sha256
         seqs = range(size, size + n)
-        cols = (
+        leaves = leaf_hashes(
             seqs,
             new.streams,
             stream_versions,
@@ -829,7 +830,6 @@ class Ledger:
             new.schema_versions,
             new.payloads,
         )
-        leaves = [sha(b"\x00" + envelope_bytes(*row)).digest() for row in zip(*cols, strict=True)]
         runs = merkle.push_many(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
