@@ -452,10 +452,24 @@ def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
             return False
     if not all(type(p) is dict for p in payloads):
         return False
+    # one bound validator per distinct type, looked up once per batch (None: ext.* is any object)
+    validators = {
+        t: None
+        if t.startswith(EXT_PREFIX)
+        else PAYLOAD_MODELS[t].__pydantic_validator__.validate_python
+        for t in set(types)
+    }
     try:
-        for t, p in zip(types, payloads, strict=True):
-            if not t.startswith(EXT_PREFIX):
-                PAYLOAD_MODELS[t].__pydantic_validator__.validate_python(p)
+        if len(validators) == 1:
+            only = next(iter(validators.values()))
+            if only is not None:
+                for p in payloads:
+                    only(p)
+        else:
+            for t, p in zip(types, payloads, strict=True):
+                v = validators[t]
+                if v is not None:
+                    v(p)
     except ValidationError:
         return False
     return True
@@ -840,9 +854,9 @@ class Ledger:
                 pa.array(new.event_ids, pa.string()),
                 pa.array(new.types, pa.string()),
                 pa.array(new.schema_versions, pa.uint16()),
-                pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+                pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
                 pa.array(new.payloads, pa.binary()),
-                pa.array(leaves, pa.binary(32)),
+                _hash_array(leaves),
             ],
             schema=ARROW_SCHEMA,
         )
@@ -1138,6 +1152,15 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
+def _hash_array(hashes: list[bytes]) -> pa.FixedSizeBinaryArray:
+    """32-byte hashes as one Arrow buffer (a single join, no per-element conversion)."""
+    if any(len(h) != 32 for h in hashes):  # never: SHA-256 digests; keep the buffer honest
+        raise AssertionError("bad math in _hash_array: a hash is not 32 bytes")
+    return pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(32), len(hashes), [None, pa.py_buffer(b"".join(hashes))]
+    )
+
+
 def _node_table(runs: list[tuple[int, int, list[bytes]]]) -> pa.Table:
     """Arrow rows for the interior nodes :func:`merkle.push_many` completed."""
     levels: list[int] = []
@@ -1155,7 +1178,7 @@ def _node_table(runs: list[tuple[int, int, list[bytes]]]) -> pa.Table:
             pa.array(levels, pa.uint8()),
             pa.array(idxs, pa.uint64()),
             pa.array(last, pa.uint64()),
-            pa.array(hashes, pa.binary(32)),
+            _hash_array(hashes),
         ],
         schema=_NODE_SCHEMA,
     )
