@@ -139,8 +139,7 @@ JSON_ESCAPED_RE = '[\\x00-\\x1f"\\\\]'
 # tests/test_store_fastpath.py pins this to envelope_bytes for arbitrary strings.
 ENTRY_SQL = """
 SELECT seq,
-       CASE WHEN regexp_matches(stream, $1) OR regexp_matches(event_id, $1)
-                 OR regexp_matches(type, $1) THEN NULL
+       CASE WHEN regexp_matches(stream || event_id || type, $1) THEN NULL
             ELSE '\\x00'::BLOB
                  || encode('[' || seq || ',"' || stream || '",' || stream_version || ',"'
                            || event_id || '","' || type || '",' || schema_version || ']' || chr(10))

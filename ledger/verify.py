@@ -210,11 +210,7 @@ class _Scan:
         offsets, data = _binary_parts(entry_col)
         # hash memoryview slices of the Arrow buffer: no Python bytes object per entry
         leaves = [sha(data[a:b]).digest() for a, b in zip(offsets, offsets[1:])]  # noqa: B905
-        stored = t.column("leaf_hash")
-        if not pc.all(pc.equal(pc.binary_length(stored), 32)).as_py():
-            return False
-        s_off, s_data = _binary_parts(stored)
-        if s_data[s_off[0] : s_off[-1]] != b"".join(leaves):
+        if not _same_hashes(t.column("leaf_hash"), leaves):
             return False
         before = list(self.frontier)
         runs = merkle.push_many(self.frontier, n0, leaves)
@@ -286,14 +282,21 @@ def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> b
         return False
     if not runs:
         return True
-    levels = pa.chunked_array([pa.array([lv] * len(hs), pa.uint8()) for lv, _, hs in runs])
+    levels = pa.chunked_array([pa.repeat(pa.scalar(lv, pa.uint8()), len(hs)) for lv, _, hs in runs])
     idxs = pa.chunked_array([pa.array(range(f, f + len(hs)), pa.uint64()) for _, f, hs in runs])
-    hashes = pa.chunked_array([pa.array(hs, pa.binary()) for _, _, hs in runs])
     return (
-        stored.column("hash").cast(pa.binary()).equals(hashes)
+        _same_hashes(stored.column("hash"), [h for _, _, hs in runs for h in hs])
         and stored.column("idx").equals(idxs)
         and stored.column("level").equals(levels)
     )
+
+
+def _same_hashes(col: pa.ChunkedArray, hashes: list[bytes]) -> bool:
+    """Is the binary column exactly these 32-byte hashes, in order? (one buffer compare)"""
+    if len(col) != len(hashes) or not pc.all(pc.equal(pc.binary_length(col), 32)).as_py():
+        return False
+    offsets, data = _binary_parts(col)
+    return data[offsets[0] : offsets[-1]] == b"".join(hashes)
 
 
 COLUMNS = (
