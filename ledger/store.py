@@ -740,9 +740,10 @@ class Ledger:
 
     def _append_in_tx(self, batch: _Batch) -> AppendResult:
         ids = batch.event_ids
-        stored = self._stored_by_id(sorted(set(ids)))
+        unique = set(ids)
+        stored = self._stored_by_id(list(unique))  # order is irrelevant to the IN lookup
         size, frontier = self._tree_state()
-        if not stored and len(set(ids)) == len(ids):  # the common case: all new
+        if not stored and len(unique) == len(ids):  # the common case: all new
             new, seqs, dups = batch, tuple(range(size, size + len(batch))), ()
         else:
             rows, seqs, dups = self._dedupe(batch.rows(), stored, size)
