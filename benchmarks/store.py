@@ -268,7 +268,9 @@ def main() -> None:
     if marks:
         grow = ", ".join(f"{k // 1000}k: {v} MiB" for k, v in sorted(marks.items()))
         print(f"| peak RSS appending {args.memory_events:,} events | {grow} | — | — | bounded |")
-        print(f"| append rate in that run (events/s, append calls only) | {rate:,.0f} | — | — | — |")
+        print(
+            f"| append rate in that run (events/s, append calls only) | {rate:,.0f} | — | — | — |"
+        )
 
 
 if __name__ == "__main__":
