@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
@@ -197,6 +198,35 @@ class _Scan:
         self.report.bytes_hashed += sum(map(len, entries))
         return True
 
+    def window_sql(self, t: pa.Table, nodes: pa.Table) -> bool:
+        """Like :meth:`window_fast`, from entries DuckDB assembled (``Ledger.verify_windows``).
+
+        False (state untouched) when anything differs or a row's entry is NULL (a string
+        that needs JSON escaping): the caller then takes the Python paths for the window.
+        """
+        n0 = self.next_seq
+        k = t.num_rows
+        entry_col = t.column("entry")
+        if not k or entry_col.null_count:
+            return False
+        if not t.column("seq").equals(pa.chunked_array([pa.array(range(n0, n0 + k), pa.uint64())])):
+            return False
+        sha = hashlib.sha256
+        offsets, data = _binary_parts(entry_col)
+        # hash memoryview slices of the Arrow buffer: no Python bytes object per entry
+        leaves = [sha(data[a:b]).digest() for a, b in zip(offsets, offsets[1:])]  # noqa: B905
+        if not _same_hashes(t.column("leaf_hash"), leaves):
+            return False
+        before = list(self.frontier)
+        runs = merkle.push_many(self.frontier, n0, leaves)
+        if not _same_nodes(runs, nodes):
+            self.frontier = before
+            return False
+        self.next_seq = n0 + k
+        # each entry carries the 0x00 leaf prefix, which is not part of the canonical bytes
+        self.report.bytes_hashed += offsets[-1] - offsets[0] - k
+        return True
+
     def row(
         self,
         seq: int,
@@ -235,20 +265,43 @@ class _Scan:
             self.roots[self.next_seq] = merkle.frontier_root(self.frontier)
 
 
+def _binary_parts(col: pa.ChunkedArray) -> tuple[list[int], memoryview]:
+    """Offsets (k + 1 ints) and data buffer of a binary column without NULLs."""
+    # one chunk is the usual case; combine_chunks would copy it even then
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    if arr.type == pa.large_binary():
+        fmt = "q"
+    elif arr.type == pa.binary():
+        fmt = "i"
+    else:
+        arr, fmt = arr.cast(pa.large_binary()), "q"
+    _, off_buf, data_buf = arr.buffers()
+    offsets = memoryview(off_buf).cast(fmt)[arr.offset : arr.offset + len(arr) + 1].tolist()
+    # cast: Arrow exports bytes as signed chars, which compare unequal to bytes above 0x7f
+    return offsets, memoryview(data_buf).cast("B") if data_buf is not None else memoryview(b"")
+
+
 def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> bool:
     """Do the stored (level, idx, hash) rows equal the recomputed runs exactly?"""
     if stored.num_rows != sum(len(hs) for _, _, hs in runs):
         return False
     if not runs:
         return True
-    levels = pa.chunked_array([pa.array([lv] * len(hs), pa.uint8()) for lv, _, hs in runs])
+    levels = pa.chunked_array([pa.repeat(pa.scalar(lv, pa.uint8()), len(hs)) for lv, _, hs in runs])
     idxs = pa.chunked_array([pa.array(range(f, f + len(hs)), pa.uint64()) for _, f, hs in runs])
-    hashes = pa.chunked_array([pa.array(hs, pa.binary()) for _, _, hs in runs])
     return (
-        stored.column("hash").cast(pa.binary()).equals(hashes)
+        _same_hashes(stored.column("hash"), [h for _, _, hs in runs for h in hs])
         and stored.column("idx").equals(idxs)
         and stored.column("level").equals(levels)
     )
+
+
+def _same_hashes(col: pa.ChunkedArray, hashes: list[bytes]) -> bool:
+    """Is the binary column exactly these 32-byte hashes, in order? (one buffer compare)"""
+    if len(col) != len(hashes) or not pc.all(pc.equal(pc.binary_length(col), 32)).as_py():
+        return False
+    offsets, data = _binary_parts(col)
+    return data[offsets[0] : offsets[-1]] == b"".join(hashes)
 
 
 COLUMNS = (
@@ -265,13 +318,18 @@ COLUMNS = (
 
 def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int, bytes]:
     """Checks 1 and 2; returns the rebuilt root at every checkpoint size reached."""
+    from ledger.store import verify_windows
+
     size, stored_frontier = lg.tree_state()
     report.size = size
     top = lg.max_stored_seq()
     scan = _Scan(report, sizes)
-    lo = 0
-    while top is not None and lo <= top:
-        hi = min(lo + WINDOW - 1, top)
+    # Three paths per window, each falling back to the next: entries assembled by DuckDB
+    # (prefetched while this window is hashed), entries encoded in Python, and the row by
+    # row walk that names the first bad seq.
+    for lo, hi, entries, nodes in verify_windows(lg, -1 if top is None else top, WINDOW):
+        if scan.window_sql(entries, nodes):
+            continue
         t = lg.raw_rows(lo, hi, ordered=False)
         if not scan.window_fast(t, lg.stored_node_table):
             cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
@@ -279,7 +337,6 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
             for r in zip(*cols, strict=True):
                 scan.row(*r)
             _compare_nodes(lg, report, scan, first_leaf)
-        lo = hi + 1
     report.events = scan.next_seq
     report.root = merkle.frontier_root(scan.frontier)
     _check_versions(lg, report)
