@@ -195,3 +195,15 @@ def test_seal_cli_cuts_segments_without_splitting_trials(tmp_path: Path) -> None
         (8, 11, 4),
     ]
     assert run("seal", "--ledger", str(path)).output == "nothing to seal\n"
+
+
+def test_seal_cli_max_bytes_bounds_segments_by_size(tmp_path: Path) -> None:
+    path = tmp_path / "l"
+    with init_ledger(path) as lg:
+        for t in range(3):
+            lg.append([NewEvent(f"trial/c/t{t}/0", "ext.step", {"k": k, "pad": "x" * 200}) for k in range(4)])
+    # about 4 rows' worth of bytes per segment: each trial becomes its own segment
+    res = run("seal", "--ledger", str(path), "--max-bytes", "1200", "--json")
+    assert res.exit_code == 0, res.output
+    made = orjson.loads(res.output)
+    assert [m["rows"] for m in made] == [4, 4, 4]

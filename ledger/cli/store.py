@@ -294,16 +294,30 @@ def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
     show_default=True,
     help="Rows per segment (a longer trial still stays whole).",
 )
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Target bytes per segment (default 32 MiB; a longer trial still stays whole).",
+)
 @ledger_option
 @busy_option
 @json_option
-def seal_cmd(max_rows: int, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+def seal_cmd(
+    max_rows: int,
+    max_bytes: int | None,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
+) -> None:
     """Seal unsealed events into immutable Parquet segments (trial streams never split).
 
-    Example: vledger seal
+    A sealed trial stream takes no further events (exit 4, StreamSealed).
+
+    Example: vledger seal --max-rows 100000
     """
     with _open(ledger_dir, busy_timeout) as lg:
-        made = _run(lambda: lg.seal(max_rows))
+        made = _run(lambda: lg.seal(max_rows, max_bytes))
     if as_json:
         emit_json([m.model_dump() for m in made])
         return
