@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from replay.retrace import (
     TrialRetrace,
     build_report,
     retrace_trial,
+    unreadable_bundle,
 )
 from replay.timeline import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
@@ -247,6 +248,7 @@ def retrace(
     on_total: Callable[[int], None] | None = None,
     on_done: Callable[[int], None] | None = None,
     engine: Engine | None = None,
+    unreadable: Sequence[Mapping[str, Any]] = (),
 ) -> RetraceResult:
     """Re-derive every matching trial's grade from the log; append the replay unless dry.
 
@@ -265,13 +267,16 @@ def retrace(
         )
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
-    if not pairs:
+    if not pairs and not unreadable:
         where = " ".join(f"--{k} {v}" for k, v in (("corpus", corpus), ("task", task)) if v)
         raise RetraceError(
             f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
             "(`vledger ingest PATH`) or pass --source PATH"
         )
-    outcomes = [o for _, o in pairs]
+    outcomes = [o for _, o in pairs] + [
+        unreadable_bundle(str(u["source"]), str(u["reason"]))
+        for u in sorted(unreadable, key=lambda u: str(u["source"]))
+    ]
     try:
         report = build_report(outcomes)
     except RetraceReportError as exc:

@@ -8,6 +8,7 @@ ledger, choosing configs and appending results live in ``ledger/retrace_cmd.py``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,6 +194,8 @@ class TrialRetrace:
     recorded_binary_pass: bool | None = None
     record_view: bool = False
     regex_refused: bool = False
+    readable: bool = True  # False: the bundle never became a trial (its ingest failed)
+    predates_call_ids: bool = False
     winning_path: str = ""
     gate_failed: bool | None = None
     declared: tuple[tuple[str, str], ...] = ()
@@ -434,14 +437,34 @@ def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
 
 def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
     """What the corpus could prove: a never_decided row means little on an old corpus."""
+    readable = [o for o in outcomes if o.readable]
     return {
         "bundles_read": len(outcomes),
-        "with_tool_call_record": sum(o.record_view for o in outcomes),
-        "messages_only": sum(not o.record_view for o in outcomes),
-        "predating_call_ids": sum(
-            bool(o.reason and "call id" in o.reason and o.status == "not_rechecked")
-            for o in outcomes
-        ),
+        "with_tool_call_record": sum(o.record_view for o in readable),
+        "messages_only": sum(not o.record_view for o in readable),
+        "predating_call_ids": sum(o.predates_call_ids for o in outcomes),
         "failed": sum(o.status == "not_rechecked" for o in outcomes),
         "regex_refused": sum(o.regex_refused for o in outcomes),
     }
+
+
+# A bundle written before call-id threading declares tool calls (or records them) without
+# the id that joins a call to its result; ingest refuses it naming that key.
+_MISSING_CALL_ID = re.compile(r"(tool_calls\[\d+\]\.id|call_id)'?: expected this key to be present")
+
+
+def unreadable_bundle(source: str, reason: str) -> TrialRetrace:
+    """A bundle of the source that could not be read into a trial: reported, never dropped.
+
+    Counted apart when it predates call ids — a property of the corpus's age, not of a
+    broken file (TRACE_REPLAY.md § What gets re-checked).
+    """
+    return TrialRetrace(
+        trial=source,
+        task_id="",
+        corpus="",
+        status="not_rechecked",
+        reason=f"unreadable bundle: {reason}",
+        readable=False,
+        predates_call_ids=bool(_MISSING_CALL_ID.search(reason)),
+    )

@@ -189,3 +189,34 @@ def test_replay_payloads_are_closed_to_misspelt_keys(notes_ledger) -> None:
     with pytest.raises(InvalidEvent, match="gradee"):
         notes_ledger.append([NewEvent("replay/x", "grade.replayed",
                                       {"trial": "t", "replay_id": "r", "grade": None, "gradee": 1})])
+
+
+def test_an_unreadable_bundle_in_the_source_is_named_counted_and_fails_the_batch(tmp_path: Path) -> None:
+    """TRACE_REPLAY.md: a failure never aborts the batch, but it exits non-zero; a bundle
+    predating call ids is counted apart from other unreadable inputs."""
+    import shutil
+
+    src = tmp_path / "src"
+    good = NOTES / "not_met" / "native_shared_domain_example_20260629_133126_trial0"
+    shutil.copytree(good, src / "good")
+    old = src / "old"
+    shutil.copytree(good, old)
+    traj = old / "trajectory.yaml"
+    # the provider id line of the first declared call goes: the bundle predates call ids
+    lines = traj.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("  - id: toolu_"))
+    assert lines[i + 1] == "    name: add_note"
+    lines[i : i + 2] = ["  - name: add_note"]  # the same call, declared without an id
+    traj.write_text("\n".join(lines) + "\n")
+    broken = src / "broken"
+    shutil.copytree(good, broken)
+    (broken / "trajectory.yaml").write_text("messages: [\n")
+    res = CliRunner().invoke(main, ["retrace", "--ledger", str(tmp_path / "L"), "--source", str(src), "--json"])
+    assert res.exit_code == 1, res.output
+    report = json.loads(res.output[res.output.index("{"):])
+    by_status = {t["trial"]: t["status"] for t in report["trials"]}
+    assert sum(s == "not_rechecked" for s in by_status.values()) == 2
+    assert any(s != "not_rechecked" for s in by_status.values())  # the good one was measured
+    ev = report["evidence"]
+    assert (ev["bundles_read"], ev["failed"], ev["predating_call_ids"]) == (3, 2, 1)
+    assert ev["messages_only"] + ev["with_tool_call_record"] == 1

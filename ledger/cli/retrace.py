@@ -90,20 +90,24 @@ def retrace_command(
         if dry_run and source is not None:
             # --dry-run writes nothing, so the source is read into a throwaway log.
             with MemoryLedger() as lg:
-                rep = ingest(lg, [str(source)], corpus=corpus)
+                rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
                 result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, frozenset(rep.trial_streams), eng)
+                              workers, dry_run, frozenset(rep.trial_streams), eng, rep.skipped)
         else:
             with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
+                skipped: list = []
                 if source is not None:
-                    rep = ingest(lg, [str(source)], corpus=corpus)
+                    # A bundle that cannot be read is a named failure of the batch (exit 1),
+                    # never a reason to leave the readable ones unmeasured.
+                    rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
                     if not as_json:
                         err.print(f"ingest: {rep.summary()}")
                     streams: frozenset[str] | None = frozenset(rep.trial_streams)
+                    skipped = rep.skipped
                 else:
                     streams = None
                 result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, streams, eng)
+                              workers, dry_run, streams, eng, skipped)
     except (RetraceError, IngestError) as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
@@ -120,18 +124,18 @@ def retrace_command(
 
 
 def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file,  # noqa: ANN001
-         workers, dry_run, streams, eng=None):  # noqa: ANN001
+         workers, dry_run, streams, eng=None, unreadable=()):  # noqa: ANN001
     if quiet or not err.is_terminal:
         return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
                        constraints_file=constraints_file, workers=workers, dry_run=dry_run,
-                       streams=streams, engine=eng)
+                       streams=streams, engine=eng, unreadable=unreadable)
     with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
         return retrace(
             lg, corpus=corpus, task=task, grading_file=grading_file,
             constraints_file=constraints_file, workers=workers, dry_run=dry_run, streams=streams,
-            engine=eng, on_total=lambda n: bar.update(job, total=n),
+            engine=eng, unreadable=unreadable, on_total=lambda n: bar.update(job, total=n),
             on_done=lambda n: bar.advance(job, n),
         )
 
