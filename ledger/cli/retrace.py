@@ -154,7 +154,13 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
                           f"{d['recorded']} vs replayed {d['replayed']}")
         elif t["status"] == "not_rechecked":
             out.print(f"  [yellow]not re-checked[/yellow] {t['trial']}: {t['reason']}")
-    if report["constraints"]:
+    if report["constraints"] and not out.is_terminal:
+        # piped or redirected: one plain line per constraint, never a squeezed table
+        for c in report["constraints"]:
+            out.print(f"  constraint {c['task_id']} / {c['id']}{' (route ' + c['route'] + ')' if c['route'] else ''}: "
+                      f"{c['class']} — evaluated {c['evaluated']}, passed {c['passed']}, "
+                      f"failed {c['failed']}, undecided {c['undecided']}", soft_wrap=True)
+    elif report["constraints"]:
         table = Table("task", "constraint", "route", "class", "evaluated", "passed", "failed",
                       "undecided", title="constraints")
         for c in report["constraints"]:
@@ -164,10 +170,11 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
     for p in report["paths"]:
         out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
     ev = report["evidence"]
-    out.print("evidence: " + ", ".join(f"{k} {v}" for k, v in ev.items()))
+    out.print("evidence: " + ", ".join(f"{k} {v}" for k, v in ev.items()), soft_wrap=True)
     cp = report["receipt"]["checkpoint"]
     if report.get("dry_run"):
         out.print("dry run: nothing appended")
     else:
         out.print(f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
-                  f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)")
+                  f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)",
+                  soft_wrap=True)
