@@ -101,7 +101,7 @@ def retrace_command(
                     # never a reason to leave the readable ones unmeasured.
                     rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
                     if not as_json:
-                        err.print(f"ingest: {rep.summary()}")
+                        err.print(f"ingest: {rep.summary()}", soft_wrap=True)
                     streams: frozenset[str] | None = frozenset(rep.trial_streams)
                     skipped = rep.skipped
                 else:
