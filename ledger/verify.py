@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,6 @@ from ledger.note import (
     open_note,
     parse_checkpoint,
 )
-from ledger.verify_pool import LeafPool, Window, leaf_pool
 from schemas.envelope import envelope_bytes
 
 if TYPE_CHECKING:
@@ -199,13 +198,11 @@ class _Scan:
         self.report.bytes_hashed += sum(map(len, entries))
         return True
 
-    def window_sql(self, t: pa.Table, nodes: pa.Table, hashed: bytes | None = None) -> bool:
+    def window_sql(self, t: pa.Table, nodes: pa.Table) -> bool:
         """Like :meth:`window_fast`, from entries DuckDB assembled (``Ledger.verify_windows``).
 
         False (state untouched) when anything differs or a row's entry is NULL (a string
         that needs JSON escaping): the caller then takes the Python paths for the window.
-        ``hashed``: the entries' leaf hashes, concatenated, when a worker process computed
-        them (:mod:`ledger.verify_pool`); otherwise they are computed here.
         """
         n0 = self.next_seq
         k = t.num_rows
@@ -216,15 +213,10 @@ class _Scan:
             return False
         sha = hashlib.sha256
         offsets, data = _binary_parts(entry_col)
-        if hashed is None:
-            # hash memoryview slices of the Arrow buffer: no Python bytes object per entry
-            leaves = [sha(data[a:b]).digest() for a, b in zip(offsets, offsets[1:])]  # noqa: B905
-            if not _same_hashes(t.column("leaf_hash"), leaves):
-                return False
-        else:
-            if len(hashed) != 32 * k or not _same_blob(t.column("leaf_hash"), hashed):
-                return False
-            leaves = [hashed[i : i + 32] for i in range(0, 32 * k, 32)]
+        # hash memoryview slices of the Arrow buffer: no Python bytes object per entry
+        leaves = [sha(data[a:b]).digest() for a, b in zip(offsets, offsets[1:])]  # noqa: B905
+        if not _same_hashes(t.column("leaf_hash"), leaves):
+            return False
         before = list(self.frontier)
         runs = merkle.push_many(self.frontier, n0, leaves)
         if not _same_nodes(runs, nodes):
@@ -306,15 +298,10 @@ def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> b
 
 def _same_hashes(col: pa.ChunkedArray, hashes: list[bytes]) -> bool:
     """Is the binary column exactly these 32-byte hashes, in order? (one buffer compare)"""
-    return len(col) == len(hashes) and _same_blob(col, b"".join(hashes))
-
-
-def _same_blob(col: pa.ChunkedArray, joined: bytes) -> bool:
-    """Is the binary column exactly the 32-byte hashes concatenated in ``joined``?"""
-    if 32 * len(col) != len(joined) or not pc.all(pc.equal(pc.binary_length(col), 32)).as_py():
+    if len(col) != len(hashes) or not pc.all(pc.equal(pc.binary_length(col), 32)).as_py():
         return False
     offsets, data = _binary_parts(col)
-    return data[offsets[0] : offsets[-1]] == joined
+    return data[offsets[0] : offsets[-1]] == b"".join(hashes)
 
 
 COLUMNS = (
@@ -339,17 +326,17 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     scan = _Scan(report, sizes)
     # Three paths per window, each falling back to the next: entries assembled by DuckDB
     # (prefetched while this window is hashed), entries encoded in Python, and the row by
-    # row walk that names the first bad seq. On big logs worker processes compute the
-    # first path's leaf hashes a few windows ahead (ledger.verify_pool).
-    windows = verify_windows(lg, -1 if top is None else top, WINDOW)
-    pool = leaf_pool(0 if top is None else top + 1)
-    try:
-        for (lo, hi, entries, nodes), hashed in _with_hashes(windows, pool):
-            _scan_window(lg, scan, lo, hi, entries, nodes, hashed)
-    finally:
-        windows.close()  # stops the prefetch thread before the pool goes
-        if pool is not None:
-            pool.close()
+    # row walk that names the first bad seq.
+    for lo, hi, entries, nodes in verify_windows(lg, -1 if top is None else top, WINDOW):
+        if scan.window_sql(entries, nodes):
+            continue
+        t = lg.raw_rows(lo, hi, ordered=False)
+        if not scan.window_fast(t, lg.stored_node_table):
+            cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
+            first_leaf = scan.next_seq
+            for r in zip(*cols, strict=True):
+                scan.row(*r)
+            _compare_nodes(lg, report, scan, first_leaf)
     report.events = scan.next_seq
     report.root = merkle.frontier_root(scan.frontier)
     _check_versions(lg, report)
@@ -380,36 +367,6 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
             except (ProofError, LedgerError) as exc:
                 report.add("nodes", f"cannot rebuild the root at size {s}: {exc}")
     return scan.roots
-
-
-def _with_hashes(
-    windows: Iterator[Window], pool: LeafPool | None
-) -> Iterator[tuple[Window, bytes | None]]:
-    if pool is not None:
-        yield from pool.hashed(windows)
-    else:
-        for w in windows:
-            yield w, None
-
-
-def _scan_window(
-    lg: Ledger,
-    scan: _Scan,
-    lo: int,
-    hi: int,
-    entries: pa.Table,
-    nodes: pa.Table,
-    hashed: bytes | None,
-) -> None:
-    if scan.window_sql(entries, nodes, hashed):
-        return
-    t = lg.raw_rows(lo, hi, ordered=False)
-    if not scan.window_fast(t, lg.stored_node_table):
-        cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
-        first_leaf = scan.next_seq
-        for r in zip(*cols, strict=True):
-            scan.row(*r)
-        _compare_nodes(lg, scan.report, scan, first_leaf)
 
 
 def _seq_order(p: Problem) -> tuple[int, int]:
