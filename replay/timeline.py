@@ -24,6 +24,7 @@ tool_log.yaml differs in fields, never in where a tool_result sits.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -465,19 +466,7 @@ def assistant_texts(timeline: TrialTimeline) -> tuple[str, ...]:
 
 # --- payloads (timeline.event) ---------------------------------------------------------
 
-_EVENT_FIELDS = (
-    "position",
-    "turn_index",
-    "kind",
-    "text",
-    "call_id",
-    "tool_name",
-    "executor",
-    "arguments",
-    "status",
-    "result",
-    "latency_seconds",
-)
+_EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(TraceEvent))
 _FLAG_FIELDS = ("timeline_version", "message_view_present", "records_present")
 _PAYLOAD_FIELDS = frozenset(_EVENT_FIELDS + _FLAG_FIELDS)
 
