@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
-from collections.abc import Callable
 
+from benchmarks.timing import rate
 from replay.components.custom_checks import CheckVerdict, RecordedSuite
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.state_checks import _compiled_path
@@ -178,14 +177,6 @@ def make_trial(rng: random.Random, i: int) -> GradeInputs:
     )
 
 
-def rate(fn: Callable[[GradeInputs], object], trials: list[GradeInputs], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for t in trials:
-            fn(t)
-        best = min(best, time.perf_counter() - start)
-    return len(trials) / best
 
 
 def main() -> None:

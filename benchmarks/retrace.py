@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from benchmarks.generate_corpus import generate
+from ledger.engines.trials import TRIAL_PREFIX, group_trials
 from ledger.ingest import ingest
-from ledger.retrace_cmd import TRIAL_PREFIX, group_trials, retrace
+from ledger.retrace_cmd import retrace
 from ledger.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]

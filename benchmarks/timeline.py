@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
-from collections.abc import Callable
 
+from benchmarks.timing import rate
 from replay.timeline import agent_facing_text, build_trial_timeline, timeline_to_payloads
 from schemas.timeline import (
     Message,
@@ -76,15 +75,6 @@ def baseline(trial) -> tuple[TraceEvent, ...]:
     )
 
 
-def rate(fn: Callable, trials: list, repeat: int) -> float:
-    """Best-of-``repeat`` timelines per second over ``trials``."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for trial in trials:
-            fn(trial)
-        best = min(best, time.perf_counter() - start)
-    return len(trials) / best
 
 
 def main() -> None:

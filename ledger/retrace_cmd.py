@@ -15,17 +15,15 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger.engines import Engine, EngineError, TrialSelection
 from ledger.engines.local import LocalEngine
-from ledger.engines.trials import group_trials
 from ledger.importers.yaml_safe import load_yaml
 from ledger.receipts import register_recompute
-from ledger.store import Ledger, open_ledger
+from ledger.store import Ledger
 from replay.retrace import (
     Override,
     RetraceReportError,
@@ -42,7 +40,6 @@ from schemas.grading import GradingConfigError, load_grading_config
 from schemas.trace_checks import TraceChecksConfigError, load_trace_checks
 
 PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
-TRIAL_PREFIX = "trial/"
 
 # Exit codes (README § retrace): results are 0 whatever they say; the corpus being
 # unreadable, a bad replacement config or an empty source is 1.
@@ -114,37 +111,6 @@ def override_from_source(source: dict[str, Any], label: str = "") -> Override:
 
 
 # ------------------------------------------------------------------ reading and running
-
-
-def _run_chunk(chunk: Sequence[tuple[str, list[StoredEvent]]], override: Override) -> list[TrialRetrace]:
-    return [retrace_trial(evs, override) for _, evs in chunk]
-
-
-def run_projection(
-    groups: dict[str, list[StoredEvent]],
-    override: Override,
-    *,
-    workers: int = 1,
-    on_done: Callable[[int], None] | None = None,
-) -> list[TrialRetrace]:
-    """Every trial through ``retrace_trial``, in stream order whatever ``workers`` is."""
-    items = sorted(groups.items())
-    if workers <= 1 or len(items) < 2:
-        out = []
-        for _, evs in items:
-            out.append(retrace_trial(evs, override))
-            if on_done:
-                on_done(1)
-        return out
-    size = max(1, min(256, len(items) // (workers * 4) or 1))
-    chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    results: list[TrialRetrace] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_run_chunk, chunks, [override] * len(chunks)):
-            results.extend(part)
-            if on_done:
-                on_done(len(part))
-    return results
 
 
 def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
@@ -302,17 +268,16 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
     config = payload["config"]
     size = payload["receipt"]["checkpoint"]["size"]
     override = override_from_source(config["override"])
-    groups = group_trials(
-        lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1) if size else [],
+    streams = config.get("streams")
+    select = TrialSelection(
+        to_seq=size - 1,
         corpus=config.get("corpus"),
         task=config.get("task"),
-        streams=None if config.get("streams") is None else frozenset(config["streams"]),
+        streams=None if streams is None else frozenset(streams),
     )
-    return outputs_digest(run_projection(groups, override))
+    pairs = LocalEngine(workers=1).map_trials(lg, select, retrace_trial, override)
+    return outputs_digest([o for _, o in pairs])
 
 
 register_recompute("replay.completed", recompute_replay)
 
-
-def open_for_retrace(ledger_dir: Path) -> Ledger:
-    return open_ledger(ledger_dir, create=True)
