@@ -1,14 +1,16 @@
 """``retrace`` at the ledger seam: read trials, run the pure projection, append the results.
 
 The projection (``replay.retrace.retrace_trial``) takes one trial's events and returns
-values; this module chooses the events, loads replacement configs from files, fans the
-trials out over a process pool (a trial is never split), and appends one
+values; this module loads replacement configs from files, hands the trial selection to an
+engine (``ledger.engines``: the local process pool or Ray; a trial is never split), and
+appends one
 ``grade.replayed`` per trial plus one ``replay.completed`` carrying a receipt: the
 checkpoint it read (tree size + root), the config digest and the outputs digest.
 
 Example::
 
-    result = retrace(Path(".vledger"), corpus="notes_duplicate_check")
+    with open_ledger(".vledger") as lg:
+        result = retrace(lg, corpus="notes_duplicate_check")
     print(result.report["evidence"], result.exit_code)
 """
 
