@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,ray]'
 	touch $(STAMP)
 

@@ -104,7 +104,7 @@ def node_tables(tables: list[pa.Table]) -> list[pa.Table]:
     size = 0
     for t in tables:
         leaves = t.column("leaf_hash").to_pylist()
-        out.append(_node_table(merkle.push_many(frontier, size, leaves)))
+        out.append(_node_table(merkle.push_run(frontier, size, b"".join(leaves))))
         size += len(leaves)
     return out
 

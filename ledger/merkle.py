@@ -17,10 +17,12 @@ import hashlib
 from collections.abc import Sequence
 from typing import Protocol
 
+from ledger import hashing
 from ledger.errors import ProofError
 
 HashIndex = tuple[int, int]  # (level, index)
 
+HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()  # RFC 9162 § 2.1.1: MTH({}) = SHA-256()
 
 
@@ -70,31 +72,44 @@ def frontier_push(
 def push_many(
     frontier: list[bytes], size: int, leaves: Sequence[bytes]
 ) -> list[tuple[int, int, list[bytes]]]:
-    """Append many leaves at once, level by level; same result as repeated frontier_push.
+    """Append many leaves at once; same result as repeated :func:`frontier_push`.
 
     Returns the interior nodes that became complete as ``(level, first_index, hashes)``
-    runs, one per level. Hashing a whole level in one comprehension avoids the per-leaf
-    Python loop of :func:`frontier_push` (the hot path of append and verify).
+    runs, one per level (:func:`push_run` with lists instead of concatenated digests).
     """
-    sha = hashlib.sha256
-    cur = list(leaves)
-    start = size  # index of cur[0] at this level
+    runs = push_run(frontier, size, b"".join(leaves))
+    return [(lv, first, hashing.split(hs)) for lv, first, hs in runs]
+
+
+def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int, int, bytes]]:
+    """Append the concatenated 32-byte ``leaves`` as leaves ``size, size + 1, …``.
+
+    Works level by level: each level's parents are one :func:`ledger.hashing.tree_level`
+    call over the level's concatenated hashes (the hot path of append and verify). Returns
+    the interior nodes that became complete as ``(level, first_index, digests)`` runs, one
+    per level, ``digests`` concatenated; ``frontier`` is updated in place.
+    """
+    if len(leaves) % HASH_SIZE:
+        raise ValueError("leaves must be concatenated 32-byte hashes")
+    cur = memoryview(leaves)
+    start = size  # index of cur's first hash at this level
     leftovers: list[bytes] = []  # new frontier entries, lowest level first
-    runs: list[tuple[int, int, list[bytes]]] = []
+    runs: list[tuple[int, int, bytes]] = []
     level = 0
-    while cur:
+    while len(cur):
         if start & 1:  # cur[0] is a right child: its left sibling is the frontier's last
-            cur.insert(0, frontier.pop())
+            cur = memoryview(frontier.pop() + cur)
             start -= 1
-        if len(cur) & 1:
-            leftovers.append(cur.pop())
-        if not cur:
+        if len(cur) // HASH_SIZE & 1:
+            leftovers.append(bytes(cur[-HASH_SIZE:]))
+            cur = cur[:-HASH_SIZE]
+        if not len(cur):
             break
-        parents = [sha(b"\x01" + a + b).digest() for a, b in zip(cur[0::2], cur[1::2], strict=True)]
+        parents = hashing.tree_level(cur)
         start >>= 1
         level += 1
         runs.append((level, start, parents))
-        cur = list(parents)  # the next level edits cur; the run keeps its own list
+        cur = memoryview(parents)
     frontier.extend(reversed(leftovers))
     return runs
 

@@ -39,8 +39,9 @@ import random
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +51,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import ValidationError
 
-from ledger import merkle
+from ledger import hashing, merkle
 from ledger.errors import (
     CheckpointError,
     EventIdConflict,
@@ -78,7 +79,7 @@ from ledger.note import (
     sign_note,
 )
 from schemas.canonical import canonical_json
-from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, leaf_hashes
+from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
 
 if TYPE_CHECKING:
@@ -148,6 +149,12 @@ SELECT seq,
        leaf_hash
 FROM events WHERE seq BETWEEN $2 AND $3
 """
+
+# What the native leaf hasher reads per window (storage order, unchecked).
+_COLUMNS_SQL = (
+    "SELECT seq, stream, stream_version, event_id, type, schema_version, payload, leaf_hash "
+    "FROM events WHERE seq BETWEEN $1 AND $2"
+)
 
 EXPECTED_WORDS = ("any", "no_stream", "exists")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -854,8 +861,8 @@ class Ledger:
             next_version[stream] = v
             push(v)
         seqs = range(size, size + n)
-        leaves = leaf_hashes(
-            seqs,
+        leaves = hashing.envelope_leaf_hashes(
+            size,
             new.streams,
             stream_versions,
             new.event_ids,
@@ -863,7 +870,7 @@ class Ledger:
             new.schema_versions,
             new.payloads,
         )
-        runs = merkle.push_many(frontier, size, leaves)
+        runs = merkle.push_run(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
             [
@@ -1089,37 +1096,61 @@ class Ledger:
 
 
 def verify_windows(
-    lg: Ledger, top: int, window: int
-) -> Iterator[tuple[int, int, pa.Table, pa.Table]]:
-    """``(lo, hi, entries, nodes)`` for each seq window of ``[0, top]``, one window ahead.
+    lg: Ledger,
+    top: int,
+    window: int,
+    *,
+    columns: bool = False,
+    prepare: Callable[[int, pa.Table], Any] | None = None,
+    depth: int = 2,
+) -> Iterator[tuple[int, int, pa.Table, pa.Table, Any]]:
+    """``(lo, hi, entries, nodes, prepared)`` for each seq window of ``[0, top]``, one
+    window ahead.
 
     ``entries`` has columns ``seq`` (storage order, unchecked), ``entry`` (``0x00 ||
     envelope_bytes`` built in SQL, see :data:`ENTRY_SQL`; NULL where a string needs JSON
-    escaping) and ``leaf_hash``; ``nodes`` is :meth:`Ledger.stored_node_table` for the window.
-    Queries run on their own cursor in a worker thread (DuckDB releases the GIL), so the
-    next window is assembled while the caller hashes this one.
+    escaping) and ``leaf_hash``; with ``columns`` it is the stored columns instead, as
+    :func:`ledger.hashing.stored_leaf_hashes` takes them (the native accelerator builds the
+    entries itself, cheaper than SQL). ``nodes`` is :meth:`Ledger.stored_node_table` for
+    the window, and ``prepared`` is ``prepare(lo, entries)`` (``None`` without one), also
+    computed ahead in the worker: verify hashes the next window's leaves there while it
+    checks this one.
+    Windows are fetched (and prepared) ``depth`` ahead by as many worker threads, each
+    window on its own cursor (DuckDB and the native hasher release the GIL), so the next
+    windows are assembled while the caller checks this one; they are yielded in order.
     """
-    cur = lg._con.cursor()
-
-    def fetch(lo: int) -> tuple[int, int, pa.Table, pa.Table]:
-        # windows grow from 4096 rows so the caller starts hashing almost at once
+    bounds: list[tuple[int, int]] = []
+    lo = 0
+    while lo <= top:  # windows grow from 4096 rows so the caller starts almost at once
         hi = min(lo + min(window, max(4096, lo)) - 1, top)
-        entries = cur.sql(ENTRY_SQL, params=[JSON_ESCAPED_RE, lo, hi]).to_arrow_table()
-        nodes = cur.sql(_NODE_WINDOW_SQL, params=[lo, hi]).to_arrow_table()
-        return lo, hi, entries, nodes
+        bounds.append((lo, hi))
+        lo = hi + 1
+    depth = max(1, min(depth, len(bounds)))
+    cursors = [lg._con.cursor() for _ in range(depth)]  # window i uses cursor i % depth
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vledger-verify")
+    def fetch(i: int) -> tuple[int, int, pa.Table, pa.Table, Any]:
+        lo, hi = bounds[i]
+        cur = cursors[i % depth]
+        if columns:
+            entries = cur.sql(_COLUMNS_SQL, params=[lo, hi]).to_arrow_table()
+        else:
+            entries = cur.sql(ENTRY_SQL, params=[JSON_ESCAPED_RE, lo, hi]).to_arrow_table()
+        nodes = cur.sql(_NODE_WINDOW_SQL, params=[lo, hi]).to_arrow_table()
+        return lo, hi, entries, nodes, prepare(lo, entries) if prepare else None
+
+    pool = ThreadPoolExecutor(max_workers=depth, thread_name_prefix="vledger-verify")
+    pending: deque[Future[tuple[int, int, pa.Table, pa.Table, Any]]] = deque()
     try:
-        pending = pool.submit(fetch, 0) if top >= 0 else None
-        while pending is not None:
-            lo, hi, entries, nodes = pending.result()
-            pending = pool.submit(fetch, hi + 1) if hi < top else None
-            yield lo, hi, entries, nodes
+        for i in range(len(bounds)):
+            while len(pending) < depth and i + len(pending) < len(bounds):
+                pending.append(pool.submit(fetch, i + len(pending)))
+            yield pending.popleft().result()
     finally:
-        if pending is not None:  # the caller stopped early: let the worker finish first
-            pending.cancel() or pending.exception()
+        for fut in pending:  # the caller stopped early: let the workers finish first
+            fut.cancel() or fut.exception()
         pool.shutdown(wait=True)
-        cur.close()
+        for cur in cursors:
+            cur.close()
 
 
 def _filters(
@@ -1171,33 +1202,31 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
-def _hash_array(hashes: list[bytes]) -> pa.FixedSizeBinaryArray:
-    """32-byte hashes as one Arrow buffer (a single join, no per-element conversion)."""
-    if any(len(h) != 32 for h in hashes):  # never: SHA-256 digests; keep the buffer honest
-        raise AssertionError("bad math in _hash_array: a hash is not 32 bytes")
+def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
+    """Concatenated 32-byte digests as one Arrow array over the same buffer (no copy)."""
+    if len(hashes) % 32:  # never: SHA-256 digests; keep the buffer honest
+        raise AssertionError("bad math in _hash_array: not a whole number of 32-byte hashes")
     return pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(32), len(hashes), [None, pa.py_buffer(b"".join(hashes))]
+        pa.binary(32), len(hashes) // 32, [None, pa.py_buffer(hashes)]
     )
 
 
-def _node_table(runs: list[tuple[int, int, list[bytes]]]) -> pa.Table:
-    """Arrow rows for the interior nodes :func:`merkle.push_many` completed."""
+def _node_table(runs: list[tuple[int, int, bytes]]) -> pa.Table:
+    """Arrow rows for the interior nodes :func:`merkle.push_run` completed."""
     levels: list[int] = []
     idxs: list[int] = []
     last: list[int] = []
-    hashes: list[bytes] = []
     for lv, first, hs in runs:
-        span = range(first, first + len(hs))
-        levels.extend([lv] * len(hs))
+        span = range(first, first + len(hs) // 32)
+        levels.extend([lv] * len(span))
         idxs.extend(span)
         last.extend(((i + 1) << lv) - 1 for i in span)
-        hashes.extend(hs)
     return pa.table(
         [
             pa.array(levels, pa.uint8()),
             pa.array(idxs, pa.uint64()),
             pa.array(last, pa.uint64()),
-            _hash_array(hashes),
+            _hash_array(b"".join(hs for _, _, hs in runs)),
         ],
         schema=_NODE_SCHEMA,
     )

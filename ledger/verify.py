@@ -23,7 +23,6 @@ admission and receipt checks there).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ledger import merkle
+from ledger import hashing, merkle
 from ledger.errors import LedgerError, ProofError
 from ledger.note import (
     InvalidSignature,
@@ -181,21 +180,43 @@ class _Scan:
             return False
         cols = [t.column(c).to_pylist() for c in COLUMNS[1:-1]]
         entries = [envelope_bytes(*row) for row in zip(seqs, *cols, strict=True)]
-        sha = hashlib.sha256
-        leaves = [sha(b"\x00" + entry).digest() for entry in entries]
-        if (
-            not t.column("leaf_hash")
-            .cast(pa.binary())
-            .equals(pa.chunked_array([pa.array(leaves, pa.binary())]))
-        ):
+        leaves = b"".join(merkle.leaf_hash(entry) for entry in entries)
+        if not _same_hashes(t.column("leaf_hash"), leaves):
             return False
         before = list(self.frontier)
-        runs = merkle.push_many(self.frontier, n0, leaves)
+        runs = merkle.push_run(self.frontier, n0, leaves)
         if not _same_nodes(runs, stored_nodes(n0, n0 + k - 1)):
             self.frontier = before  # undo; the slow path re-walks this window
             return False
         self.next_seq = n0 + k
         self.report.bytes_hashed += sum(map(len, entries))
+        return True
+
+    def window_columns(
+        self, lo: int, t: pa.Table, hashed: tuple[bytes, int] | None, nodes: pa.Table
+    ) -> bool:
+        """Like :meth:`window_fast`, for leaves the native accelerator hashed from the stored
+        columns of the window starting at seq ``lo`` (``hashing.stored_leaf_hashes(t, lo)``);
+        False (state untouched) when anything differs or a row needs the Python encoder."""
+        if hashed is None or lo != self.next_seq or not t.num_rows:
+            return False
+        leaves, nbytes = hashed
+        if not self._extend(leaves, t.column("leaf_hash"), nodes):
+            return False
+        self.report.bytes_hashed += nbytes
+        return True
+
+    def _extend(self, leaves: bytes, stored_leaves: pa.ChunkedArray, nodes: pa.Table) -> bool:
+        """Grow the tree by ``leaves`` if they and the nodes they complete equal the stored
+        ones; otherwise leave the state untouched and return False."""
+        if not _same_hashes(stored_leaves, leaves):
+            return False
+        before = list(self.frontier)
+        runs = merkle.push_run(self.frontier, self.next_seq, leaves)
+        if not _same_nodes(runs, nodes):
+            self.frontier = before
+            return False
+        self.next_seq += len(leaves) // merkle.HASH_SIZE
         return True
 
     def window_sql(self, t: pa.Table, nodes: pa.Table) -> bool:
@@ -211,20 +232,11 @@ class _Scan:
             return False
         if not t.column("seq").equals(pa.chunked_array([pa.array(range(n0, n0 + k), pa.uint64())])):
             return False
-        sha = hashlib.sha256
         offsets, data = _binary_parts(entry_col)
-        # hash memoryview slices of the Arrow buffer: no Python bytes object per entry
-        leaves = [sha(data[a:b]).digest() for a, b in zip(offsets, offsets[1:])]  # noqa: B905
-        if not _same_hashes(t.column("leaf_hash"), leaves):
+        if not self._extend(hashing.hash_slices(data, offsets), t.column("leaf_hash"), nodes):
             return False
-        before = list(self.frontier)
-        runs = merkle.push_many(self.frontier, n0, leaves)
-        if not _same_nodes(runs, nodes):
-            self.frontier = before
-            return False
-        self.next_seq = n0 + k
         # each entry carries the 0x00 leaf prefix, which is not part of the canonical bytes
-        self.report.bytes_hashed += offsets[-1] - offsets[0] - k
+        self.report.bytes_hashed += offsets[k] - offsets[0] - k
         return True
 
     def row(
@@ -265,8 +277,9 @@ class _Scan:
             self.roots[self.next_seq] = merkle.frontier_root(self.frontier)
 
 
-def _binary_parts(col: pa.ChunkedArray) -> tuple[list[int], memoryview]:
-    """Offsets (k + 1 ints) and data buffer of a binary column without NULLs."""
+def _binary_parts(col: pa.ChunkedArray) -> tuple[memoryview, memoryview]:
+    """Offsets (k + 1 integers, a memoryview of format ``i`` or ``q``) and data buffer of a
+    binary column without NULLs, both views of the Arrow buffers (nothing copied)."""
     # one chunk is the usual case; combine_chunks would copy it even then
     arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     if arr.type == pa.large_binary():
@@ -276,32 +289,51 @@ def _binary_parts(col: pa.ChunkedArray) -> tuple[list[int], memoryview]:
     else:
         arr, fmt = arr.cast(pa.large_binary()), "q"
     _, off_buf, data_buf = arr.buffers()
-    offsets = memoryview(off_buf).cast(fmt)[arr.offset : arr.offset + len(arr) + 1].tolist()
+    offsets = memoryview(off_buf).cast(fmt)[arr.offset : arr.offset + len(arr) + 1]
     # cast: Arrow exports bytes as signed chars, which compare unequal to bytes above 0x7f
     return offsets, memoryview(data_buf).cast("B") if data_buf is not None else memoryview(b"")
 
 
-def _same_nodes(runs: list[tuple[int, int, list[bytes]]], stored: pa.Table) -> bool:
+def _same_nodes(runs: list[tuple[int, int, bytes]], stored: pa.Table) -> bool:
     """Do the stored (level, idx, hash) rows equal the recomputed runs exactly?"""
-    if stored.num_rows != sum(len(hs) for _, _, hs in runs):
+    counts = [len(hs) // merkle.HASH_SIZE for _, _, hs in runs]
+    if stored.num_rows != sum(counts):
         return False
     if not runs:
         return True
-    levels = pa.chunked_array([pa.repeat(pa.scalar(lv, pa.uint8()), len(hs)) for lv, _, hs in runs])
-    idxs = pa.chunked_array([pa.array(range(f, f + len(hs)), pa.uint64()) for _, f, hs in runs])
-    return (
-        _same_hashes(stored.column("hash"), [h for _, _, hs in runs for h in hs])
-        and stored.column("idx").equals(idxs)
-        and stored.column("level").equals(levels)
+    levels = pa.chunked_array(
+        [pa.repeat(pa.scalar(lv, pa.uint8()), c) for (lv, _, _), c in zip(runs, counts)]  # noqa: B905
     )
+    if not stored.column("level").equals(levels):
+        return False
+    idx = stored.column("idx")
+    at = 0
+    for (_, first, _), c in zip(runs, counts):  # noqa: B905
+        if not _is_range(idx.slice(at, c), first):
+            return False
+        at += c
+    return _same_hashes(stored.column("hash"), b"".join(hs for _, _, hs in runs))
 
 
-def _same_hashes(col: pa.ChunkedArray, hashes: list[bytes]) -> bool:
-    """Is the binary column exactly these 32-byte hashes, in order? (one buffer compare)"""
-    if len(col) != len(hashes) or not pc.all(pc.equal(pc.binary_length(col), 32)).as_py():
+def _is_range(col: pa.ChunkedArray, first: int) -> bool:
+    """Is the integer column exactly ``first, first + 1, …`` (no NULLs)?"""
+    arr = col.combine_chunks()
+    if not len(arr):
+        return True
+    if arr.null_count or arr[0].as_py() != first:
+        return False
+    return len(arr) == 1 or pc.all(pc.equal(pc.pairwise_diff(arr), 1)).as_py()
+
+
+def _same_hashes(col: pa.ChunkedArray, hashes: bytes) -> bool:
+    """Is the binary column exactly these concatenated 32-byte hashes, in order? (one
+    buffer compare)"""
+    if len(col) * merkle.HASH_SIZE != len(hashes):
+        return False
+    if not pc.all(pc.equal(pc.binary_length(col), merkle.HASH_SIZE)).as_py():
         return False
     offsets, data = _binary_parts(col)
-    return data[offsets[0] : offsets[-1]] == b"".join(hashes)
+    return data[offsets[0] : offsets[len(col)]] == hashes
 
 
 COLUMNS = (
@@ -324,11 +356,23 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     report.size = size
     top = lg.max_stored_seq()
     scan = _Scan(report, sizes)
-    # Three paths per window, each falling back to the next: entries assembled by DuckDB
-    # (prefetched while this window is hashed), entries encoded in Python, and the row by
-    # row walk that names the first bad seq.
-    for lo, hi, entries, nodes in verify_windows(lg, -1 if top is None else top, WINDOW):
-        if scan.window_sql(entries, nodes):
+    # Three paths per window, each falling back to the next: the stored columns hashed by
+    # the native accelerator (or, without it, entries assembled by DuckDB), prefetched while
+    # this window is hashed; entries encoded in Python; and the row by row walk that names
+    # the first bad seq.
+    native = hashing.NATIVE
+    for lo, hi, entries, nodes, hashed in verify_windows(
+        lg,
+        -1 if top is None else top,
+        WINDOW,
+        columns=native,
+        prepare=_hash_ahead if native else None,
+    ):
+        if (
+            scan.window_columns(lo, entries, hashed, nodes)
+            if native
+            else scan.window_sql(entries, nodes)
+        ):
             continue
         t = lg.raw_rows(lo, hi, ordered=False)
         if not scan.window_fast(t, lg.stored_node_table):
@@ -367,6 +411,12 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
             except (ProofError, LedgerError) as exc:
                 report.add("nodes", f"cannot rebuild the root at size {s}: {exc}")
     return scan.roots
+
+
+def _hash_ahead(lo: int, t: pa.Table) -> tuple[bytes, int] | None:
+    """Leaf hashes of a window, computed in verify_windows' worker (the GIL is released
+    while hashing, so this overlaps the checks of the window before)."""
+    return hashing.stored_leaf_hashes(t, lo) if t.num_rows else None
 
 
 def _seq_order(p: Problem) -> tuple[int, int]:

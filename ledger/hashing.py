@@ -1,0 +1,138 @@
+"""Batch SHA-256 for the log's hot paths, with and without the optional C accelerator.
+
+Each function here has a pure-Python definition (``py_*``) and, when ``ledger._native``
+was built at install time (a C compiler and OpenSSL's headers; see ``setup.py``), a native
+twin that hashes the whole batch in one call with the GIL released. ``NATIVE`` says which
+one runs; ``tests/test_hashing.py`` holds the twins equal on generated inputs.
+
+Why: the log hashes every entry (~400 bytes) and about one interior node per entry, and
+hashlib's per-call interpreter overhead is as large as the hashing itself at these sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+
+import orjson
+import pyarrow as pa
+
+try:  # built by setup.py when the machine can compile it; VLEDGER_PURE=1 opts out
+    if os.environ.get("VLEDGER_PURE") == "1":
+        raise ImportError("VLEDGER_PURE=1")
+    from ledger import _native
+except ImportError:
+    _native = None
+
+NATIVE: bool = _native is not None
+HASH = 32
+
+
+def py_hash_slices(data: bytes | memoryview, offsets: Sequence[int]) -> bytes:
+    """SHA-256 of each ``data[offsets[i]:offsets[i + 1]]``, digests concatenated."""
+    view = memoryview(data)
+    sha = hashlib.sha256
+    return b"".join(sha(view[a:b]).digest() for a, b in zip(offsets, offsets[1:]))  # noqa: B905
+
+
+def py_tree_level(children: bytes) -> bytes:
+    """RFC 9162 ``SHA-256(0x01 || left || right)`` of each consecutive pair of hashes."""
+    if len(children) % (2 * HASH):
+        raise ValueError("children must be pairs of 32-byte hashes")
+    sha = hashlib.sha256
+    return b"".join(
+        sha(b"\x01" + children[i : i + 2 * HASH]).digest()
+        for i in range(0, len(children), 2 * HASH)
+    )
+
+
+def py_envelope_leaf_hashes(
+    first_seq: int,
+    streams: list[str],
+    versions: list[int],
+    event_ids: list[str],
+    types: list[str],
+    schema_versions: list[int],
+    payloads: list[bytes],
+) -> bytes:
+    """RFC 9162 leaf hash of each row's envelope (``schemas.envelope.envelope_bytes``),
+    row ``i`` at ``seq = first_seq + i``; digests concatenated."""
+    sha = hashlib.sha256
+    dumps = orjson.dumps
+    join = b"".join
+    return join(
+        sha(join((b"\x00", dumps([first_seq + i, s, v, e, t, sv]), b"\n", p))).digest()
+        for i, (s, v, e, t, sv, p) in enumerate(
+            zip(streams, versions, event_ids, types, schema_versions, payloads, strict=True)
+        )
+    )
+
+
+def hash_slices(data: bytes | memoryview, offsets: memoryview) -> bytes:
+    """:func:`py_hash_slices` over an Arrow offsets buffer (``offsets.format`` ``i`` or ``q``)."""
+    if _native is not None:
+        return _native.hash_slices(data, offsets, offsets.itemsize)
+    return py_hash_slices(data, offsets.tolist())
+
+
+def tree_level(children: bytes) -> bytes:
+    """:func:`py_tree_level`, natively when built."""
+    if _native is not None:
+        return _native.tree_level(children)
+    return py_tree_level(children)
+
+
+def envelope_leaf_hashes(
+    first_seq: int,
+    streams: list[str],
+    versions: list[int],
+    event_ids: list[str],
+    types: list[str],
+    schema_versions: list[int],
+    payloads: list[bytes],
+) -> bytes:
+    """:func:`py_envelope_leaf_hashes`; natively when built and every string is plain
+    (the C encoder writes no JSON escapes: rows that need one are encoded by orjson)."""
+    cols = (streams, versions, event_ids, types, schema_versions, payloads)
+    if _native is not None:
+        out = _native.envelope_leaf_hashes(first_seq, *cols)
+        if out is not None:
+            return out
+    return py_envelope_leaf_hashes(first_seq, *cols)
+
+
+def split(hashes: bytes) -> list[bytes]:
+    """Concatenated 32-byte digests as a list."""
+    return [hashes[i : i + HASH] for i in range(0, len(hashes), HASH)]
+
+
+STORED_COLUMNS = ("seq", "stream", "stream_version", "event_id", "type", "schema_version", "payload")
+
+
+def stored_leaf_hashes(t: pa.Table, first_seq: int) -> tuple[bytes, int] | None:
+    """Leaf hashes of stored rows straight from their Arrow columns, natively, and the entry
+    bytes hashed; ``None`` when the accelerator is not built, a column holds a NULL, the
+    seqs are not ``first_seq, first_seq + 1, …`` or a string needs a JSON escape (the caller
+    then takes its Python path)."""
+    if _native is None or any(t.column(c).null_count for c in STORED_COLUMNS):
+        return None
+    ints = [_u64(t.column(c)) for c in ("seq", "stream_version", "schema_version")]
+    var = [_var(t.column(c)) for c in ("stream", "event_id", "type", "payload")]
+    return _native.envelope_leaf_hashes_arrow(t.num_rows, first_seq, *ints, *var)
+
+
+def _u64(col: pa.ChunkedArray) -> memoryview:
+    arr = col.combine_chunks().cast(pa.uint64())
+    return memoryview(arr.buffers()[1])[arr.offset * 8 : (arr.offset + len(arr)) * 8]
+
+
+def _var(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
+    """(offsets, data, offset width) of a binary or string column, without copying."""
+    arr = col.combine_chunks()
+    if arr.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
+        arr = arr.cast(pa.large_binary())
+    width = 8 if arr.type in (pa.large_binary(), pa.large_string()) else 4
+    _, off, data = arr.buffers()
+    offsets = memoryview(off)[arr.offset * width : (arr.offset + len(arr) + 1) * width]
+    return offsets, memoryview(data) if data is not None else memoryview(b""), width

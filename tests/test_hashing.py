@@ -1,0 +1,208 @@
+"""The native hashing accelerator equals its pure-Python definitions, which equal RFC 9162
+over ``schemas.envelope.envelope_bytes``; and a ledger written and verified without the
+accelerator has the same tree as one written with it."""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger import hashing
+from schemas.envelope import envelope_bytes, leaf_hash
+
+native = pytest.mark.skipif(
+    not hashing.NATIVE, reason="ledger._native was not built (no C compiler or OpenSSL headers)"
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+texts = st.text(max_size=12)
+plain = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\'), max_size=12
+).filter(lambda s: all(ord(c) >= 0x20 for c in s))
+uints = st.integers(0, 2**63)
+rows = st.lists(
+    st.tuples(texts, st.integers(0, 2**32 - 1), texts, texts, st.integers(0, 65535), st.binary(max_size=40)),
+    max_size=8,
+)
+
+
+def definition(first: int, r: list[tuple]) -> bytes:
+    return b"".join(
+        leaf_hash(envelope_bytes(first + i, s, v, e, t, sv, p)) for i, (s, v, e, t, sv, p) in enumerate(r)
+    )
+
+
+def columns(r: list[tuple]) -> list[list]:
+    return [list(c) for c in zip(*r, strict=True)] if r else [[] for _ in range(6)]
+
+
+@given(uints, rows)
+def test_py_envelope_leaf_hashes_is_the_definition(first: int, r: list[tuple]) -> None:
+    assert hashing.py_envelope_leaf_hashes(first, *columns(r)) == definition(first, r)
+
+
+@given(uints, rows)
+def test_envelope_leaf_hashes_is_the_definition(first: int, r: list[tuple]) -> None:
+    assert hashing.envelope_leaf_hashes(first, *columns(r)) == definition(first, r)
+
+
+@native
+@given(uints, st.lists(st.tuples(plain, st.integers(0, 2**32 - 1), plain, plain, st.integers(0, 65535), st.binary(max_size=40)), max_size=8))
+def test_native_encodes_plain_rows_itself(first: int, r: list[tuple]) -> None:
+    """Plain strings (no JSON escape) are hashed natively, never handed back to Python."""
+    out = hashing._native.envelope_leaf_hashes(first, *columns(r))
+    assert out == definition(first, r)
+
+
+@native
+@pytest.mark.parametrize("bad", ['a"b', "a\\b", "a\nb", "\x00", "\x1f"])
+@pytest.mark.parametrize("col", [0, 2, 3])
+def test_native_hands_back_rows_that_need_escapes(bad: str, col: int) -> None:
+    cols = [["s"], [0], ["e"], ["t"], [1], [b"{}"]]
+    cols[col] = [bad]
+    assert hashing._native.envelope_leaf_hashes(0, *cols) is None
+    assert hashing.envelope_leaf_hashes(0, *cols) == definition(0, [tuple(c[0] for c in cols)])
+
+
+@native
+@pytest.mark.parametrize(
+    "cols",
+    [
+        [[True], [0], ["e"], ["t"], [1], [b"{}"]],  # a bool is not an int in JSON
+        [["s"], [-1], ["e"], ["t"], [1], [b"{}"]],
+        [["s"], [0], ["e"], ["t"], [1], [bytearray(b"{}")]],
+        [["\ud800"], [0], ["e"], ["t"], [1], [b"{}"]],  # a lone surrogate: Python says why
+    ],
+)
+def test_native_hands_back_unexpected_values(cols: list[list]) -> None:
+    assert hashing._native.envelope_leaf_hashes(0, *cols) is None
+
+
+@st.composite
+def sliced(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    data = draw(st.binary(max_size=200))
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), min_size=1, max_size=10)))
+    return data, cuts
+
+
+@given(sliced(), st.sampled_from(["i", "q"]))
+def test_hash_slices(case: tuple[bytes, list[int]], fmt: str) -> None:
+    data, cuts = case
+    want = b"".join(hashlib.sha256(data[a:b]).digest() for a, b in zip(cuts, cuts[1:]))  # noqa: B905
+    view = memoryview(array.array(fmt, cuts).tobytes()).cast(fmt)
+    assert hashing.py_hash_slices(data, cuts) == want
+    assert hashing.hash_slices(data, view) == want
+
+
+@native
+@pytest.mark.parametrize("cuts", [[0, 11], [3, 2], [-1, 0], []])
+def test_native_hash_slices_refuses_offsets_outside_the_data(cuts: list[int]) -> None:
+    with pytest.raises(ValueError, match="offset"):
+        hashing._native.hash_slices(b"0123456789", array.array("q", cuts).tobytes(), 8)
+
+
+@given(st.lists(st.binary(min_size=32, max_size=32), max_size=16).map(lambda hs: hs[: len(hs) // 2 * 2]))
+def test_tree_level(children: list[bytes]) -> None:
+    want = b"".join(
+        hashlib.sha256(b"\x01" + a + b).digest() for a, b in zip(children[0::2], children[1::2], strict=True)
+    )
+    assert hashing.py_tree_level(b"".join(children)) == want
+    assert hashing.tree_level(b"".join(children)) == want
+
+
+@pytest.mark.parametrize("fn", [hashing.py_tree_level, hashing.tree_level])
+def test_tree_level_refuses_an_odd_half_pair(fn) -> None:
+    with pytest.raises(ValueError, match="pairs"):
+        fn(b"\x00" * 48)
+
+
+def stored_table(first: int, r: list[tuple], large: bool) -> pa.Table:
+    s, v, e, t, sv, p = columns(r)
+    text = pa.large_string() if large else pa.string()
+    return pa.table(
+        {
+            "seq": pa.array(range(first, first + len(r)), pa.uint64()),
+            "stream": pa.array(s, text),
+            "stream_version": pa.array(v, pa.uint32()),
+            "event_id": pa.array(e, text),
+            "type": pa.array(t, text),
+            "schema_version": pa.array(sv, pa.uint16()),
+            "payload": pa.array(p, pa.large_binary() if large else pa.binary()),
+        }
+    )
+
+
+@native
+@given(st.integers(0, 2**40), rows, st.booleans(), st.integers(0, 3))
+def test_stored_leaf_hashes_from_arrow_columns(first: int, r: list[tuple], large: bool, cut: int) -> None:
+    """Any layout DuckDB may hand over (32- or 64-bit offsets, several chunks, a slice)."""
+    t = stored_table(first, r, large)
+    t = pa.concat_tables([t.slice(0, cut), t.slice(cut)])  # two chunks
+    out = hashing.stored_leaf_hashes(t, first)
+    strings = [x for row in r for x in (row[0], row[2], row[3])]
+    if any(c in '"\\' or ord(c) < 0x20 for x in strings for c in x):
+        assert out is None
+    else:
+        assert out is not None
+        assert out[0] == definition(first, r)
+        assert out[1] == sum(len(envelope_bytes(first + i, *row)) for i, row in enumerate(r))
+        if len(r) > 1:
+            tail = hashing.stored_leaf_hashes(t.slice(1), first + 1)
+            assert tail is not None and tail[0] == definition(first + 1, r[1:])
+
+
+@native
+def test_stored_leaf_hashes_refuses_seqs_out_of_order() -> None:
+    t = stored_table(5, [("s", 0, "e", "t", 1, b"{}"), ("s", 1, "f", "t", 1, b"{}")], False)
+    assert hashing.stored_leaf_hashes(t, 5) is not None
+    assert hashing.stored_leaf_hashes(t, 4) is None
+    swapped = t.set_column(0, "seq", pa.array([6, 5], pa.uint64()))
+    assert hashing.stored_leaf_hashes(swapped, 5) is None
+
+
+def test_pure_python_ledger_has_the_same_tree(tmp_path: Path) -> None:
+    """VLEDGER_PURE=1 (what a machine without a C compiler runs) writes and verifies the
+    same log, leaf for leaf, as this process; each verifies the other's ledger."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from ledger import hashing
+        from ledger.store import open_ledger
+        from schemas.envelope import NewEvent
+        with open_ledger(sys.argv[1], create=True) as lg:
+            if lg.size() == 0:
+                lg.append([NewEvent("s/" + str(i % 3), "ext.x", {"i": i, "q": 'say "hi"\\n'},
+                                    event_id=f"e{i}") for i in range(300)])
+                lg.append([NewEvent('odd "stream"', "ext.x", {"i": 1})])
+            report = lg.verify()
+            print(hashing.NATIVE, report.ok, lg.root().hex())
+        """
+    )
+
+    def run(path: Path, pure: bool) -> list[str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("VLEDGER_PURE", None)
+        if pure:
+            env["VLEDGER_PURE"] = "1"
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True, check=True
+        )
+        return out.stdout.split()
+
+    pure_written = run(tmp_path / "pure", pure=True)
+    assert pure_written[:2] == ["False", "True"]
+    assert run(tmp_path / "pure", pure=False)[1:] == pure_written[1:]
+    native_written = run(tmp_path / "native", pure=False)
+    assert native_written[1:] == pure_written[1:]
+    assert run(tmp_path / "native", pure=True)[1:] == pure_written[1:]
