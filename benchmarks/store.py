@@ -31,7 +31,7 @@ import duckdb
 import pyarrow as pa
 
 from ledger import merkle
-from ledger.store import _DDL, _node_table, duckdb_memory_limit, init_ledger
+from ledger.store import _DDL, NODE_MIN_LEVEL, _node_table, duckdb_memory_limit, init_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
@@ -98,13 +98,15 @@ def time_ours(path: Path, batches: list[list[NewEvent]]) -> float:
 
 
 def node_tables(tables: list[pa.Table]) -> list[pa.Table]:
-    """The interior-node rows each batch completes (what append writes besides events)."""
+    """The interior-node rows each batch completes and the store keeps (from
+    NODE_MIN_LEVEL up): what append writes besides events."""
     frontier: list[bytes] = []
     out = []
     size = 0
     for t in tables:
         leaves = t.column("leaf_hash").to_pylist()
-        out.append(_node_table(merkle.push_run(frontier, size, b"".join(leaves))))
+        runs = merkle.push_run(frontier, size, b"".join(leaves))
+        out.append(_node_table([run for run in runs if run[0] >= NODE_MIN_LEVEL]))
         size += len(leaves)
     return out
 

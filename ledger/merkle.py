@@ -114,6 +114,17 @@ def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int,
     return runs
 
 
+def subtree_root(leaves: bytes) -> bytes:
+    """Root of the complete subtree over the concatenated leaf hashes (a power of two)."""
+    count = len(leaves) // HASH_SIZE
+    if count < 1 or count & (count - 1) or len(leaves) % HASH_SIZE:
+        raise ValueError(f"subtree_root needs 2**k concatenated hashes, got {len(leaves)} bytes")
+    level = leaves
+    while len(level) > HASH_SIZE:
+        level = hashing.tree_level(level)
+    return level
+
+
 def frontier_root(frontier: Sequence[bytes]) -> bytes:
     """RFC 9162 § 2.1.1 root from the complete subtrees, folding right to left."""
     if not frontier:

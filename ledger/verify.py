@@ -295,7 +295,11 @@ def _binary_parts(col: pa.ChunkedArray) -> tuple[memoryview, memoryview]:
 
 
 def _same_nodes(runs: list[tuple[int, int, bytes]], stored: pa.Table) -> bool:
-    """Do the stored (level, idx, hash) rows equal the recomputed runs exactly?"""
+    """Do the stored (level, idx, hash) rows equal the recomputed runs that are stored (from
+    ``NODE_MIN_LEVEL`` up) exactly?"""
+    from ledger.store import NODE_MIN_LEVEL
+
+    runs = [run for run in runs if run[0] >= NODE_MIN_LEVEL]
     counts = [len(hs) // merkle.HASH_SIZE for _, _, hs in runs]
     if stored.num_rows != sum(counts):
         return False
@@ -438,22 +442,36 @@ def _check_versions(lg: Ledger, report: VerifyReport) -> None:
 
 def _compare_nodes(lg: Ledger, report: VerifyReport, scan: _Scan, first_leaf: int) -> None:
     """Stored interior nodes completed by leaves [first_leaf, scan.next_seq) must match."""
-    want = scan.nodes
+    from ledger.store import NODE_MIN_LEVEL
+
+    want = [node for node in scan.nodes if node[0] >= NODE_MIN_LEVEL]
     scan.nodes = []
     got = lg.stored_nodes(first_leaf, scan.next_seq - 1) if scan.next_seq > first_leaf else []
     if got == want:
         return
-    for i in range(max(len(got), len(want))):
-        g = got[i] if i < len(got) else None
-        w = want[i] if i < len(want) else None
-        if g != w:
-            lv, idx, _ = w or g  # type: ignore[misc]
-            last = ((idx + 1) << lv) - 1
-            report.add(
-                f"seq {last}",
-                f"stored Merkle node (level {lv}, index {idx}) {'is missing' if g is None else 'does not match the rebuilt tree'}",
-            )
-            return
+    stored = {(lv, idx): h for lv, idx, h in got}
+    rebuilt = {(lv, idx): h for lv, idx, h in want}
+    bad = []
+    for key in stored.keys() | rebuilt.keys():
+        if key not in stored:
+            what = "is missing"
+        elif key not in rebuilt:
+            what = f"is not in the tree (nodes below level {NODE_MIN_LEVEL} are never stored)"
+        elif stored[key] != rebuilt[key]:
+            what = "does not match the rebuilt tree"
+        else:
+            continue
+        lv, idx = key
+        bad.append((((idx + 1) << lv) - 1, lv, idx, what))
+    if len(stored) < len(got):
+        seen: set[tuple[int, int]] = set()
+        for lv, idx, _ in got:
+            if (lv, idx) in seen:
+                bad.append((((idx + 1) << lv) - 1, lv, idx, "is stored more than once"))
+            seen.add((lv, idx))
+    if bad:  # the first by the leaf that completes it
+        last, lv, idx, what = min(bad)
+        report.add(f"seq {last}", f"stored Merkle node (level {lv}, index {idx}) {what}")
 
 
 def _check_checkpoints(

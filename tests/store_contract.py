@@ -210,6 +210,28 @@ class StoreContract:
                 proof = store.prove_consistency(old, size)
                 merkle.check_consistency(old, size, merkle_oracle.mth(leaves[:old]), root, proof)
 
+    def test_proofs_across_stored_node_levels(self, store: Any) -> None:
+        """Batches of uneven sizes around 64 (the store keeps nodes from level 6 up and
+        hashes lower ones from leaves): roots, inclusion and consistency proofs at sizes and
+        positions on both sides of those boundaries equal the oracle's."""
+        seqno = 0
+        for k in (1, 62, 64, 65, 3, 127, 1):
+            store.append([ev("s", 10_000 + seqno + i) for i in range(k)])
+            seqno += k
+        leaves = [e.leaf_hash for e in store.read()]
+        n = len(leaves)
+        sizes = sorted({1, 2, 63, 64, 65, 127, 128, 129, 200, 255, 256, n - 1, n})
+        for size in sizes:
+            root = merkle_oracle.mth(leaves[:size])
+            assert store.root(size) == root, f"root({size})"
+            for seq in sorted({0, 1, 63, 64, size // 2, size - 2, size - 1} & set(range(size))):
+                proof = store.prove_inclusion(seq, size)
+                assert proof == merkle_oracle.path(seq, leaves[:size]), (seq, size)
+                merkle.check_inclusion(seq, size, leaves[seq], proof, root)
+            for old in sorted({1, 63, 64, 65, 128, size // 3, size} & set(range(1, size + 1))):
+                proof = store.prove_consistency(old, size)
+                merkle.check_consistency(old, size, merkle_oracle.mth(leaves[:old]), root, proof)
+
     # 7. crash safety (the full version: tests/test_crash.py)
 
     def test_killed_writer_leaves_whole_batches(self, tmp_path: Path) -> None:

@@ -84,5 +84,30 @@ def test_open_refuses_an_unknown_format_version(tmp_path: Path) -> None:
     init_ledger(tmp_path / "l").close()
     with raw(tmp_path / "l") as con:
         con.execute("UPDATE meta SET value = '99' WHERE key = 'format_version'")
-    with pytest.raises(LedgerError, match="has format version '99'; this vledger reads '1'"):
+    with pytest.raises(LedgerError, match="has format version '99'; this vledger reads '2'"):
         open_ledger(tmp_path / "l")
+
+
+def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path) -> None:
+    """Format 1 stored every interior node; opening drops those below NODE_MIN_LEVEL (they
+    are recomputed from leaves) and the roots, proofs and verify are unchanged."""
+    from ledger import merkle
+    from ledger.store import NODE_MIN_LEVEL, open_ledger
+    from tests.store_helpers import raw
+
+    with init_ledger(tmp_path / "l") as lg:
+        lg.append([NewEvent("s", "ext.x", {"i": i}) for i in range(300)])
+        root, proof = lg.root(), lg.prove_inclusion(17, 200)
+        runs = merkle.push_run([], 0, b"".join(e.leaf_hash for e in lg.read()))
+    low = [(lv, f + j, hs[32 * j : 32 * j + 32]) for lv, f, hs in runs if lv < NODE_MIN_LEVEL for j in range(len(hs) // 32)]
+    with raw(tmp_path / "l") as con:  # make it the format-1 shape: every node stored
+        con.executemany(
+            "INSERT INTO nodes VALUES (?, ?, ?, ?)", [[lv, i, ((i + 1) << lv) - 1, h] for lv, i, h in low]
+        )
+        con.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+    with open_ledger(tmp_path / "l") as lg:
+        assert lg.meta("format_version") == "2"
+        assert lg.root() == root and lg.prove_inclusion(17, 200) == proof
+        assert lg.verify().ok
+    with raw(tmp_path / "l") as con:
+        assert con.execute("SELECT count(*) FROM nodes WHERE level < ?", [NODE_MIN_LEVEL]).fetchone() == (0,)

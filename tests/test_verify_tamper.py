@@ -278,3 +278,37 @@ def test_unreadable_segment_file_is_named(tmp_path: Path) -> None:
     seg_path.write_bytes(bytes(data))
     p = first_problem(path, verifier)
     assert p.where == f"segment {seg.file}"
+
+
+def test_altered_stored_node_is_named(tmp_path: Path) -> None:
+    """A stored interior node (level >= NODE_MIN_LEVEL) changed on disk: verify rebuilds
+    the tree from the events and names the node by the last leaf it covers."""
+    from ledger.store import NODE_MIN_LEVEL
+
+    path, _, verifier = clean_ledger(tmp_path, n=200)
+    with raw(path) as con:
+        level, idx = con.execute("SELECT level, idx FROM nodes ORDER BY last_leaf LIMIT 1").fetchone()
+        assert level == NODE_MIN_LEVEL
+        con.execute("UPDATE nodes SET hash = ? WHERE level = ? AND idx = ?", [b"\x07" * 32, level, idx])
+    p = first_problem(path, verifier)
+    assert p.where == f"seq {((idx + 1) << level) - 1}"
+    assert f"(level {level}, index {idx}) does not match" in p.what
+
+
+def test_an_unexpected_low_level_node_is_named(tmp_path: Path) -> None:
+    """Nodes below NODE_MIN_LEVEL are never stored; one planted in the nodes table is named."""
+    path, _, verifier = clean_ledger(tmp_path, n=200)
+    with raw(path) as con:
+        con.execute("INSERT INTO nodes VALUES (1, 3, 7, ?)", [b"\x07" * 32])
+    p = first_problem(path, verifier)
+    assert p.where == "seq 7"
+    assert "stored Merkle node (level 1, index 3)" in p.what
+
+
+def test_a_duplicated_stored_node_is_named(tmp_path: Path) -> None:
+    path, _, verifier = clean_ledger(tmp_path, n=200)
+    with raw(path) as con:
+        con.execute("INSERT INTO nodes SELECT * FROM nodes WHERE level = 7")
+    p = first_problem(path, verifier)
+    assert p.where == "seq 127"
+    assert "(level 7, index 0) is stored more than once" in p.what
