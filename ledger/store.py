@@ -35,6 +35,7 @@ import contextlib
 import functools
 import hashlib
 import math
+import operator
 import os
 import random
 import re
@@ -164,6 +165,7 @@ _COLUMNS_SQL = (
 )
 
 EXPECTED_WORDS = ("any", "no_stream", "exists")
+_EXPECTED_SET = frozenset(EXPECTED_WORDS)
 F = TypeVar("F", bound=Callable[..., Any])
 
 # One lock per ledger file per process: DuckDB shares one database instance between
@@ -402,21 +404,23 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
     event by event so the error names the first bad index exactly as prepare_event does.
     """
     evs = list(events)
-    if not all(type(e) is NewEvent for e in evs):
+    if set(map(type, evs)) - {NewEvent}:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
-    streams = [e.stream for e in evs]
-    types = [e.type for e in evs]
-    svs = [e.schema_version for e in evs]
-    expected = [e.expected_version for e in evs]
-    objs = [e.payload for e in evs]
+    streams = list(map(_STREAM, evs))
+    types = list(map(_TYPE, evs))
+    svs = list(map(_SCHEMA_VERSION, evs))
+    expected = list(map(_EXPECTED, evs))
+    objs = list(map(_PAYLOAD, evs))
+    # whole-column checks run in C (map, set, min/max), not a Python frame per event
     ok = (
-        all(type(x) is str and x for x in streams)
-        and all(type(x) is str and x for x in types)
-        and all(type(x) is int and 0 <= x < 65536 for x in svs)
-        and all(
-            x == "any" or x == "no_stream" or x == "exists" or (type(x) is int and x >= 0)
-            for x in expected
-        )
+        set(map(type, streams)) == {str}
+        and all(streams)
+        and set(map(type, types)) == {str}
+        and all(types)
+        and set(map(type, svs)) == {int}
+        and min(svs) >= 0
+        and max(svs) < 65536
+        and _expected_forms_ok(expected)
         and _payloads_valid(types, objs)
     )
     if not ok:
@@ -430,14 +434,34 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
     for i, raw in enumerate(payloads):
         if b"null" in raw and _non_finite_path(objs[i], "payload") is not None:
             prepare_event(i, evs[i])  # raises the precise InvalidEvent
-    ids = [e.event_id for e in evs]
-    if not all(type(x) is str and x for x in ids):
+    ids = list(map(_EVENT_ID, evs))
+    if set(map(type, ids)) != {str} or not all(ids):
         for i, x in enumerate(ids):
             if x is None:
                 ids[i] = derive_event_id(streams[i], types[i], svs[i], payloads[i])
             elif type(x) is not str or not x:
                 prepare_event(i, evs[i])  # raises the precise InvalidEvent
     return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+_STREAM = operator.attrgetter("stream")
+_TYPE = operator.attrgetter("type")
+_SCHEMA_VERSION = operator.attrgetter("schema_version")
+_EXPECTED = operator.attrgetter("expected_version")
+_PAYLOAD = operator.attrgetter("payload")
+_EVENT_ID = operator.attrgetter("event_id")
+
+
+def _expected_forms_ok(expected: list[Any]) -> bool:
+    """Every expected_version is a word or an int >= 0 (bools are not versions)."""
+    try:
+        if set(expected) <= _EXPECTED_SET:
+            return True
+    except TypeError:  # an unhashable value: certainly not a version
+        return False
+    return all(
+        x in _EXPECTED_SET if type(x) is str else type(x) is int and x >= 0 for x in expected
+    )
 
 
 def _non_finite_path(value: Any, path: str) -> str | None:
@@ -466,7 +490,7 @@ def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
             continue
         if t not in PAYLOAD_MODELS:
             return False
-    if not all(type(p) is dict for p in payloads):
+    if set(map(type, payloads)) != {dict}:
         return False
     # one bound validator per distinct type, looked up once per batch (None: ext.* is any object)
     validators = {
