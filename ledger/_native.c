@@ -355,11 +355,132 @@ done:
     return out;
 }
 
+/* --- Bloom filters over strings (append's "might the log hold this id / stream?") -------
+ * bits: a writable buffer of 2^j bytes; k probes per key from two 64-bit hashes of the
+ * key's UTF-8 bytes (FNV-1a, each finished with a different murmur3 fmix64). A key that was
+ * added always answers "maybe": the filter only ever spares append a lookup. */
+
+static uint64_t fmix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static void key_hashes(const unsigned char *s, Py_ssize_t n, uint64_t *h1, uint64_t *h2) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
+    h ^= (uint64_t)n;
+    *h1 = fmix64(h);
+    *h2 = fmix64(h ^ 0x9e3779b97f4a7c15ULL) | 1;
+}
+
+static int bloom_buffer(PyObject *bits, Py_buffer *b) {
+    if (PyObject_GetBuffer(bits, b, PyBUF_WRITABLE)) return 0;
+    if (b->len < 8 || (b->len & (b->len - 1))) {
+        PyBuffer_Release(b);
+        PyErr_SetString(PyExc_ValueError, "bloom bits must be a power-of-two number of bytes >= 8");
+        return 0;
+    }
+    return 1;
+}
+
+/* op 0: add the key; op 1: 1 when every probed bit is set ("maybe present"). */
+static int bloom_key(Py_buffer *b, const unsigned char *s, Py_ssize_t n, int k, int op) {
+    uint64_t h1, h2, mask = (uint64_t)b->len * 8 - 1;
+    unsigned char *bits = b->buf;
+    key_hashes(s, n, &h1, &h2);
+    for (int i = 0; i < k; i++) {
+        uint64_t bit = (h1 + (uint64_t)i * h2) & mask;
+        if (op == 0) bits[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+        else if (!(bits[bit >> 3] & (1u << (bit & 7)))) return 0;
+    }
+    return 1;
+}
+
+/* bloom_add(bits, strs, k): add each str of the list. */
+static PyObject *bloom_add(PyObject *self, PyObject *args) {
+    PyObject *bits, *strs;
+    int k;
+    if (!PyArg_ParseTuple(args, "OO!i", &bits, &PyList_Type, &strs, &k)) return NULL;
+    Py_buffer b;
+    if (!bloom_buffer(bits, &b)) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(strs); i++) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_Check(PyList_GET_ITEM(strs, i))
+                            ? PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(strs, i), &n)
+                            : NULL;
+        if (!s) {
+            PyBuffer_Release(&b);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bloom keys must be str");
+            return NULL;
+        }
+        bloom_key(&b, (const unsigned char *)s, n, k, 0);
+    }
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+/* bloom_add_column(bits, (offsets, data, width), rows, k): add each of the `rows` values of
+ * an Arrow string column (its UTF-8 bytes: the same hash as the equal str). */
+static PyObject *bloom_add_column(PyObject *self, PyObject *args) {
+    PyObject *bits, *triple;
+    Py_ssize_t rows;
+    int k;
+    if (!PyArg_ParseTuple(args, "OOni", &bits, &triple, &rows, &k)) return NULL;
+    if (rows < 0) {
+        PyErr_SetString(PyExc_ValueError, "rows must be >= 0");
+        return NULL;
+    }
+    Py_buffer b;
+    if (!bloom_buffer(bits, &b)) return NULL;
+    VarCol col;
+    if (!var_col(triple, rows, &col, "bloom")) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < rows; i++)
+        bloom_key(&b, (const unsigned char *)col.data.buf + col.off[i], col.off[i + 1] - col.off[i], k, 0);
+    PyMem_Free(col.off);
+    PyBuffer_Release(&col.data);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+/* bloom_maybe(bits, strs, k) -> list[int]: indexes of the strs the filter may hold (a str
+ * it cannot encode counts as "maybe": the caller then looks it up). */
+static PyObject *bloom_maybe(PyObject *self, PyObject *args) {
+    PyObject *bits, *strs;
+    int k;
+    if (!PyArg_ParseTuple(args, "OO!i", &bits, &PyList_Type, &strs, &k)) return NULL;
+    Py_buffer b;
+    if (!bloom_buffer(bits, &b)) return NULL;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(strs); i++) {
+        Py_ssize_t n;
+        PyObject *item = PyList_GET_ITEM(strs, i);
+        const char *s = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &n) : NULL;
+        if (!s) PyErr_Clear();
+        if (!s || bloom_key(&b, (const unsigned char *)s, n, k, 1)) {
+            PyObject *ix = PyLong_FromSsize_t(i);
+            if (!ix || PyList_Append(out, ix)) Py_CLEAR(out);
+            Py_XDECREF(ix);
+        }
+    }
+    PyBuffer_Release(&b);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"hash_slices", hash_slices, METH_VARARGS, "SHA-256 of each data[o[i]:o[i+1]]"},
     {"tree_level", tree_level, METH_VARARGS, "RFC 9162 node hash of each pair"},
     {"envelope_leaf_hashes", envelope_leaf_hashes, METH_VARARGS,
      "leaf hashes of envelope rows, or None when Python must encode"},
+    {"bloom_add", bloom_add, METH_VARARGS, "add strs to a Bloom filter"},
+    {"bloom_add_column", bloom_add_column, METH_VARARGS, "add an Arrow string column"},
+    {"bloom_maybe", bloom_maybe, METH_VARARGS, "indexes of strs the filter may hold"},
     {"envelope_leaf_hashes_arrow", envelope_leaf_hashes_arrow, METH_VARARGS,
      "leaf hashes from stored Arrow columns, or None when Python must encode"},
     {NULL, NULL, 0, NULL},

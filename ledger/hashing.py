@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from types import ModuleType
 
 import orjson
 import pyarrow as pa
@@ -127,6 +128,12 @@ def _u64(col: pa.ChunkedArray) -> memoryview:
     return memoryview(arr.buffers()[1])[arr.offset * 8 : (arr.offset + len(arr)) * 8]
 
 
+def string_column(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
+    """(offsets, data, offset width) of a string or binary column, as the native
+    functions take it."""
+    return _var(col)
+
+
 def _var(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
     """(offsets, data, offset width) of a binary or string column, without copying."""
     arr = col.combine_chunks()
@@ -136,3 +143,10 @@ def _var(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
     _, off, data = arr.buffers()
     offsets = memoryview(off)[arr.offset * width : (arr.offset + len(arr) + 1) * width]
     return offsets, memoryview(data) if data is not None else memoryview(b""), width
+
+
+def native() -> ModuleType:
+    """The accelerator module; only for callers that checked :data:`NATIVE`."""
+    if _native is None:
+        raise RuntimeError("ledger._native is not built (check hashing.NATIVE first)")
+    return _native

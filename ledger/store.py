@@ -80,6 +80,7 @@ from ledger.note import (
     parse_checkpoint,
     sign_note,
 )
+from ledger.seen import Bloom, Seen
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
@@ -172,6 +173,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # connections of a process, so two Ledger objects on one path must not interleave appends.
 _PROCESS_LOCKS: dict[Path, threading.RLock] = {}
 _PROCESS_LOCKS_GUARD = threading.Lock()
+# The id and stream filters of each ledger file this process appended to (ledger.seen), used
+# and replaced only under that file's lock; each knows the log state it describes.
+_SEEN: dict[Path, Seen] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,12 +587,16 @@ class Ledger:
         self.path = path
         self._con = con
         key = (path / DB_FILE).resolve()
+        self._db_key = key
+        self._committing: tuple[Seen, _Batch, tuple[int, bytes]] | None = None
         with _PROCESS_LOCKS_GUARD:
             self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
 
     # lifecycle
 
     def close(self) -> None:
+        with self._lock:  # the filters are rebuilt by whoever appends next
+            _SEEN.pop(self._db_key, None)
         self._con.close()
 
     def __enter__(self) -> Ledger:
@@ -797,9 +805,13 @@ class Ledger:
             return AppendResult(None, None, 0, (), ())
         with self._lock:
             self._con.execute("BEGIN TRANSACTION")
+            self._committing = None
             try:
                 result = self._append_in_tx(prepared)
                 self._con.execute("COMMIT")
+                if self._committing is not None:  # only what is durable enters the filter
+                    seen, new, state = self._committing
+                    seen.record(new.event_ids, new.streams, state)
             except duckdb.Error as exc:
                 self._rollback()
                 raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc
@@ -815,9 +827,12 @@ class Ledger:
 
     def _append_in_tx(self, batch: _Batch) -> AppendResult:
         ids = batch.event_ids
-        unique = set(ids)
-        stored = self._stored_by_id(list(unique))  # order is irrelevant to the IN lookup
+        unique = list(set(ids))
         size, frontier = self._tree_state()
+        seen = self._seen_at(size, frontier)
+        # only ids the log may hold are looked up (order is irrelevant to the IN lookup)
+        maybe = unique if seen is None else seen.ids.maybe(unique)
+        stored = self._stored_by_id(maybe) if maybe else {}
         if not stored and len(unique) == len(ids):  # the common case: all new
             new, seqs, dups = batch, tuple(range(size, size + len(batch))), ()
         else:
@@ -825,12 +840,16 @@ class Ledger:
             new = _Batch.of(rows)
         n = len(new)
         if n:
-            versions = self._versions_of(sorted(set(new.streams)))
+            streams = sorted(set(new.streams))
+            maybe = streams if seen is None else seen.streams.maybe(streams)
+            versions = self._versions_of(maybe) if maybe else {}
             if any(x != "any" for x in new.expected):
                 for stream, expected in zip(new.streams, new.expected, strict=True):
                     check_expected(stream, expected, versions.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
-            self._insert(new, size, frontier, versions)
+            self._insert(new, size, frontier, versions)  # frontier is now the new one
+            if seen is not None:
+                self._committing = (seen, new, (size + n, b"".join(frontier)))
             return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
         return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
 
@@ -866,6 +885,32 @@ class Ledger:
                 seqs.append(size + len(new))
                 new.append(p)
         return new, seqs, dups
+
+    def _seen_at(self, size: int, frontier: list[bytes]) -> Seen | None:
+        """The log's id and stream filters (:mod:`ledger.seen`), valid for this state: the
+        process's filters when they describe it, else rebuilt from the table. None without
+        the native accelerator."""
+        if not hashing.NATIVE:
+            return None
+        state = (size, b"".join(frontier))
+        current = _SEEN.get(self._db_key)
+        if current is not None and current.state == state and not current.full:
+            return current
+        ids = Bloom(2 * size)
+        row = _first(self._con.execute("SELECT count(DISTINCT stream) FROM events"))
+        streams = Bloom(2 * int(row[0] if row else 0))
+        lo = 0
+        while lo < size:  # in seq windows: the build never holds the whole column
+            hi = lo + READ_WINDOW - 1
+            col = self._con.sql(
+                "SELECT event_id FROM events WHERE seq BETWEEN ? AND ?", params=[lo, hi]
+            ).to_arrow_table().column(0)
+            ids.add_column(hashing.string_column(col), len(col))
+            lo = hi + 1
+        col = self._con.sql("SELECT DISTINCT stream FROM events").to_arrow_table().column(0)
+        streams.add_column(hashing.string_column(col), len(col))
+        _SEEN[self._db_key] = current = Seen(state, ids, streams)
+        return current
 
     def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
         """A trial stream already in a segment takes no more events (trials never split)."""
