@@ -84,6 +84,7 @@ from ledger.seen import Bloom, Seen
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
+from schemas.payload_check import payload_checker
 
 if TYPE_CHECKING:
     from ledger.segments import SegmentInfo
@@ -498,9 +499,7 @@ def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
         return False
     # one bound validator per distinct type, looked up once per batch (None: ext.* is any object)
     validators = {
-        t: None
-        if t.startswith(EXT_PREFIX)
-        else PAYLOAD_MODELS[t].__pydantic_validator__.validate_python
+        t: None if t.startswith(EXT_PREFIX) else payload_checker(PAYLOAD_MODELS[t])
         for t in set(types)
     }
     try:
