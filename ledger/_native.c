@@ -473,11 +473,91 @@ static PyObject *bloom_maybe(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* split_json_array(buf, k) -> (data, offsets, with_null) | None: the k elements of a compact
+ * JSON array (orjson's `[e0,e1,...]`, no whitespace) concatenated, with k + 1 int32 offsets:
+ * element i is data[o[i]:o[i+1]], byte for byte what orjson writes for it alone. Splits at
+ * the commas of depth 1 outside strings; strings are copied in runs between quotes.
+ * with_null lists the elements holding a JSON null (an `n` outside a string can only start
+ * one), where orjson may have written NaN or Infinity. None when buf is not such an array
+ * of k elements or does not fit int32 offsets. */
+static PyObject *split_json_array(PyObject *self, PyObject *args) {
+    Py_buffer b;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*n", &b, &k)) return NULL;
+    const unsigned char *s = b.buf;
+    Py_ssize_t n = b.len;
+    PyObject *data = NULL, *offs = NULL, *nulls = NULL;
+    if (k < 0 || n < 2 || s[0] != '[' || s[n - 1] != ']' || n > INT32_MAX) goto none;
+    if (n == 2 ? k != 0 : k == 0) goto none;
+    data = PyBytes_FromStringAndSize(NULL, n);
+    offs = PyBytes_FromStringAndSize(NULL, (k + 1) * 4);
+    nulls = PyList_New(0);
+    if (!data || !offs || !nulls) goto fail;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(data);
+    int32_t *o = (int32_t *)PyBytes_AS_STRING(offs);
+    Py_ssize_t at = 0, elem = 0, marked = -1, i = 1, end = n - 1;
+    int depth = 0;
+    o[0] = 0;
+    while (i < end) {
+        unsigned char c = s[i];
+        if (c == '"') { /* copy the whole string: find its unescaped closing quote */
+            Py_ssize_t j = i + 1;
+            const unsigned char *q;
+            for (;;) {
+                q = memchr(s + j, '"', (size_t)(end - j));
+                if (!q) goto none;
+                Py_ssize_t back = 0;
+                while (q - 1 - back > s + i && q[-1 - back] == '\\') back++;
+                if (!(back & 1)) break;
+                j = (q - s) + 1;
+            }
+            Py_ssize_t len = (q - s) - i + 1;
+            memcpy(w + at, s + i, (size_t)len);
+            at += len;
+            i += len;
+            continue;
+        }
+        if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') { if (--depth < 0) goto none; }
+        else if (c == ',' && depth == 0) {
+            if (++elem >= k) goto none;
+            o[elem] = (int32_t)at;
+            i++;
+            continue;
+        } else if (c == 'n' && marked != elem) {
+            PyObject *ix = PyLong_FromSsize_t(elem);
+            if (!ix || PyList_Append(nulls, ix)) { Py_XDECREF(ix); goto fail; }
+            Py_DECREF(ix);
+            marked = elem;
+        }
+        w[at++] = c;
+        i++;
+    }
+    if (depth || (k && elem != k - 1)) goto none;
+    o[k] = (int32_t)at;
+    if (_PyBytes_Resize(&data, at)) { data = NULL; goto fail; }
+    PyBuffer_Release(&b);
+    return Py_BuildValue("(NNN)", data, offs, nulls);
+none:
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    Py_XDECREF(nulls);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    Py_XDECREF(nulls);
+    PyBuffer_Release(&b);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"hash_slices", hash_slices, METH_VARARGS, "SHA-256 of each data[o[i]:o[i+1]]"},
     {"tree_level", tree_level, METH_VARARGS, "RFC 9162 node hash of each pair"},
     {"envelope_leaf_hashes", envelope_leaf_hashes, METH_VARARGS,
      "leaf hashes of envelope rows, or None when Python must encode"},
+    {"split_json_array", split_json_array, METH_VARARGS, "elements of a compact JSON array"},
     {"bloom_add", bloom_add, METH_VARARGS, "add strs to a Bloom filter"},
     {"bloom_add_column", bloom_add_column, METH_VARARGS, "add an Arrow string column"},
     {"bloom_maybe", bloom_maybe, METH_VARARGS, "indexes of strs the filter may hold"},

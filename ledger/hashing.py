@@ -116,16 +116,41 @@ def stored_leaf_hashes(t: pa.Table, first_seq: int) -> tuple[bytes, int] | None:
     bytes hashed; ``None`` when the accelerator is not built, a column holds a NULL, the
     seqs are not ``first_seq, first_seq + 1, …`` or a string needs a JSON escape (the caller
     then takes its Python path)."""
-    if _native is None or any(t.column(c).null_count for c in STORED_COLUMNS):
+    if _native is None:
         return None
-    ints = [_u64(t.column(c)) for c in ("seq", "stream_version", "schema_version")]
-    var = [_var(t.column(c)) for c in ("stream", "event_id", "type", "payload")]
-    return _native.envelope_leaf_hashes_arrow(t.num_rows, first_seq, *ints, *var)
+    return _arrow_leaf_hashes(first_seq, *(t.column(c) for c in STORED_COLUMNS))
 
 
-def _u64(col: pa.ChunkedArray) -> memoryview:
-    arr = col.combine_chunks().cast(pa.uint64())
+def column_leaf_hashes(first_seq: int, *columns: pa.Array | pa.ChunkedArray) -> bytes:
+    """Leaf hashes of rows given as the seven envelope columns (:data:`STORED_COLUMNS`
+    order, seqs ``first_seq, first_seq + 1, …``): natively when built and no string needs a
+    JSON escape, else through :func:`py_envelope_leaf_hashes`."""
+    if _native is not None:
+        hashed = _arrow_leaf_hashes(first_seq, *columns)
+        if hashed is not None:
+            return hashed[0]
+    _, streams, versions, event_ids, types, svs, payloads = (c.to_pylist() for c in columns)
+    return py_envelope_leaf_hashes(first_seq, streams, versions, event_ids, types, svs, payloads)
+
+
+def _arrow_leaf_hashes(
+    first_seq: int, *columns: pa.Array | pa.ChunkedArray
+) -> tuple[bytes, int] | None:
+    seq, stream, version, event_id, type_, sv, payload = columns
+    if any(c.null_count for c in columns):
+        return None
+    ints = [_u64(c) for c in (seq, version, sv)]
+    var = [_var(c) for c in (stream, event_id, type_, payload)]
+    return native().envelope_leaf_hashes_arrow(len(seq), first_seq, *ints, *var)
+
+
+def _u64(col: pa.Array | pa.ChunkedArray) -> memoryview:
+    arr = _one(col).cast(pa.uint64())
     return memoryview(arr.buffers()[1])[arr.offset * 8 : (arr.offset + len(arr)) * 8]
+
+
+def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
 def string_column(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
@@ -134,9 +159,9 @@ def string_column(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
     return _var(col)
 
 
-def _var(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
+def _var(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
     """(offsets, data, offset width) of a binary or string column, without copying."""
-    arr = col.combine_chunks()
+    arr = _one(col)
     if arr.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
         arr = arr.cast(pa.large_binary())
     width = 8 if arr.type in (pa.large_binary(), pa.large_string()) else 4

@@ -364,17 +364,23 @@ def prepare_event(index: int, ev: NewEvent) -> _Prepared:
 
 @dataclass(slots=True)
 class _Batch:
-    """A prepared batch as columns (the hot path works on lists, not per-event objects)."""
+    """A prepared batch as columns (the hot path works on lists, not per-event objects);
+    the canonical payloads as one Arrow array, which is what the insert and the leaf hasher
+    read."""
 
     streams: list[str]
     types: list[str]
     schema_versions: list[int]
     event_ids: list[str]
-    payloads: list[bytes]
+    payload_array: pa.BinaryArray
     expected: list[int | str]
 
     def __len__(self) -> int:
         return len(self.streams)
+
+    @property
+    def payloads(self) -> list[bytes]:
+        return self.payload_array.to_pylist()
 
     def rows(self) -> list[_Prepared]:
         return [
@@ -397,7 +403,7 @@ class _Batch:
             [p.type for p in rows],
             [p.schema_version for p in rows],
             [p.event_id for p in rows],
-            [p.payload for p in rows],
+            pa.array([p.payload for p in rows], pa.binary()),
             [p.expected for p in rows],
         )
 
@@ -430,23 +436,45 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
     )
     if not ok:
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
-    try:
-        # orjson returns each result inside a ~4 KiB allocation; an exact-size copy keeps a
-        # 10k-event batch at its real size (~4 MB here) instead of ~40 MB until it is inserted
-        payloads = [bytes(memoryview(canonical_json(p))) for p in objs]
-    except TypeError:
+    encoded = _encode_payloads(objs)
+    if encoded is None:  # a value JSON cannot carry: prepare_event names it
         return _Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
-    for i, raw in enumerate(payloads):
-        if b"null" in raw and _non_finite_path(objs[i], "payload") is not None:
+    payloads, with_null = encoded
+    for i in with_null:  # orjson writes NaN/Infinity as null: find them
+        if _non_finite_path(objs[i], "payload") is not None:
             prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = list(map(_EVENT_ID, evs))
     if set(map(type, ids)) != {str} or not all(ids):
         for i, x in enumerate(ids):
             if x is None:
-                ids[i] = derive_event_id(streams[i], types[i], svs[i], payloads[i])
+                payload = payloads[i].as_py()
+                ids[i] = derive_event_id(streams[i], types[i], svs[i], payload)
             elif type(x) is not str or not x:
                 prepare_event(i, evs[i])  # raises the precise InvalidEvent
     return _Batch(streams, types, svs, ids, payloads, expected)
+
+
+def _encode_payloads(objs: list[Any]) -> tuple[pa.BinaryArray, list[int]] | None:
+    """Each payload's canonical JSON as one Arrow array, and the indexes of those holding a
+    JSON ``null`` (where a NaN or Infinity may hide); None if one cannot be encoded.
+
+    Natively, the whole list is encoded in one orjson call and split at its top-level
+    commas (``ledger._native.split_json_array``): the same bytes per payload, without
+    10k small objects (orjson leaves each of those in a ~4 KiB allocation, ~40 MB per
+    10k-event batch). Otherwise each payload is encoded and copied to its exact size.
+    """
+    try:
+        if hashing.NATIVE:
+            split = hashing.native().split_json_array(canonical_json(objs), len(objs))
+            if split is not None:
+                data, offsets, with_null = split
+                buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                return pa.BinaryArray.from_buffers(pa.binary(), len(objs), buffers), with_null
+        payloads = [bytes(memoryview(canonical_json(p))) for p in objs]
+    except TypeError:  # orjson: a value JSON cannot carry
+        return None
+    with_null = [i for i, p in enumerate(payloads) if b"null" in p]
+    return pa.array(payloads, pa.binary()), with_null
 
 
 _STREAM = operator.attrgetter("stream")
@@ -953,28 +981,23 @@ class Ledger:
             v = get(stream, -1) + 1
             next_version[stream] = v
             push(v)
-        seqs = range(size, size + n)
-        leaves = hashing.envelope_leaf_hashes(
-            size,
-            new.streams,
-            stream_versions,
-            new.event_ids,
-            new.types,
-            new.schema_versions,
-            new.payloads,
-        )
+        columns = [
+            pa.array(range(size, size + n), pa.uint64()),
+            pa.array(new.streams, pa.string()),
+            pa.array(stream_versions, pa.uint32()),
+            pa.array(new.event_ids, pa.string()),
+            pa.array(new.types, pa.string()),
+            pa.array(new.schema_versions, pa.uint16()),
+        ]
+        entry = [*columns, new.payload_array]  # the envelope: every column but time and hash
+        leaves = hashing.column_leaf_hashes(size, *entry)
         runs = merkle.push_run(frontier, size, leaves)
         now = datetime.now(UTC)
         table = pa.table(
             [
-                pa.array(seqs, pa.uint64()),
-                pa.array(new.streams, pa.string()),
-                pa.array(stream_versions, pa.uint32()),
-                pa.array(new.event_ids, pa.string()),
-                pa.array(new.types, pa.string()),
-                pa.array(new.schema_versions, pa.uint16()),
+                *columns,
                 pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
-                pa.array(new.payloads, pa.binary()),
+                new.payload_array,
                 _hash_array(leaves),
             ],
             schema=ARROW_SCHEMA,

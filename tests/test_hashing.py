@@ -206,3 +206,46 @@ def test_pure_python_ledger_has_the_same_tree(tmp_path: Path) -> None:
     native_written = run(tmp_path / "native", pure=False)
     assert native_written[1:] == pure_written[1:]
     assert run(tmp_path / "native", pure=True)[1:] == pure_written[1:]
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.sampled_from('a"\\,[]{}n\x00\n\u2028é😀') | st.characters(), max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def holds_null(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(holds_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(holds_null(v) for v in value)
+    return False
+
+
+@native
+@given(st.lists(json_values, max_size=8))
+def test_split_json_array_gives_each_elements_own_encoding(values: list) -> None:
+    from schemas.canonical import canonical_json
+
+    split = hashing._native.split_json_array(canonical_json(values), len(values))
+    assert split is not None
+    data, offsets, with_null = split
+    cuts = array.array("i", offsets).tolist()
+    assert [data[a:b] for a, b in zip(cuts, cuts[1:])] == [canonical_json(v) for v in values]  # noqa: B905
+    assert with_null == [i for i, v in enumerate(values) if holds_null(v)]
+
+
+@native
+@pytest.mark.parametrize(
+    ("buf", "k"),
+    [(b"[1,2]", 3), (b"[1,2]", 1), (b"[]", 1), (b"[1]", 0), (b"{}", 0), (b'["a]', 1), (b"[[1]", 1), (b"[1]]", 1)],
+)
+def test_split_json_array_refuses_what_it_cannot_split(buf: bytes, k: int) -> None:
+    assert hashing._native.split_json_array(buf, k) is None
