@@ -79,8 +79,8 @@ class Seen:
     def full(self) -> bool:
         return self.ids.full or self.streams.full
 
-    def record(self, ids: Iterable[str], streams: Iterable[str], state: State) -> None:
+    def record(self, ids: list[str], streams: Iterable[str], state: State) -> None:
         """A batch committed: its new ids and streams are now in the log at ``state``."""
-        self.ids.add(list(ids))
+        self.ids.add(ids)
         self.streams.add(list(set(streams)))
         self.state = state

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from ledger import hashing, merkle
@@ -533,9 +534,8 @@ def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
     try:
         if len(validators) == 1:
             only = next(iter(validators.values()))
-            if only is not None:
-                for p in payloads:
-                    only(p)
+            if only is not None:  # map drained by a zero-length deque: the loop runs in C
+                deque(map(only, payloads), maxlen=0)
         else:
             for t, p in zip(types, payloads, strict=True):
                 v = validators[t]
@@ -870,7 +870,7 @@ class Ledger:
             streams = sorted(set(new.streams))
             maybe = streams if seen is None else seen.streams.maybe(streams)
             versions = self._versions_of(maybe) if maybe else {}
-            if any(x != "any" for x in new.expected):
+            if set(new.expected) != {"any"}:
                 for stream, expected in zip(new.streams, new.expected, strict=True):
                     check_expected(stream, expected, versions.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(TRIAL_PREFIX)])
@@ -941,8 +941,10 @@ class Ledger:
 
     def _refuse_sealed_trials(self, existing_trials: list[str]) -> None:
         """A trial stream already in a segment takes no more events (trials never split)."""
+        if not existing_trials:
+            return
         sealed = self.sealed_upto()
-        if not existing_trials or sealed == 0:
+        if sealed == 0:
             return
         row = _first(
             self._con.execute(
@@ -982,7 +984,7 @@ class Ledger:
             next_version[stream] = v
             push(v)
         columns = [
-            pa.array(range(size, size + n), pa.uint64()),
+            pc.add_checked(_iota(n), pa.scalar(size, pa.uint64())),
             pa.array(new.streams, pa.string()),
             pa.array(stream_versions, pa.uint32()),
             pa.array(new.event_ids, pa.string()),
@@ -1327,6 +1329,12 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     ``register``) on a connection whose last result was not fetched to the end."""
     rows = result.fetchall()
     return rows[0] if rows else None
+
+
+@functools.lru_cache(maxsize=8)
+def _iota(n: int) -> pa.UInt64Array:
+    """0, 1, …, n - 1 (append adds its first seq in C instead of converting n ints)."""
+    return pa.array(range(n), pa.uint64())
 
 
 def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
