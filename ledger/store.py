@@ -719,16 +719,23 @@ class Ledger:
         ``level, idx, hash`` ordered by level then idx (verify's fast comparison)."""
         return self._con.sql(_NODE_WINDOW_SQL, params=[first_leaf, last_leaf]).to_arrow_table()
 
-    @_locked
     def first_version_break(self) -> tuple[int, str, int, int] | None:
-        """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order."""
-        row = _first(
-            self._con.execute(
-                "SELECT seq, stream, stream_version, rn FROM (SELECT seq, stream, stream_version, "
-                "row_number() OVER (PARTITION BY stream ORDER BY seq) - 1 AS rn FROM events) "
-                "WHERE rn != stream_version ORDER BY seq LIMIT 1"
+        """First ``(seq, stream, stored version, expected version)`` out of 0, 1, 2… order.
+
+        Runs on its own cursor (one SQL window query over the whole table), so verify can
+        run it alongside its scan.
+        """
+        cur = self._con.cursor()
+        try:
+            row = _first(
+                cur.execute(
+                    "SELECT seq, stream, stream_version, rn FROM (SELECT seq, stream, "
+                    "stream_version, row_number() OVER (PARTITION BY stream ORDER BY seq) - 1 "
+                    "AS rn FROM events) WHERE rn != stream_version ORDER BY seq LIMIT 1"
+                )
             )
-        )
+        finally:
+            cur.close()
         return None if row is None else (int(row[0]), row[1], int(row[2]), int(row[3]))
 
     @_locked

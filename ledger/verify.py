@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,10 @@ if TYPE_CHECKING:
     from ledger.store import Ledger
 
 MAX_PROBLEMS = 50
-WINDOW = 65_536  # rows per read while scanning
+WINDOW = 32_768  # rows per read while scanning
+# windows in flight: each worker fetches and hashes one (measured on 2 cores, 200k events:
+# depth 2 at 65,536 rows 516 MB/s, depth 4 at 32,768 rows 682 MB/s, same memory)
+DEPTH = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,12 +369,17 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     # this window is hashed; entries encoded in Python; and the row by row walk that names
     # the first bad seq.
     native = hashing.NATIVE
+    # the per-stream version check is one DuckDB query: it runs while the windows are hashed
+    side = ThreadPoolExecutor(1, thread_name_prefix="vledger-versions")
+    versions = side.submit(lg.first_version_break)
+    side.shutdown(wait=False)
     for lo, hi, entries, nodes, hashed in verify_windows(
         lg,
         -1 if top is None else top,
         WINDOW,
         columns=native,
         prepare=_hash_ahead if native else None,
+        depth=DEPTH,
     ):
         if (
             scan.window_columns(lo, entries, hashed, nodes)
@@ -387,7 +396,7 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
             _compare_nodes(lg, report, scan, first_leaf)
     report.events = scan.next_seq
     report.root = merkle.frontier_root(scan.frontier)
-    _check_versions(lg, report)
+    _check_versions(report, versions.result())
     if scan.next_seq < size and not scan.gap_reported:
         report.add(
             f"seq {scan.next_seq}",
@@ -428,9 +437,8 @@ def _seq_order(p: Problem) -> tuple[int, int]:
     return (0, int(num)) if head == "seq" and num.isdigit() else (1, 0)
 
 
-def _check_versions(lg: Ledger, report: VerifyReport) -> None:
-    """Each stream's versions are 0, 1, 2… in seq order (one SQL window query)."""
-    bad = lg.first_version_break()
+def _check_versions(report: VerifyReport, bad: tuple[int, str, int, int] | None) -> None:
+    """Each stream's versions are 0, 1, 2… in seq order (``Ledger.first_version_break``)."""
     if bad is not None:
         seq, stream, version, want = bad
         report.add(
