@@ -134,14 +134,13 @@ def verify_ledger(lg: Ledger, pub: Verifier | None = None, *, deep: bool = False
     sizes = _checkpoint_sizes(lg)
     try:
         roots = _scan_events(lg, report, sizes)
-    except duckdb.Error as exc:  # damaged storage (checksums, unreadable blocks)
+        _check_checkpoints(lg, report, pub, roots)
+        report.segments = check_segments(lg, report)
+        for check in [*EXTRA_CHECKS, *(DEEP_CHECKS if deep else ())]:
+            for p in check(lg):
+                report.add(p.where, p.what)
+    except duckdb.Error as exc:  # damaged storage (checksums, unreadable blocks), wherever
         report.add("events.duckdb", f"cannot be read: {exc}")
-        return report
-    _check_checkpoints(lg, report, pub, roots)
-    report.segments = check_segments(lg, report)
-    for check in [*EXTRA_CHECKS, *(DEEP_CHECKS if deep else ())]:
-        for p in check(lg):
-            report.add(p.where, p.what)
     return report
 
 
@@ -373,27 +372,32 @@ def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int,
     side = ThreadPoolExecutor(1, thread_name_prefix="vledger-versions")
     versions = side.submit(lg.first_version_break)
     side.shutdown(wait=False)
-    for lo, hi, entries, nodes, hashed in verify_windows(
+    windows = verify_windows(
         lg,
         -1 if top is None else top,
         WINDOW,
         columns=native,
         prepare=_hash_ahead if native else None,
         depth=DEPTH,
-    ):
-        if (
-            scan.window_columns(lo, entries, hashed, nodes)
-            if native
-            else scan.window_sql(entries, nodes)
-        ):
-            continue
-        t = lg.raw_rows(lo, hi, ordered=False)
-        if not scan.window_fast(t, lg.stored_node_table):
-            cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
-            first_leaf = scan.next_seq
-            for r in zip(*cols, strict=True):
-                scan.row(*r)
-            _compare_nodes(lg, report, scan, first_leaf)
+    )
+    try:
+        for lo, hi, entries, nodes, hashed in windows:
+            if (
+                scan.window_columns(lo, entries, hashed, nodes)
+                if native
+                else scan.window_sql(entries, nodes)
+            ):
+                continue
+            t = lg.raw_rows(lo, hi, ordered=False)
+            if not scan.window_fast(t, lg.stored_node_table):
+                cols = [t.sort_by("seq").column(c).to_pylist() for c in COLUMNS]
+                first_leaf = scan.next_seq
+                for r in zip(*cols, strict=True):
+                    scan.row(*r)
+                _compare_nodes(lg, report, scan, first_leaf)
+    finally:  # however the scan ends, no worker still reads when the caller closes the ledger
+        windows.close()
+        versions.exception()
     report.events = scan.next_seq
     report.root = merkle.frontier_root(scan.frontier)
     _check_versions(report, versions.result())
