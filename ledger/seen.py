@@ -11,8 +11,9 @@ A filter describes the log at one state, ``(size, frontier)`` as ``tree_state`` 
 after a commit. ``append`` checks that state inside its transaction and rebuilds the filter
 from the table when it differs (another process, or another ``Ledger`` object of this
 process, appended meanwhile), so a stale filter is never trusted. Memory is bounded: 16 bits
-per key up to :data:`MAX_BYTES` per filter; past ``capacity`` it is rebuilt twice as large,
-and at the cap it only answers "maybe" more often.
+per key up to :data:`MAX_BYTES` per filter; past ``capacity`` it is rebuilt for four times
+the log's size (so rebuild scans add up to a third of the log), and at the cap it only
+answers "maybe" more often.
 
 Needs the native accelerator (``ledger._native``); without it append looks everything up.
 """
@@ -48,6 +49,8 @@ class Bloom:
 
     def __post_init__(self) -> None:
         self.bits = bytearray(_bytes_for(self.capacity))
+        # what the bits hold at the designed rate (the minimum size holds more than asked)
+        self.capacity = max(self.capacity, len(self.bits) * 8 // BITS_PER_KEY)
 
     @property
     def full(self) -> bool:

@@ -930,9 +930,9 @@ class Ledger:
         current = _SEEN.get(self._db_key)
         if current is not None and current.state == state and not current.full:
             return current
-        ids = Bloom(2 * size)
+        ids = Bloom(4 * size)
         row = _first(self._con.execute("SELECT count(DISTINCT stream) FROM events"))
-        streams = Bloom(2 * int(row[0] if row else 0))
+        streams = Bloom(4 * int(row[0] if row else 0))
         lo = 0
         while lo < size:  # in seq windows: the build never holds the whole column
             hi = lo + READ_WINDOW - 1
