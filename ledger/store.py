@@ -1020,11 +1020,9 @@ class Ledger:
         )
 
     def _insert_arrow(self, table_name: str, data: pa.Table) -> None:
-        self._con.register("_batch", data)
-        try:
-            self._con.execute(f"INSERT INTO {table_name} SELECT * FROM _batch")
-        finally:
-            self._con.unregister("_batch")
+        # a relation over the Arrow table, inserted by position (no view to register and
+        # drop: measured 2.7 vs 2.9 ms per 10k events, 0.6 vs 0.8 ms for a batch's nodes)
+        self._con.from_arrow(data).insert_into(table_name)
 
     # reading
 
