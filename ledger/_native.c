@@ -16,50 +16,6 @@
 
 #define HASH 32
 
-/* hash_slices(data, offsets, width) -> bytes: SHA-256 of data[o[i]:o[i+1]] for each i,
- * digests concatenated. offsets holds k + 1 ascending integers of `width` bytes (4: Arrow
- * binary, 8: Arrow large_binary), each within data. */
-static PyObject *hash_slices(PyObject *self, PyObject *args) {
-    Py_buffer data, offs;
-    int width;
-    if (!PyArg_ParseTuple(args, "y*y*i", &data, &offs, &width)) return NULL;
-    PyObject *out = NULL;
-    if ((width != 4 && width != 8) || offs.len % width || offs.len < width) {
-        PyErr_SetString(PyExc_ValueError, "offsets must hold k + 1 integers of width 4 or 8");
-        goto done;
-    }
-    Py_ssize_t k = offs.len / width - 1;
-    const unsigned char *src = data.buf;
-    /* read every offset once up front, checking bounds, so the hashing loop cannot fault */
-    int64_t *o = PyMem_Malloc((size_t)(k + 1) * sizeof(int64_t));
-    if (!o) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i <= k; i++) {
-        int64_t v;
-        if (width == 8) { memcpy(&v, (const char *)offs.buf + 8 * i, 8); }
-        else { int32_t w; memcpy(&w, (const char *)offs.buf + 4 * i, 4); v = w; }
-        if (v < 0 || v > data.len || (i && v < o[i - 1])) {
-            PyMem_Free(o);
-            PyErr_Format(PyExc_ValueError, "offset %zd (%lld) is outside the data or decreasing",
-                         i, (long long)v);
-            goto done;
-        }
-        o[i] = v;
-    }
-    out = PyBytes_FromStringAndSize(NULL, k * HASH);
-    if (out) {
-        unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < k; i++)
-            SHA256(src + o[i], (size_t)(o[i + 1] - o[i]), dst + HASH * i);
-        Py_END_ALLOW_THREADS
-    }
-    PyMem_Free(o);
-done:
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    return out;
-}
-
 /* tree_level(children) -> bytes: RFC 9162 SHA-256(0x01 || left || right) of each
  * consecutive pair of 32-byte hashes. */
 static PyObject *tree_level(PyObject *self, PyObject *args) {
@@ -91,38 +47,12 @@ done:
     return out;
 }
 
-/* --- leaf hashes of envelope rows -------------------------------------------------------
+/* --- leaf hashes of stored envelope rows ------------------------------------------------
  * entry = [seq,"stream",version,"event_id","type",schema_version] "\n" payload, the header
  * being orjson's encoding (schemas/envelope.py). For strings with no character JSON escapes
- * (quote, backslash, U+0000..U+001F) that is '"' + UTF-8 + '"'; for any other string this
- * returns None and the caller encodes in Python, so the bytes never depend on two JSON
+ * (quote, backslash, U+0000..U+001F) that is '"' + UTF-8 + '"'; a row with any other string
+ * is handed back (None) and encoded in Python, so the bytes never depend on two JSON
  * encoders agreeing about escapes. */
-
-typedef struct {
-    const char *s[3];
-    Py_ssize_t n[3];
-    unsigned long long q[3]; /* seq, stream_version, schema_version */
-    const char *p;
-    Py_ssize_t pn;
-} Row;
-
-static int plain_utf8(PyObject *o, const char **s, Py_ssize_t *n) {
-    if (!PyUnicode_CheckExact(o)) return 0;
-    *s = PyUnicode_AsUTF8AndSize(o, n); /* cached on the str: valid while the list lives */
-    if (!*s) { PyErr_Clear(); return 0; } /* e.g. lone surrogates: Python says why */
-    for (Py_ssize_t i = 0; i < *n; i++) {
-        unsigned char c = (unsigned char)(*s)[i];
-        if (c < 0x20 || c == '"' || c == '\\') return 0;
-    }
-    return 1;
-}
-
-static int small_uint(PyObject *o, unsigned long long *v) {
-    if (!PyLong_CheckExact(o)) return 0;
-    *v = PyLong_AsUnsignedLongLong(o);
-    if (*v == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    return 1;
-}
 
 static char *put_uint(char *w, unsigned long long v) {
     char tmp[24];
@@ -138,83 +68,6 @@ static char *put_str(char *w, const char *s, Py_ssize_t n) {
     w += n;
     *w++ = '"';
     return w;
-}
-
-/* envelope_leaf_hashes(first_seq, streams, versions, event_ids, types, schema_versions,
- * payloads) -> bytes | None: the leaf hash of each row (seq = first_seq + i), concatenated;
- * None when a row needs the Python encoder (see above) or a value has an unexpected type. */
-static PyObject *envelope_leaf_hashes(PyObject *self, PyObject *args) {
-    unsigned long long first;
-    PyObject *cols[6];
-    if (!PyArg_ParseTuple(args, "KO!O!O!O!O!O!", &first, &PyList_Type, &cols[0], &PyList_Type,
-                          &cols[1], &PyList_Type, &cols[2], &PyList_Type, &cols[3],
-                          &PyList_Type, &cols[4], &PyList_Type, &cols[5]))
-        return NULL;
-    Py_ssize_t k = PyList_GET_SIZE(cols[0]);
-    for (int c = 1; c < 6; c++)
-        if (PyList_GET_SIZE(cols[c]) != k) {
-            PyErr_SetString(PyExc_ValueError, "columns differ in length");
-            return NULL;
-        }
-    Row *rows = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Row));
-    if (!rows) return PyErr_NoMemory();
-    size_t longest = 0;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        Row *r = &rows[i];
-        PyObject *payload = PyList_GET_ITEM(cols[5], i);
-        if (!plain_utf8(PyList_GET_ITEM(cols[0], i), &r->s[0], &r->n[0]) ||
-            !plain_utf8(PyList_GET_ITEM(cols[2], i), &r->s[1], &r->n[1]) ||
-            !plain_utf8(PyList_GET_ITEM(cols[3], i), &r->s[2], &r->n[2]) ||
-            !small_uint(PyList_GET_ITEM(cols[1], i), &r->q[1]) ||
-            !small_uint(PyList_GET_ITEM(cols[4], i), &r->q[2]) || !PyBytes_CheckExact(payload) ||
-            first + (unsigned long long)i < first) {
-            PyMem_Free(rows);
-            Py_RETURN_NONE;
-        }
-        r->q[0] = first + (unsigned long long)i;
-        r->p = PyBytes_AS_STRING(payload);
-        r->pn = PyBytes_GET_SIZE(payload);
-        size_t need = (size_t)(r->n[0] + r->n[1] + r->n[2] + r->pn) + 3 * 20 + 16;
-        if (need > longest) longest = need;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, k * HASH);
-    char *buf = out ? PyMem_RawMalloc(longest + 1) : NULL;
-    if (!out || !buf) {
-        Py_XDECREF(out);
-        PyMem_Free(rows);
-        return PyErr_NoMemory();
-    }
-    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
-    /* the lists and their items stay referenced by the caller: safe without the GIL */
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k; i++) {
-        const Row *r = &rows[i];
-        char *w = buf;
-        *w++ = 0x00; /* RFC 9162 leaf prefix */
-        *w++ = '[';
-        w = put_uint(w, r->q[0]);
-        *w++ = ',';
-        w = put_str(w, r->s[0], r->n[0]);
-        *w++ = ',';
-        w = put_uint(w, r->q[1]);
-        *w++ = ',';
-        w = put_str(w, r->s[1], r->n[1]);
-        *w++ = ',';
-        w = put_str(w, r->s[2], r->n[2]);
-        *w++ = ',';
-        w = put_uint(w, r->q[2]);
-        *w++ = ']';
-        *w++ = '\n';
-        SHA256_CTX c;
-        SHA256_Init(&c);
-        SHA256_Update(&c, buf, (size_t)(w - buf));
-        SHA256_Update(&c, r->p, (size_t)r->pn);
-        SHA256_Final(dst + HASH * i, &c);
-    }
-    Py_END_ALLOW_THREADS
-    PyMem_RawFree(buf);
-    PyMem_Free(rows);
-    return out;
 }
 
 /* One Arrow variable-width column: k + 1 offsets of `width` bytes (4: binary / string,
@@ -553,10 +406,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"hash_slices", hash_slices, METH_VARARGS, "SHA-256 of each data[o[i]:o[i+1]]"},
     {"tree_level", tree_level, METH_VARARGS, "RFC 9162 node hash of each pair"},
-    {"envelope_leaf_hashes", envelope_leaf_hashes, METH_VARARGS,
-     "leaf hashes of envelope rows, or None when Python must encode"},
     {"split_json_array", split_json_array, METH_VARARGS, "elements of a compact JSON array"},
     {"bloom_add", bloom_add, METH_VARARGS, "add strs to a Bloom filter"},
     {"bloom_add_column", bloom_add_column, METH_VARARGS, "add an Arrow string column"},

@@ -70,37 +70,11 @@ def py_envelope_leaf_hashes(
     )
 
 
-def hash_slices(data: bytes | memoryview, offsets: memoryview) -> bytes:
-    """:func:`py_hash_slices` over an Arrow offsets buffer (``offsets.format`` ``i`` or ``q``)."""
-    if _native is not None:
-        return _native.hash_slices(data, offsets, offsets.itemsize)
-    return py_hash_slices(data, offsets.tolist())
-
-
 def tree_level(children: bytes) -> bytes:
     """:func:`py_tree_level`, natively when built."""
     if _native is not None:
         return _native.tree_level(children)
     return py_tree_level(children)
-
-
-def envelope_leaf_hashes(
-    first_seq: int,
-    streams: list[str],
-    versions: list[int],
-    event_ids: list[str],
-    types: list[str],
-    schema_versions: list[int],
-    payloads: list[bytes],
-) -> bytes:
-    """:func:`py_envelope_leaf_hashes`; natively when built and every string is plain
-    (the C encoder writes no JSON escapes: rows that need one are encoded by orjson)."""
-    cols = (streams, versions, event_ids, types, schema_versions, payloads)
-    if _native is not None:
-        out = _native.envelope_leaf_hashes(first_seq, *cols)
-        if out is not None:
-            return out
-    return py_envelope_leaf_hashes(first_seq, *cols)
 
 
 def split(hashes: bytes) -> list[bytes]:

@@ -236,7 +236,8 @@ class _Scan:
         if not t.column("seq").equals(pa.chunked_array([pa.array(range(n0, n0 + k), pa.uint64())])):
             return False
         offsets, data = _binary_parts(entry_col)
-        if not self._extend(hashing.hash_slices(data, offsets), t.column("leaf_hash"), nodes):
+        leaves = hashing.py_hash_slices(data, offsets.tolist())
+        if not self._extend(leaves, t.column("leaf_hash"), nodes):
             return False
         # each entry carries the 0x00 leaf prefix, which is not part of the canonical bytes
         self.report.bytes_hashed += offsets[k] - offsets[0] - k

@@ -8,7 +8,6 @@ every column except ``recorded_at`` (wall-clock time is not evidence) and the ha
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,31 +53,6 @@ def envelope_bytes(
 def leaf_hash(entry: bytes) -> bytes:
     """RFC 9162 § 2.1.1 leaf hash: ``SHA-256(0x00 || entry)``."""
     return hashlib.sha256(b"\x00" + entry).digest()
-
-
-def leaf_hashes(
-    seqs: Iterable[int],
-    streams: Iterable[str],
-    stream_versions: Iterable[int],
-    event_ids: Iterable[str],
-    types: Iterable[str],
-    schema_versions: Iterable[int],
-    payloads: Iterable[bytes],
-) -> list[bytes]:
-    """``[leaf_hash(envelope_bytes(*row)) for row in zip(...)]``, column-wise and faster.
-
-    The same header encoding and bytes, assembled in one ``join`` per row instead of a call
-    and two concatenations (the hot loop of append); tests pin it to the definition.
-    """
-    sha = hashlib.sha256
-    dumps = orjson.dumps
-    join = b"".join
-    return [
-        sha(join((b"\x00", dumps([q, s, v, i, t, sv]), b"\n", p))).digest()
-        for q, s, v, i, t, sv, p in zip(
-            seqs, streams, stream_versions, event_ids, types, schema_versions, payloads, strict=True
-        )
-    ]
 
 
 @dataclass(frozen=True, slots=True)

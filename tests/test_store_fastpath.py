@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ledger import verify as verify_mod
 from ledger.store import _DDL, ENTRY_SQL, JSON_ESCAPED_RE, init_ledger
-from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash, leaf_hashes
+from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
 # Characters that matter for JSON string escaping, mixed into arbitrary text.
 TRICKY = st.sampled_from(['"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", "/"])
@@ -153,24 +153,3 @@ def test_verify_mixes_paths_and_still_names_the_first_bad_seq(
     assert not report.ok
     assert report.problems[0].where == "seq 5"
     assert {"seq 5", "seq 194", "seq 250"} <= {p.where for p in report.problems}
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    rows=st.lists(
-        st.tuples(
-            st.one_of(st.integers(0, 10**6), st.just(2**64 - 1)),
-            TEXT,
-            st.integers(0, 2**32 - 1),
-            TEXT,
-            TEXT,
-            st.integers(0, 2**16 - 1),
-            st.binary(max_size=40),
-        ),
-        max_size=5,
-    )
-)
-def test_leaf_hashes_equals_the_definition_row_by_row(rows: list[tuple]) -> None:
-    """``schemas.envelope.leaf_hashes`` (append's hot loop) is ``leaf_hash(envelope_bytes)``."""
-    cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(7)]
-    assert leaf_hashes(*cols) == [leaf_hash(envelope_bytes(*r)) for r in rows]
