@@ -845,7 +845,10 @@ class Ledger:
                 self._con.execute("COMMIT")
                 if self._committing is not None:  # only what is durable enters the filter
                     seen, new, state = self._committing
-                    seen.record(new.event_ids, new.streams, state)
+                    try:
+                        seen.record(new.event_ids, new.streams, state)
+                    except Exception:  # the batch is committed: drop the filter, not the result
+                        _SEEN.pop(self._db_key, None)
             except duckdb.Error as exc:
                 self._rollback()
                 raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc

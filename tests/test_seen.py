@@ -154,3 +154,18 @@ def test_filters_grow_and_keep_every_id(tmp_path: Path, monkeypatch) -> None:
             assert again.appended == 0, k
         assert lg.size() == 60
         assert lg.verify().ok
+
+
+def test_a_filter_that_fails_to_record_is_dropped_not_the_append(tmp_path: Path, monkeypatch) -> None:
+    """The batch is committed by then: append returns its result and the next append
+    rebuilds the filter from the table."""
+    with init_ledger(tmp_path / "l") as lg:
+        lg.append([ev(1)])
+
+        def fail(*_a, **_k):
+            raise MemoryError
+
+        monkeypatch.setattr(seen.Seen, "record", fail)
+        assert lg.append([ev(2)]).appended == 1
+        monkeypatch.undo()
+        assert lg.append([ev(2)]).duplicates[0].seq == 1
