@@ -1,9 +1,11 @@
 """Batch SHA-256 for the log's hot paths, with and without the optional C accelerator.
 
-Each function here has a pure-Python definition (``py_*``) and, when ``ledger._native``
-was built at install time (a C compiler and OpenSSL's headers; see ``setup.py``), a native
-twin that hashes the whole batch in one call with the GIL released. ``NATIVE`` says which
-one runs; ``tests/test_hashing.py`` holds the twins equal on generated inputs.
+The ``py_*`` functions are the definitions: leaf hashes of envelope rows, RFC 9162 tree
+levels, hashes of slices. When ``ledger._native`` was built at install time (a C compiler
+and OpenSSL's headers; see ``setup.py``), :func:`tree_level`, :func:`column_leaf_hashes`
+and :func:`stored_leaf_hashes` hash a whole batch in one native call with the GIL released,
+reading Arrow buffers directly. ``NATIVE`` says whether it was; ``tests/test_hashing.py``
+holds the native results equal to the definitions on generated inputs.
 
 Why: the log hashes every entry (~400 bytes) and about one interior node per entry, and
 hashlib's per-call interpreter overhead is as large as the hashing itself at these sizes.
@@ -113,8 +115,10 @@ def _arrow_leaf_hashes(
     seq, stream, version, event_id, type_, sv, payload = columns
     if any(c.null_count for c in columns):
         return None
+    if not len(seq):
+        return b"", 0
     ints = [_u64(c) for c in (seq, version, sv)]
-    var = [_var(c) for c in (stream, event_id, type_, payload)]
+    var = [string_column(c) for c in (stream, event_id, type_, payload)]
     return native().envelope_leaf_hashes_arrow(len(seq), first_seq, *ints, *var)
 
 
@@ -127,15 +131,12 @@ def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def string_column(col: pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
-    """(offsets, data, offset width) of a string or binary column, as the native
-    functions take it."""
-    return _var(col)
-
-
-def _var(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
-    """(offsets, data, offset width) of a binary or string column, without copying."""
+def string_column(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
+    """(offsets, data, offset width) of a string or binary column, without copying: what
+    the native functions take for a variable-width column."""
     arr = _one(col)
+    if not len(arr):
+        return memoryview(bytes(8)), memoryview(b""), 8
     if arr.type not in (pa.binary(), pa.string(), pa.large_binary(), pa.large_string()):
         arr = arr.cast(pa.large_binary())
     width = 8 if arr.type in (pa.large_binary(), pa.large_string()) else 4
