@@ -21,7 +21,7 @@ Guarantees (each pinned by ``tests/store_contract.py``):
 * the Merkle frontier (O(log n) hashes) lives in the ``tree_state`` row and each interior
   node from level :data:`NODE_MIN_LEVEL` up is stored once when complete, so appends never
   re-read history; a root or proof reads O(log n) stored nodes plus, for its few lower
-  nodes, at most ``2 ** NODE_MIN_LEVEL`` leaf hashes each (one batched read).
+  nodes, at most ``2 ** (NODE_MIN_LEVEL - 1)`` leaf hashes each (one batched read).
 
 DuckDB allows one read-write process per file: :func:`open_ledger` retries the file lock
 for ``busy_timeout`` seconds and then raises :class:`LedgerBusy`. Each connection caps
