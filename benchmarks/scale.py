@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         # the driver's share: report, digest, replay events, append
         outcomes = [o for _, o in pairs]
         report, t_report = timed(lambda: build_report(outcomes))
-        config = _config_record({"grading": None, "constraints": None}, None, None)
+        config = _config_record({"grading": None, "constraints": None}, None, None, None)
         root = lg.root(size)
         evs_out, t_events_out = timed(lambda: replay_events(outcomes, report, config, size, root))
         _, t_digest = timed(lambda: outputs_digest(outcomes))
