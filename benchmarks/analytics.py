@@ -25,6 +25,7 @@ import hashlib
 import math
 import os
 import random
+import shutil
 import sys
 import time
 from collections import defaultdict
@@ -374,11 +375,17 @@ class _Writer:
 
 
 def generate(workdir: Path, n_trials: int, n_replays: int, seed: int) -> tuple[Path, Path, int]:
-    """Write the ledger and the equivalent bundles; return (ledger_dir, bundles_dir, events)."""
-    ledger_dir, bundles = workdir / "ledger", workdir / "bundles"
-    stamp = workdir / f"done-{n_trials}-{n_replays}-{seed}"
+    """Write the ledger and the equivalent bundles; return (ledger_dir, bundles_dir, events).
+
+    Each parameter set has its own folder under ``workdir``, wiped before it is written: a
+    cache shared between sizes once mixed a smaller run's bundles into the YAML baseline.
+    """
+    here = workdir / f"trials{n_trials}-replays{n_replays}-seed{seed}"
+    ledger_dir, bundles = here / "ledger", here / "bundles"
+    stamp = here / "done"
     if stamp.exists():
         return ledger_dir, bundles, int(stamp.read_text())
+    shutil.rmtree(here, ignore_errors=True)
     rng = random.Random(seed)
     n_tasks = max(1, n_trials // 400)
     models = ["openai/gpt-4o-mini", "anthropic/claude-x", "google/gemini-y", "meta/llama-z"]
