@@ -209,9 +209,9 @@ done:
 }
 
 /* --- Bloom filters over strings (append's "might the log hold this id / stream?") -------
- * bits: a writable buffer of 2^j bytes; k probes per key from two 64-bit hashes of the
- * key's UTF-8 bytes (FNV-1a, each finished with a different murmur3 fmix64). A key that was
- * added always answers "maybe": the filter only ever spares append a lookup. */
+ * bits: a writable buffer of whole 64-byte blocks; k <= 7 probes per key from two 64-bit
+ * hashes of the key's UTF-8 bytes (FNV-1a, each finished with a different murmur3 fmix64).
+ * A key that was added always answers "maybe": the filter only ever spares append a lookup. */
 
 static uint64_t fmix64(uint64_t h) {
     h ^= h >> 33;
@@ -232,23 +232,25 @@ static void key_hashes(const unsigned char *s, Py_ssize_t n, uint64_t *h1, uint6
 
 static int bloom_buffer(PyObject *bits, Py_buffer *b) {
     if (PyObject_GetBuffer(bits, b, PyBUF_WRITABLE)) return 0;
-    if (b->len < 8 || (b->len & (b->len - 1))) {
+    if (b->len < 64 || b->len % 64) {
         PyBuffer_Release(b);
-        PyErr_SetString(PyExc_ValueError, "bloom bits must be a power-of-two number of bytes >= 8");
+        PyErr_SetString(PyExc_ValueError, "bloom bits must be a whole number of 64-byte blocks");
         return 0;
     }
     return 1;
 }
 
-/* op 0: add the key; op 1: 1 when every probed bit is set ("maybe present"). */
+/* op 0: add the key; op 1: 1 when every probed bit is set ("maybe present"). Blocked: h1
+ * picks one 64-byte block and all k probes fall inside it, so a key costs one cache miss
+ * instead of k (a 16 MiB filter is far larger than the caches). */
 static int bloom_key(Py_buffer *b, const unsigned char *s, Py_ssize_t n, int k, int op) {
-    uint64_t h1, h2, mask = (uint64_t)b->len * 8 - 1;
-    unsigned char *bits = b->buf;
+    uint64_t h1, h2, blocks = (uint64_t)b->len / 64;
     key_hashes(s, n, &h1, &h2);
+    unsigned char *block = (unsigned char *)b->buf + 64 * (h1 % blocks);
     for (int i = 0; i < k; i++) {
-        uint64_t bit = (h1 + (uint64_t)i * h2) & mask;
-        if (op == 0) bits[bit >> 3] |= (unsigned char)(1u << (bit & 7));
-        else if (!(bits[bit >> 3] & (1u << (bit & 7)))) return 0;
+        unsigned bit = (unsigned)((h2 >> (9 * i)) & 511); /* 9 bits per probe: 0..511 */
+        if (op == 0) block[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+        else if (!(block[bit >> 3] & (1u << (bit & 7)))) return 0;
     }
     return 1;
 }

@@ -27,7 +27,7 @@ from ledger import hashing
 
 PROBES = 6  # k: with 16 bits per key, ~0.05% of absent keys answer "maybe"
 BITS_PER_KEY = 16
-MIN_BYTES = 1 << 17  # 128 KiB: room for 65,536 keys
+MIN_BYTES = 1 << 17  # 128 KiB: room for 65,536 keys (a multiple of the 64-byte blocks)
 MAX_BYTES = 1 << 24  # 16 MiB per filter (~8.4M keys at the designed rate)
 
 State = tuple[int, bytes]  # (log size, frontier hashes concatenated)

@@ -616,6 +616,7 @@ class Ledger:
         key = (path / DB_FILE).resolve()
         self._db_key = key
         self._committing: tuple[Seen, _Batch, tuple[int, bytes]] | None = None
+        self._appended = False  # has this object appended before (see _seen_at)
         with _PROCESS_LOCKS_GUARD:
             self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
 
@@ -855,6 +856,8 @@ class Ledger:
             except BaseException:
                 self._rollback()
                 raise
+            finally:
+                self._appended = True
         return result
 
     def _rollback(self) -> None:
@@ -925,14 +928,19 @@ class Ledger:
 
     def _seen_at(self, size: int, frontier: list[bytes]) -> Seen | None:
         """The log's id and stream filters (:mod:`ledger.seen`), valid for this state: the
-        process's filters when they describe it, else rebuilt from the table. None without
-        the native accelerator."""
+        process's filters when they describe it, else rebuilt from the table once this
+        object appends a second time. None without the native accelerator."""
         if not hashing.NATIVE:
             return None
         state = (size, b"".join(frontier))
         current = _SEEN.get(self._db_key)
         if current is not None and current.state == state and not current.full:
             return current
+        if not self._appended:
+            # A one-off append (the CLI's, ingest's) pays two lookups in DuckDB; building
+            # the filters scans every id first (0.11 s vs 0.01 s for 100 events into a 1M
+            # log, measured), which only repeated appends earn back.
+            return None
         ids = Bloom(4 * size)
         row = _first(self._con.execute("SELECT count(DISTINCT stream) FROM events"))
         streams = Bloom(4 * int(row[0] if row else 0))

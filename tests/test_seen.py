@@ -77,12 +77,24 @@ def test_fresh_ids_are_not_looked_up_and_repeats_are_found(tmp_path: Path, monke
     calls = lookups(monkeypatch)
     with init_ledger(tmp_path / "l") as lg:
         lg.append([ev(i) for i in range(100)])
+        assert len(calls) == 1  # a first append looks up directly: no filter is built for it
         lg.append([ev(i) for i in range(100, 200)])
-        assert calls == []  # nothing the log could hold was offered
+        lg.append([ev(i) for i in range(200, 300)])
+        assert len(calls) == 1  # later ones consult the filter: nothing the log holds
         res = lg.append([ev(5), ev(150), ev(300)])
         assert [d.seq for d in res.duplicates] == [5, 150]
-        assert res.appended == 1
-        assert calls and {"id-5", "id-150"} <= set(calls[-1])
+        assert res.appended == 1  # id-300 is new
+        assert [d.seq for d in res.duplicates] == [5, 150]
+        assert {"id-5", "id-150"} <= set(calls[-1])
+
+
+def test_a_one_off_append_builds_no_filter(tmp_path: Path) -> None:
+    """Building the filters scans every id; one append into a big log should not pay it."""
+    with init_ledger(tmp_path / "l") as lg:
+        lg.append([ev(1)])
+        assert lg._db_key not in store._SEEN
+        lg.append([ev(2)])
+        assert lg._db_key in store._SEEN
 
 
 def test_two_ledger_objects_of_one_process_share_what_they_know(tmp_path: Path) -> None:
@@ -95,9 +107,14 @@ def test_two_ledger_objects_of_one_process_share_what_they_know(tmp_path: Path) 
 
 
 def test_a_stale_filter_is_rebuilt_when_another_process_appended(tmp_path: Path) -> None:
+    """A Ledger dropped without close() leaves its filter behind; another process appends;
+    a new Ledger here must not trust the old filter."""
     path = tmp_path / "l"
-    with init_ledger(path) as lg:
-        lg.append([ev(1)])
+    lg = init_ledger(path)
+    lg.append([ev(0)])
+    lg.append([ev(1)])  # the second append builds the filter
+    assert lg._db_key in store._SEEN
+    lg._con.close()  # as garbage collection would: the filter stays in the registry
     script = textwrap.dedent(
         """
         import sys
@@ -109,9 +126,10 @@ def test_a_stale_filter_is_rebuilt_when_another_process_appended(tmp_path: Path)
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True)
-    with open_ledger(path) as lg:  # this process's filter still describes size 1
+    with open_ledger(path) as lg:  # this process's filter still describes size 2
+        lg.append([ev(9)])  # a first append: direct lookups
         res = lg.append([NewEvent("other", "ext.x", {"i": 2}, event_id="id-2")])
-        assert res.appended == 0 and res.duplicates[0].seq == 1
+        assert res.appended == 0 and res.duplicates[0].seq == 2
         with pytest.raises(store.StreamVersionConflict):
             lg.append([ev(3, stream="other", expected_version="no_stream")])
         lg.append([ev(3, stream="other", expected_version=0)])
@@ -146,7 +164,7 @@ def test_a_commit_the_filter_missed_forces_a_rebuild(tmp_path: Path, monkeypatch
 
 
 def test_filters_grow_and_keep_every_id(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(seen, "MIN_BYTES", 8)  # a few keys fill it: every append rebuilds
+    monkeypatch.setattr(seen, "MIN_BYTES", 64)  # one block: a few keys fill it, appends rebuild
     with init_ledger(tmp_path / "l") as lg:
         for k in range(6):
             lg.append([ev(10 * k + i, stream=f"s{k}") for i in range(10)])
