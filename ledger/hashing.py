@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 import orjson
@@ -102,11 +103,36 @@ def column_leaf_hashes(first_seq: int, *columns: pa.Array | pa.ChunkedArray) -> 
     order, seqs ``first_seq, first_seq + 1, …``): natively when built and no string needs a
     JSON escape, else through :func:`py_envelope_leaf_hashes`."""
     if _native is not None:
-        hashed = _arrow_leaf_hashes(first_seq, *columns)
+        hashed = _halves(first_seq, columns) if len(columns[0]) >= SPLIT_MIN_ROWS else None
+        if hashed is None:
+            whole = _arrow_leaf_hashes(first_seq, *columns)
+            hashed = None if whole is None else whole[0]
         if hashed is not None:
-            return hashed[0]
+            return hashed
     _, streams, versions, event_ids, types, svs, payloads = (c.to_pylist() for c in columns)
     return py_envelope_leaf_hashes(first_seq, streams, versions, event_ids, types, svs, payloads)
+
+
+# From this many rows, column_leaf_hashes hashes the two halves on two threads (the native
+# hasher releases the GIL).
+SPLIT_MIN_ROWS = 4096
+_second_half: ThreadPoolExecutor | None = None
+
+
+def _halves(first_seq: int, columns: tuple[pa.Array | pa.ChunkedArray, ...]) -> bytes | None:
+    """Native leaf hashes of the rows, the second half hashed on a helper thread."""
+    global _second_half
+    if _second_half is None:
+        _second_half = ThreadPoolExecutor(1, thread_name_prefix="vledger-hash")
+    mid = len(columns[0]) // 2
+    late = _second_half.submit(
+        _arrow_leaf_hashes, first_seq + mid, *(c.slice(mid) for c in columns)
+    )
+    early = _arrow_leaf_hashes(first_seq, *(c.slice(0, mid) for c in columns))
+    rest = late.result()
+    if early is None or rest is None:
+        return None
+    return early[0] + rest[0]
 
 
 def _arrow_leaf_hashes(

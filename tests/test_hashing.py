@@ -205,3 +205,16 @@ def test_split_json_array_gives_each_elements_own_encoding(values: list) -> None
 )
 def test_split_json_array_refuses_what_it_cannot_split(buf: bytes, k: int) -> None:
     assert hashing._native.split_json_array(buf, k) is None
+
+
+@pytest.mark.parametrize("odd_at", [None, 10, 6000])
+def test_column_leaf_hashes_in_halves_equal_the_definition(odd_at: int | None) -> None:
+    """Past SPLIT_MIN_ROWS the two halves are hashed on two threads; a string that needs an
+    escape in either half sends the whole batch to the Python definition."""
+    n = hashing.SPLIT_MIN_ROWS + 3001
+    rows = [(f"s{i % 7}", i // 7, f"e{i}", "ext.x", 1, b'{"i":%d}' % i) for i in range(n)]
+    if odd_at is not None:
+        rows[odd_at] = ('odd "stream"', *rows[odd_at][1:])
+    t = stored_table(100, rows, large=False)
+    got = hashing.column_leaf_hashes(100, *(t.column(c) for c in hashing.STORED_COLUMNS))
+    assert got == definition(100, rows)
