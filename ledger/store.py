@@ -446,10 +446,10 @@ def prepare_batch(events: Iterable[NewEvent]) -> _Batch:
             prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = list(map(_EVENT_ID, evs))
     if set(map(type, ids)) != {str} or not all(ids):
+        raw = payloads.to_pylist() if None in ids else []  # one conversion, not one per id
         for i, x in enumerate(ids):
             if x is None:
-                payload = payloads[i].as_py()
-                ids[i] = derive_event_id(streams[i], types[i], svs[i], payload)
+                ids[i] = derive_event_id(streams[i], types[i], svs[i], raw[i])
             elif type(x) is not str or not x:
                 prepare_event(i, evs[i])  # raises the precise InvalidEvent
     return _Batch(streams, types, svs, ids, payloads, expected)
