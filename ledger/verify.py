@@ -184,14 +184,8 @@ class _Scan:
         cols = [t.column(c).to_pylist() for c in COLUMNS[1:-1]]
         entries = [envelope_bytes(*row) for row in zip(seqs, *cols, strict=True)]
         leaves = b"".join(merkle.leaf_hash(entry) for entry in entries)
-        if not _same_hashes(t.column("leaf_hash"), leaves):
-            return False
-        before = list(self.frontier)
-        runs = merkle.push_run(self.frontier, n0, leaves)
-        if not _same_nodes(runs, stored_nodes(n0, n0 + k - 1)):
-            self.frontier = before  # undo; the slow path re-walks this window
-            return False
-        self.next_seq = n0 + k
+        if not self._extend(leaves, t.column("leaf_hash"), stored_nodes(n0, n0 + k - 1)):
+            return False  # the slow path re-walks this window
         self.report.bytes_hashed += sum(map(len, entries))
         return True
 
