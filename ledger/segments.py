@@ -32,7 +32,6 @@ Readers that must not block the single DuckDB writer read segments with
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
@@ -46,7 +45,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ledger import merkle
 from ledger.errors import LedgerError, StreamSealed  # noqa: F401  (re-exported)
-from ledger.store import TRIAL_PREFIX  # noqa: F401  (the rule is about these streams)
+from ledger.hashing import STORED_COLUMNS
+from ledger.store import TRIAL_PREFIX, write_atomic  # noqa: F401  (TRIAL_PREFIX: the rule is about these streams)
 from schemas.envelope import ARROW_SCHEMA, envelope_bytes
 
 if TYPE_CHECKING:
@@ -100,20 +100,6 @@ def load_manifest(ledger_dir: Path) -> Manifest:
     return m
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def segment_root(table: pa.Table) -> bytes:
     """RFC 9162 root over the leaf hashes *recomputed* from a segment's columns."""
     tree: list[bytes] = []
@@ -125,18 +111,7 @@ def segment_root(table: pa.Table) -> bytes:
 
 
 def recomputed_leaves(table: pa.Table) -> Iterator[bytes]:
-    cols = [
-        table.column(c).to_pylist()
-        for c in (
-            "seq",
-            "stream",
-            "stream_version",
-            "event_id",
-            "type",
-            "schema_version",
-            "payload",
-        )
-    ]
+    cols = [table.column(c).to_pylist() for c in STORED_COLUMNS]
     for row in zip(*cols, strict=True):
         yield merkle.leaf_hash(envelope_bytes(*row))
 
@@ -235,7 +210,7 @@ def seal(
         made.append(_write_segment(lg, folder, lo, hi - 1))
         lo = hi
     manifest.segments.extend(made)
-    _write_atomic(
+    write_atomic(
         folder / MANIFEST, orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
     )
     return made
@@ -250,7 +225,7 @@ def _write_segment(lg: Ledger, folder: Path, first: int, last: int) -> SegmentIn
     name = f"seg-{first}-{last}.parquet"
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    _write_atomic(folder / name, sink.getvalue().to_pybytes())
+    write_atomic(folder / name, sink.getvalue().to_pybytes())
     return SegmentInfo(
         file=name,
         first_seq=first,

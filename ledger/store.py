@@ -1193,7 +1193,7 @@ class Ledger:
             else:
                 signed = sign_note(text, [signer])
             target.parent.mkdir(exist_ok=True)
-            _write_atomic(target, signed)
+            write_atomic(target, signed.encode("utf-8"))
             return signed
 
     @staticmethod
@@ -1321,11 +1321,11 @@ def _filters(
     return where, params
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Write via a temporary file, fsync, rename: readers see the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    with open(tmp, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

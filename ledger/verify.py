@@ -338,16 +338,7 @@ def _same_hashes(col: pa.ChunkedArray, hashes: bytes) -> bool:
     return data[offsets[0] : offsets[len(col)]] == hashes
 
 
-COLUMNS = (
-    "seq",
-    "stream",
-    "stream_version",
-    "event_id",
-    "type",
-    "schema_version",
-    "payload",
-    "leaf_hash",
-)
+COLUMNS = (*hashing.STORED_COLUMNS, "leaf_hash")
 
 
 def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int, bytes]:
