@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.reading import ReadNotes, read_model
+
 OPERATORS: tuple[str, ...] = (
     "equals",
     "not_equals",
@@ -497,10 +499,15 @@ _MISSING_HINTS = {
 }
 
 
-def load_trace_checks(data: Any) -> TraceChecksConfig:
-    """Validate a trace_checks mapping, raising :class:`TraceChecksConfigError` on refusal."""
+def load_trace_checks(data: Any, notes: ReadNotes | None = None) -> TraceChecksConfig:
+    """Validate a trace_checks mapping, raising :class:`TraceChecksConfigError` on refusal.
+
+    ``notes`` selects the read (``schemas.reading``): none or authored, every rule is an
+    error; recorded, broken rules and unknown keys are noted there instead."""
     try:
-        return TraceChecksConfig.model_validate(data)
+        return read_model(
+            TraceChecksConfig, data, notes or ReadNotes(authored=True), prefix="trace_checks"
+        )
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

@@ -1,0 +1,124 @@
+"""Two reads of one grading document: authored, or recorded (issue 15's design rule).
+
+* **authored** — what a user writes (``--grading``, ``--constraints``, a pack, ``vledger
+  validate``): every load-time rule of GRADING.md is an error, raised.
+* **recorded** — a snapshot a run wrote (task.yaml ``grading_config``): evidence, read as
+  written. A load-time rule it breaks is an *advisory* kept beside the config, never a
+  refusal; a key the models do not know (a newer recorder) is listed, dropped from the
+  value, and the component that holds it is reported ``not_measured`` naming the key.
+
+The models call :func:`rule_broken` where they used to raise an authoring rule; the read
+mode travels in pydantic's validation context, so one set of models serves both reads.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError, ValidationInfo
+
+M = TypeVar("M", bound=BaseModel)
+
+_CONTEXT_KEY = "grading_read"
+
+
+@dataclass
+class ReadNotes:
+    """What a recorded read noticed: broken rules and keys it did not know."""
+
+    authored: bool = True
+    advisories: list[str] = field(default_factory=list)
+    unknown_keys: list[str] = field(default_factory=list)
+
+    def advise(self, message: str) -> None:
+        if message not in self.advisories:  # a union may validate one value twice
+            self.advisories.append(message)
+
+    def context(self) -> dict[str, Any]:
+        return {_CONTEXT_KEY: self}
+
+
+def notes_of(info: ValidationInfo | None) -> ReadNotes | None:
+    context = info.context if info is not None else None
+    if isinstance(context, Mapping):
+        notes = context.get(_CONTEXT_KEY)
+        if isinstance(notes, ReadNotes):
+            return notes
+    return None
+
+
+def is_recorded(info: ValidationInfo | None) -> bool:
+    notes = notes_of(info)
+    return notes is not None and not notes.authored
+
+
+def rule_broken(info: ValidationInfo | None, message: str) -> None:
+    """An authoring rule does not hold: raise it (authored read) or keep it as an advisory
+    (recorded read). Without a read context the rule is an error: the strict default."""
+    notes = notes_of(info)
+    if notes is None or notes.authored:
+        raise ValueError(message)
+    notes.advise(message)
+
+
+def dotted(loc: tuple[Any, ...], prefix: str = "") -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _without(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the key at ``loc`` from ``data`` in place; False when ``loc`` names no key
+    (pydantic's loc can hold union-member tags that are not positions of the data)."""
+    node = data
+    parts = list(loc)
+    while parts:
+        part = parts.pop(0)
+        if isinstance(node, Mapping) and part in node:
+            if not parts:
+                del node[part]  # type: ignore[attr-defined]
+                return True
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            if not parts:
+                return False
+            node = node[part]
+        elif not isinstance(part, int):
+            continue  # a union tag such as 'list[Require]': skip it, keep walking
+        else:
+            return False
+    return False
+
+
+def read_model(model: type[M], data: Any, notes: ReadNotes, *, prefix: str = "") -> M:
+    """Validate ``data`` as ``model`` under the read ``notes`` describe.
+
+    A recorded read drops each key the model does not declare, lists it (addressed from
+    ``prefix``) on ``notes.unknown_keys`` and validates again; anything else still raises.
+    """
+    if notes.authored:
+        return model.model_validate(data, context=notes.context())
+    working = data
+    for _ in range(10_000):  # each pass removes at least one key, so this ends
+        try:
+            return model.model_validate(working, context=notes.context())
+        except ValidationError as exc:
+            extras = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+            if not extras:
+                raise
+            if working is data:
+                working = copy.deepcopy(data)
+            removed = False
+            for loc in extras:
+                if _without(working, loc):
+                    name = dotted(tuple(p for p in loc if isinstance(p, int | str)), prefix)
+                    if name not in notes.unknown_keys:
+                        notes.unknown_keys.append(name)
+                    removed = True
+            if not removed:
+                raise
+    raise AssertionError("unreachable: a recorded read removed no key")  # pragma: no cover
