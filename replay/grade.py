@@ -132,6 +132,9 @@ def _evaluate(
     timeline: TrialTimeline,
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
+    unknown = config.unknown_in(name)
+    if unknown:  # issue 15: a newer recorder's key degrades its component, named
+        return ComponentResult.unmeasurable(unknown_keys_reason(unknown))
     if name == "state_checks" and config.state_checks is not None:
         return evaluate_state_checks(
             config.state_checks, StateEvidence(inputs.final_state, inputs.initial_db)
@@ -149,10 +152,19 @@ def _evaluate(
     raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
 
 
+def unknown_keys_reason(keys: Sequence[str]) -> str:
+    return (
+        f"the recorded snapshot carries {', '.join(keys)}, "
+        f"{'a key' if len(keys) == 1 else 'keys'} this version does not know (a newer recorder)"
+    )
+
+
 def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) -> Grade:
     """Combine the component results into the trial's Grade."""
     components = {n: (results[n].score if n in results else None) for n in COMPONENTS}
     not_measured = {n: r.not_measured for n, r in results.items() if r.not_measured is not None}
+    if config.unknown_in("combine"):  # the fold's own rule is not fully known
+        not_measured["combine"] = unknown_keys_reason(config.unknown_in("combine"))
     reasons = [reason for n in COMPONENTS if n in results for reason in results[n].reasons]
     judge_gate = bool(results.get("llm_judge") and results["llm_judge"].gate_failed)
     trace_gate = bool(results.get("trace_checks") and results["trace_checks"].gate_failed)

@@ -182,7 +182,8 @@ class Override:
 
 @dataclass(frozen=True, slots=True)
 class TrialRetrace:
-    """One trial's outcome: ``agreed`` / ``disagreed`` / ``not_rechecked``."""
+    """One trial's outcome: ``agreed`` / ``disagreed`` / ``ungraded`` (re-checked, nothing
+    recorded to compare with) / ``not_rechecked``."""
 
     trial: str
     task_id: str
@@ -201,6 +202,7 @@ class TrialRetrace:
     declared: tuple[tuple[str, str], ...] = ()
     block_digest: str | None = None
     observations: tuple[ConstraintObservation, ...] = ()
+    advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -215,6 +217,11 @@ class TrialRetrace:
             "winning_path": self.winning_path,
             "gate_failed": self.gate_failed,
             "replayed": self.replayed,
+            "constraints": [
+                {"id": o.constraint_id, "passed": o.passed, "undecided": o.undecided}
+                for o in self.observations
+            ],
+            "advisories": list(self.advisories),
         }
 
 
@@ -322,8 +329,10 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             for r in trace.results
         )
     if trial.recorded_grade is None:
+        # "a trial is worth re-checking whether or not it was graded": the replayed grade
+        # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
-        status, reason = "not_rechecked", "no recorded grade to compare against"
+        status, reason = "ungraded", "no recorded grade: replayed only, nothing to compare"
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(
@@ -344,6 +353,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         if effective.trace_checks is None
         else digest(effective.trace_checks.model_dump(mode="json")),
         observations=observations,
+        advisories=recorded_cfg.advisories if recorded_cfg is not None else (),
         **base,
     )
 
