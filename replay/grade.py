@@ -282,10 +282,16 @@ def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None
         return None
     out = []
     for r in rows:
+        score = r.get("score")
+        score = (
+            float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        )
         if r.get("status") == "error":
-            out.append(CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}"))
+            out.append(
+                CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}", score)
+            )
         else:
-            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or ""))
+            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or "", score))
     return RecordedSuite(tuple(out))
 
 
