@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replay.components.combine import combine_components
+from replay.components.combine import MissingWeightError, combine_components
 from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
 from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
 from replay.components.result import COMPONENTS, ComponentResult
@@ -104,8 +104,9 @@ def grade_trial(
     build_timeline: TimelineBuilder | None = None,
     trace_evaluator: TraceEvaluator | None = None,
 ) -> Grade:
-    """Every configured component, then the fold. Raises TimelineInconsistencyError and
-    MissingWeightError rather than folding around them."""
+    """Every configured component, then the fold. Raises TimelineInconsistencyError rather
+    than grading around it; a fold with no weight for a scored component reports that
+    under ``not_measured["combine"]`` with the score undecided."""
     outcome = classify_trial_outcome(inputs.termination_reason, inputs.grading_error)
     if outcome is TrialOutcomeClass.INFRASTRUCTURE_ABORT:
         return no_grade(
@@ -181,13 +182,24 @@ def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) ->
             not_measured=not_measured,
             reasons=reasons,
         )
-    fold = combine_components(
-        {n: components[n] for n in results},
-        configured=config.configured(),
-        combine=config.combine,
-        judge_gate_failed=judge_gate,
-        trace_gate_failed=trace_gate,
-    )
+    try:
+        fold = combine_components(
+            {n: components[n] for n in results},
+            configured=config.configured(),
+            combine=config.combine,
+            judge_gate_failed=judge_gate,
+            trace_gate_failed=trace_gate,
+        )
+    except MissingWeightError as exc:
+        # only a recorded snapshot (read as evidence) or a replaced block gets here: the
+        # components stand, the fold has no rule to run and says why
+        return Grade(
+            score=None,
+            binary_pass=False if (judge_gate or trace_gate) else None,
+            components=components,
+            not_measured={"combine": f"the fold cannot run: {exc}"},
+            reasons=[*reasons, f"Combine: cannot fold ({exc})"],
+        )
     return Grade(
         score=fold.score,
         binary_pass=fold.binary_pass,

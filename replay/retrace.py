@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.components.combine import MissingWeightError
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.grade import (
     Difference,
@@ -395,19 +394,20 @@ def _grade(
     def evaluator(_tl: Any, _block: Any) -> ComponentResult:
         return trace_component(trace) if trace is not None else ComponentResult(score=None)
 
-    try:
-        return grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator), None
-    except MissingWeightError as exc:
-        if recorded is None or effective.trace_checks is None:
-            raise
-        grade = grade_trial(inputs, recorded, timeline=timeline)
-        components = dict(grade.components)
-        components["trace_checks"] = trace.component if trace is not None else None
-        note = (
-            "Retrace: trace_checks replaced and scored, but folded under the recorded "
-            f"combine, which does not weight it ({exc})"
-        )
-        return grade.model_copy(update={"components": components}), note
+    grade = grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator)
+    unfolded = grade.not_measured.get("combine")
+    if unfolded is None or recorded is None or effective.trace_checks is None:
+        return grade, None  # folded, or the reason it could not be is in the grade
+    fallback = grade_trial(inputs, recorded, timeline=timeline)
+    if "combine" in fallback.not_measured:
+        return grade, None
+    components = dict(fallback.components)
+    components["trace_checks"] = trace.component if trace is not None else None
+    note = (
+        "Retrace: trace_checks replaced and scored, but folded under the recorded "
+        f"combine, which does not weight it ({unfolded})"
+    )
+    return fallback.model_copy(update={"components": components}), note
 
 
 # ---------------------------------------------------------------------------
