@@ -202,6 +202,7 @@ class TrialRetrace:
     block_digest: str | None = None
     observations: tuple[ConstraintObservation, ...] = ()
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
+    unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -353,6 +354,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         else digest(effective.trace_checks.model_dump(mode="json")),
         observations=observations,
         advisories=recorded_cfg.advisories if recorded_cfg is not None else (),
+        unknown_keys=recorded_cfg.unknown_keys if recorded_cfg is not None else (),
         **base,
     )
 
@@ -445,7 +447,7 @@ def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
     }
 
 
-def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
+def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
     """What the corpus could prove: a never_decided row means little on an old corpus."""
     readable = [o for o in outcomes if o.readable]
     return {
@@ -455,6 +457,10 @@ def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
         "predating_call_ids": sum(o.predates_call_ids for o in outcomes),
         "failed": sum(o.status == "not_rechecked" for o in outcomes),
         "regex_refused": sum(o.regex_refused for o in outcomes),
+        "with_advisories": sum(bool(o.advisories) for o in outcomes),
+        # a newer recorder's keys: the trials carrying any, and which keys they were
+        "with_unknown_keys": sum(bool(o.unknown_keys) for o in outcomes),
+        "unknown_keys": sorted({k for o in outcomes for k in o.unknown_keys}),
     }
 
 

@@ -135,3 +135,16 @@ def test_a_replacement_that_cannot_fold_reports_why(tmp_path: Path) -> None:
     assert replayed["score"] is None
     assert "trace_checks" in replayed["not_measured"]["combine"]
     assert [c["id"] for c in trial["constraints"]] == ["said_refund"]
+
+
+def test_the_evidence_block_counts_trials_with_unknown_keys_and_lists_them(
+    tmp_path: Path,
+) -> None:
+    grading = {
+        "combine": {"weights": {"transcript_rules": 1.0}},
+        "transcript_rules": {"must_contain": ["refund"], "newer_recorder_key": True},
+    }
+    _bundle(tmp_path, grading, _grade_yaml(1.0, 1.0, True))
+    _, doc, _ = _retrace(tmp_path)
+    assert doc["evidence"]["with_unknown_keys"] == 1
+    assert doc["evidence"]["unknown_keys"] == ["transcript_rules.newer_recorder_key"]
