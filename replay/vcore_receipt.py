@@ -213,6 +213,21 @@ def _positive_int(value: Any) -> bool:
 _PROBE_FIELDS = ("probe_class", "cache_checked_at", "cache_freshness")
 
 
+def classify_route_identity(
+    ok: bool, reported: str, error: str, failure_category: str, route_id: str
+) -> str:
+    """§ 4.1 ``terminal``: mechanical merge; a failed attempt is ``mismatch`` only when its
+    error or failure category is ``model_mismatch``; a success is attested by the model
+    it reports (none reported: ``unattested``)."""
+    if reported == MECHANICAL:
+        return "mechanical"
+    if not ok:
+        return "mismatch" if "model_mismatch" in (error, failure_category) else "unattested"
+    if not reported:
+        return "unattested"
+    return "match" if reported == route_id else "mismatch"
+
+
 class _NodeState:
     """Folds one node's events into its receipt record (§ 4.1)."""
 
@@ -227,6 +242,10 @@ class _NodeState:
         self.commit: Any = None
         self.has_commit = False
         self.buffer: tuple[str, dict[str, Any]] | None = None
+        # attempt -> the last terminal's (ok, reported_model, error): route identity is
+        # classified once every event is in, since the failure category it reads
+        # usually arrives after the terminal (§ 2 'Typical order').
+        self.terminals: dict[int, tuple[bool, str, str]] = {}
         self.barriers: dict[str, list[tuple[int, bool]]] = {}
         self.final_state = "PLANNED"
 
@@ -307,22 +326,10 @@ class _NodeState:
         for f in ("executor_kind", "harness"):
             if f in d:
                 row[f] = d[f]
-        reported = d.get("reported_model")
+        reported = str(d.get("reported_model") or "")
         row["intended_route"] = row["route_id"]
         row["executed_model"] = reported or None
-        if reported == MECHANICAL:
-            row["route_identity"] = "mechanical"
-        elif not ok:
-            mismatch = "model_mismatch" in (
-                d.get("error"),
-                d.get("category"),
-                row.get("failure_category"),
-            )
-            row["route_identity"] = "mismatch" if mismatch else "unattested"
-        elif not reported:
-            row["route_identity"] = "unattested"
-        else:
-            row["route_identity"] = "match" if reported == row["route_id"] else "mismatch"
+        self.terminals[row["attempt"]] = (ok, reported, str(d.get("error") or ""))
         if ok:
             self.last_success_seq = ev.seq
 
@@ -330,7 +337,6 @@ class _NodeState:
         row = self._attempt_event(ev, self._attempt_of(ev))
         row["outcome"] = "failure"
         row["failure_category"] = ev.data.get("category") or "unknown"
-        row.setdefault("route_identity", "unattested")
 
     def node_state(self, ev: VEvent) -> None:
         state = str(ev.data.get("state") or "")
@@ -360,6 +366,7 @@ class _NodeState:
         for row in rows:
             if row["outcome"] == "running" and row is not live:
                 row["outcome"] = "abandoned"
+            row["route_identity"] = self._route_identity(row)
         rec: dict[str, Any] = {
             "node_id": self.node["node_id"],
             "kind": self.node["kind"],
@@ -370,6 +377,17 @@ class _NodeState:
         if self.has_commit:
             rec["commit"] = self.commit
         return rec
+
+    def _route_identity(self, row: Mapping[str, Any]) -> str:
+        """§ 4.1: a row that never saw a ``terminal`` is ``unattested`` whatever ended it
+        (running, abandoned or failed); otherwise its last terminal decides."""
+        seen = self.terminals.get(row["attempt"])
+        if seen is None:
+            return "unattested"
+        ok, reported, error = seen
+        return classify_route_identity(
+            ok, reported, error, str(row.get("failure_category") or ""), row["route_id"]
+        )
 
     def _final_state(self, validated: list[dict[str, Any]]) -> str:
         if validated and not any(s > max(v["seq"] for v in validated) for s in self.revocations):
