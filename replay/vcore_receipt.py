@@ -5,6 +5,13 @@ it). Pure: the caller reads the run directory and hands over bytes (``RunFiles``
 this module parses, projects and compares. ``verify_run_files`` returns the problem
 strings of § 7, in the order found.
 
+Where § 4 can be read two ways, the reading is that of verdict-core's own receipt code,
+which wrote every real receipt: an honest receipt must never read as tampered. So a row
+that never saw a ``terminal`` is ``unattested`` whatever ended it, route identity is
+classified after the whole log (a later ``failure`` category counts), a "present" field
+is a non-empty one, and only a ``dispatch`` to another route drops a selection's buffer
+(docs/readme/verdict.md lists them; tests/test_vcore_shapes.py pins them).
+
 JSON is parsed with Python's ``json`` module on purpose: the receipt is compared with
 Python semantics (``1 == 1.0 == true``, § 7) and ``graph_digest`` is defined over
 ``json.dumps`` output (§ 3), so the reference encoder is the one to use here.
