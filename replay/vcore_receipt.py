@@ -372,7 +372,11 @@ class _NodeState:
         last = self.last_success_seq
         validated = [
             # a verify without a command reads as "" (§ 2: verify always carries one)
-            {"command": v.data.get("command", ""), "exit_code": v.data.get("exit_code"), "seq": v.seq}
+            {
+                "command": v.data.get("command", ""),
+                "exit_code": v.data.get("exit_code"),
+                "seq": v.seq,
+            }
             for v in self.verifies
             if v.data.get("ok") is True and last is not None and v.seq > last
         ]
@@ -725,7 +729,7 @@ ABSENT: Any = _Absent()
 @dataclass(frozen=True, slots=True)
 class Verification:
     """§ 7's problem strings, plus where each field mismatch lies and the rebuilt receipt
-    (``None`` when it could not be rebuilt)."""
+    (``None`` when verification stopped before rebuilding, or the rebuild failed)."""
 
     problems: list[str]
     differences: list[Difference]

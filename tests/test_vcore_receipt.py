@@ -364,3 +364,34 @@ def _set(receipt: dict, path: str, value: object) -> dict:
         target = target[step]
     target[steps[-1]] = value
     return copy
+
+
+def test_receipt_differences_paths_and_equality() -> None:
+    """Paths are ``key.sub[i]`` (a key that is not an identifier is quoted in brackets);
+    equality is § 7's (``1 == 1.0``); a top-level key missing on one side reads as null
+    (§ 7 step 7), a nested one is absent; extra list items are absent on the other side."""
+    from replay.vcore_receipt import ABSENT, receipt_differences
+
+    stored = {
+        "a": {"x-y": 1, "n": 1.0, "gone": None},
+        "b": [1, 2, 3],
+        "c": None,
+    }
+    rebuilt = {"a": {"x-y": 2, "n": 1}, "b": [1, 5]}
+    got = [(d.path, d.stored, d.rebuilt) for d in receipt_differences(stored, rebuilt)]
+    assert got == [
+        ("a.gone", None, ABSENT),
+        ('a["x-y"]', 1, 2),
+        ("b[1]", 2, 5),
+        ("b[2]", 3, ABSENT),
+    ]
+
+
+def test_text_output_shows_the_first_20_differences_and_counts_the_rest() -> None:
+    from ledger.cli.verdict import difference_lines
+    from replay.vcore_receipt import Difference
+
+    lines = difference_lines([Difference(f"cooldowns[{i}].until", "a" * 200, i) for i in range(23)])
+    assert len(lines) == 21
+    assert lines[0] == f'  cooldowns[0].until: stored "{"a" * 118}…, rebuilt 0'
+    assert lines[-1] == "  … and 3 more difference(s) (--json lists all)"
