@@ -271,11 +271,7 @@ def _leaves(value: object, path: str = "") -> list[tuple[str, object]]:
     """Every string/number leaf of a receipt with its JSON path, written out here the
     way `receipt verify` is to name it: ``key.sub[0].leaf``."""
     if isinstance(value, dict):
-        return [
-            leaf
-            for k, v in value.items()
-            for leaf in _leaves(v, f"{path}.{k}" if path else k)
-        ]
+        return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}" if path else k)]
     if isinstance(value, list):
         return [leaf for i, v in enumerate(value) for leaf in _leaves(v, f"{path}[{i}]")]
     if isinstance(value, bool) or value is None:
