@@ -24,6 +24,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "trace_checks": ("benchmarks.trace_checks", [], []),
     "grade": ("benchmarks.grade", [], ["--trials", "300", "--repeat", "1"]),
     "retrace": ("benchmarks.retrace", [], ["--trials", "300"]),
+    "compat": ("benchmarks.compat", [], ["--repeat", "1"]),
     "reconcile": ("benchmarks.reconcile", [], ["--trials", "300"]),
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),

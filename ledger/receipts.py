@@ -25,7 +25,7 @@ from ledger.errors import LedgerError, ProofError
 from ledger.importers.verdict_core import reassemble_events_file
 from ledger.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
 from ledger.verify import EXTRA_CHECKS, Problem
-from replay.vcore_receipt import RunFiles, verify_run_files
+from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
 
@@ -66,7 +66,12 @@ def read_run_dir(run_dir: Path) -> RunFiles:
 
 def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
-    return verify_run_files(read_run_dir(Path(run_dir)), strict=strict)
+    return check_run_dir(run_dir, strict).problems
+
+
+def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
+    """The problems, each differing leaf (path, both values) and the rebuilt receipt."""
+    return check_run_files(read_run_dir(Path(run_dir)), strict=strict)
 
 
 # ------------------------------------------------- ingested verdict-core runs (verify)

@@ -62,6 +62,7 @@ from replay.trace_checks.authoring import inspect_trace_checks
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.grading import GradingConfig, GradingConfigError, Rubric, load_grading_config
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
@@ -239,9 +240,11 @@ def pack_from(
         except MigrationSchemaError as exc:
             raise MigrationLoadError(str(exc)) from None
     try:
-        view = pack_view(task_id, shown, grading)
-    except RubricShapeError as exc:
-        raise ReconcileError(f"{shown}/grading.yaml: {exc}") from None
+        # a pack is authored: its grading file is read by the one reader, every rule an error
+        config = load_grading_config(grading, file=f"{shown}/grading.yaml", authored=True)
+    except GradingConfigError as exc:
+        raise MigrationLoadError(str(exc)) from None
+    view = pack_view(task_id, shown, grading, config)
     config = None
     if migration is not None and grading.get("trace_checks") is not None:
         # the block every declared claim is recomputed from: it loads, or nothing is declared
@@ -252,49 +255,44 @@ def pack_from(
     return Pack(Path(shown), view, grading, migration, pack_digest, config, migration_doc)
 
 
-class RubricShapeError(ValueError):
-    """A rubric that does not read as one; names the criterion index and key."""
-
-
-def _criterion(index: int, raw: Any) -> CriterionShape:
-    where = f"llm_judge.rubric.criteria[{index}]"
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
-        raise RubricShapeError(f"{where} is not a criterion with a string id")
-    kind = raw.get("kind", "graded")
-    required = raw.get("required", False)
-    weight = raw.get("weight", 1.0)
-    if kind not in ("binary", "graded"):
-        raise RubricShapeError(f"{where}.kind is {kind!r}; want binary or graded")
-    if not isinstance(required, bool):
-        raise RubricShapeError(f"{where}.required is {required!r}; want true or false")
-    if isinstance(weight, bool) or not isinstance(weight, int | float):
-        raise RubricShapeError(f"{where}.weight is {weight!r}; want a number")
-    return CriterionShape(
-        raw["id"], kind, required, float(weight), str(raw.get("description") or "")
+def rubric_of(config: GradingConfig) -> tuple[CriterionShape, ...] | None:
+    """The rubric's criteria as the grading models read them (schemas/grading.py is the
+    one reader: its defaults — kind binary, weight 1.0 — are the only ones), ``None``
+    when no judge rubric is configured."""
+    judge = config.llm_judge
+    rubric: Rubric | None = judge.rubric if judge is not None else None
+    if rubric is None:
+        return None
+    return tuple(
+        CriterionShape(c.id, c.kind, c.required, float(c.weight), c.description)
+        for c in rubric.criteria
     )
 
 
-def rubric_of(grading: Mapping[str, Any] | None) -> tuple[CriterionShape, ...] | None:
-    """The rubric's criteria, ``None`` when no judge rubric is configured."""
-    judge = (grading or {}).get("llm_judge") or {}
-    rubric = judge.get("rubric") if isinstance(judge, Mapping) else None
-    if rubric is None:
-        return None
-    criteria = rubric.get("criteria") if isinstance(rubric, Mapping) else None
-    if not isinstance(criteria, list):
-        raise RubricShapeError("llm_judge.rubric.criteria is not a list of criteria")
-    return tuple(_criterion(i, c) for i, c in enumerate(criteria))
+def pack_view(
+    task_id: str, source: str, grading: Mapping[str, Any], config: GradingConfig
+) -> PackView:
+    """The ids, routes and severities of the pack's constraints, and its rubric.
 
-
-def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView:
-    """The ids, routes and severities of the pack's constraints, and its rubric."""
+    ``config`` is ``grading`` as the one reader loaded it; the raw mapping is kept only
+    for each constraint's canonical bytes (two packs pool a criterion only when they
+    recompute it with byte-identical constraints)."""
     block = grading.get("trace_checks") or {}
+    severity: dict[str, str] = {}
+    if config.trace_checks is not None:
+        cfg = config.trace_checks
+        severity = {
+            c.id: c.severity for c in (*cfg.shared, *(c for p in cfg.paths for c in p.constraints))
+        }
     constraints: dict[str, ConstraintDecl] = {}
 
     def add(raw: Mapping[str, Any], route: str) -> None:
         cid = str(raw.get("id"))
         constraints[cid] = ConstraintDecl(
-            cid, route, raw.get("severity", "scored"), canonical_json(raw)
+            cid,
+            route,
+            severity.get(cid, "scored"),
+            canonical_json(raw),  # type: ignore[arg-type]
         )
 
     for raw in block.get("constraints") or []:
@@ -302,13 +300,12 @@ def pack_view(task_id: str, source: str, grading: Mapping[str, Any]) -> PackView
     for path in block.get("alternatives") or []:
         for raw in path.get("constraints") or []:
             add(raw, str(path.get("id")))
-    combine = grading.get("combine") or {}
     return PackView(
         task_id=task_id,
         source=source,
-        criteria={c.id: c for c in rubric_of(grading) or ()},
+        criteria={c.id: c for c in rubric_of(config) or ()},
         constraints=constraints,
-        combine_weights=dict(combine.get("weights") or {}),
+        combine_weights=dict(config.combine.weights),
         has_trace_checks=bool(block),
     )
 
@@ -365,17 +362,17 @@ def recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
 
 
 def recorded_grading(cfg: Mapping[str, Any]) -> RecordedGrading:
-    """The frozen ``grading_config``: rubric, combine map, method, threshold."""
-    combine = cfg.get("combine") or {}
+    """The frozen ``grading_config``: rubric, combine map, method, threshold — read by the
+    one reader as evidence (a broken authoring rule is no reason to drop the trial)."""
     try:
-        rubric = rubric_of(cfg)
-    except RubricShapeError as exc:
-        raise UnreadableBundle(f"task.yaml grading_config.{exc}") from None
+        config = load_grading_config(cfg, file="task.yaml grading_config", authored=False)
+    except GradingConfigError as exc:
+        raise UnreadableBundle(str(exc)) from None
     return RecordedGrading(
-        rubric=rubric,
-        weights=dict(combine.get("weights") or {}),
-        method=str(combine.get("method", "weighted")),
-        pass_threshold=float(combine.get("pass_threshold", 0.75)),
+        rubric=rubric_of(config),
+        weights=dict(config.combine.weights),
+        method=config.combine.method,
+        pass_threshold=config.combine.pass_threshold,
     )
 
 

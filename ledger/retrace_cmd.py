@@ -197,7 +197,7 @@ def replay_events(
 
 
 def _status_counts(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
-    counts = {"agreed": 0, "disagreed": 0, "not_rechecked": 0}
+    counts = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
     for o in outcomes:
         counts[o.status] += 1
     return counts

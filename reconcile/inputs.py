@@ -86,8 +86,8 @@ class RecordedGrading:
 
     rubric: tuple[CriterionShape, ...] | None
     weights: Mapping[str, float]
-    method: str = "weighted"
-    pass_threshold: float = 0.75
+    method: str
+    pass_threshold: float  # no default here: schemas/grading.py's CombineConfig is the one
 
 
 @dataclass(frozen=True, slots=True)

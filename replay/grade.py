@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replay.components.combine import combine_components
+from replay.components.combine import MissingWeightError, combine_components
 from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
 from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
 from replay.components.result import COMPONENTS, ComponentResult
@@ -104,8 +104,9 @@ def grade_trial(
     build_timeline: TimelineBuilder | None = None,
     trace_evaluator: TraceEvaluator | None = None,
 ) -> Grade:
-    """Every configured component, then the fold. Raises TimelineInconsistencyError and
-    MissingWeightError rather than folding around them."""
+    """Every configured component, then the fold. Raises TimelineInconsistencyError rather
+    than grading around it; a fold with no weight for a scored component reports that
+    under ``not_measured["combine"]`` with the score undecided."""
     outcome = classify_trial_outcome(inputs.termination_reason, inputs.grading_error)
     if outcome is TrialOutcomeClass.INFRASTRUCTURE_ABORT:
         return no_grade(
@@ -132,6 +133,9 @@ def _evaluate(
     timeline: TrialTimeline,
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
+    unknown = config.unknown_in(name)
+    if unknown:  # issue 15: a newer recorder's key degrades its component, named
+        return ComponentResult.unmeasurable(unknown_keys_reason(unknown))
     if name == "state_checks" and config.state_checks is not None:
         return evaluate_state_checks(
             config.state_checks, StateEvidence(inputs.final_state, inputs.initial_db)
@@ -149,10 +153,19 @@ def _evaluate(
     raise AssertionError(f"configured component {name!r} has no evaluator")  # our bug
 
 
+def unknown_keys_reason(keys: Sequence[str]) -> str:
+    return (
+        f"the recorded snapshot carries {', '.join(keys)}, "
+        f"{'a key' if len(keys) == 1 else 'keys'} this version does not know (a newer recorder)"
+    )
+
+
 def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) -> Grade:
     """Combine the component results into the trial's Grade."""
     components = {n: (results[n].score if n in results else None) for n in COMPONENTS}
     not_measured = {n: r.not_measured for n, r in results.items() if r.not_measured is not None}
+    if config.unknown_in("combine"):  # the fold's own rule is not fully known
+        not_measured["combine"] = unknown_keys_reason(config.unknown_in("combine"))
     reasons = [reason for n in COMPONENTS if n in results for reason in results[n].reasons]
     judge_gate = bool(results.get("llm_judge") and results["llm_judge"].gate_failed)
     trace_gate = bool(results.get("trace_checks") and results["trace_checks"].gate_failed)
@@ -169,13 +182,24 @@ def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) ->
             not_measured=not_measured,
             reasons=reasons,
         )
-    fold = combine_components(
-        {n: components[n] for n in results},
-        configured=config.configured(),
-        combine=config.combine,
-        judge_gate_failed=judge_gate,
-        trace_gate_failed=trace_gate,
-    )
+    try:
+        fold = combine_components(
+            {n: components[n] for n in results},
+            configured=config.configured(),
+            combine=config.combine,
+            judge_gate_failed=judge_gate,
+            trace_gate_failed=trace_gate,
+        )
+    except MissingWeightError as exc:
+        # only a recorded snapshot (read as evidence) or a replaced block gets here: the
+        # components stand, the fold has no rule to run and says why
+        return Grade(
+            score=None,
+            binary_pass=False if (judge_gate or trace_gate) else None,
+            components=components,
+            not_measured={"combine": f"the fold cannot run: {exc}"},
+            reasons=[*reasons, f"Combine: cannot fold ({exc})"],
+        )
     return Grade(
         score=fold.score,
         binary_pass=fold.binary_pass,
@@ -270,10 +294,16 @@ def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None
         return None
     out = []
     for r in rows:
+        score = r.get("score")
+        score = (
+            float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        )
         if r.get("status") == "error":
-            out.append(CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}"))
+            out.append(
+                CheckVerdict(r["check_name"], "failed", f"raised: {r.get('message', '')}", score)
+            )
         else:
-            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or ""))
+            out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or "", score))
     return RecordedSuite(tuple(out))
 
 

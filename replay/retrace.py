@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.components.combine import MissingWeightError
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.grade import (
     Difference,
@@ -182,7 +181,8 @@ class Override:
 
 @dataclass(frozen=True, slots=True)
 class TrialRetrace:
-    """One trial's outcome: ``agreed`` / ``disagreed`` / ``not_rechecked``."""
+    """One trial's outcome: ``agreed`` / ``disagreed`` / ``ungraded`` (re-checked, nothing
+    recorded to compare with) / ``not_rechecked``."""
 
     trial: str
     task_id: str
@@ -201,6 +201,8 @@ class TrialRetrace:
     declared: tuple[tuple[str, str], ...] = ()
     block_digest: str | None = None
     observations: tuple[ConstraintObservation, ...] = ()
+    advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
+    unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -215,6 +217,11 @@ class TrialRetrace:
             "winning_path": self.winning_path,
             "gate_failed": self.gate_failed,
             "replayed": self.replayed,
+            "constraints": [
+                {"id": o.constraint_id, "passed": o.passed, "undecided": o.undecided}
+                for o in self.observations
+            ],
+            "advisories": list(self.advisories),
         }
 
 
@@ -322,8 +329,10 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             for r in trace.results
         )
     if trial.recorded_grade is None:
+        # "a trial is worth re-checking whether or not it was graded": the replayed grade
+        # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
-        status, reason = "not_rechecked", "no recorded grade to compare against"
+        status, reason = "ungraded", "no recorded grade: replayed only, nothing to compare"
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(
@@ -344,6 +353,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         if effective.trace_checks is None
         else digest(effective.trace_checks.model_dump(mode="json")),
         observations=observations,
+        advisories=recorded_cfg.advisories if recorded_cfg is not None else (),
+        unknown_keys=recorded_cfg.unknown_keys if recorded_cfg is not None else (),
         **base,
     )
 
@@ -385,19 +396,20 @@ def _grade(
     def evaluator(_tl: Any, _block: Any) -> ComponentResult:
         return trace_component(trace) if trace is not None else ComponentResult(score=None)
 
-    try:
-        return grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator), None
-    except MissingWeightError as exc:
-        if recorded is None or effective.trace_checks is None:
-            raise
-        grade = grade_trial(inputs, recorded, timeline=timeline)
-        components = dict(grade.components)
-        components["trace_checks"] = trace.component if trace is not None else None
-        note = (
-            "Retrace: trace_checks replaced and scored, but folded under the recorded "
-            f"combine, which does not weight it ({exc})"
-        )
-        return grade.model_copy(update={"components": components}), note
+    grade = grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator)
+    unfolded = grade.not_measured.get("combine")
+    if unfolded is None or recorded is None or effective.trace_checks is None:
+        return grade, None  # folded, or the reason it could not be is in the grade
+    fallback = grade_trial(inputs, recorded, timeline=timeline)
+    if "combine" in fallback.not_measured:
+        return grade, None
+    components = dict(fallback.components)
+    components["trace_checks"] = trace.component if trace is not None else None
+    note = (
+        "Retrace: trace_checks replaced and scored, but folded under the recorded "
+        f"combine, which does not weight it ({unfolded})"
+    )
+    return fallback.model_copy(update={"components": components}), note
 
 
 # ---------------------------------------------------------------------------
@@ -435,7 +447,7 @@ def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
     }
 
 
-def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
+def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
     """What the corpus could prove: a never_decided row means little on an old corpus."""
     readable = [o for o in outcomes if o.readable]
     return {
@@ -445,6 +457,10 @@ def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
         "predating_call_ids": sum(o.predates_call_ids for o in outcomes),
         "failed": sum(o.status == "not_rechecked" for o in outcomes),
         "regex_refused": sum(o.regex_refused for o in outcomes),
+        "with_advisories": sum(bool(o.advisories) for o in outcomes),
+        # a newer recorder's keys: the trials carrying any, and which keys they were
+        "with_unknown_keys": sum(bool(o.unknown_keys) for o in outcomes),
+        "unknown_keys": sorted({k for o in outcomes for k in o.unknown_keys}),
     }
 
 

@@ -5,6 +5,13 @@ it). Pure: the caller reads the run directory and hands over bytes (``RunFiles``
 this module parses, projects and compares. ``verify_run_files`` returns the problem
 strings of § 7, in the order found.
 
+Where § 4 can be read two ways, the reading is that of verdict-core's own receipt code,
+which wrote every real receipt: an honest receipt must never read as tampered. So a row
+that never saw a ``terminal`` is ``unattested`` whatever ended it, route identity is
+classified after the whole log (a later ``failure`` category counts), a "present" field
+is a non-empty one, and only a ``dispatch`` to another route drops a selection's buffer
+(docs/readme/verdict.md lists them; tests/test_vcore_shapes.py pins them).
+
 JSON is parsed with Python's ``json`` module on purpose: the receipt is compared with
 Python semantics (``1 == 1.0 == true``, § 7) and ``graph_digest`` is defined over
 ``json.dumps`` output (§ 3), so the reference encoder is the one to use here.
@@ -22,9 +29,11 @@ from typing import Any
 RECEIPT_SCHEMA = "verdict.run-receipt/v1"
 GRAPH_SCHEMA = "verdict.orchestration/v1"
 MECHANICAL = "(mechanical merge)"
-# FORMAT.md § 4 names this field "a fixed sentence" without quoting it; this is ours.
+# FORMAT.md § 4 names this field "a fixed sentence" without quoting it. This is the
+# sentence verdict-core writes (its receipt module, MIT): any other text would make every
+# honest receipt with a successful mismatched attempt fail verification.
 ROUTE_IDENTITY_WARNING = (
-    "at least one successful attempt reported a model different from its intended route"
+    "One or more successful attempts reported a model different from the intended route"
 )
 
 
@@ -213,6 +222,31 @@ def _positive_int(value: Any) -> bool:
 _PROBE_FIELDS = ("probe_class", "cache_checked_at", "cache_freshness")
 
 
+def present_text(data: Mapping[str, Any], fields: Sequence[str]) -> dict[str, str]:
+    """The ``fields`` of ``data`` that are *present* in § 4.1's sense, as strings.
+
+    A null or empty value is not present: verdict-core leaves such a key off the row
+    rather than writing ``null``, so a newer event that carries ``cache_checked_at:
+    null`` must not add a key its receipt never had.
+    """
+    return {f: str(data[f]) for f in fields if data.get(f)}
+
+
+def classify_route_identity(
+    ok: bool, reported: str, error: str, failure_category: str, route_id: str
+) -> str:
+    """§ 4.1 ``terminal``: mechanical merge; a failed attempt is ``mismatch`` only when its
+    error or failure category is ``model_mismatch``; a success is attested by the model
+    it reports (none reported: ``unattested``)."""
+    if reported == MECHANICAL:
+        return "mechanical"
+    if not ok:
+        return "mismatch" if "model_mismatch" in (error, failure_category) else "unattested"
+    if not reported:
+        return "unattested"
+    return "match" if reported == route_id else "mismatch"
+
+
 class _NodeState:
     """Folds one node's events into its receipt record (§ 4.1)."""
 
@@ -224,9 +258,12 @@ class _NodeState:
         self.claimed: str | None = None
         self.revocations: list[int] = []
         self.verifies: list[VEvent] = []
-        self.commit: Any = None
-        self.has_commit = False
+        self.commit: str | None = None
         self.buffer: tuple[str, dict[str, Any]] | None = None
+        # attempt -> the last terminal's (ok, reported_model, error): route identity is
+        # classified once every event is in, since the failure category it reads
+        # usually arrives after the terminal (§ 2 'Typical order').
+        self.terminals: dict[int, tuple[bool, str, str]] = {}
         self.barriers: dict[str, list[tuple[int, bool]]] = {}
         self.final_state = "PLANNED"
 
@@ -252,34 +289,31 @@ class _NodeState:
         if data.get("capacity_class"):
             row["capacity_class"] = data["capacity_class"]
         row["fault_injected"] = bool(row["fault_injected"] or data.get("fault_injected"))
-        for f in _PROBE_FIELDS:
-            if f in data:
-                row[f] = data[f]
+        row.update(present_text(data, _PROBE_FIELDS))
 
-    def _take_buffer(self, row: dict[str, Any], fresh: bool) -> None:
-        """A preceding ``selection`` fills the next new row on the same route."""
+    def _take_buffer(self, row: dict[str, Any], is_dispatch: bool) -> None:
+        """§ 4.1: a preceding ``selection``'s fields go to the next row event on the
+        route it chose; only a ``dispatch`` to another route drops them (a late
+        ``terminal``/``failure`` of an earlier attempt on another route leaves them)."""
         if self.buffer is None:
             return
         route, fields = self.buffer
-        if row["route_id"] != route:
+        if route and row["route_id"] == route:
+            row.update(fields)
             self.buffer = None
-            return
-        if fresh:
-            for k, val in fields.items():
-                row.setdefault(k, val)
+        elif is_dispatch:
             self.buffer = None
 
     def selection(self, ev: VEvent) -> None:
-        fields = {f: ev.data[f] for f in _PROBE_FIELDS if f in ev.data}
+        fields = present_text(ev.data, _PROBE_FIELDS)
         if ev.data.get("unknown_capacity_opt_in"):
             fields["unknown_capacity_opt_in"] = "true"
         self.buffer = (str(ev.data.get("route_id") or ""), fields)
 
     def _attempt_event(self, ev: VEvent, attempt: int) -> dict[str, Any]:
-        fresh = attempt not in self.rows
         row = self._row(attempt)
         self._touch(row, ev.data)
-        self._take_buffer(row, fresh)
+        self._take_buffer(row, is_dispatch=ev.type == "dispatch")
         return row
 
     def dispatch(self, ev: VEvent) -> None:
@@ -304,25 +338,11 @@ class _NodeState:
             row["duration_seconds"] = float(dur)
         if isinstance(d.get("usage"), dict):
             row["usage"] = d["usage"]
-        for f in ("executor_kind", "harness"):
-            if f in d:
-                row[f] = d[f]
-        reported = d.get("reported_model")
+        row.update(present_text(d, ("executor_kind", "harness")))
+        reported = str(d.get("reported_model") or "")
         row["intended_route"] = row["route_id"]
         row["executed_model"] = reported or None
-        if reported == MECHANICAL:
-            row["route_identity"] = "mechanical"
-        elif not ok:
-            mismatch = "model_mismatch" in (
-                d.get("error"),
-                d.get("category"),
-                row.get("failure_category"),
-            )
-            row["route_identity"] = "mismatch" if mismatch else "unattested"
-        elif not reported:
-            row["route_identity"] = "unattested"
-        else:
-            row["route_identity"] = "match" if reported == row["route_id"] else "mismatch"
+        self.terminals[row["attempt"]] = (ok, reported, str(d.get("error") or ""))
         if ok:
             self.last_success_seq = ev.seq
 
@@ -330,7 +350,6 @@ class _NodeState:
         row = self._attempt_event(ev, self._attempt_of(ev))
         row["outcome"] = "failure"
         row["failure_category"] = ev.data.get("category") or "unknown"
-        row.setdefault("route_identity", "unattested")
 
     def node_state(self, ev: VEvent) -> None:
         state = str(ev.data.get("state") or "")
@@ -341,8 +360,10 @@ class _NodeState:
             self.revocations.append(ev.seq)
 
     def integrate(self, ev: VEvent) -> None:
-        self.commit = ev.data.get("commit")
-        self.has_commit = True
+        # § 4.1: an integrate without a commit (a failed merge) sets none — the record
+        # then has no ``commit`` key, as verdict-core writes it, rather than ``null``.
+        if ev.data.get("commit"):
+            self.commit = str(ev.data["commit"])
 
     def barrier(self, ev: VEvent, name: str) -> None:
         self.barriers.setdefault(name, []).append((ev.seq, ev.data.get("ok") is True))
@@ -350,7 +371,12 @@ class _NodeState:
     def record(self) -> dict[str, Any]:
         last = self.last_success_seq
         validated = [
-            {"command": v.data.get("command"), "exit_code": v.data.get("exit_code"), "seq": v.seq}
+            # a verify without a command reads as "" (§ 2: verify always carries one)
+            {
+                "command": v.data.get("command", ""),
+                "exit_code": v.data.get("exit_code"),
+                "seq": v.seq,
+            }
             for v in self.verifies
             if v.data.get("ok") is True and last is not None and v.seq > last
         ]
@@ -360,6 +386,7 @@ class _NodeState:
         for row in rows:
             if row["outcome"] == "running" and row is not live:
                 row["outcome"] = "abandoned"
+            row["route_identity"] = self._route_identity(row)
         rec: dict[str, Any] = {
             "node_id": self.node["node_id"],
             "kind": self.node["kind"],
@@ -367,9 +394,20 @@ class _NodeState:
             "attempts": rows,
             "validated_by": validated,
         }
-        if self.has_commit:
+        if self.commit is not None:
             rec["commit"] = self.commit
         return rec
+
+    def _route_identity(self, row: Mapping[str, Any]) -> str:
+        """§ 4.1: a row that never saw a ``terminal`` is ``unattested`` whatever ended it
+        (running, abandoned or failed); otherwise its last terminal decides."""
+        seen = self.terminals.get(row["attempt"])
+        if seen is None:
+            return "unattested"
+        ok, reported, error = seen
+        return classify_route_identity(
+            ok, reported, error, str(row.get("failure_category") or ""), row["route_id"]
+        )
 
     def _final_state(self, validated: list[dict[str, Any]]) -> str:
         if validated and not any(s > max(v["seq"] for v in validated) for s in self.revocations):
@@ -657,37 +695,87 @@ STRICT_BYTES_PROBLEM = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One leaf where the stored receipt and the rebuilt one differ.
+
+    ``path`` is a short JSON path from the receipt's top (``nodes[0].attempts[1].outcome``);
+    a side that has no value there (a key or list item missing) is ``ABSENT``.
+    """
+
+    path: str
+    stored: Any
+    rebuilt: Any
+
+    def as_json(self) -> dict[str, Any]:
+        """Both values as JSON; a side with nothing at ``path`` is left out (not ``null``,
+        which would read as a stored null)."""
+        out: dict[str, Any] = {"path": self.path}
+        for side in ("stored", "rebuilt"):
+            value = getattr(self, side)
+            if value is not ABSENT:
+                out[side] = value
+        return out
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """§ 7's problem strings, plus where each field mismatch lies and the rebuilt receipt
+    (``None`` when verification stopped before rebuilding, or the rebuild failed)."""
+
+    problems: list[str]
+    differences: list[Difference]
+    rebuilt: dict[str, Any] | None = None
+
+
 def verify_run_files(files: RunFiles, strict: bool = False) -> list[str]:
-    """§ 7: the problems with a run directory's receipt, in the order found.
+    """§ 7: the problems with a run directory's receipt, in the order found."""
+    return check_run_files(files, strict).problems
+
+
+def check_run_files(files: RunFiles, strict: bool = False) -> Verification:
+    """§ 7, with the differing leaves of every mismatching field.
 
     ``strict`` adds § 7's optional byte check: ``receipt.json`` must be exactly the
     rebuilt receipt as verdict-core writes it (§ 4), reported last.
     """
+
+    def stop(*problems: str) -> Verification:
+        return Verification(list(problems), [])
+
     if files.receipt_error is not None:
-        return [f"cannot read receipt.json: {files.receipt_error}"]
+        return stop(f"cannot read receipt.json: {files.receipt_error}")
     if files.receipt is None:
-        return ["missing receipt.json"]
+        return stop("missing receipt.json")
     try:
         stored = json.loads(files.receipt)
     except Exception as exc:
-        return [f"cannot read receipt.json: {exc}"]
+        return stop(f"cannot read receipt.json: {exc}")
     if not isinstance(stored, dict):
-        return ["receipt.json must contain a JSON object"]
+        return stop("receipt.json must contain a JSON object")
     problems: list[str] = []
     if stored.get("schema") != RECEIPT_SCHEMA:
         problems.append(f"unexpected schema {stored.get('schema')!r}")
     if files.events is None:
-        return [*problems, "missing events.jsonl"]
+        return stop(*problems, "missing events.jsonl")
     if stored.get("events_digest") != events_digest(files.events):
         problems.append("events_digest mismatch: events.jsonl changed after receipt was written")
     try:
         rebuilt = rebuild_from_files(files)
     except RebuildError as exc:
-        return [*problems, f"cannot rebuild receipt: {exc}"]
+        return stop(*problems, f"cannot rebuild receipt: {exc}")
     problems.extend(compare_receipts(stored, rebuilt))
     if strict and files.receipt != receipt_bytes(rebuilt):
         problems.append(STRICT_BYTES_PROBLEM)
-    return problems
+    return Verification(problems, receipt_differences(stored, rebuilt), rebuilt)
 
 
 def rebuild_from_files(files: RunFiles) -> dict[str, Any]:
@@ -716,9 +804,59 @@ def compare_receipts(stored: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> l
     """§ 7 step 7: top-level keys only, Python structural equality, missing reads as null."""
     return [
         f"{key} mismatch: stored receipt differs from recomputed evidence"
+        for key in _compared_keys(stored, rebuilt)
+    ]
+
+
+def _compared_keys(stored: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list[str]:
+    return [
+        key
         for key in sorted(set(stored) | set(rebuilt))
         if key != "events_digest" and stored.get(key) != rebuilt.get(key)
     ]
+
+
+def receipt_differences(stored: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list[Difference]:
+    """The differing leaves under each mismatching top-level field (§ 7 step 7).
+
+    Same equality as § 7 (Python's, so ``1 == 1.0`` is no difference); a top-level key
+    missing on one side reads as null there, as § 7 says, while a nested one is absent.
+    """
+    return [
+        d
+        for key in _compared_keys(stored, rebuilt)
+        for d in _leaf_differences(_key_path("", key), stored.get(key), rebuilt.get(key))
+    ]
+
+
+def _leaf_differences(path: str, a: Any, b: Any) -> list[Difference]:
+    if a == b:
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            d
+            for k in sorted(set(a) | set(b), key=str)
+            for d in _leaf_differences(_key_path(path, k), a.get(k, ABSENT), b.get(k, ABSENT))
+        ]
+    if isinstance(a, list) and isinstance(b, list):
+        # pairwise by index: a changed item is named at its own index, an extra one absent
+        return [
+            d
+            for i in range(max(len(a), len(b)))
+            for d in _leaf_differences(
+                f"{path}[{i}]",
+                a[i] if i < len(a) else ABSENT,
+                b[i] if i < len(b) else ABSENT,
+            )
+        ]
+    return [Difference(path, a, b)]
+
+
+def _key_path(path: str, key: Any) -> str:
+    text = str(key)
+    if text.isidentifier():
+        return f"{path}.{text}" if path else text
+    return f"{path}[{json.dumps(text)}]"
 
 
 def receipt_bytes(receipt: Mapping[str, Any]) -> bytes:

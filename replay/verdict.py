@@ -33,6 +33,9 @@ Where the spec leaves room, the choices are (tests/test_gvc_properties.py pins e
   ``proof`` grade (chains non-empty and equal): the case a relocated ``kind`` lie buys.
 * **Both chains empty** counts both ``same_chain_indeterminate`` and
   ``author_chain_unbound``: § 5.3.1 makes each a MUST on its own condition.
+* **A same-tier disagreement at base ``unverified``** sets ``conflicting_evidence`` and
+  records nothing: § 5.3.2 defines it at whatever the base tier is, and "``unverified``
+  demotes to itself".
 """
 
 from __future__ import annotations

@@ -18,14 +18,27 @@ def derive_case(case: Case, ladder: Ladder) -> Admission:
     return derive(evidence_from_case(case.input), ladder)
 
 
+# The custody record fields a conformance case can expect (spec § 9.2, CaseExpect): the
+# custody triples are there so a consumer of the JSON can ask *whose tests* (§ 3).
+DERIVED_FIELDS = (
+    "effective_grade",
+    "evidence_kind",
+    "applied_rank_ops",
+    "conflicting_evidence",
+    "failed_declared_evidence",
+    "provenance",
+    "oracle_author",
+    "oracle_runner",
+    "work_producer",
+)
+
+
 def derived_view(admission: Admission) -> dict[str, Any]:
-    """The ``derived`` object of ``vledger verdict derive --json``."""
+    """The ``derived`` object of ``vledger verdict derive --json``: the record's fields a
+    case can expect, then the counters under the canonical population names."""
+    record = admission.record()
     return {
-        "effective_grade": admission.effective_grade,
-        "evidence_kind": admission.evidence_kind,
-        "applied_rank_ops": list(admission.applied_rank_ops),
-        "conflicting_evidence": admission.conflicting_evidence,
-        "failed_declared_evidence": admission.failed_declared_evidence,
+        **{name: record[name] for name in DERIVED_FIELDS},
         "counters": canonical_counters(admission),
     }
 

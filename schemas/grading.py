@@ -36,10 +36,12 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from schemas.reading import ReadNotes, read_model, rule_broken
 from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
 
 GRADING_KEYS: tuple[str, ...] = (
@@ -136,13 +138,14 @@ class StateHashConfig(_Closed):
         return data
 
     @model_validator(mode="after")
-    def _one_expected_state(self) -> StateHashConfig:
+    def _one_expected_state(self, info: ValidationInfo) -> StateHashConfig:
         if self.expect_initial_state and self.golden_actions:
-            raise ValueError(
+            rule_broken(
+                info,
                 "state_checks.hash declares expect_initial_state beside golden_actions, "
                 "two expected states with no precedence between them; drop "
                 "expect_initial_state (the replayed golden state is expected) or drop "
-                "golden_actions (the initial state is expected)"
+                "golden_actions (the initial state is expected)",
             )
         return self
 
@@ -225,58 +228,70 @@ class StateChecksConfig(_Closed):
     relaxed_validation: bool = False
     db_probes: list[DbProbe] = Field(default_factory=list)
     comparison_view: ComparisonView | None = None
+    # Not in GRADING.md; Tolokaforge 0.33.1 records them on every snapshot (defaults off).
+    # Each loosens the hash comparison; replay/components/state_checks.py says which it
+    # re-derives offline.
+    compare_columns: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+    auto_mask_clock_columns: bool = False
+    auto_normalize_nullables: bool = False
 
     @model_validator(mode="before")
     @classmethod
-    def _retired_keys(cls, data: Any) -> Any:
+    def _retired_keys(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, Mapping):
             return data
         problems = [msg for key, msg in _RETIRED_STATE_KEYS.items() if data.get(key)]
         if problems:
-            raise ValueError("; ".join(problems))
+            rule_broken(info, "; ".join(problems))
         # an inert retired key (env_assertions: [] / db_hash_check: false) is dropped so a
         # bundle serialised against the old schema still loads
         return {k: v for k, v in data.items() if k not in _RETIRED_STATE_KEYS}
 
     @field_validator("id_fields")
     @classmethod
-    def _id_field_shapes(cls, value: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+    def _id_field_shapes(
+        cls, value: dict[str, str | list[str]], info: ValidationInfo
+    ) -> dict[str, str | list[str]]:
         for table, key in value.items():
             parts = [key] if isinstance(key, str) else list(key)
             if not parts:
-                raise ValueError(
-                    f"state_checks.id_fields.{table} is an empty list; name the key field(s)"
+                rule_broken(
+                    info, f"state_checks.id_fields.{table} is an empty list; name the key field(s)"
                 )
             for part in parts:
                 if not isinstance(part, str) or not part.strip():
-                    raise ValueError(
+                    rule_broken(
+                        info,
                         f"state_checks.id_fields.{table} holds a blank or non-string key "
-                        f"component {part!r}; every component is a field name"
+                        f"component {part!r}; every component is a field name",
                     )
             repeated = sorted({p for p in parts if parts.count(p) > 1})
             if repeated:
-                raise ValueError(
+                rule_broken(
+                    info,
                     f"state_checks.id_fields.{table} repeats key component(s) {repeated}; "
-                    "list each field once"
+                    "list each field once",
                 )
         return value
 
     @model_validator(mode="after")
-    def _fold_rules(self) -> StateChecksConfig:
+    def _fold_rules(self, info: ValidationInfo) -> StateChecksConfig:
         hash_block = self.hash
         hash_sourced = bool(hash_block and hash_block.enabled and hash_block.source)
         if self.db_probes and (self.jsonpaths or hash_sourced):
             other = "jsonpaths" if self.jsonpaths else "hash"
-            raise ValueError(
+            rule_broken(
+                info,
                 f"state_checks declares db_probes beside {other}, two candidate state "
                 "scores with no share to fold them by; keep the probes and drop "
-                f"{other}, or drop the probes and let the hash and jsonpaths grade the state"
+                f"{other}, or drop the probes and let the hash and jsonpaths grade the state",
             )
         if hash_sourced and self.jsonpaths and hash_block is not None and hash_block.weight is None:
-            raise ValueError(
+            rule_broken(
+                info,
                 "state_checks folds the hash verdict with non-empty jsonpaths, so "
                 "state_checks.hash.weight is required and has no default: 1.0 lets the "
-                "hash decide, 0.0 lets the jsonpaths decide, 0.5 gives them equal shares"
+                "hash decide, 0.0 lets the jsonpaths decide, 0.5 gives them equal shares",
             )
         return self
 
@@ -322,24 +337,25 @@ class TranscriptRulesConfig(_Closed):
 
     @field_validator("max_turns", "min_assistant_turns")
     @classmethod
-    def _from_one(cls, value: int | None, info: Any) -> int | None:
+    def _from_one(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value < 1:
             what = (
                 "a ceiling of 0 closes the turn window on its own"
                 if info.field_name == "max_turns"
                 else "a floor of 0 asserts nothing"
             )
-            raise ValueError(
+            rule_broken(
+                info,
                 f"transcript_rules.{info.field_name} is {value}, below its bound of 1: "
-                f"{what}; write 1 or more, or drop the key"
+                f"{what}; write 1 or more, or drop the key",
             )
         return value
 
     @model_validator(mode="after")
-    def _satisfiable_window(self) -> TranscriptRulesConfig:
+    def _satisfiable_window(self, info: ValidationInfo) -> TranscriptRulesConfig:
         lo, hi = self.min_assistant_turns, self.max_turns
         if lo is not None and hi is not None and lo > hi:
-            raise ValueError(unsatisfiable_window_message(lo, hi))
+            rule_broken(info, unsatisfiable_window_message(lo, hi))
         return self
 
     def declares_a_rule(self) -> bool:
@@ -386,6 +402,12 @@ class LlmJudgeConfig(_Closed):
     model_ref: str | None = None
     rubric: Rubric | None = None
     customization: dict[str, Any] | None = None
+    # Not in GRADING.md; Tolokaforge 0.33.1 records the judge kind that ran the rubric and
+    # its opaque options. Every kind hands the same rubric fold its final per-criterion
+    # results (a voted kind merges its samples first), which is what grade.yaml records, so
+    # the offline re-aggregation reads them the same whatever the kind.
+    judge_kind: str = "single_shot_rubric"
+    kind_config: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------- custom_checks
@@ -401,6 +423,7 @@ class CustomChecksConfig(_Closed):
     timeout_seconds: Annotated[float, Field(strict=True, gt=0)] = 30.0
     weight: StrictShare | None = None
     fail_on_error: bool = True
+    relative_imports: list[str] = Field(default_factory=list)  # recorded by 0.33.1
 
 
 # ---------------------------------------------------------------------- whole config
@@ -418,6 +441,14 @@ class GradingConfig(BaseModel):
     llm_judge: LlmJudgeConfig | None = None
     custom_checks: dict[str, Any] | None = None
     ignored_keys: tuple[str, ...] = ()
+    # A recorded read only (schemas.reading): rules the snapshot breaks, and keys this
+    # version does not know, each a dotted path whose first segment names its block.
+    advisories: tuple[str, ...] = ()
+    unknown_keys: tuple[str, ...] = ()
+
+    def unknown_in(self, block: str) -> tuple[str, ...]:
+        """The unknown keys a recorded snapshot carried inside ``block``."""
+        return tuple(k for k in self.unknown_keys if k.split(".", 1)[0].split("[", 1)[0] == block)
 
     def configured(self) -> tuple[str, ...]:
         """Components the config asks to score (custom_checks only when enabled is on)."""
@@ -657,12 +688,14 @@ def _weight_problems(
     return problems
 
 
-def _combine_layer(raw: Any, where: str, file: str) -> tuple[dict[str, Any], list[str]]:
+def _combine_layer(
+    raw: Any, where: str, file: str, notes: ReadNotes | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Validate one combine layer; return the fields it sets, or the problems."""
     if raw is None:
         return {}, []
     try:
-        model = CombineConfig.model_validate(raw)
+        model = read_model(CombineConfig, raw, notes or ReadNotes(), prefix=where)
     except ValidationError as exc:
         return {}, _describe_errors(file, where, exc)
     return {k: getattr(model, k) for k in model.model_fields_set}, []
@@ -685,6 +718,7 @@ def effective_combine(
     *,
     file: str = "grading.yaml",
     project_file: str = "project.yaml",
+    notes: ReadNotes | None = None,
 ) -> CombineConfig:
     """The project's task_defaults.grading_defaults.combine with the task's block on top:
     task fields win, weights merge key by key, unset fields fall to the defaults."""
@@ -693,7 +727,7 @@ def effective_combine(
     )
     if p_problems:
         raise GradingConfigError(project_file, p_problems)
-    task, t_problems = _combine_layer(task_combine, "combine", file)
+    task, t_problems = _combine_layer(task_combine, "combine", file, notes)
     if t_problems:
         raise GradingConfigError(file, t_problems)
     merged: dict[str, Any] = {**project, **task}
@@ -724,34 +758,47 @@ def load_grading_config(
     if problems:
         raise GradingConfigError(file, problems)
 
+    notes = ReadNotes(authored=authored)
     cfg: dict[str, Any] = {}
     for key, model in _BLOCK_MODELS.items():
         if key == "combine" or data.get(key) is None:
             continue
         try:
-            cfg[key] = model.model_validate(data[key])
+            cfg[key] = read_model(model, data[key], notes, prefix=key)
         except ValidationError as exc:
             problems += _describe_errors(file, key, exc)
     try:
-        cfg["combine"] = effective_combine(data.get("combine"), project_combine, file=file)
+        cfg["combine"] = effective_combine(
+            data.get("combine"), project_combine, file=file, notes=notes
+        )
     except GradingConfigError as exc:
         problems += exc.problems
     if data.get("trace_checks") is not None:
         try:
-            cfg["trace_checks"] = load_trace_checks(data["trace_checks"])
+            cfg["trace_checks"] = load_trace_checks(data["trace_checks"], notes)
         except TraceChecksConfigError as exc:  # its model's bare refusal, addressed
             problems += [f"{file}: {p}" for p in exc.problems]
     if data.get("custom_checks") is not None:
         cfg["custom_checks"] = dict(data["custom_checks"])
+    gate = _gate_problems(file, data, cfg)
     if authored:
-        problems += _gate_problems(file, data, cfg)
+        problems += gate
     if problems:
         raise GradingConfigError(file, problems)
 
     ignored = tuple(sorted(str(k) for k in data if k not in GRADING_KEYS))
-    config = GradingConfig(**cfg, ignored_keys=ignored)
-    if authored:
-        weight_problems = _weight_problems(file, config.configured(), config.combine.weights)
-        if weight_problems:
-            raise GradingConfigError(file, weight_problems)
+    # validated under the read's context: pydantic re-runs the blocks' after-validators here
+    config = GradingConfig.model_validate({**cfg, "ignored_keys": ignored}, context=notes.context())
+    weight_problems = _weight_problems(file, config.configured(), config.combine.weights)
+    if authored and weight_problems:
+        raise GradingConfigError(file, weight_problems)
+    for problem in (*gate, *weight_problems):  # recorded: evidence, so advisories
+        notes.advise(problem)
+    if not authored:
+        config = config.model_copy(
+            update={
+                "advisories": tuple(notes.advisories),
+                "unknown_keys": tuple(notes.unknown_keys),
+            }
+        )
     return config

@@ -88,15 +88,31 @@ def test_typed_block_refuses_unknown_key_with_closest_field_and_accepted_set(
     ],
 )
 def test_nested_positions_get_the_same_message(data, where, accepts) -> None:
-    problems = _problems(data, authored=False)
+    problems = _problems(data)
     assert any(where in p and accepts in p for p in problems), problems
 
 
+@pytest.mark.parametrize(
+    ("block", "data"),
+    [
+        ("transcript_rules", {"transcript_rules": {"must_contain": ["x"], "newer_key": 1}}),
+        ("state_checks", {"state_checks": {"hash": {"enabled": False, "newer": True}}}),
+        ("llm_judge", {"llm_judge": {"rubric": {"criteria": []}, "judge_panel": 3}}),
+        ("combine", {"combine": {"weights": {}, "tie_break": "x"}}),
+    ],
+)
+def test_a_recorded_snapshot_lists_a_key_it_does_not_know_instead_of_refusing(block, data) -> None:
+    """Issue 15: a newer recorder's key degrades its component, never the trial."""
+    assert _problems(data)  # authored: still an error
+    cfg = _load(data, authored=False)
+    (key,) = cfg.unknown_keys
+    assert key.split(".")[0] == block and cfg.unknown_in(block) == (key,)
+    assert all(cfg.unknown_in(b) == () for b in ("trace_checks", "custom_checks"))
+
+
 def test_trace_checks_and_llm_judge_refuse_unknown_keys() -> None:
-    assert _problems({"llm_judge": {"rubrik": {}}}, authored=False)
-    problems = _problems(
-        {"trace_checks": {"constraints": [], "regex_engin": "linear"}}, authored=False
-    )
+    assert _problems({"llm_judge": {"rubrik": {}}})
+    problems = _problems({"trace_checks": {"constraints": [], "regex_engin": "linear"}})
     assert any(p.startswith("tasks/t/grading.yaml: ") and "regex_engin" in p for p in problems)
     # the typed block its own model builds (schemas/trace_checks.py)
     cfg = _load(
@@ -186,9 +202,11 @@ def test_custom_checks_opt_out_loads_and_asks_for_nothing() -> None:
     ],
 )
 def test_populated_retired_state_keys_draw_the_migration(key, value, replacement) -> None:
-    for authored in (True, False):
-        problems = _problems({"state_checks": {key: value}}, authored=authored)
-        assert any(key in p and replacement in p for p in problems)
+    problems = _problems({"state_checks": {key: value}})
+    assert any(key in p and replacement in p for p in problems)
+    # recorded: the same sentence, as an advisory beside a config that loads
+    advisories = _load({"state_checks": {key: value}}, authored=False).advisories
+    assert any(key in p and replacement in p for p in advisories)
 
 
 def test_inert_retired_state_keys_are_dropped() -> None:
@@ -249,7 +267,6 @@ def test_hash_flag_and_source_rules() -> None:
                 }
             },
         },
-        authored=False,
     )
     assert any("expect_initial_state beside golden_actions" in p for p in both)
     notalist = _problems(
@@ -284,11 +301,13 @@ def test_db_probes_beside_another_source_is_refused_naming_both_fixes() -> None:
         {"jsonpaths": [{"path": "$.db.a", "equals": 1}]},
         {"hash": {"enabled": True, "expect_initial_state": True}},
     ):
-        problems = _problems({"state_checks": {"db_probes": [probe], **other}}, authored=False)
+        problems = _problems({"state_checks": {"db_probes": [probe], **other}})
         assert any(
             "db_probes beside" in p and "keep the probes and drop" in p and "drop the probes" in p
             for p in problems
         )
+        recorded = _load({"state_checks": {"db_probes": [probe], **other}}, authored=False)
+        assert any("db_probes beside" in p for p in recorded.advisories)
     # beside a disabled hash it loads
     _load({"state_checks": {"db_probes": [probe], "hash": {"enabled": False}}}, authored=False)
 
@@ -309,8 +328,15 @@ def test_db_probes_beside_another_source_is_refused_naming_both_fixes() -> None:
 def test_id_fields_shapes(id_fields: dict, ok: bool) -> None:
     data = {"state_checks": {"jsonpaths": [{"path": "$.a", "equals": 1}], "id_fields": id_fields}}
     if ok:
-        _load(data, authored=False)
-    else:
+        assert not [a for a in _load(data, authored=False).advisories if "id_fields" in a]
+    elif all(
+        isinstance(k, str) for v in id_fields.values() for k in (v if isinstance(v, list) else [v])
+    ):
+        assert any("id_fields" in p for p in _problems(data))
+        # a rule a recorded snapshot breaks is an advisory, not a refusal
+        assert any("id_fields" in p for p in _load(data, authored=False).advisories)
+    else:  # not a field name at all: a shape error on either read
+        assert any("id_fields" in p for p in _problems(data))
         assert any("id_fields" in p for p in _problems(data, authored=False))
 
 

@@ -88,3 +88,28 @@ def test_parity_pack_custom_checks() -> None:
         block, RecordedSuite((CheckVerdict("order_shipped", "failed", "status pending"),))
     )
     assert sat.score > vio.score
+
+
+def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> None:
+    """Issue 15: Tolokaforge's suite scores the component as the mean of the decided
+    checks' own scores (CheckFailed may return 0.5), skips excluded; a record without a
+    score reads as its status (passed 1.0, failed 0.0)."""
+    from replay.grade import recorded_suite
+
+    suite = recorded_suite(
+        {
+            "custom_checks_details": [
+                {"check_name": "a", "status": "failed", "score": 0.0, "message": "x"},
+                {"check_name": "b", "status": "passed", "score": 1.0, "message": ""},
+                {"check_name": "c", "status": "failed", "score": 0.5, "message": "half"},
+                {"check_name": "d", "status": "skipped", "score": 0.0, "message": ""},
+            ]
+        }
+    )
+    assert evaluate_custom_checks(ON, suite).score == pytest.approx(0.5)  # (0 + 1 + 0.5) / 3
+    partial_pass = RecordedSuite((CheckVerdict("a", "passed", score=0.9),))
+    assert evaluate_custom_checks(ON, partial_pass).score == pytest.approx(0.9)
+    unscored = RecordedSuite((CheckVerdict("a", "passed"), CheckVerdict("b", "failed")))
+    assert evaluate_custom_checks(ON, unscored).score == 0.5
+    out_of_range = RecordedSuite((CheckVerdict("a", "passed", score=1.5),))
+    assert "outside [0, 1]" in (evaluate_custom_checks(ON, out_of_range).not_measured or "")

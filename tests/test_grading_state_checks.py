@@ -257,10 +257,17 @@ def test_fold_formula() -> None:
 
 
 def test_weight_is_required_exactly_when_the_fold_needs_it() -> None:
+    unweighted = {"hash": {"enabled": True, "expect_initial_state": True}, "jsonpaths": HALF}
     with pytest.raises(
         GradingConfigError, match="1.0 lets the hash decide, 0.0 lets the jsonpaths decide, 0.5"
     ):
-        _state({"hash": {"enabled": True, "expect_initial_state": True}, "jsonpaths": HALF})
+        load_grading_config({"state_checks": unweighted})
+    # recorded: an advisory, and the fold with no share is not measured rather than guessed
+    recorded = load_grading_config({"state_checks": unweighted}, authored=False)
+    assert any("1.0 lets the hash decide" in a for a in recorded.advisories)
+    db = {"t": [{"id": 1}]}
+    result = evaluate_state_checks(recorded.state_checks, StateEvidence({"db": db}, db))
+    assert result.score is None and "no default share" in (result.not_measured or "")
     # hash only, jsonpaths only, and a sourceless hash need none
     _state({"hash": {"enabled": True, "expect_initial_state": True}})
     _state({"jsonpaths": HALF})

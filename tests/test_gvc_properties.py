@@ -235,10 +235,15 @@ def test_kernel_exemption_counted_when_it_kept_a_cap_off() -> None:
 
 
 def test_tied_uncap_counts_an_escaped_staleness_reversion() -> None:
-    """§ 5.1 tied-uncap: 'capped' read as lowered by a base-dependent step-3 operation,
-    staleness included. Two tied oracles, one judged stale content: the fresh one
-    carries the record uncapped and the pattern is counted. (The public reference
-    runner counts only escaped same-chain caps here.)"""
+    """Reading (b) of issue 16 (docs/readme/verdict.md). § 5.1 'Tie selection': "A
+    derivation in which the tied-set MAX leaves the grade uncapped while at least one
+    tied member would have been capped MUST count the tied-uncap population", with
+    § 5.1 'Tied top tier': "each rank operation of step 3 whose predicate depends on the
+    base oracle is evaluated against every tied oracle". Staleness reversion is such an
+    operation (it reads the base oracle's judged content), so 'capped' covers it: two
+    tied oracles, one judged stale content, the fresh one carries the record uncapped
+    and the pattern is counted. (The public reference runner counts only escaped
+    same-chain caps here.)"""
     ev = UnitEvidence(
         declared=(_passing("h-1", "chain-2", "sha:old"), _passing("h-2", "chain-2", "sha:new")),
         work_producer=SAME,
@@ -247,3 +252,56 @@ def test_tied_uncap_counts_an_escaped_staleness_reversion() -> None:
     adm = derive(ev, LADDER)
     assert adm.effective_grade == "interop" and adm.oracle_author.identity == "h-2"
     assert adm.counters["tied_uncap"] == 1
+
+
+def test_both_chains_empty_counts_both_populations() -> None:
+    """Reading (a) of issue 16 (docs/readme/verdict.md). § 5.3.1 states two separate
+    MUSTs: "if it [the work producer's chain_id] is nonetheless empty, the question is
+    undecidable and the derivation MUST count the same-chain-indeterminate population"
+    and "A base oracle author with an empty chain_id ... MUST be counted in the
+    distinct author_chain_unbound population — never folded into
+    same-chain-indeterminate". Both conditions hold, so both populations count (not
+    only ``author_chain_unbound``); empty chains are never "byte-equal" non-empty
+    chains, so no cap, and nothing is degraded."""
+    ev = UnitEvidence(
+        declared=(_passing("h-1", "", "sha:a"),),
+        work_producer=Party(identity="p", kind="agent", chain_id=""),
+        current_content_identity="sha:a",
+    )
+    adm = derive(ev, LADDER)
+    assert (adm.effective_grade, adm.applied_rank_ops) == ("interop", ())
+    c = adm.counters
+    assert (c["same_chain_indeterminate"], c["author_chain_unbound"], c["degraded"]) == (1, 1, 0)
+    # each population on its own condition: only one side empty counts only its own
+    author_only = replace(ev, work_producer=SAME)
+    producer_only = replace(ev, declared=(_passing("h-1", "chain-2", "sha:a"),))
+    c = derive(author_only, LADDER).counters
+    assert (c["same_chain_indeterminate"], c["author_chain_unbound"]) == (0, 1)
+    c = derive(producer_only, LADDER).counters
+    assert (c["same_chain_indeterminate"], c["author_chain_unbound"]) == (1, 0)
+
+
+def test_same_tier_disagreement_at_base_unverified_sets_the_flag_only() -> None:
+    """Reading (c) of issue 16 (docs/readme/verdict.md). § 5.3.2: "A same-tier
+    disagreement exists when, among the declared oracles whose tier equals the base
+    grade's tier, at least two ran and at least one passed while at least one did not
+    pass" — two ``unverified``-tier judges, one passing, one failing, make the base
+    ``unverified`` and are such a disagreement. "`unverified` demotes to itself" and
+    "A conflict whose effective grade is already `unverified` therefore sets the flag
+    while recording no operation and incrementing no counter": the flag is set, no
+    ``conflict_demotion`` is recorded, ``degraded`` stays 0 (the failing judge still
+    counts in ``failed_declared``, § 5.1)."""
+    author = Party(identity="h-1", kind="human", chain_id="")
+    ev = UnitEvidence(
+        declared=(
+            Oracle("pass", "unverified", True, True, author, None, "sha:a"),
+            Oracle("fail", "unverified", True, False, author, None, "sha:a"),
+        ),
+        work_producer=SAME,
+        current_content_identity="sha:a",
+    )
+    adm = derive(ev, LADDER)
+    assert (adm.evidence_kind, adm.effective_grade) == ("unverified", "unverified")
+    assert adm.conflicting_evidence is True and adm.applied_rank_ops == ()
+    assert adm.failed_declared_evidence is True
+    assert (adm.counters["degraded"], adm.counters["failed_declared"]) == (0, 1)

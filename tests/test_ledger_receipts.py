@@ -131,7 +131,7 @@ def test_cli_receipt_show_and_verify(lg: Ledger, tmp_path: Path) -> None:
 def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["receipt", "verify", str(DEMO), "--json"])
     assert res.exit_code == 0
-    assert json.loads(res.output) == {"ok": True, "problems": []}
+    assert json.loads(res.output) == {"ok": True, "problems": [], "differences": []}
     human = CliRunner().invoke(main, ["receipt", "verify", str(DEMO)]).output
     assert human.splitlines() == [
         "COMPLETE: all implement/integrate nodes validated, barrier ok, review PASS",
@@ -145,9 +145,11 @@ def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
     )
     res = CliRunner().invoke(main, ["receipt", "verify", str(run), "--json"])
     assert res.exit_code == 1
+    goal = "a --json flag to the invoice CLI, with a parser module and tests"
     assert json.loads(res.output) == {
         "ok": False,
         "problems": ["goal mismatch: stored receipt differs from recomputed evidence"],
+        "differences": [{"path": "goal", "stored": f"Drop {goal}", "rebuilt": f"Add {goal}"}],
     }
 
 

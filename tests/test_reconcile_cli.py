@@ -482,12 +482,12 @@ def test_a_recorded_rubric_that_does_not_read_as_one_is_unreadable(tmp_path: Pat
     make_pack(tmp_path, migration())
     corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
     task = yaml.safe_load((corpus / "z" / "task.yaml").read_text())
-    task["grading_config"]["llm_judge"]["rubric"]["criteria"][1]["required"] = "yes"
+    task["grading_config"]["llm_judge"]["rubric"]["criteria"][1]["required"] = "maybe"
     write_yaml(corpus / "z" / "task.yaml", task)
     out = run_tmp(tmp_path)
     (row,) = out.document["sources"][0]["unreadable_trials"]
     assert row["trial"] == "corpus/z"
-    assert "criteria[1].required is 'yes'" in row["reason"]
+    assert "llm_judge.rubric.criteria[1].required" in row["reason"]
 
 
 def test_a_trial_that_never_ran_is_excluded_by_name(tmp_path: Path) -> None:

@@ -224,6 +224,8 @@ def test_a_corpus_regenerated_after_the_migration_says_so() -> None:
     post = RecordedGrading(
         (CriterionShape(CRIT, "binary", True, 1.0, NARROWED_TEXT),) + NOTES_RUBRIC[1:],
         {"llm_judge": 1.0},
+        "weighted",
+        0.8,
     )
     current = CriterionShape(CRIT, "binary", True, 1.0, NARROWED_TEXT)
     obs = [notes_obs(f"t{i}", met=i % 2 == 0, passed=i % 2 == 0, grading=post) for i in range(4)]
@@ -239,6 +241,8 @@ def test_a_corpus_straddling_a_pack_revision_names_both_bundles() -> None:
         (CriterionShape(CRIT, "binary", True, 2.0, NOTES_RUBRIC[0].description),)
         + NOTES_RUBRIC[1:],
         {"llm_judge": 1.0},
+        "weighted",
+        0.8,
     )
     obs = union()
     obs[0] = notes_obs("met/t0", met=True, passed=True, grading=other)
@@ -260,7 +264,7 @@ def test_a_candidate_is_not_charged_the_recorded_rubric_rules() -> None:
 
 
 def test_each_exclusion_is_counted_and_named() -> None:
-    no_crit = RecordedGrading(NOTES_RUBRIC[1:], {"llm_judge": 1.0})
+    no_crit = RecordedGrading(NOTES_RUBRIC[1:], {"llm_judge": 1.0}, "weighted", 0.8)
     obs = [
         *union(),
         notes_obs("x/absent", met=True, passed=True, grading=no_crit),
@@ -299,7 +303,7 @@ def test_each_exclusion_is_counted_and_named() -> None:
 
 
 def test_without_evidence_an_absent_criterion_is_asked_as_a_missing_verdict() -> None:
-    no_crit = RecordedGrading(NOTES_RUBRIC[1:], {"llm_judge": 1.0})
+    no_crit = RecordedGrading(NOTES_RUBRIC[1:], {"llm_judge": 1.0}, "weighted", 0.8)
     e = entry(mode="candidate", residual=None, evidence=None)
     obs = [notes_obs("x", met=True, passed=True, grading=no_crit, criterion_results=())]
     r = reconcile_entry(claim(e), obs, sweep=True)

@@ -13,9 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.cli import main
 from ledger.receipts import read_run_dir, verify_run_dir
 from replay.vcore_receipt import (
     RebuildError,
@@ -260,3 +262,132 @@ def test_strict_byte_check(run: Path) -> None:
     (run / "receipt.json").write_text(json.dumps(receipt, indent=4, sort_keys=True) + "\n")
     assert verify_run_dir(run) == []
     assert verify_run_dir(run, strict=True) == [STRICT_BYTES_PROBLEM]
+
+
+# ------------------------------------------- where a mismatch lies (path, both values)
+
+
+def _leaves(value: object, path: str = "") -> list[tuple[str, object]]:
+    """Every string/number leaf of a receipt with its JSON path, written out here the
+    way `receipt verify` is to name it: ``key.sub[0].leaf``."""
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, f"{path}[{i}]")]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [(path, value)]
+
+
+def _one_byte_changed(value: str | int | float) -> str | int | float:
+    if isinstance(value, str):
+        return value[:-1] + ("x" if value[-1:] != "x" else "y")  # "" becomes "x"
+    return value + 1  # 0 -> 1, 0.0 -> 1.0: one digit
+
+
+def test_one_byte_change_to_a_receipt_field_is_reported_with_its_path_and_both_values(
+    run: Path,
+) -> None:
+    """Issue 16: the problem names the top-level field (FORMAT.md § 7) and the CLI shows
+    where beneath it, with the stored and the recomputed value."""
+    raw = (run / "receipt.json").read_bytes()
+    old = b'"route_identity": "match"'
+    assert raw.count(old) == 2
+    (run / "receipt.json").write_bytes(raw.replace(old, b'"route_identity": "matcx"', 1))
+    res = CliRunner().invoke(main, ["receipt", "verify", str(run)])
+    assert res.exit_code == 1
+    assert res.output.splitlines()[1:] == [
+        f"integrity: nodes {M}",
+        '  nodes[0].attempts[2].route_identity: stored "matcx", rebuilt "match"',
+    ]
+    res = CliRunner().invoke(main, ["receipt", "verify", str(run), "--json"])
+    assert json.loads(res.output) == {
+        "ok": False,
+        "problems": [f"nodes {M}"],
+        "differences": [
+            {"path": "nodes[0].attempts[2].route_identity", "stored": "matcx", "rebuilt": "match"}
+        ],
+    }
+
+
+def test_a_key_the_reader_does_not_write_shows_as_absent(run: Path) -> None:
+    """A reader gap (the receipt has a key the rebuild does not project) reads
+    differently from a tamper: the rebuilt side is ``(absent)``, and --json leaves
+    that side's value out instead of writing a null."""
+    receipt = json.loads((run / "receipt.json").read_text())
+    receipt["nodes"][2]["attempts"][0]["harness"] = "mech"
+    (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    res = CliRunner().invoke(main, ["receipt", "verify", str(run)])
+    assert res.output.splitlines()[-1] == (
+        '  nodes[2].attempts[0].harness: stored "mech", rebuilt (absent)'
+    )
+    res = CliRunner().invoke(main, ["receipt", "verify", str(run), "--json"])
+    assert json.loads(res.output)["differences"] == [
+        {"path": "nodes[2].attempts[0].harness", "stored": "mech"}
+    ]
+
+
+def test_every_leaf_changed_by_one_byte_is_named(run: Path) -> None:
+    """Every string/number leaf of the demo receipt (except ``events_digest``, checked
+    against the log's bytes instead), changed by one byte, is reported at exactly its
+    path with both values; and the demo run itself has no difference."""
+    from replay.vcore_receipt import check_run_files
+
+    files = read_run_dir(DEMO)
+    assert check_run_files(files).differences == []
+    receipt = json.loads(files.receipt)
+    leaves = [(p, v) for p, v in _leaves(receipt) if p != "events_digest"]
+    assert len(leaves) > 150
+    for path, value in leaves:
+        changed = _one_byte_changed(value)
+        tampered = _set(receipt, path, changed)
+        result = check_run_files(replace(files, receipt=json.dumps(tampered).encode()))
+        top = path.split(".")[0].split("[")[0]
+        assert f"{top} {M}" in result.problems, path
+        assert [(d.path, d.stored, d.rebuilt) for d in result.differences] == [
+            (path, changed, value)
+        ], path
+
+
+def _set(receipt: dict, path: str, value: object) -> dict:
+    """A deep copy of ``receipt`` with the leaf at ``path`` replaced."""
+    import re
+
+    copy = json.loads(json.dumps(receipt))
+    steps = [int(i) if i else k for k, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
+    target = copy
+    for step in steps[:-1]:
+        target = target[step]
+    target[steps[-1]] = value
+    return copy
+
+
+def test_receipt_differences_paths_and_equality() -> None:
+    """Paths are ``key.sub[i]`` (a key that is not an identifier is quoted in brackets);
+    equality is § 7's (``1 == 1.0``); a top-level key missing on one side reads as null
+    (§ 7 step 7), a nested one is absent; extra list items are absent on the other side."""
+    from replay.vcore_receipt import ABSENT, receipt_differences
+
+    stored = {
+        "a": {"x-y": 1, "n": 1.0, "gone": None},
+        "b": [1, 2, 3],
+        "c": None,
+    }
+    rebuilt = {"a": {"x-y": 2, "n": 1}, "b": [1, 5]}
+    got = [(d.path, d.stored, d.rebuilt) for d in receipt_differences(stored, rebuilt)]
+    assert got == [
+        ("a.gone", None, ABSENT),
+        ('a["x-y"]', 1, 2),
+        ("b[1]", 2, 5),
+        ("b[2]", 3, ABSENT),
+    ]
+
+
+def test_text_output_shows_the_first_20_differences_and_counts_the_rest() -> None:
+    from ledger.cli.verdict import difference_lines
+    from replay.vcore_receipt import Difference
+
+    lines = difference_lines([Difference(f"cooldowns[{i}].until", "a" * 200, i) for i in range(23)])
+    assert len(lines) == 21
+    assert lines[0] == f'  cooldowns[0].until: stored "{"a" * 118}…, rebuilt 0'
+    assert lines[-1] == "  … and 3 more difference(s) (--json lists all)"

@@ -188,3 +188,19 @@ def test_run_files_with_review_json_error_cannot_rebuild() -> None:
     assert verify_run_files(files) == [
         "cannot rebuild receipt: cannot read review.json: [Errno 13] denied"
     ]
+
+
+def test_verify_without_command_and_selection_without_route() -> None:
+    """§ 4.1 ``validated_by`` is ``{command, exit_code, seq}``: a verify that carries no
+    command reads as "" (as verdict-core writes it), not null. A ``selection`` with no
+    route chose no route, so its fields reach no row — not even one whose route is ""
+    (a mechanical merge)."""
+    raw = _log(
+        ("selection", "n", {"probe_class": "live"}),
+        ("terminal", "n", {"ok": True, "route_id": "", "reported_model": "(mechanical merge)"}),
+        ("verify", "n", {"ok": True, "exit_code": 0}),
+    )
+    node = _rebuild(raw)["nodes"][0]
+    assert node["validated_by"] == [{"command": "", "exit_code": 0, "seq": 3}]
+    assert "probe_class" not in node["attempts"][0]
+    assert node["attempts"][0]["route_identity"] == "mechanical"

@@ -240,13 +240,38 @@ def test_cli_derive_json_shape_on_the_fixtures() -> None:
     for case, want in zip(out["cases"], raw, strict=True):
         assert set(case) == {"name", "derived"} and case["name"] == want["name"]
         derived = case["derived"]
-        assert set(derived) == {
+        assert list(derived) == [
             "effective_grade", "evidence_kind", "applied_rank_ops", "conflicting_evidence",
-            "failed_declared_evidence", "counters",
-        }  # fmt: skip
+            "failed_declared_evidence", "provenance", "oracle_author", "oracle_runner",
+            "work_producer", "counters",
+        ]  # fmt: skip
         assert list(derived["counters"]) == list(COUNTER_NAMES)
         assert derived["effective_grade"] == want["expect"]["effective_grade"]
         assert derived["applied_rank_ops"] == want["expect"]["applied_rank_ops"]
+
+
+def test_cli_derive_json_carries_provenance_and_custody_as_the_fixtures_expect() -> None:
+    """Issue 16: ``derived`` carries ``provenance`` and the three custody triples (GVC
+    § 3: "A custody record MUST carry three role triples"); in every one of the 28 cases
+    that names one of them, it equals the fixture's value, read from the raw file."""
+    from tests.gvc_support import CASES_PATH
+
+    res = _cli(["verdict", "derive", str(CASES_PATH), "--json"])
+    raw = json.loads(CASES_PATH.read_text())["cases"]
+    named = 0
+    for case, want in zip(json.loads(res.output)["cases"], raw, strict=True):
+        derived = case["derived"]
+        assert derived["provenance"] in ("derived", "missing_admission_fact")
+        producer = want["input"]["work_producer"]
+        assert derived["work_producer"] == producer  # always the admitted work's producer
+        for key in ("provenance", "oracle_author", "oracle_runner", "work_producer"):
+            if key in want["expect"]:
+                named += 1
+                assert derived[key] == want["expect"][key], (case["name"], key)
+        for role in ("oracle_author", "oracle_runner"):
+            triple = derived[role]
+            assert triple is None or set(triple) == {"identity", "kind", "chain_id"}
+    assert named == 10  # 5 oracle_author, 2 oracle_runner, 2 work_producer, 1 provenance
 
 
 def test_cli_derive_check_fails_on_a_wrong_expectation(tmp_path: Path) -> None:

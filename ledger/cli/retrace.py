@@ -170,7 +170,15 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
     for p in report["paths"]:
         out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
     ev = report["evidence"]
-    out.print("evidence: " + ", ".join(f"{k} {v}" for k, v in ev.items()), soft_wrap=True)
+    out.print(
+        "evidence: "
+        + ", ".join(
+            f"{k} {', '.join(v) or 'none'}" if isinstance(v, list) else f"{k} {v}"
+            for k, v in ev.items()
+        ),
+        soft_wrap=True,
+        markup=False,
+    )
     cp = report["receipt"]["checkpoint"]
     if report.get("dry_run"):
         out.print("dry run: nothing appended")

@@ -21,7 +21,7 @@ from ledger.cli.options import emit_json, json_option, ledger_option, resolve_le
 from ledger.errors import LedgerError, exit_code
 from ledger.keys import load_verifier
 from ledger.store import open_ledger
-from replay.vcore_receipt import RebuildError, rebuild_from_files
+from replay.vcore_receipt import ABSENT, RebuildError, rebuild_from_files
 from replay.verdict_cases import case_mismatches, derive_case, derived_view
 from schemas.gvc import COUNTER_NAMES, CaseFile, Party
 
@@ -331,21 +331,64 @@ def receipt_verify_cmd(
 
 
 def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
-    problems = receipts_mod.verify_run_dir(run_dir, strict=strict)
+    result = receipts_mod.check_run_dir(run_dir, strict=strict)
+    problems = result.problems
     if as_json:
-        emit_json({"ok": not problems, "problems": problems})
+        emit_json(
+            {
+                "ok": not problems,
+                "problems": problems,
+                "differences": [d.as_json() for d in result.differences],
+            }
+        )
     else:
-        try:
-            rebuilt = rebuild_from_files(receipts_mod.read_run_dir(run_dir))
-            click.echo(f"{rebuilt['outcome']}: {rebuilt['reason']}")
-        except RebuildError as exc:
-            click.echo(f"UNKNOWN: cannot rebuild receipt: {exc}")
+        click.echo(_verdict_line(run_dir, result.rebuilt))
         if problems:
             click.echo("integrity: " + "; ".join(problems))
         else:
             click.echo("integrity: OK (events digest verified)")
+        for line in difference_lines(result.differences):
+            click.echo(line)
     if problems:
         sys.exit(1)
+
+
+def _verdict_line(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:
+    """``OUTCOME: reason`` of the evidence (FORMAT.md § 7's CLI), even when verification
+    stopped before rebuilding (e.g. no receipt.json to compare with)."""
+    try:
+        if rebuilt is None:
+            rebuilt = rebuild_from_files(receipts_mod.read_run_dir(run_dir))
+    except RebuildError as exc:
+        return f"UNKNOWN: cannot rebuild receipt: {exc}"
+    return f"{rebuilt['outcome']}: {rebuilt['reason']}"
+
+
+SHOWN_DIFFERENCES = 20
+SHOWN_VALUE_CHARS = 120
+
+
+def difference_lines(differences: list[Any]) -> list[str]:
+    """``  PATH: stored V, rebuilt W`` per differing leaf, the first SHOWN_DIFFERENCES of
+    them: enough to tell a tampered value from a field the reader does not project."""
+    lines = [
+        f"  {d.path}: stored {_shown(d.stored)}, rebuilt {_shown(d.rebuilt)}"
+        for d in differences[:SHOWN_DIFFERENCES]
+    ]
+    if len(differences) > SHOWN_DIFFERENCES:
+        lines.append(
+            f"  … and {len(differences) - SHOWN_DIFFERENCES} more difference(s) (--json lists all)"
+        )
+    return lines
+
+
+def _shown(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) > SHOWN_VALUE_CHARS:
+        return text[: SHOWN_VALUE_CHARS - 1] + "…"
+    return text
 
 
 @receipt.command("show")

@@ -26,9 +26,20 @@ NOT_EXECUTED = (
 
 @dataclass(frozen=True, slots=True)
 class CheckVerdict:
+    """One check's recorded verdict. ``score`` is what the check returned; a result may
+    carry a partial one (a failed check scoring 0.5). ``None``: the record holds none, and
+    the verdict scores as its status reads (passed 1.0, failed 0.0)."""
+
     name: str
     status: CheckStatus
     message: str = ""
+    score: float | None = None
+
+    @property
+    def value(self) -> float:
+        if self.score is not None:
+            return self.score
+        return 1.0 if self.status == "passed" else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +74,14 @@ def evaluate_custom_checks(
             reasons=(f"Custom checks: no check reached a verdict ({skipped} skipped); unscored",),
         )
     lost = [r for r in decided if r.status == "failed"]
-    score = (len(decided) - len(lost)) / len(decided)
+    bad = [r for r in decided if r.score is not None and not 0.0 <= r.score <= 1.0]
+    if bad:
+        return ComponentResult.unmeasurable(
+            f"custom_checks_details: check {bad[0].name!r} records score {bad[0].score!r}, "
+            "outside [0, 1]"
+        )
+    # the mean of the decided checks' own scores, as the reference's suite aggregates
+    score = sum(r.value for r in decided) / len(decided)
     tail = f" ({skipped} skipped)" if skipped else ""
     if lost:
         named = "; ".join(f"{r.name}: {r.message}" if r.message else r.name for r in lost)

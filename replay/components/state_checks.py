@@ -186,6 +186,12 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
     h_score: float | None = None
     block = config.hash
     if block is not None and block.enabled:
+        loosened = hash_loosenings(config)
+        if loosened:
+            return ComponentResult.unmeasurable(
+                f"state_checks.{loosened[0]} loosens the hash comparison the way Tolokaforge's "
+                "live hash does, which this version does not re-derive offline"
+            )
         h_score, reason, measurable = hash_verdict(
             block, evidence, config.numeric_string_fields, config.comparison_view, config.id_fields
         )
@@ -202,8 +208,26 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
         reasons += j_reasons
     if block is not None and block.weight is not None and not config.weight_consulted:
         reasons.append(WEIGHT_NOT_CONSULTED)
+    if h_score is not None and j_score is not None and block is not None and block.weight is None:
+        # only a recorded snapshot gets here (an authored one is refused at load)
+        return ComponentResult.unmeasurable(
+            "state_checks folds the hash with jsonpaths but the recorded snapshot declares no "
+            "state_checks.hash.weight, and GRADING.md gives that fold no default share"
+        )
     score = fold_state_sources(h_score, j_score, block.weight if block else None)
     return ComponentResult(score=score, reasons=(state_segment(reasons),) if reasons else ())
+
+
+def hash_loosenings(config: StateChecksConfig) -> tuple[str, ...]:
+    """The recorded hash options a snapshot turns on that the offline hash does not apply."""
+    on = []
+    if config.compare_columns:
+        on.append("compare_columns")
+    if config.auto_mask_clock_columns:
+        on.append("auto_mask_clock_columns")
+    if config.auto_normalize_nullables:
+        on.append("auto_normalize_nullables")
+    return tuple(on)
 
 
 def state_segment(reasons: list[str]) -> str:
