@@ -73,7 +73,12 @@ def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dic
             continue
         # faithful or refused (strict_json): a NaN, a 65-bit integer, a key written twice
         # or a line nested past what canonical JSON stores is named by line, never kept
-        v = strict_json.loads(raw, file, line=n)
+        try:
+            v = strict_json.loads(raw, file, line=n)
+        except strict_json.JsonInputError as exc:
+            raise BundleError(
+                file, f"line {n}", "one JSON object per line", f"corrupt event: {exc.problem}"
+            ) from None
         if not isinstance(v, dict):
             raise BundleError(file, f"line {n}", "a JSON object", describe(v))
         for k in ("seq", "type"):
