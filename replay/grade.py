@@ -80,6 +80,8 @@ def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) 
 
 def trace_component(result: TraceChecksResult) -> ComponentResult:
     """An evaluated trace_checks block as the fold reads it."""
+    if result.not_measured is not None:  # a pattern past its time budget (regex_budget)
+        return ComponentResult.unmeasurable(result.not_measured)
     if result.component is None:  # an events-less timeline: the component is unscored
         skipped = result.skipped_reason or "the timeline carries no events"
         return ComponentResult(score=None, reasons=(f"Trace checks: skipped ({skipped})",))
