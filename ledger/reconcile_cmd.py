@@ -131,7 +131,8 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
     if not real.is_relative_to(base_real):
         return _with_error(
             shown,
-            f"corpus {value!r} resolves to {real}, outside the base {base_real} (through a "
+            # the link's target is not named: where it points is not ours to print
+            f"corpus {value!r} resolves outside the base {base_real} (through a "
             "symlink) — point it at a directory inside the base",
         )
     if not real.is_dir():
