@@ -152,3 +152,62 @@ def test_an_authored_key_no_evaluator_accounts_for_refuses_the_grade() -> None:
     grade = grade_trial(_inputs(), recorded, timeline=TALK, trace_evaluator=_silent)
     assert grade.components["trace_checks"] is None
     assert "trace_checks.constraints.absent" in grade.not_measured["trace_checks"]
+
+
+def test_the_key_accounting_view_and_report_name_keys_that_never_scored(tmp_path) -> None:
+    """A corpus whose snapshot writes a hash source under a hash that is off: the source
+    never scores, and the README's query and the report's list say so."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    grading = {
+        "combine": {"weights": {"state_checks": 1.0}},
+        "state_checks": {
+            "hash": {"enabled": False, "expect_initial_state": True},
+            "jsonpaths": [{"path": "$.db.a", "equals": 1}],
+        },
+    }
+    for i in range(2):
+        b = tmp_path / "src" / f"t_ka_trial{i}"
+        b.mkdir(parents=True)
+        (b / "task.yaml").write_text(yaml.safe_dump({"task_id": "t_ka", "grading_config": grading}))
+        (b / "trajectory.yaml").write_text(
+            yaml.safe_dump(
+                {"task_id": "t_ka", "status": "completed", "termination_reason": "agent_done",
+                 "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}
+            )
+        )  # fmt: skip
+        (b / "env.yaml").write_text(yaml.safe_dump({"db": {"a": 1}}))
+    ledger = str(tmp_path / "l")
+    run = CliRunner()
+    assert run.invoke(main, ["init", "--ledger", ledger]).exit_code == 0
+    res = run.invoke(main, ["retrace", "--source", str(tmp_path / "src"), "--ledger", ledger])
+    assert res.exit_code == 0, res.output
+    query = run.invoke(main, ["sql", README_QUERY, "--format", "json", "--ledger", ledger])
+    assert query.exit_code == 0, query.output
+    rows = json.loads(query.output)
+    assert [(r["task_id"], r["key"], r["skipped"]) for r in rows] == [
+        ("t_ka", "state_checks.hash.expect_initial_state", 2)
+    ]
+    out = tmp_path / "report.html"
+    assert run.invoke(main, ["report", "--out", str(out), "--ledger", ledger]).exit_code == 0
+    page = out.read_text()
+    assert "Keys that never scored" in page and "state_checks.hash.expect_initial_state" in page
+
+
+# The query the README documents for "keys declared in this corpus that never scored".
+README_QUERY = (
+    "select task_id, key, skipped, reasons from key_accounting where evaluated = 0 "
+    "order by task_id, key"
+)
+
+
+def test_the_readme_documents_that_query() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f'vledger sql "{README_QUERY}"' in readme
