@@ -105,9 +105,15 @@ def trace_component(result: TraceChecksResult, block: TraceChecksConfig) -> Comp
     )
 
 
-def no_grade(reason: str) -> Grade:
+def no_grade(reason: str, config: GradingConfig | None = None) -> Grade:
+    """No verdict exists; every populated scored key is accounted as skipped for that reason."""
+    rows = [] if config is None else accounting_rows(skipped(reason, populated_scored_keys(config)))
     return Grade(
-        score=None, binary_pass=None, components=dict.fromkeys(COMPONENTS), reasons=[reason]
+        score=None,
+        binary_pass=None,
+        components=dict.fromkeys(COMPONENTS),
+        reasons=[reason],
+        accounting=rows,
     )
 
 
@@ -125,10 +131,13 @@ def grade_trial(
     outcome = classify_trial_outcome(inputs.termination_reason, inputs.grading_error)
     if outcome is TrialOutcomeClass.INFRASTRUCTURE_ABORT:
         return no_grade(
-            f"No grade: infrastructure abort ({inputs.termination_reason}), never measured"
+            f"No grade: infrastructure abort ({inputs.termination_reason}), never measured",
+            config,
         )
     if inputs.termination_reason == "trial_lost":
-        return no_grade("No grade: trial_lost — the runner lost the trial, so no verdict exists")
+        return no_grade(
+            "No grade: trial_lost — the runner lost the trial, so no verdict exists", config
+        )
     # Built once, before any component runs, whatever the config reads: a trial whose two
     # views disagree (TimelineInconsistencyError) gets no grade at all, judge-only or not.
     if timeline is None:
