@@ -168,3 +168,31 @@ def test_every_replayed_trial_accounts_for_every_populated_scored_key(kind: str,
         assert set(populated_scored_keys(config)) <= accounted, name
         checked += 1
     assert checked > 0
+
+
+MARKERS = {
+    "state_checks": "State:",
+    "transcript_rules": "Transcript:",
+    "trace_checks": "Trace checks:",
+    "llm_judge": "Judge:",
+    "custom_checks": "Custom checks:",
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_component_that_scored_names_itself_in_the_reasons(kind: str, retraced) -> None:
+    """GRADING.md § The runtime ledger: "Every component ... contributes its own segment to
+    Grade.reasons under the marker it emits" (the reference omits the State: segment when
+    every jsonpaths assertion holds; the spec wins)."""
+    _, path = retraced[kind]
+    scored = 0
+    for trial in json.loads(path.read_text())["trials"]:
+        replayed = trial["replayed"]
+        for component, score in (replayed or {}).get("components", {}).items():
+            if score is not None:
+                scored += 1
+                assert any(r.startswith(MARKERS[component]) for r in replayed["reasons"]), (
+                    trial["trial"],
+                    component,
+                )
+    assert scored > 0

@@ -243,6 +243,10 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
             "state_checks.hash.weight, and GRADING.md gives that fold no default share"
         )
     score = fold_state_sources(h_score, j_score, block.weight if block else None)
+    if score is not None and not reasons:
+        # every scored component names itself in the reasons (§ The runtime ledger), also
+        # when every assertion held and nothing else had a sentence to add
+        reasons.append(f"score={score:.2f}")
     return ComponentResult(
         score=score,
         reasons=(state_segment(reasons),) if reasons else (),
