@@ -348,8 +348,8 @@ def selected_trials(ledger_dir: Path, where: str | None) -> frozenset[str] | Non
         ) from None
     except analytics.SqlQueryError as exc:
         raise CurationError(
-            f"--where {where!r} is not a predicate over the trials view: {exc}. Its columns: "
-            "`vledger sql --schema`; e.g. \"corpus = 'run-a'\""
+            f"--where {where!r} is not a predicate over the trials view: {exc}; "
+            "e.g. \"corpus = 'run-a'\""
         ) from None
     return frozenset(table.column("trial").to_pylist())
 

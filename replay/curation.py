@@ -130,10 +130,13 @@ def record_carried(inputs: TrialInputs) -> bool:
     return TOOL_LOG_FILE in (inputs.registered.payload.get("files") or ())
 
 
-def rule_rejection(inputs: TrialInputs, criterion: str) -> tuple[Rejection, str] | None:
+def rule_rejection(
+    inputs: TrialInputs, criterion: str, where: str | None = None
+) -> tuple[Rejection, str] | None:
     """The rule's reason and observation for not admitting the trial, or ``None``.
 
     Checked in the reference's order, so a trial failing two tests is named by the first.
+    ``where`` names the trial in a refusal (default: its stream).
     """
     if inputs.registered.payload.get("task_source") != TASK_FILE:
         return Rejection.MISSING_TASK_SNAPSHOT, "no task.yaml"
@@ -146,16 +149,16 @@ def rule_rejection(inputs: TrialInputs, criterion: str) -> tuple[Rejection, str]
     row = _criterion_row(grade, criterion)
     if row is None or not isinstance(row.get("met"), bool):
         return Rejection.CRITERION_NOT_JUDGED, _not_judged(grade, criterion, row)
-    return _environment_dead(inputs)
+    return _environment_dead(inputs, where or inputs.registered.stream)
 
 
-def _environment_dead(inputs: TrialInputs) -> tuple[Rejection, str] | None:
+def _environment_dead(inputs: TrialInputs, where: str) -> tuple[Rejection, str] | None:
     # "Environment-dead is defined on the record, not on rendered text": a tool_log.yaml
     # with at least one call and none at status success. A record-less bundle is never
     # rejected by this rule — the claim would need evidence it does not carry.
     if inputs.registered.redacted:
         raise CurationError(
-            f"{_trial(inputs)}: metrics.yaml carries a redaction stamp, so the bundle was "
+            f"{where}/metrics.yaml carries a redaction stamp, so the bundle was "
             "rewritten before it was recorded and is not evidence of what the agent did; "
             "curate from the unredacted run instead"
         )
@@ -164,10 +167,6 @@ def _environment_dead(inputs: TrialInputs) -> tuple[Rejection, str] | None:
     if record_carried(inputs) and dead:
         return Rejection.ENVIRONMENT_DEAD, f"tool_calls: {len(calls)}, succeeded: 0"
     return None
-
-
-def _trial(inputs: TrialInputs) -> str:
-    return inputs.registered.stream
 
 
 def _named_model(inputs: TrialInputs, role: str) -> str | None:
@@ -271,7 +270,7 @@ def curate(
     rejected: list[tuple[Candidate, RejectedTrial]] = []
     for candidate in ordered:
         source = recorded_location(candidate.inputs).source
-        by_rule = rule_rejection(candidate.inputs, criterion)
+        by_rule = rule_rejection(candidate.inputs, criterion, candidate.label)
         by_author = _exclusion_for(candidate, exclusions)
         if by_rule is not None:
             if by_author is not None:
