@@ -63,9 +63,16 @@ def _payloads(events: Sequence[StoredEvent]) -> dict[str, list[Any]]:
     return by_type
 
 
+def _as_recorded(row: Mapping[str, Any]) -> dict[str, Any]:
+    # The importer numbers each row (``index``) and moves keys a newer recorder wrote under
+    # ``unrecognized``, verbatim; the file holds them where the recorder wrote them.
+    out = {k: v for k, v in row.items() if k not in ("index", "unrecognized")}
+    out.update(row.get("unrecognized") or {})
+    return out
+
+
 def _without_index(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    ordered = sorted(rows, key=lambda r: r["index"])
-    return [{k: v for k, v in r.items() if k != "index"} for r in ordered]
+    return [_as_recorded(r) for r in sorted(rows, key=lambda r: r["index"])]
 
 
 def _trajectory(reg: Mapping[str, Any], by_type: Mapping[str, list[Any]]) -> dict[str, Any]:
