@@ -22,15 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
+from ledger.importers.yaml_emit import emit_yaml
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
-
-try:  # the C emitter ships with the C loader, a declared dependency (DESIGN.md § 9)
-    _Dumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Dumper = yaml.SafeDumper
 
 # trajectory.yaml keys the importer moves onto trial.ended (ledger.importers.tolokaforge)
 _END_KEYS = ("status", "termination_reason")
@@ -43,17 +37,9 @@ class ExportError(ValueError):
     """The events do not hold what a bundle file needs; names the stream and the file."""
 
 
-def dump_yaml(document: Any, *, sort_keys: bool = True) -> bytes:
-    """One YAML rendering for every written file: block style, UTF-8, deterministic."""
-    text = yaml.dump(
-        document,
-        Dumper=_Dumper,
-        sort_keys=sort_keys,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=100,
-    )
-    return text.encode("utf-8")
+def dump_yaml(document: Any) -> bytes:
+    """One YAML rendering for every written file: block style, keys sorted, UTF-8."""
+    return emit_yaml(document)
 
 
 def _payloads(events: Sequence[StoredEvent]) -> dict[str, list[Any]]:
