@@ -41,7 +41,9 @@ def validate_payload(type: str, payload: Any) -> None:
         raise PayloadError(type, f"payload must be a JSON object, got {_shape(payload)}")
     if type.startswith(EXT_PREFIX):
         if len(type) == len(EXT_PREFIX):
-            raise PayloadError(type, "an extension type needs a name after 'ext.' (e.g. 'ext.note')")
+            raise PayloadError(
+                type, "an extension type needs a name after 'ext.' (e.g. 'ext.note')"
+            )
         return
     model = PAYLOAD_MODELS.get(type)
     if model is None:
