@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from schemas import replay_events, trial_events, verdict_events
+from schemas import curation, replay_events, trial_events, verdict_events
 
 EXT_PREFIX = "ext."
 
@@ -20,6 +20,7 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     **trial_events.PAYLOADS,
     **verdict_events.PAYLOADS,
     **replay_events.PAYLOADS,
+    **curation.PAYLOADS,  # corpus.curated (issue 21)
 }
 
 EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_MODELS)
