@@ -119,11 +119,13 @@ def evaluate_constraint(
 ) -> ConstraintResult:
     ctx = _Context(idx, c.within, engine, c.effective_on_missing)
     failing: tuple[Mapping[str, Any], ...] = ()
+    unbound = False
     if c.bind is None:
         v = _diagnosed(evaluate_node(c.require, ctx, {}))
     else:
         binder = resolve(idx, prepare(idx, c.bind.match, c.within, engine), {})
         cands = collect_candidates(idx, binder, c.bind, engine)
+        unbound = not cands.definite and not cands.undecidable
         v, failing = fold_bound(
             cands,
             lambda env: _diagnosed(evaluate_node(c.require, ctx, env)),
@@ -141,6 +143,7 @@ def evaluate_constraint(
         matched_positions=tuple(sorted(v.positions)),
         route=route,
         failing_bindings=failing if v.truth is not Truth.TRUE else (),
+        unbound=unbound,
     )
 
 
@@ -181,6 +184,7 @@ def evaluate_trace_checks(
         measured = shared + tuple(r for _, rs in routes for r in rs)
         return TraceChecksResult(
             None, measured, TraceChecksSummary(), {"": shared, **dict(routes)},
+            skipped_reason="; ".join(lost),  # what the key accounting files the skip under
             not_measured_reason="; ".join(lost),
         )  # fmt: skip
     if not config.paths:
