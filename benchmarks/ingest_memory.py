@@ -1,13 +1,16 @@
 """Peak memory of ``vledger ingest`` against the bytes it reads (issue 18, bounded readers).
 
-    python -m benchmarks.ingest_memory [--trials 1000] [--file-mib 63] [--seed 0]
+    python -m benchmarks.ingest_memory [--trials 1000] [--file-mib 48] [--seed 0]
 
 Two inputs, each ingested by a fresh ``vledger ingest`` process into a fresh ledger, its
 peak RSS read from ``getrusage(RUSAGE_CHILDREN)``:
 
 * the generated corpus (``benchmarks.generate_corpus``, ``--trials`` bundles);
-* one bundle whose trajectory.yaml is the largest single file ingest accepts by default
-  (just under the 64 MiB ``--max-file-bytes``): ``--file-mib`` MiB of messages.
+* one bundle whose trajectory.yaml is ``--file-mib`` MiB of messages: 48 MiB is the
+  largest tried that the store's one-batch append accepts today. The reader's own limit
+  is 64 MiB (``--max-file-bytes``), but at 63 MiB the append fails inside DuckDB ("Out
+  of Memory", its buffer pool is capped at 128 MB, README § Performance) — refused as
+  one Error line with the ledger unchanged, not a traceback.
 
 Each row divides the peak by the bytes of the files read. A process that only imports
 the CLI (``vledger --help``) gives the fixed floor (interpreter, DuckDB, PyArrow), shown
@@ -72,7 +75,7 @@ def big_bundle(out: Path, corpus: Path, mib: int) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=1000)
-    ap.add_argument("--file-mib", type=int, default=63)
+    ap.add_argument("--file-mib", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="vledger-bench-mem-") as tmp:
