@@ -229,9 +229,7 @@ OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "me
 
 def _confined_yaml(directory: Path, name: str, label: str, what: str, limits: YamlLimits) -> Any:
     """One file of a bundle, pack or corpus directory: read only if it stays inside it."""
-    return load_yaml(
-        directory / name, limits, root=directory, name=f"{label}/{name}", what=what
-    )
+    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
 
 
 def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawBundle:
