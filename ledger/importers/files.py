@@ -24,6 +24,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def printable(text: str) -> str:
+    """``text`` with control, format and line-breaking characters escaped (``\\n``,
+    ``\\x1b``, ``\\u2028``): a file or directory name is the input's own content, and a
+    name holding a newline or an escape sequence must not forge a line of output."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 class InputError(ValueError):
     """A file input that cannot be read as bounded data; names the file (and line)."""
 
@@ -32,7 +42,7 @@ class InputError(ValueError):
         self.problem = problem
         self.line = line
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {problem}")
+        super().__init__(f"{printable(where)}: {printable(problem)}")
 
 
 class InputTooLarge(InputError):

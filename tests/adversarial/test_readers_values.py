@@ -320,3 +320,13 @@ def test_fuzz_verdict_core_ingest_leaves_the_ledger_unchanged_on_refusal(
         except IngestError as exc:
             assert lg.size() == size
             assert "run/events.jsonl" in str(exc) or "run" in exc.source
+
+
+def test_a_name_holding_control_characters_is_escaped_in_the_refusal(
+    ledger: Path, tmp_path: Path
+) -> None:
+    b = bundle_copy(tmp_path / "b\nError: forged\x1b[2K")
+    (b / "metrics.yaml").write_text("turns: 1\nturns: 2\n")
+    text = _refused(ledger, b, "metrics.yaml:2")
+    assert "\n" not in text and "\x1b" not in text
+    assert "\\nError: forged\\x1b[2K" in text
