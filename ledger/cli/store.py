@@ -101,6 +101,10 @@ def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
                 continue
             try:
                 line = _Line.model_validate(strict_json.loads(raw, str(path), line=n))
+            except strict_json.JsonSyntaxError as exc:
+                raise click.ClickException(
+                    f"{path} line {n}: not JSON ({exc.detail}); nothing appended"
+                ) from None
             except InputError as exc:  # faithful or refused: duplicate key, NaN, 65-bit int
                 raise click.ClickException(f"{exc}; nothing appended") from None
             except orjson.JSONDecodeError as exc:

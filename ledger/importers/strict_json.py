@@ -32,6 +32,14 @@ class JsonInputError(InputError):
     """A JSON input that cannot be kept exactly as written."""
 
 
+class JsonSyntaxError(JsonInputError):
+    """Not JSON at all; ``detail`` is the parser's own complaint."""
+
+    def __init__(self, name: str, detail: str, *, line: int | None = None) -> None:
+        self.detail = detail
+        super().__init__(name, f"not valid JSON: {detail}", line=line)
+
+
 class _Refused(Exception):
     def __init__(self, problem: str) -> None:
         self.problem = problem
@@ -104,7 +112,7 @@ def loads(data: bytes | str, name: str, *, line: int | None = None) -> Any:
     except RecursionError:
         raise JsonInputError(name, too_deep(), line=line) from None
     except (ValueError, TypeError) as exc:  # JSONDecodeError, undecodable bytes
-        raise JsonInputError(name, f"not valid JSON: {exc}", line=line) from None
+        raise JsonSyntaxError(name, str(exc), line=line) from None
     if depth_exceeds(value):
         raise JsonInputError(name, too_deep(), line=line)
     return value

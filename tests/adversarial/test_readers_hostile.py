@@ -66,12 +66,6 @@ def test_files_resolving_outside_their_root_are_refused_unread(
         base, "ingest", "--ledger", base, b, named=(f"{b.name}/metrics.yaml", "outside"),
         hidden=(SECRET, str(outside)),
     )  # fmt: skip
-    b = bundle_copy(tmp_path / "via_passwd")
-    (b / "task.yaml").unlink()
-    (b / "task.yaml").symlink_to("/etc/passwd")
-    refused_unchanged(
-        base, "ingest", "--ledger", base, b, named=("task.yaml",), hidden=("root:", "/etc/passwd")
-    )
     # a pack's grading file named by its own content (absolute paths: in-process tests)
     p = pack_copy(tmp_path / "pack")
     task = yaml.safe_load((p / "task.yaml").read_text())
@@ -100,16 +94,10 @@ def test_devices_fifos_and_expanding_yaml_are_refused_fast(base: Path, tmp_path:
         base, "retrace", "--ledger", base, "--constraints", "/dev/zero", "--dry-run",
         named=("/dev/zero", "character device"), timeout=60,
     )  # fmt: skip
-    refused_unchanged(
-        base, "append", "--ledger", base, "/dev/zero", named=("/dev/zero",), timeout=60
-    )
     run = run_copy(tmp_path / "run_zero")
     (run / "receipt.json").unlink()
     (run / "receipt.json").symlink_to("/dev/zero")
     refused_unchanged(base, "ingest", "--ledger", base, run, named=("receipt.json",), timeout=60)
-    res = vledger("receipt", "verify", run, timeout=60)
-    no_traceback(res)
-    assert res.returncode == 1 and "receipt.json" in res.stdout + res.stderr
     # one 100 kB scalar aliased 3,000 times through trajectory message content: 300 MB of
     # text once expanded, far under the node limit (FIFOs, metrics.yaml: in-process tests)
     scalar = "x" * 100_000
@@ -244,7 +232,4 @@ def test_nesting_100k_deep_is_a_named_refusal_in_every_reader(base: Path, tmp_pa
     skipped = json.loads(res.stdout)["skipped"]
     assert sorted(s["source"] for s in skipped) == sorted([str(run), str(graph_run)])
     assert event_count(base) == count + 2  # the two ingest.skipped records, nothing else
-    res = vledger("receipt", "verify", graph_run)
-    no_traceback(res)
-    assert res.returncode == 1
     verify_clean(base)

@@ -69,6 +69,15 @@ def test_a_bundle_file_linked_outside_is_refused(
     _refused(ledger, b, f"b/{name}", "outside", hidden=(SECRET, str(secret_file)))
 
 
+def test_a_task_snapshot_linked_to_etc_passwd_prints_nothing_of_it(
+    ledger: Path, tmp_path: Path
+) -> None:
+    b = bundle_copy(tmp_path / "b")
+    (b / "task.yaml").unlink()
+    (b / "task.yaml").symlink_to("/etc/passwd")
+    _refused(ledger, b, "b/task.yaml", hidden=("root:", "/etc/passwd"))
+
+
 def test_a_dangling_link_is_refused_not_read_as_absent(ledger: Path, tmp_path: Path) -> None:
     b = bundle_copy(tmp_path / "b")
     (b / "metrics.yaml").unlink()
@@ -330,3 +339,30 @@ def test_a_name_holding_control_characters_is_escaped_in_the_refusal(
     text = _refused(ledger, b, "metrics.yaml:2")
     assert "\n" not in text and "\x1b" not in text
     assert "\\nError: forged\\x1b[2K" in text
+
+
+# ------------------------------------------- the other readers: append, receipt verify
+
+
+def test_append_and_receipt_verify_refuse_devices_links_and_deep_documents(
+    secret_file: Path, tmp_path: Path
+) -> None:
+    import click
+
+    from ledger.cli.store import read_jsonl
+    from ledger.receipts import verify_run_dir
+
+    with pytest.raises(click.ClickException, match="character device"):
+        read_jsonl(Path("/dev/zero"))
+    run = run_copy(tmp_path / "zero")
+    (run / "receipt.json").unlink()
+    (run / "receipt.json").symlink_to("/dev/zero")
+    assert any("receipt.json" in p and "outside" in p for p in verify_run_dir(run))
+    run = run_copy(tmp_path / "linked")
+    (run / "graph.json").unlink()
+    (run / "graph.json").symlink_to(secret_file)
+    problems = verify_run_dir(run)
+    assert problems and not any(SECRET in p or str(secret_file) in p for p in problems)
+    run = run_copy(tmp_path / "deep")
+    (run / "graph.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert any("graph.json" in p for p in verify_run_dir(run))
