@@ -292,6 +292,10 @@ def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None
     rows = (grade_yaml or {}).get("custom_checks_details")
     if rows is None:
         return None
+    if not rows:
+        error = suite_error(grade_yaml)
+        if error is not None:
+            return RecordedSuite((), error)
     out = []
     for r in rows:
         score = r.get("score")
@@ -305,6 +309,29 @@ def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None
         else:
             out.append(CheckVerdict(r["check_name"], r["status"], r.get("message") or "", score))
     return RecordedSuite(tuple(out))
+
+
+# GRADING.md § Custom Checks: "a suite that failed to run names the error it failed with" in
+# its one Custom checks: segment — the only record of that error (no per-check rows exist).
+SUITE_FAILED = "Custom checks: the suite failed to run"
+# The reference reports a checks.py declaring no @check as a suite that failed to run; the
+# spec reads it as a suite that "decided nothing" (unscored), so it is told apart here.
+NO_CHECK_DECLARED = "No @check decorated functions found"
+
+
+def suite_error(grade_yaml: Mapping[str, Any] | None) -> str | None:
+    """The error of a recorded suite that failed to run, from its reasons segment; None when
+    the grade records no such segment or the file simply declared no check."""
+    reasons = (grade_yaml or {}).get("reasons")
+    if not isinstance(reasons, str):
+        return None
+    for segment in reasons.split(" | "):
+        if segment.startswith(SUITE_FAILED):
+            error = segment.removeprefix(SUITE_FAILED).lstrip(" :—-").strip()
+            if error.startswith(NO_CHECK_DECLARED):
+                return None
+            return error or "the suite failed to run"
+    return None
 
 
 def inputs_from_trial(trial: TrialInputs) -> GradeInputs:

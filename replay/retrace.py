@@ -354,7 +354,11 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         else digest(effective.trace_checks.model_dump(mode="json")),
         observations=observations,
         advisories=recorded_cfg.advisories if recorded_cfg is not None else (),
-        unknown_keys=recorded_cfg.unknown_keys if recorded_cfg is not None else (),
+        # the snapshot's unknown grading keys, then the bundle files' (trajectory, tool log)
+        unknown_keys=(
+            *(recorded_cfg.unknown_keys if recorded_cfg is not None else ()),
+            *reg.unknown_keys,
+        ),
         **base,
     )
 

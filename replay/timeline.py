@@ -20,6 +20,23 @@ execution terms if a call's result precedes the next call, which is how the call
 The messages-only state (G6b) uses the same shape, with declaration order standing in
 for the execution order no record supplies, so one trial read with and without its
 tool_log.yaml differs in fields, never in where a tool_result sits.
+
+Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 (the recorder) builds
+them, since the spec is silent on them:
+
+* a *user tool step* — a ``role: user`` message declaring calls, every one of them
+  answered by the run of ``role: tool`` messages right after it (the user actor's isolated
+  tool turns). The step is addressed to the environment, not to the dialogue, so its calls
+  (and results) are events and the message itself is not;
+* on a messages-only read a ``role: tool`` message answers a declaration of either actor —
+  G6b speaks of "the message view", not of assistant messages — and carries the
+  recorder's ``tool_status`` where it wrote one (the result's ``status``).
+
+One place the recorder and GRADING.md disagree, and GRADING.md is followed: Tolokaforge
+0.33.1 strips the loop's ``Error: `` prefix off a messages-only result (unless its
+``tool_status`` is success or environment_error); G6b and § Matching a result on a failed
+call say that text "carries an Error: prefix", so it is kept verbatim here
+(:func:`message_result_text`).
 """
 
 from __future__ import annotations
@@ -202,8 +219,9 @@ def build_trial_timeline(
         if not message_view_present:
             return TrialTimeline(_records_only_events(ordered), False, True, termination_reason)
         records_by_key = _link_records(ordered, declared)
-    answers = {} if records_present else _read_answers(messages, tool_messages, calls_of)
-    events = _emit(messages, calls_of, records_present, records_by_key, answers)
+    answers = {} if records_present else _read_answers(messages, tool_messages, declared)
+    steps = user_tool_steps(messages)
+    events = _emit(messages, calls_of, records_present, records_by_key, answers, steps)
     return TrialTimeline(tuple(events), message_view_present, records_present, termination_reason)
 
 
@@ -220,6 +238,7 @@ def _read_message_view(
     calls_of: dict[int, list[tuple[str, ToolCallDecl]]] = {}
     tool_messages: list[int] = []
     deriver = CallIdDeriver()
+
     for i, message in enumerate(messages):
         role = message.role
         if role in (_ASSISTANT, _USER):
@@ -295,24 +314,15 @@ def _link_records(
 def _read_answers(
     messages: Sequence[Message],
     tool_messages: Sequence[int],
-    calls_of: Mapping[int, list[tuple[str, ToolCallDecl]]],
-) -> dict[str, str]:
-    """Messages-only results (G6b): the k-th role: tool message naming raw id x answers
-    the k-th declaration of x, joined by key and never by position.
-
-    Only assistant declarations are answerable: a user-executed call emits no role: tool
-    message and its result is "never built from the message view" (N2). Counting user
-    declarations here would shift every later answer of an id both actors minted (a
-    bundle from before the shared assigner) onto the wrong call.
+    declared: Mapping[str, tuple[int, ToolCallDecl]],
+) -> dict[str, Message]:
+    """Messages-only results (G6b): each role: tool message keyed in message order by its
+    own view's derivation (G3), so the k-th result naming raw id x answers the k-th
+    declaration of x — whichever actor declared it (a user tool step's results are
+    role: tool messages too). Joined by key, never by position.
     """
-    answerable: dict[str, list[str]] = {}
-    for i, keyed in calls_of.items():  # insertion order is message order
-        if messages[i].role == _ASSISTANT:
-            for key, decl in keyed:
-                answerable.setdefault(decl.id, []).append(key)
-    answers: dict[str, str] = {}
-    answered: dict[str, int] = {}
-    namer = CallIdDeriver()  # the answer view's own key for each answer (G3), for errors
+    answers: dict[str, Message] = {}
+    deriver = CallIdDeriver()
     for i in tool_messages:
         message = messages[i]
         raw = message.tool_call_id
@@ -324,21 +334,54 @@ def _read_answers(
                 call_id="",
                 where=f"messages[{i}]",
             )
-        name = namer.derive(raw)
-        k = answered.get(raw, 0)
-        answered[raw] = k + 1
-        keys = answerable.get(raw, ())
-        if k >= len(keys):
+        key = deriver.derive(raw)
+        if key not in declared:
             raise TimelineInconsistencyError(
-                f"role: tool message messages[{i}] answers call id {name!r} (answer "
-                f"{k + 1} to raw id {raw!r}), but the assistant messages declare "
-                f"{len(keys)} call(s) with that id; with no tool_log its text is the only "
-                "evidence of that call, so it can be neither joined nor dropped (G6b)",
-                call_id=name,
+                f"role: tool message messages[{i}] answers call id {key!r} (raw id {raw!r}), "
+                "but no assistant or user message declares a call under that key; with no "
+                "tool_log its text is the only evidence of that call, so it can be neither "
+                "joined nor dropped (G6b)",
+                call_id=key,
                 where=f"messages[{i}]",
             )
-        answers[keys[k]] = message.content or ""
+        answers[key] = message
     return answers
+
+
+def user_tool_steps(messages: Sequence[Message]) -> frozenset[int]:
+    """Indexes of the user tool steps: a role: user message declaring calls whose every
+    raw id is answered by the run of role: tool messages right after it (module docstring).
+
+    Read from the transcript's shape alone, as the recorder reads it; a message declaring
+    one of a step's raw ids is read as a step as well (the recorder's own test).
+    """
+    step_ids: set[str] = set()
+    n = len(messages)
+    for i, message in enumerate(messages):
+        if message.role != _USER or not message.tool_calls:
+            continue
+        ids = {decl.id for decl in message.tool_calls}
+        answered: set[str] = set()
+        j = i + 1
+        while j < n and messages[j].role == _TOOL:
+            answered.add(messages[j].tool_call_id or "")
+            j += 1
+        if ids <= answered:
+            step_ids |= ids
+    if not step_ids:
+        return frozenset()
+    return frozenset(
+        i
+        for i, m in enumerate(messages)
+        if m.role == _USER and any(decl.id in step_ids for decl in m.tool_calls)
+    )
+
+
+def message_result_text(message: Message) -> str:
+    """A role: tool message's text as a messages-only result: verbatim, the agent-facing
+    rendering with any ``Error: `` prefix (G6b; the module docstring says why the
+    recorder's stripping is not followed)."""
+    return message.content or ""
 
 
 def _records_only_events(ordered: Sequence[RecordedToolCall]) -> tuple[TraceEvent, ...]:
@@ -365,9 +408,12 @@ def _emit(
     calls_of: Mapping[int, list[tuple[str, ToolCallDecl]]],
     records_present: bool,
     records_by_key: Mapping[str, RecordedToolCall],
-    answers: Mapping[str, str],
+    answers: Mapping[str, Message],
+    steps: frozenset[int] = frozenset(),
 ) -> list[TraceEvent]:
-    """Walk the messages once, emitting each event at its final position (G1, G2, G8)."""
+    """Walk the messages once, emitting each event at its final position (G1, G2, G8).
+
+    A user tool step (``steps``) emits its calls and not its message (module docstring)."""
     events: list[TraceEvent] = []
     generations = 0  # assistant messages seen so far
     for i, message in enumerate(messages):
@@ -383,7 +429,8 @@ def _emit(
         else:
             continue  # N3: system messages are not events; tool text joins its call
         # N4: the wire text; a screenshot-only turn carries "".
-        events.append(_message_event(len(events), turn, kind, message.content or ""))
+        if i not in steps:
+            events.append(_message_event(len(events), turn, kind, message.content or ""))
         keyed = calls_of.get(i)
         if keyed is None:
             continue
@@ -433,19 +480,21 @@ def _emit_answered_calls(
     events: list[TraceEvent],
     turn: int,
     keyed: list[tuple[str, ToolCallDecl]],
-    answers: Mapping[str, str],
+    answers: Mapping[str, Message],
 ) -> None:
-    """G6b: declaration order; an answered call's result right after it; executor, status
-    and latency stay None (no record view). A user-executed call has no answer (N2)."""
+    """G6b: declaration order; an answered call's result right after it; executor and
+    latency stay None (no record view), status is the message's recorded ``tool_status``
+    (None where it carries none). A user call inlined into its reply has no answer (N2)."""
     append = events.append
     position = len(events)
     for key, decl in keyed:
         name = decl.name
         append(_call_event(position, turn, key, name, None, decl.arguments))
         position += 1
-        text = answers.get(key)
-        if text is not None:
-            append(_result_event(position, turn, key, name, None, None, text, None))
+        answer = answers.get(key)
+        if answer is not None:
+            text = message_result_text(answer)
+            append(_result_event(position, turn, key, name, None, answer.tool_status, text, None))
             position += 1
 
 

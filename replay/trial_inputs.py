@@ -51,6 +51,8 @@ class RegisteredInfo:
     schema_version_stamp: int | None
     redacted: bool
     payload: Mapping[str, Any] = field(repr=False)
+    # keys of trajectory.yaml / tool_log.yaml a newer recorder wrote and ingest kept unread
+    unknown_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class TrialInputs:
 def message_from_payload(p: Mapping[str, Any]) -> Message:
     """A ``trial.message`` payload as the timeline's :class:`Message` (wire text, N4)."""
     calls = p.get("tool_calls") or ()
+    status = p.get("tool_status")
     return Message(
         role=Role(p["role"]),
         content=p.get("content") or "",
@@ -83,6 +86,7 @@ def message_from_payload(p: Mapping[str, Any]) -> Message:
             for c in calls
         ),
         tool_call_id=p.get("tool_call_id"),
+        tool_status=None if status is None else ToolExecutionStatus(status),
     )
 
 
@@ -119,6 +123,7 @@ def _registered(stream: str, p: Mapping[str, Any]) -> RegisteredInfo:
         schema_version_stamp=p.get("schema_version_stamp"),
         redacted=bool(p.get("redacted", False)),
         payload=p,
+        unknown_keys=tuple(p.get("unknown_keys") or ()),
     )
 
 

@@ -30,6 +30,9 @@ class ToolExecutionStatus(StrEnum):
     TOOL_NOT_FOUND = "tool_not_found"
     INVALID_ARGUMENTS = "invalid_arguments"
     TIMEOUT = "timeout"
+    # The environment, not the tool, failed the call (Tolokaforge 0.33.1 records it). A
+    # status like any other to a matcher: not success, so `status != success` selects it.
+    ENVIRONMENT_ERROR = "environment_error"
 
 
 class TraceEventKind(StrEnum):
@@ -50,12 +53,17 @@ class ToolCallDecl:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message of trajectory.yaml: role, wire text, declared calls, answered call id."""
+    """One message of trajectory.yaml: role, wire text, declared calls, answered call id.
+
+    ``tool_status`` is the completed outcome a recorder wrote on a ``role: tool`` message when
+    it knew it (Tolokaforge 0.33.1's ``Message.tool_status``); None where not recorded.
+    """
 
     role: Role
     content: str = ""
     tool_calls: tuple[ToolCallDecl, ...] = ()
     tool_call_id: str | None = None
+    tool_status: ToolExecutionStatus | None = None
 
 
 @dataclass(frozen=True, slots=True)

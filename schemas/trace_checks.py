@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -26,10 +26,11 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 
-from schemas.reading import ReadNotes, read_model
+from schemas.reading import ReadNotes, is_recorded, notes_of, read_model, rule_broken
 
 OPERATORS: tuple[str, ...] = (
     "equals",
@@ -50,7 +51,26 @@ OPERATORS: tuple[str, ...] = (
     "equals_binding",
     "contains_binding",
 )
+# Operators a recorded snapshot carries beyond GRADING.md's seventeen: Tolokaforge 0.33.1's
+# ValuePredicate writes them (null-expanded) and evaluates them. GRADING.md § Operators
+# says "there is no not_contains / not_regex", so an authored block is still refused them;
+# a recorded one is evidence and is read as the recorder wrote it.
+RECORDED_OPERATORS: tuple[str, ...] = (
+    "not_contains",
+    "not_regex",
+    "is_null",
+    "omitted",
+    "date_gt",
+    "date_gte",
+    "date_lt",
+    "date_lte",
+)
+ALL_OPERATORS: tuple[str, ...] = OPERATORS + RECORDED_OPERATORS
 BINDING_OPERATORS: tuple[str, ...] = ("equals_binding", "contains_binding")
+REGEX_OPERATORS: tuple[str, ...] = ("regex", "not_regex")
+# Operators that read whether a value is there at all, so they are applied to a None
+# (is_null) or an argument the call never sent (omitted) rather than failing on it.
+NULLNESS_OPERATORS: tuple[str, ...] = ("exists", "is_null", "omitted")
 
 KIND_NAMES: tuple[str, ...] = (
     "present",
@@ -89,12 +109,14 @@ Quantifier = Literal["any", "all", "first", "last"]
 AnchorQuantifier = Literal["first", "last"]
 Among = Literal["tool_calls", "tool_results", "messages", "events"]
 Severity = Literal["scored", "gate"]
-OnMissing = Literal["fail", "pass"]
+# withhold is recorded-only (Tolokaforge 0.33.1's OnMissing; GRADING.md names fail | pass).
+OnMissing = Literal["fail", "pass", "withhold"]
 OnUnbound = Literal["fail", "pass"]
 RegexEngine = Literal["linear", "backtracking"]
 
 Real = StrictInt | StrictFloat
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+Patterns = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -113,6 +135,26 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _recorded_only_keys(data: Any, info: ValidationInfo, keys: tuple[str, ...], where: str) -> None:
+    """Keys only a recorded snapshot may carry: an authored block is refused them exactly as
+    it is refused any key outside GRADING.md's vocabulary (issue 15: authored input keeps
+    every load-time rule; a recorded one is read as the recorder wrote it)."""
+    if is_recorded(info) or not isinstance(data, Mapping):
+        return
+    for key in keys:
+        if key in data:
+            raise ValueError(
+                f"unknown key {key!r}; it is not part of the block's vocabulary ({where}) —"
+                " only a recorded snapshot (Tolokaforge 0.33.1) carries it"
+            )
+
+
+def _recorded_value(info: ValidationInfo, message: str) -> None:
+    """A value only a recorded snapshot may carry: refused on an authored read."""
+    if not is_recorded(info):
+        raise ValueError(message)
+
+
 class Predicate(_Closed):
     """A conjunction of operators over one field. An operator counts as declared when not null."""
 
@@ -121,7 +163,7 @@ class Predicate(_Closed):
     equals_ci: StrictStr | None = None
     contains: Any = None
     contains_ci: StrictStr | None = None
-    regex: StrictStr | None = None
+    regex: Patterns | None = None  # a list (every pattern must search) is recorded-only
     gt: Real | None = None
     gte: Real | None = None
     lt: Real | None = None
@@ -133,6 +175,38 @@ class Predicate(_Closed):
     exists: StrictBool | None = None
     equals_binding: StrictStr | None = None
     contains_binding: StrictStr | None = None
+    # --- recorded-only (RECORDED_OPERATORS, and the engine modifier) ---
+    not_contains: Any = None
+    not_regex: Patterns | None = None
+    is_null: StrictBool | None = None
+    omitted: StrictBool | None = None
+    date_gt: StrictStr | None = None
+    date_gte: StrictStr | None = None
+    date_lt: StrictStr | None = None
+    date_lte: StrictStr | None = None
+    regex_engine: RegexEngine | None = None  # None inherits trace_checks.regex_engine
+
+    @model_validator(mode="before")
+    @classmethod
+    def _authored_vocabulary(cls, data: Any, info: ValidationInfo) -> Any:
+        _recorded_only_keys(data, info, (*RECORDED_OPERATORS, "regex_engine"), "§ Operators")
+        if isinstance(data, Mapping) and isinstance(data.get("regex"), list):
+            _recorded_value(
+                info,
+                "regex takes one pattern; a list of patterns is only read in a recorded"
+                " snapshot — write a single pattern, or all_of over two predicates",
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _engine_reads_a_pattern(self, info: ValidationInfo) -> Predicate:
+        if self.regex_engine is not None and self.regex is None and self.not_regex is None:
+            rule_broken(
+                info,
+                f"regex_engine: {self.regex_engine} on a predicate declaring neither regex nor"
+                " not_regex reads no pattern; drop regex_engine",
+            )
+        return self
 
     @model_validator(mode="after")
     def _declares_an_operator(self) -> Predicate:
@@ -147,7 +221,18 @@ class Predicate(_Closed):
 
     def declared(self) -> tuple[tuple[str, Any], ...]:
         """(operator, value) for every operator this predicate declares, in vocabulary order."""
-        return tuple((op, getattr(self, op)) for op in OPERATORS if getattr(self, op) is not None)
+        return tuple(
+            (op, getattr(self, op)) for op in ALL_OPERATORS if getattr(self, op) is not None
+        )
+
+    def patterns(self, op: str) -> tuple[str, ...]:
+        """The patterns a declared regex / not_regex names; one string is the one-item list."""
+        value = getattr(self, op)
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    def engine_under(self, block: RegexEngine) -> RegexEngine:
+        """The engine this predicate's patterns run on inside a block defaulting to ``block``."""
+        return self.regex_engine or block
 
     def binding_names(self) -> tuple[str, ...]:
         return tuple(v for op, v in self.declared() if op in BINDING_OPERATORS)
@@ -181,7 +266,7 @@ class Matcher(_Closed):
         return data
 
     @model_validator(mode="after")
-    def _fields_fit_the_kind(self) -> Matcher:
+    def _fields_fit_the_kind(self, info: ValidationInfo) -> Matcher:
         allowed = MATCHABLE_FIELDS[self.kind]
         for name in FIELD_NAMES:
             if getattr(self, name) is not None and name not in allowed:
@@ -193,16 +278,20 @@ class Matcher(_Closed):
                     f" {' or '.join(carriers)} to match {name}"
                 )
         if self.args is not None:
+            # Both are vacuous rather than unrunnable: no args predicate, or a segment no
+            # argument carries (an absent value) — so a recorded block keeps an advisory.
             if not self.args:
-                raise ValueError(
+                rule_broken(
+                    info,
                     "args declares no argument path; drop args or name a path such as"
-                    " args: { record_id: { equals: R-1 } }"
+                    " args: { record_id: { equals: R-1 } }",
                 )
             for path in self.args:
                 if not path or any(not seg for seg in path.split(".")):
-                    raise ValueError(
+                    rule_broken(
+                        info,
                         f"args path {path!r} has an empty segment; address nested arguments"
-                        " by dotted segments, e.g. body.resolution_path"
+                        " by dotted segments, e.g. body.resolution_path",
                     )
         return self
 
@@ -234,14 +323,17 @@ class AnchorSide(_Side):
 
     @model_validator(mode="before")
     @classmethod
-    def _anchor_quantifier(cls, data: Any) -> Any:
+    def _anchor_quantifier(cls, data: Any, info: ValidationInfo) -> Any:
         if isinstance(data, Mapping) and data.get("quantifier") in ("any", "all"):
             q = data["quantifier"]
             instead = "first" if q == "any" else "last"
-            raise ValueError(
+            rule_broken(
+                info,
                 f"an anchor's quantifier is first or last, not {q}: over a window any"
-                f" collapses onto first and all onto last — write quantifier: {instead}"
+                f" collapses onto first and all onto last — write quantifier: {instead}",
             )
+            # Recorded: read as the collapse GRADING.md § Quantifiers states it means.
+            return {**data, "quantifier": instead}
         return data
 
 
@@ -257,16 +349,19 @@ class CountPayload(_Closed):
     max: NonNegativeInt | None = None
 
     @model_validator(mode="after")
-    def _bounds(self) -> CountPayload:
+    def _bounds(self, info: ValidationInfo) -> CountPayload:
+        # Both shapes evaluate (always within; never within), so recorded ones are advisories.
         if self.min is None and self.max is None:
-            raise ValueError(
+            rule_broken(
+                info,
                 "count declares neither min nor max, so every count is within the bounds;"
-                " write min: and/or max: (present is count with min: 1)"
+                " write min: and/or max: (present is count with min: 1)",
             )
         if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(
+            rule_broken(
+                info,
                 f"count min: {self.min} exceeds max: {self.max}, which no trajectory satisfies;"
-                " swap the bounds"
+                " swap the bounds",
             )
         return self
 
@@ -365,17 +460,19 @@ class Within(_Closed):
     last_turn: NonNegativeInt | None = None
 
     @model_validator(mode="after")
-    def _window(self) -> Within:
+    def _window(self, info: ValidationInfo) -> Within:
+        # Both evaluate (restricts nothing; keeps nothing), so recorded ones are advisories.
         if self.first_turn is None and self.last_turn is None:
-            raise ValueError("within declares neither first_turn nor last_turn; drop within")
+            rule_broken(info, "within declares neither first_turn nor last_turn; drop within")
         if (
             self.first_turn is not None
             and self.last_turn is not None
             and self.first_turn > self.last_turn
         ):
-            raise ValueError(
+            rule_broken(
+                info,
                 f"within first_turn: {self.first_turn} is after last_turn: {self.last_turn},"
-                " a window no event falls in; swap the bounds"
+                " a window no event falls in; swap the bounds",
             )
         return self
 
@@ -390,6 +487,16 @@ class BindValue(_Closed):
 
     field: StrictStr
     pattern: StrictStr | None = None
+    regex_engine: RegexEngine | None = None  # recorded-only; None inherits the block's
+
+    @model_validator(mode="before")
+    @classmethod
+    def _authored_vocabulary(cls, data: Any, info: ValidationInfo) -> Any:
+        _recorded_only_keys(data, info, ("regex_engine",), "§ Correlating arguments")
+        return data
+
+    def engine_under(self, block: RegexEngine) -> RegexEngine:
+        return self.regex_engine or block
 
     @model_validator(mode="after")
     def _field_address(self) -> BindValue:
@@ -411,17 +518,20 @@ class Bind(_Closed):
     on_unbound: OnUnbound | None = None
 
     @model_validator(mode="after")
-    def _fields_fit_the_binder(self) -> Bind:
+    def _fields_fit_the_binder(self, info: ValidationInfo) -> Bind:
+        # A name is only a key, and a field the kind never sets binds nothing (on_unbound
+        # decides): both evaluate, so a recorded block keeps them as advisories.
         allowed = BINDABLE_FIELDS[self.match.kind]
         for name, value in self.values.items():
             if not _NAME.match(name):
-                raise ValueError(f"binding name {name!r} is not a name; use letters, digits and _")
+                rule_broken(info, f"binding name {name!r} is not a name; use letters, digits and _")
             head = value.field.partition(".")[0]
             if head not in allowed:
-                raise ValueError(
+                rule_broken(
+                    info,
                     f"bind.values.{name}.field {value.field!r} is never set on the"
                     f" kind: {self.match.kind} events bind.match selects, so the name binds"
-                    f" nothing; on that kind extract one of {', '.join(allowed)}"
+                    f" nothing; on that kind extract one of {', '.join(allowed)}",
                 )
         return self
 
@@ -439,6 +549,17 @@ class Constraint(_Closed):
     within: Within | None = None
     bind: Bind | None = None
     require: Require
+
+    @model_validator(mode="after")
+    def _authored_on_missing(self, info: ValidationInfo) -> Constraint:
+        if self.on_missing == "withhold":
+            _recorded_value(
+                info,
+                "on_missing: withhold is not part of the block's vocabulary (GRADING.md §"
+                " on_missing: fail | pass) — only a recorded snapshot (Tolokaforge 0.33.1)"
+                " carries it",
+            )
+        return self
 
     @property
     def effective_weight(self) -> float:
@@ -467,10 +588,19 @@ class TraceChecksConfig(_Closed):
     regex_engine: RegexEngine = "linear"
 
     @model_validator(mode="after")
-    def _block_rules(self) -> TraceChecksConfig:
+    def _block_rules(self, info: ValidationInfo) -> TraceChecksConfig:
         problems = block_problems(self)
+        notes = notes_of(info)
+        if notes is not None and not notes.authored:
+            # Recorded: a rule the evaluator can still run past is an advisory (issue 15);
+            # only what it cannot run (nothing to score, a pattern that does not compile,
+            # a reference to a value nothing binds) is still refused.
+            for p in problems:
+                if p.advisory:
+                    notes.advise(p.message)
+            problems = [p for p in problems if not p.advisory]
         if problems:
-            raise ValueError("\n".join(problems))
+            raise ValueError("\n".join(p.message for p in problems))
         return self
 
     @property
@@ -528,19 +658,35 @@ def load_trace_checks(data: Any, notes: ReadNotes | None = None) -> TraceChecksC
 # --- block-level refusals -----------------------------------------------------------------
 
 
-def block_problems(cfg: TraceChecksConfig) -> list[str]:
+class Problem(NamedTuple):
+    """One refusal line. ``advisory``: the evaluator can still run the block as written, so
+    a recorded read keeps the line as an advisory instead of refusing (issue 15)."""
+
+    message: str
+    advisory: bool = True
+
+
+def _unrunnable(message: str) -> Problem:
+    return Problem(message, advisory=False)
+
+
+def block_problems(cfg: TraceChecksConfig) -> list[Problem]:
     """Every refusal that depends on the block as a whole, one line per defect."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     if not cfg.constraints and not cfg.alternatives:
         problems.append(
-            "trace_checks declares neither constraints nor alternatives, which scores nothing;"
-            " declare constraints: [...] or two or more alternatives"
+            _unrunnable(
+                "trace_checks declares neither constraints nor alternatives, which scores"
+                " nothing; declare constraints: [...] or two or more alternatives"
+            )
         )
     if cfg.alternatives is not None and len(cfg.alternatives) < 2:
         problems.append(
-            f"trace_checks.alternatives carries {len(cfg.alternatives)} path(s); two is the"
-            " floor — the best of one path is that path, so move its constraints under"
-            " constraints:"
+            Problem(
+                f"trace_checks.alternatives carries {len(cfg.alternatives)} path(s); two is the"
+                " floor — the best of one path is that path, so move its constraints under"
+                " constraints:"
+            )
         )
     problems.extend(_duplicate_ids(cfg))
     problems.extend(_gate_only_routes(cfg))
@@ -558,7 +704,7 @@ def iter_constraints(cfg: TraceChecksConfig) -> Iterator[tuple[str, Constraint]]
             yield f"trace_checks.{path.id}.{c.id}", c
 
 
-def _duplicate_ids(cfg: TraceChecksConfig) -> list[str]:
+def _duplicate_ids(cfg: TraceChecksConfig) -> list[Problem]:
     seen: dict[str, str] = {}
     problems = []
     entries = [(c.id, f"trace_checks.{c.id}") for c in cfg.shared]
@@ -568,16 +714,18 @@ def _duplicate_ids(cfg: TraceChecksConfig) -> list[str]:
     for ident, where in entries:
         if ident in seen:
             problems.append(
-                f"{where}: id {ident!r} repeats {seen[ident]}; path ids and every constraint id"
-                " share one space, so two sub-check results would be indistinguishable —"
-                " rename one"
+                Problem(
+                    f"{where}: id {ident!r} repeats {seen[ident]}; path ids and every constraint"
+                    " id share one space, so two sub-check results would be indistinguishable —"
+                    " rename one"
+                )
             )
         else:
             seen[ident] = where
     return problems
 
 
-def _gate_only_routes(cfg: TraceChecksConfig) -> list[str]:
+def _gate_only_routes(cfg: TraceChecksConfig) -> list[Problem]:
     if len(cfg.paths) < 2:
         return []
     shared_scored = any(c.severity == "scored" for c in cfg.shared)
@@ -588,11 +736,13 @@ def _gate_only_routes(cfg: TraceChecksConfig) -> list[str]:
         return []
     first_scored = next(pid for pid, s in scored.items() if s)
     return [
-        f"trace_checks.alternatives[{pid}]: the route's decision set (the shared constraints"
-        f" plus its own) has no scored member while route {first_scored!r}'s does, so it"
-        " scores a constant 1.0 wherever its gates hold and stands in front of every scored"
-        " route; move its gates into the shared constraints: list, or give it a scored"
-        " constraint"
+        Problem(
+            f"trace_checks.alternatives[{pid}]: the route's decision set (the shared constraints"
+            f" plus its own) has no scored member while route {first_scored!r}'s does, so it"
+            " scores a constant 1.0 wherever its gates hold and stands in front of every scored"
+            " route; move its gates into the shared constraints: list, or give it a scored"
+            " constraint"
+        )
         for pid, s in scored.items()
         if not s
     ]
@@ -601,48 +751,82 @@ def _gate_only_routes(cfg: TraceChecksConfig) -> list[str]:
 # --- per-constraint refusals --------------------------------------------------------------
 
 
-def constraint_problems(c: Constraint, address: str, engine: RegexEngine) -> list[str]:
-    problems: list[str] = []
+def constraint_problems(c: Constraint, address: str, engine: RegexEngine) -> list[Problem]:
+    problems: list[Problem] = []
     if c.weight is not None and c.weight <= 0:
+        # Not an advisory: a non-positive weight can leave the fold with no denominator.
         problems.append(
-            f"{address}.weight: {c.weight} is not positive; a zero weight is a check nothing"
-            " scores — write severity: gate for evaluated-but-not-scored, or a weight > 0"
+            _unrunnable(
+                f"{address}.weight: {c.weight} is not positive; a zero weight is a check nothing"
+                " scores — write severity: gate for evaluated-but-not-scored, or a weight > 0"
+            )
         )
     if c.severity == "gate":
+        # Recorded: the weight is read by nothing (a gate enters no fold) and the two pass
+        # policies are evaluated as written — the reference serialises weight: 1.0 on every
+        # gate, so this is the commonest advisory on a real snapshot.
         if c.weight is not None:
             problems.append(
-                f"{address}.weight: a severity: gate constraint enters neither the numerator"
-                " nor the denominator, so the weight is a key nothing reads; drop weight, or"
-                " drop severity: gate to score the constraint"
+                Problem(
+                    f"{address}.weight: a severity: gate constraint enters neither the"
+                    " numerator nor the denominator, so the weight is a key nothing reads; drop"
+                    " weight, or drop severity: gate to score the constraint"
+                )
             )
         if c.on_missing == "pass":
             problems.append(
-                f"{address}.on_missing: pass beside severity: gate opens the gate on every"
-                " trial whose anchor matched nothing; drop on_missing (it defaults to fail),"
-                " or make the constraint scored"
+                Problem(
+                    f"{address}.on_missing: pass beside severity: gate opens the gate on every"
+                    " trial whose anchor matched nothing; drop on_missing (it defaults to fail),"
+                    " or make the constraint scored"
+                )
             )
         if c.bind is not None and c.bind.on_unbound == "pass":
             problems.append(
-                f"{address}.bind.on_unbound: pass beside severity: gate holds the gate"
-                " vacuously whenever the binder selects nothing; drop on_unbound (it defaults"
-                " to fail), or make the constraint scored"
+                Problem(
+                    f"{address}.bind.on_unbound: pass beside severity: gate holds the gate"
+                    " vacuously whenever the binder selects nothing; drop on_unbound (it"
+                    " defaults to fail), or make the constraint scored"
+                )
             )
     if c.on_missing is not None:
-        verdict_kinds = sorted(
-            {k for k, _ in iter_kinds(c.require, "require") if k in MATCH_VERDICT_KINDS}
-        )
-        if verdict_kinds:
-            problems.append(
-                f"{address}.on_missing: the require tree holds {', '.join(verdict_kinds)}, whose"
-                " verdict is the match itself, so a policy for 'the matcher found nothing'"
-                " would answer the question the constraint asks; drop on_missing (for"
-                " 'applies only when X happened' write any_of: [absent X, …])"
-            )
+        problems.extend(_on_missing_problems(c, address))
     problems.extend(_binding_problems(c, address))
     problems.extend(_same_matcher_problems(c.require, f"{address}.require"))
     problems.extend(_view_problems(c.require, f"{address}.require"))
     problems.extend(_regex_problems(c, address, engine))
     return problems
+
+
+# Kinds over which each on_missing policy has nothing to decide. fail / pass: the three
+# whose verdict is the match (GRADING.md § on_missing). withhold (recorded-only): the
+# reference admits it over present and count — an empty match is withheld there, not
+# decided — and refuses it only over absent, whose empty match is its positive verdict.
+_REFUSING_ON_MISSING: dict[str, frozenset[str]] = {
+    "fail": MATCH_VERDICT_KINDS,
+    "pass": MATCH_VERDICT_KINDS,
+    "withhold": frozenset({"absent"}),
+}
+
+
+def _on_missing_problems(c: Constraint, address: str) -> list[Problem]:
+    """The policy reaches every kind in the tree (composites pass it down unchanged), so a
+    kind it cannot decide over anywhere in the tree is refused. Recorded: an advisory — the
+    policy is simply never consulted by those kinds (withhold still withholds an empty
+    present / count, as the reference does)."""
+    assert c.on_missing is not None
+    refusing = _REFUSING_ON_MISSING[c.on_missing]
+    verdict_kinds = sorted({k for k, _ in iter_kinds(c.require, "require") if k in refusing})
+    if not verdict_kinds:
+        return []
+    return [
+        Problem(
+            f"{address}.on_missing: the require tree holds {', '.join(verdict_kinds)}, whose"
+            " verdict is the match itself, so a policy for 'the matcher found nothing'"
+            " would answer the question the constraint asks; drop on_missing (for"
+            " 'applies only when X happened' write any_of: [absent X, …])"
+        )
+    ]
 
 
 def iter_kinds(req: Require, address: str) -> Iterator[tuple[str, str]]:
@@ -691,8 +875,11 @@ def iter_matchers(req: Require, address: str) -> Iterator[tuple[str, Matcher]]:
             yield f"{where}.{node.kind}.{path}", matcher
 
 
-def _binding_problems(c: Constraint, address: str) -> list[str]:
-    problems = []
+def _binding_problems(c: Constraint, address: str) -> list[Problem]:
+    """A reference to a name nothing binds cannot be read (there is no value to compare), so
+    those stay refusals on every read; a bound name nothing references only multiplies the
+    candidate set, which evaluates — an advisory on a recorded read."""
+    problems: list[Problem] = []
     referenced: dict[str, str] = {}
     for where, matcher in iter_matchers(c.require, f"{address}.require"):
         for label, pred in matcher.predicates():
@@ -701,30 +888,39 @@ def _binding_problems(c: Constraint, address: str) -> list[str]:
     if c.bind is None:
         for name, where in referenced.items():
             problems.append(
-                f"{where}: references binding {name!r} but the constraint declares no bind;"
-                f" add bind: {{match: …, values: {{{name}: {{field: …}}}}}} or compare against"
-                " a literal with equals / contains"
+                _unrunnable(
+                    f"{where}: references binding {name!r} but the constraint declares no bind;"
+                    f" add bind: {{match: …, values: {{{name}: {{field: …}}}}}} or compare"
+                    " against a literal with equals / contains"
+                )
             )
         return problems
     for label, pred in c.bind.match.predicates():
         if pred.binding_names():
             problems.append(
-                f"{address}.bind.match.{label}: the binder cannot reference a binding — it is"
-                " what supplies the values; compare against a literal there"
+                _unrunnable(
+                    f"{address}.bind.match.{label}: the binder cannot reference a binding — it"
+                    " is what supplies the values; compare against a literal there"
+                )
             )
     for name, where in referenced.items():
         if name not in c.bind.values:
             problems.append(
-                f"{where}: references binding {name!r}, which this constraint's bind does not"
-                f" declare (it binds {', '.join(sorted(c.bind.values))}); a binding is scoped"
-                " to its own constraint — declare it under bind.values or fix the name"
+                _unrunnable(
+                    f"{where}: references binding {name!r}, which this constraint's bind does"
+                    f" not declare (it binds {', '.join(sorted(c.bind.values))}); a binding is"
+                    " scoped to its own constraint — declare it under bind.values or fix the"
+                    " name"
+                )
             )
     for name in c.bind.values:
         if name not in referenced:
             problems.append(
-                f"{address}.bind.values.{name}: binds {name!r} but no predicate in this"
-                f" constraint references it; reference it with equals_binding: {name} or"
-                f" contains_binding: {name}, or drop it"
+                Problem(
+                    f"{address}.bind.values.{name}: binds {name!r} but no predicate in this"
+                    f" constraint references it; reference it with equals_binding: {name} or"
+                    f" contains_binding: {name}, or drop it"
+                )
             )
     return problems
 
@@ -733,8 +929,9 @@ _LEFT_OK = ("first", "any")
 _RIGHT_OK = ("last", "any")
 
 
-def _same_matcher_problems(req: Require, address: str) -> list[str]:
-    problems = []
+def _same_matcher_problems(req: Require, address: str) -> list[Problem]:
+    """Constant or redundant shapes: each evaluates (to its constant), so all advisories."""
+    problems: list[Problem] = []
     for node, where in iter_nodes(req, address):
         p = node.payload
         kind = node.kind
@@ -752,17 +949,23 @@ def _same_matcher_problems(req: Require, address: str) -> list[str]:
                     f"right: {qr} selects the first of the matched events and nothing precedes it"
                 )
             problems.append(
-                f"{where}.{kind}: the same matcher on both sides under left: {ql}, right: {qr}"
-                f" is false on every trajectory ({'; '.join(why)}). To require the events to"
-                " occur at least twice write left: first (or any) with right: last (or any)"
+                Problem(
+                    f"{where}.{kind}: the same matcher on both sides under left: {ql}, right:"
+                    f" {qr} is false on every trajectory ({'; '.join(why)}). To require the"
+                    " events to occur at least twice write left: first (or any) with right:"
+                    " last (or any)"
+                )
             )
         elif kind == "absent_before" and p.forbidden == p.anchor.match:
             if p.anchor.quantifier == "first":
                 problems.append(
-                    f"{where}.absent_before: forbidding its own anchor under anchor: first is a"
-                    " present constraint written the long way round — nothing precedes the first"
-                    " of the matched events, so it only asks whether they occurred; write"
-                    " present: {match: …} instead (anchor: last reads 'the events occur once')"
+                    Problem(
+                        f"{where}.absent_before: forbidding its own anchor under anchor: first"
+                        " is a present constraint written the long way round — nothing precedes"
+                        " the first of the matched events, so it only asks whether they"
+                        " occurred; write present: {match: …} instead (anchor: last reads 'the"
+                        " events occur once')"
+                    )
                 )
         elif (
             kind == "absent_between"
@@ -771,10 +974,12 @@ def _same_matcher_problems(req: Require, address: str) -> list[str]:
             and (p.start.quantifier, p.end.quantifier) != ("first", "last")
         ):
             problems.append(
-                f"{where}.absent_between: forbidding its own anchors under start:"
-                f" {p.start.quantifier}, end: {p.end.quantifier} leaves an empty or inverted"
-                " window on every trajectory, so it is false on every trajectory; write start:"
-                " first, end: last to say the events occur exactly twice"
+                Problem(
+                    f"{where}.absent_between: forbidding its own anchors under start:"
+                    f" {p.start.quantifier}, end: {p.end.quantifier} leaves an empty or inverted"
+                    " window on every trajectory, so it is false on every trajectory; write"
+                    " start: first, end: last to say the events occur exactly twice"
+                )
             )
     return problems
 
@@ -787,8 +992,10 @@ _VIEW_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _view_problems(req: Require, address: str) -> list[str]:
-    problems = []
+def _view_problems(req: Require, address: str) -> list[Problem]:
+    """A side whose kind the ``among`` view never holds is adjacent to nothing, so the
+    adjacency never holds there (the reference evaluates it so): an advisory when recorded."""
+    problems: list[Problem] = []
     for node, where in iter_nodes(req, address):
         if node.kind != "immediately_before":
             continue
@@ -797,9 +1004,11 @@ def _view_problems(req: Require, address: str) -> list[str]:
             if side.match.kind not in _VIEW_KINDS[p.among]:
                 fits = [v for v, kinds in _VIEW_KINDS.items() if side.match.kind in kinds]
                 problems.append(
-                    f"{where}.immediately_before.{role}: a kind: {side.match.kind} matcher never"
-                    f" appears in the among: {p.among} view, so no adjacency holds on any"
-                    f" trajectory; write among: {' or '.join(fits)}"
+                    Problem(
+                        f"{where}.immediately_before.{role}: a kind: {side.match.kind} matcher"
+                        f" never appears in the among: {p.among} view, so no adjacency holds on"
+                        f" any trajectory; write among: {' or '.join(fits)}"
+                    )
                 )
     return problems
 
@@ -824,38 +1033,50 @@ def compile_pattern(pattern: str, engine: RegexEngine) -> Any:
         raise ValueError(str(detail)) from exc
 
 
-def _regex_problems(c: Constraint, address: str, engine: RegexEngine) -> list[str]:
-    sites: list[tuple[str, str]] = []
-    for where, matcher in iter_matchers(c.require, f"{address}.require"):
-        sites.extend(
-            (f"{where}.{label}.regex", pred.regex)
-            for label, pred in matcher.predicates()
-            if pred.regex is not None
-        )
+def _predicate_patterns(
+    where: str, pred: Predicate, block: RegexEngine
+) -> Iterator[tuple[str, str, RegexEngine]]:
+    engine = pred.engine_under(block)
+    for op in REGEX_OPERATORS:
+        if getattr(pred, op) is None:
+            continue
+        many = not isinstance(getattr(pred, op), str)
+        for i, pattern in enumerate(pred.patterns(op)):
+            yield (f"{where}.{op}[{i}]" if many else f"{where}.{op}"), pattern, engine
+
+
+def _regex_problems(c: Constraint, address: str, engine: RegexEngine) -> list[Problem]:
+    """A pattern its engine refuses cannot be evaluated, on any read (the reference refuses
+    such a bundle too: ``bundles_uncompilable_pattern``)."""
+    sites: list[tuple[str, str, RegexEngine]] = []
+    matchers = list(iter_matchers(c.require, f"{address}.require"))
+    if c.bind is not None:
+        matchers.append((f"{address}.bind.match", c.bind.match))
+    for where, matcher in matchers:
+        for label, pred in matcher.predicates():
+            sites.extend(_predicate_patterns(f"{where}.{label}", pred, engine))
     if c.bind is not None:
         sites.extend(
-            (f"{address}.bind.match.{label}.regex", pred.regex)
-            for label, pred in c.bind.match.predicates()
-            if pred.regex is not None
-        )
-        sites.extend(
-            (f"{address}.bind.values.{name}.pattern", v.pattern)
+            (f"{address}.bind.values.{name}.pattern", v.pattern, v.engine_under(engine))
             for name, v in c.bind.values.items()
             if v.pattern is not None
         )
     problems = []
-    engine_name = "the linear engine (RE2)" if engine == "linear" else "the backtracking engine"
-    for where, pattern in sites:
+    for where, pattern, site_engine in sites:
         try:
-            compile_pattern(pattern, engine)
+            compile_pattern(pattern, site_engine)
         except ValueError as exc:
+            linear = site_engine == "linear"
+            engine_name = "the linear engine (RE2)" if linear else "the backtracking engine"
             hint = (
                 " — RE2 has no backreferences or lookaround; rewrite the pattern without them"
-                if engine == "linear"
+                if linear
                 else ""
             )
             problems.append(
-                f"{where}: {pattern!r} does not compile under {engine_name}: {exc}{hint}"
+                _unrunnable(
+                    f"{where}: {pattern!r} does not compile under {engine_name}: {exc}{hint}"
+                )
             )
     return problems
 

@@ -67,6 +67,9 @@ class TrialRegistered(_Closed):
     schema_version_stamp: int | None = None  # metrics.yaml schema_version
     redacted: bool = False  # metrics.yaml carries a redaction stamp
     tool_schemas: list[Any] | None = None  # tools_schemas.yaml verbatim
+    # Keys a newer recorder wrote that this reader does not know, addressed
+    # ("trajectory.messages[3].foo", "tool_log[0].bar"); present only when there are some.
+    unknown_keys: list[str] = []
 
 
 class ToolCallDeclPayload(_Closed):
@@ -84,9 +87,11 @@ class TrialMessage(_Closed):
     content_blocks: Any = None
     tool_calls: list[ToolCallDeclPayload] | None = None
     tool_call_id: str | None = None
+    tool_status: ToolExecutionStatus | None = None  # the completed outcome, where recorded
     reasoning: Any = None
     ts: str | None = None
     openrouter_generation_id: str | None = None
+    unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
 
 
 class TrialToolCall(_Closed):
@@ -102,6 +107,7 @@ class TrialToolCall(_Closed):
     output: str | None = None
     latency_seconds: float | None = None
     timestamp: str | None = None
+    unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
 
 
 class TrialEnded(_Closed):

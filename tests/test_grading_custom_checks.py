@@ -113,3 +113,31 @@ def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> 
     assert evaluate_custom_checks(ON, unscored).score == 0.5
     out_of_range = RecordedSuite((CheckVerdict("a", "passed", score=1.5),))
     assert "outside [0, 1]" in (evaluate_custom_checks(ON, out_of_range).not_measured or "")
+
+
+def test_a_recorded_suite_that_failed_to_run_scores_0_under_fail_on_error() -> None:
+    """GRADING.md § Custom Checks: "A suite that could not run ... keeps its 0.0 under
+    fail_on_error: true"; the recorder names the error only in its Custom checks: segment,
+    with no per-check rows. A file declaring no check "decided nothing" (unscored), though
+    Tolokaforge 0.33.1 reports it as a suite that failed to run: the spec wins."""
+    from replay.grade import recorded_suite
+
+    failed = {
+        "custom_checks_details": [],
+        "reasons": "Transcript: x | Custom checks: the suite failed to run — Init or "
+        "execution failed: notes table grew past its 2 seeded rows",
+    }
+    suite = recorded_suite(failed)
+    assert suite is not None and suite.error is not None and "notes table grew" in suite.error
+    assert evaluate_custom_checks(ON, suite).score == 0.0
+    lenient = CustomChecksConfig(enabled=True, fail_on_error=False)
+    assert evaluate_custom_checks(lenient, suite).score is None
+    no_check = {
+        "custom_checks_details": [],
+        "reasons": "Custom checks: the suite failed to run — No @check decorated functions "
+        "found in checks.py",
+    }
+    assert evaluate_custom_checks(ON, recorded_suite(no_check)).score is None
+    # an empty record with no such sentence: nothing decided, unscored
+    quiet = recorded_suite({"custom_checks_details": [], "reasons": "Judge: ok"})
+    assert evaluate_custom_checks(ON, quiet).score is None

@@ -328,3 +328,17 @@ def test_parity_pack_hash_weight_after_its_migration() -> None:
             evaluate_state_checks(recorded, StateEvidence(trial[case]["state"], initial)).score
             == 0.5
         )
+
+
+def test_jsonpaths_equals_never_equates_a_boolean_with_a_number() -> None:
+    """GRADING.md: "bool never folds to int". Python's ``True == 1`` held a jsonpaths
+    equals in Tolokaforge 0.33.1 (compat flag jsonpath_equals_bool_vs_number); the spec
+    wins: a boolean equals only a boolean, numbers still compare by value."""
+    from replay.components.state_checks import check_assertion
+
+    state = {"db": {"r": [{"urgent": True, "qty": 72, "flags": [1, 0]}]}}
+    assert not check_assertion(state, {"path": "$.db.r[0].urgent", "equals": 1})[0]
+    assert check_assertion(state, {"path": "$.db.r[0].urgent", "equals": True})[0]
+    assert check_assertion(state, {"path": "$.db.r[0].qty", "equals": 72.0})[0]
+    assert not check_assertion(state, {"path": "$.db.r[0].flags", "equals": [True, False]})[0]
+    assert not check_assertion(state, {"path": "$.db.r[0].flags", "contains": True})[0]

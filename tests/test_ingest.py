@@ -19,6 +19,7 @@ from ledger.importers.verdict_core import reassemble_events_file
 from ledger.importers.yaml_safe import YamlLimits
 from ledger.ingest import IngestError, ingest
 from ledger.store import Ledger, open_ledger
+from schemas.canonical import parse_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -249,13 +250,30 @@ def test_tool_message_answering_nothing(tmp_path: Path, lg: Ledger) -> None:
     _assert_aborts(lg, [coll], "toolu_answers_nothing", kind="inconsistent")
 
 
-def test_unknown_top_level_key(tmp_path: Path, lg: Ledger) -> None:
+def test_unknown_keys_are_kept_and_named_not_refused(tmp_path: Path, lg: Ledger) -> None:
+    """Issue 15 § Forward compatibility: a key a newer recorder wrote (top level, on a
+    message, on a tool_log record) does not make the bundle unreadable. Ingest keeps it
+    (top level in trajectory_meta, message/record keys under ``unrecognized``) and names
+    each one on trial.registered's ``unknown_keys``; the timeline is built as before."""
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "trajectory.yaml", lambda t: t.update(mesages=[]))
-    err = _assert_aborts(
-        lg, [coll], r"trajectory.yaml: key 'mesages': expected one of the documented keys"
-    )
-    assert "unknown key" in str(err)
+    _edit_yaml(coll / M0 / "trajectory.yaml", lambda t: t["messages"][1].update(mood="calm"))
+    _edit_yaml(coll / M0 / "tool_log.yaml", lambda r: r[0].update(cost_usd=0.25))
+    ingest(lg, [coll])
+    (events,) = _by_stream(lg).values()
+    typed = [(e.type, parse_json(e.payload)) for e in events]
+    registered = next(p for t, p in typed if t == "trial.registered")
+    assert registered["unknown_keys"] == [
+        "tool_log[0].cost_usd",
+        "trajectory.mesages",
+        "trajectory.messages[1].mood",
+    ]
+    assert registered["trajectory_meta"]["mesages"] == []
+    message = next(p for t, p in typed if t == "trial.message" and p["index"] == 1)
+    assert message["unrecognized"] == {"mood": "calm"}
+    record = next(p for t, p in typed if t == "trial.tool_call")
+    assert record["unrecognized"] == {"cost_usd": 0.25}
+    assert "mood" not in message and "cost_usd" not in record
 
 
 def test_wrong_type_names_key_and_expectation(tmp_path: Path, lg: Ledger) -> None:

@@ -148,3 +148,16 @@ def test_the_evidence_block_counts_trials_with_unknown_keys_and_lists_them(
     _, doc, _ = _retrace(tmp_path)
     assert doc["evidence"]["with_unknown_keys"] == 1
     assert doc["evidence"]["unknown_keys"] == ["transcript_rules.newer_recorder_key"]
+
+
+def test_an_unknown_trajectory_key_is_listed_in_the_evidence_block(tmp_path: Path) -> None:
+    grading = {"combine": {"weights": {"transcript_rules": 1.0}}, "transcript_rules": RULES}
+    bundle = _bundle(tmp_path, grading, None)
+    traj = yaml.safe_load((bundle / "trajectory.yaml").read_text())
+    traj["messages"][1]["sentiment"] = "upbeat"  # a key no recorder we know writes
+    _write(bundle / "trajectory.yaml", traj)
+    code, doc, _ = _retrace(tmp_path)
+    (trial,) = doc["trials"]
+    assert trial["status"] == "ungraded" and code == 0  # read, not refused
+    assert doc["evidence"]["with_unknown_keys"] == 1
+    assert any("sentiment" in k for k in doc["evidence"]["unknown_keys"])

@@ -422,10 +422,12 @@ def test_g6b_tool_message_without_a_call_id_raises() -> None:
     assert "tool_call_id" in str(caught.value)
 
 
-def test_g6b_user_declared_calls_are_not_answerable_by_tool_messages() -> None:
-    """N2: a user-side result is never built from the message view. On a bundle from
-    before the shared assigner, the user's provider minted "a" first and the agent's later
-    "a" was derived "a#2"; the one role: tool message naming "a" answers the agent's call."""
+def test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_actor() -> None:
+    """Issue 15 § Views: G6b joins a role: tool message to "the message view", not to the
+    assistant messages, so the k-th answer of raw id x answers the k-th declaration of x,
+    user declarations included (Tolokaforge 0.33.1 keys both views the same way). On a
+    bundle from before the shared assigner where both actors minted "a", the one answer
+    naming "a" is therefore the user's call's, and the agent's "a#2" stays unanswered."""
     messages = [
         user("go"),
         assistant("check your balance"),
@@ -435,17 +437,33 @@ def test_g6b_user_declared_calls_are_not_answerable_by_tool_messages() -> None:
     ]
     pairs = attempted_calls(build_trial_timeline(messages, None, None))
     assert [(c.call_id, c.tool_name, r and r.result) for c, r in pairs] == [
-        ("a", "check_balance", None),
-        ("a#2", "list_notes", "[]"),
+        ("a", "check_balance", "[]"),
+        ("a#2", "list_notes", None),
     ]
 
 
-def test_g6b_tool_message_answering_only_a_user_call_raises() -> None:
+def test_g6b_a_tool_message_answering_a_user_declared_call_is_joined() -> None:
+    """Issue 15 § Views: was a TimelineInconsistencyError; the answer is joined to the call
+    the user message declared, and (a user tool step: the message declares calls that the
+    run of role: tool messages right after it answers) the step's message is no event."""
+    messages = [user("go"), assistant("check"), user("", call("u1", "confirm_identity"))]
+    messages.append(tool("u1", "identity confirmed"))
+    timeline = build_trial_timeline(messages, None, None)
+    assert [(e.kind, e.call_id, e.result) for e in timeline.events] == [
+        (K.USER_MESSAGE, None, None),
+        (K.ASSISTANT_MESSAGE, None, None),
+        (K.TOOL_CALL, "u1", None),
+        (K.TOOL_RESULT, "u1", "identity confirmed"),
+    ]
+    assert [e.turn_index for e in timeline.events] == [0, 0, 0, 0]
+
+
+def test_g6b_a_tool_message_answering_no_declaration_still_raises() -> None:
     messages = [user("go"), assistant("check"), user("5", call("u1", "check_balance"))]
-    messages.append(tool("u1", "5"))
+    messages.append(tool("u2", "5"))
     with pytest.raises(TimelineInconsistencyError) as caught:
         build_trial_timeline(messages, None, None)
-    assert (caught.value.call_id, caught.value.where) == ("u1", "messages[3]")
+    assert (caught.value.call_id, caught.value.where) == ("u2", "messages[3]")
 
 
 def test_g6b_with_records_present_tool_messages_are_shadowed_and_not_validated() -> None:

@@ -6,7 +6,11 @@ sequence, answers each with a role: tool message (``Error: `` + recorded text on
 failure), stops the episode at a failure or at a terminating turn (so never-executed
 declarations are a trailing suffix — the suffix invariant of G3), and a user simulator
 whose calls are recorded under ``executor: user`` with no role: tool message (N2).
-Providers mint unique ids, per-turn ``<tool>:<index>`` ids, or ids from a tiny pool.
+Providers mint unique ids, per-turn ``<tool>:<index>`` ids, or ids from a tiny pool. The
+user's ids never repeat an agent's raw id: both actors draw from one trial-scoped assigner
+(G3), so a recorded user id is already distinct; a bundle from before that assigner, where
+an answer's raw id names calls of both actors, is read as issue 15 states (test_timeline.py,
+``test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_actor``).
 """
 
 from __future__ import annotations
@@ -104,7 +108,9 @@ def trials(draw) -> Trial:
             break
         if draw(st.booleans()):
             names = draw(st.lists(st.sampled_from(USER_TOOLS), max_size=2))
-            user_decls = tuple(ToolCallDecl(raw_id(n, i), n, {}) for i, n in enumerate(names))
+            user_decls = tuple(
+                ToolCallDecl("u_" + raw_id(n, i), n, {}) for i, n in enumerate(names)
+            )
             for decl in user_decls:
                 record(decl, ToolExecutorIdentity.USER)
             messages.append(Message(Role.USER, "my reply", user_decls))

@@ -47,18 +47,27 @@ from schemas.timeline import (
     ToolExecutorIdentity,
 )
 
+# Every top-level key Tolokaforge 0.33.1's Trajectory model writes. A key outside this set
+# (a newer recorder) does not make the bundle unreadable: like every other top-level key
+# it is kept verbatim in trial.registered's trajectory_meta, and named in unknown_keys.
 TRAJECTORY_KEYS = frozenset(
     {
-        "task_id", "trial_index", "simulator_schema_version", "start_ts", "end_ts", "status",
-        "termination_reason", "grading_error", "messages", "snapshot_status",
-        "first_user_message_source", "user_reply_guard_events", "provision_stage", "tool_log",
+        "task_id", "trial_index", "attempt_id", "simulator_schema_version", "start_ts",
+        "end_ts", "status", "termination_reason", "grading_error", "messages",
+        "snapshot_status", "first_user_message_source", "user_reply_guard_events",
+        "provision_stage", "tool_log", "final_env_state", "metrics", "simulation_steps",
+        "environment_errors", "grade", "grading_judge_usage", "grading_state_snapshots",
+        "grading_state_diff", "grading_comparison_view",
     }
 )  # fmt: skip
 END_KEYS = ("status", "termination_reason", "grading_error")
 TIME_KEYS = ("start_ts", "end_ts")  # on trial.ended: when the trial ran, beside how it ended
+# Message keys of Tolokaforge 0.33.1; tool_status is the completed tool outcome the recorder
+# knew for a role: tool message. An unknown key is kept under the payload's "unrecognized"
+# mapping (verbatim, unread) and named in trial.registered's unknown_keys.
 MESSAGE_KEYS = frozenset(
-    {"role", "content", "content_blocks", "tool_calls", "tool_call_id", "reasoning", "ts",
-     "openrouter_generation_id"}
+    {"role", "content", "content_blocks", "tool_calls", "tool_call_id", "tool_status",
+     "reasoning", "ts", "openrouter_generation_id"}
 )  # fmt: skip
 DECL_KEYS = frozenset({"id", "name", "arguments"})
 RECORD_KEYS = frozenset(
@@ -284,9 +293,28 @@ def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
 # --------------------------------------------------------------------------- validation
 
 
+def _unknown(doc: Mapping[str, Any], known: frozenset[str], prefix: str) -> list[str]:
+    return [f"{prefix}{k}" for k in doc if k not in known]
+
+
+def _split_unknown(
+    doc: Mapping[str, Any], known: frozenset[str], prefix: str, unknown: list[str]
+) -> dict[str, Any]:
+    """``doc`` minus the keys a newer recorder wrote, which move under ``unrecognized``
+    (kept verbatim, read by nothing) and are named on ``unknown``. A document carrying no
+    such key comes back unchanged, so its payload and event ids are what they always were."""
+    extra = [k for k in doc if k not in known]
+    if not extra:
+        return dict(doc)
+    unknown.extend(f"{prefix}{k}" for k in extra)
+    kept = {k: v for k, v in doc.items() if k in known}
+    kept["unrecognized"] = {k: doc[k] for k in extra}
+    return kept
+
+
 def _check_trajectory(doc: Any, file: str) -> dict[str, Any]:
     doc = need_mapping(doc, file, None)
-    check_keys(doc, TRAJECTORY_KEYS, file, required=("task_id", "messages"))
+    check_keys(doc, doc.keys() | TRAJECTORY_KEYS, file, required=("task_id", "messages"))
     check_type(doc["task_id"], (str,), file, "task_id", "the task id as a string")
     if doc.get("trial_index") is not None:
         check_type(doc["trial_index"], (int,), file, "trial_index", "a 0-based integer")
@@ -296,14 +324,22 @@ def _check_trajectory(doc: Any, file: str) -> dict[str, Any]:
     return doc
 
 
-def _message_payload(index: int, m: Any, file: str) -> dict[str, Any]:
+def _message_payload(index: int, m: Any, file: str, unknown: list[str]) -> dict[str, Any]:
     key = f"messages[{index}]"
-    m = need_mapping(m, file, key)
-    check_keys(m, MESSAGE_KEYS, file, key, required=("role",))
+    m = _split_unknown(need_mapping(m, file, key), MESSAGE_KEYS, f"trajectory.{key}.", unknown)
+    check_keys(m, MESSAGE_KEYS | {"unrecognized"}, file, key, required=("role",))
     if m["role"] not in ROLES:
         raise BundleError(file, f"{key}.role", "one of " + ", ".join(ROLES), describe(m["role"]))
     for k in ("content", "tool_call_id", "ts", "openrouter_generation_id"):
         opt_str(m, k, file, key)
+    status = m.get("tool_status")
+    if status is not None and status not in STATUSES:
+        raise BundleError(
+            file,
+            f"{key}.tool_status",
+            "one of " + ", ".join(STATUSES) + " or null",
+            describe(status),
+        )
     payload = {"index": index, **m}
     calls = m.get("tool_calls")
     if calls is not None:
@@ -318,10 +354,10 @@ def _message_payload(index: int, m: Any, file: str) -> dict[str, Any]:
     return payload
 
 
-def _record_payload(index: int, r: Any, file: str) -> dict[str, Any]:
+def _record_payload(index: int, r: Any, file: str, unknown: list[str]) -> dict[str, Any]:
     key = f"[{index}]"
-    r = need_mapping(r, file, key)
-    check_keys(r, RECORD_KEYS, file, key, required=RECORD_REQUIRED)
+    r = _split_unknown(need_mapping(r, file, key), RECORD_KEYS, f"tool_log{key}.", unknown)
+    check_keys(r, RECORD_KEYS | {"unrecognized"}, file, key, required=RECORD_REQUIRED)
     check_type(r["call_id"], (str,), file, f"{key}.call_id", "the call id as a string")
     check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
     check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
@@ -563,14 +599,17 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     """
     tfile = f"{raw.label}/trajectory.yaml"
     traj = _check_trajectory(raw.trajectory, tfile)
-    msgs = [_message_payload(i, m, tfile) for i, m in enumerate(traj["messages"])]
+    unknown = _unknown(traj, TRAJECTORY_KEYS, "trajectory.")
+    msgs = [_message_payload(i, m, tfile, unknown) for i, m in enumerate(traj["messages"])]
     records, rfile = _record_view(raw, traj)
     recs = (
         None
         if records is None
-        else [_record_payload(i, r, rfile or "") for i, r in enumerate(records)]
+        else [_record_payload(i, r, rfile or "", unknown) for i, r in enumerate(records)]
     )
     registered = _registered(raw, ctx, traj, records is not None)
+    if unknown:  # only then: a bundle with none keeps the payload (and ids) it always had
+        registered["unknown_keys"] = sorted(dict.fromkeys(unknown))
     ended = {k: traj.get(k) for k in END_KEYS}
     ended["grading_error_recorded"] = "grading_error" in traj
     for k in TIME_KEYS:

@@ -67,13 +67,26 @@ def contains(haystack: Any, needle: Any, *, ci: bool = False) -> bool:
         return any(contains(v, needle, ci=ci) for v in haystack)
     if isinstance(needle, Mapping | list | tuple | set | frozenset):
         return False
-    return haystack == needle
+    return json_equal(haystack, needle)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: a boolean is never a number (GRADING.md: "bool never folds
+    to int"; Python's ``True == 1`` is not a JSON equality), numbers compare by value
+    (72 == 72.0), containers element-wise."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def _equals(actual: Any, expected: Any, *, ci: bool) -> bool:
     if ci and isinstance(actual, str) and isinstance(expected, str):
         return actual.casefold() == expected.casefold()
-    return actual == expected
+    return json_equal(actual, expected)
 
 
 def _holds(op: str, actual: Any, expected: Any) -> bool:

@@ -86,7 +86,11 @@ def event_candidates(
     per_name: list[list[Any]] = []
     for name in names:
         spec = bind.values[name]
-        pattern = cached_pattern(spec.pattern, engine) if spec.pattern is not None else None
+        pattern = (
+            cached_pattern(spec.pattern, spec.engine_under(engine))
+            if spec.pattern is not None
+            else None
+        )
         values = _extract(idx, event, spec.field, pattern)
         if values is UNKNOWN:
             return None
@@ -176,6 +180,9 @@ def fold_bound(
 
     if readings == {Truth.TRUE}:
         return Verdict(Truth.TRUE, "", positions, diagnostics), failing_envs
+    if readings == {Truth.WITHHELD}:
+        first = next(v for v in verdicts.values() if v.truth is Truth.WITHHELD)
+        return Verdict(Truth.WITHHELD, first.message, frozenset(), diagnostics), failing_envs
     if readings == {Truth.FALSE}:
         if failing:
             first = verdicts[failing[0].key]
@@ -193,9 +200,12 @@ def fold_bound(
 
 
 def _and(truths: Iterable[Truth]) -> Truth:
+    """Kleene AND with the recorded-only WITHHELD between FALSE and UNKNOWN (kleene.py)."""
     seen = set(truths)
     if Truth.FALSE in seen:
         return Truth.FALSE
+    if Truth.WITHHELD in seen:
+        return Truth.WITHHELD
     return Truth.UNKNOWN if Truth.UNKNOWN in seen else Truth.TRUE
 
 

@@ -61,11 +61,11 @@ def evaluate_node(node: Require, ctx: _Context, env: Mapping[str, Any]) -> Verdi
     r = ctx.resolve
     match node.kind:
         case "present":
-            return kinds.present(r(p.match, env))
+            return kinds.present(r(p.match, env), ctx.on_missing)
         case "absent":
             return kinds.absent(r(p.match, env))
         case "count":
-            return kinds.count(r(p.match, env), p)
+            return kinds.count(r(p.match, env), p, ctx.on_missing)
         case "before":
             return kinds.before(
                 r(p.left.match, env),
@@ -133,6 +133,7 @@ def evaluate_constraint(
         kind=c.kind,
         passed=v.truth is Truth.TRUE,
         undecided=v.truth is Truth.UNKNOWN,
+        withheld=v.truth is Truth.WITHHELD,
         weight=c.effective_weight,
         severity=c.severity,
         message=v.message,

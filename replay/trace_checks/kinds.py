@@ -19,7 +19,10 @@ enumerating completions:
   achievable events.
 
 A side that selected nothing (possible only where D is empty) leaves the question unasked;
-on_missing decides that reading.
+on_missing decides that reading. Under the recorded-only ``on_missing: withhold``
+(Tolokaforge 0.33.1) a single such reading withholds the constraint — it leaves the score's
+numerator and denominator alone — and present / count withhold where the matcher selected
+no event at all, definite or undecidable (the reference's reading; GRADING.md is silent).
 """
 
 from __future__ import annotations
@@ -48,15 +51,41 @@ def _undecided(kind: str, detail: str, *resolutions: Resolution) -> str:
     return f"{kind} is undecided: {detail}; the trial does not carry {missing}"
 
 
+def _can() -> dict[str, bool]:
+    """Which outcomes some completion reaches; ``withhold`` is an unmatched reading under
+    on_missing: withhold (set through ``can[on_missing]`` like the other two policies)."""
+    return {"pass": False, "fail": False, "withhold": False}
+
+
 def _verdict(
-    can_pass: bool, can_fail: bool, fail_msg: str, undecided_msg: str, *res: Resolution
+    can_pass: bool,
+    can_fail: bool,
+    fail_msg: str,
+    undecided_msg: str,
+    *res: Resolution,
+    withheld: bool = False,
 ) -> Verdict:
+    if withheld:
+        empty = [i for i, r in enumerate(res) if not r.matched and not r.undecidable]
+        msg = (
+            "withheld: a side selected no event (on_missing: withhold)"
+            if empty
+            else (
+                "withheld: some reading of the evidence leaves a side unmatched (on_missing: withhold)"
+            )
+        )
+        return Verdict(Truth.WITHHELD, msg, frozenset(), _diag(*res))
     truth = from_outcomes(can_pass, can_fail)
     msg = {Truth.TRUE: "", Truth.FALSE: fail_msg, Truth.UNKNOWN: undecided_msg}[truth]
     return Verdict(truth, msg, _positions(*res), _diag(*res))
 
 
-def present(res: Resolution) -> Verdict:
+def _selected_nothing(res: Resolution, on_missing: OnMissing) -> bool:
+    """present / count under withhold: the matcher yielded no event, definite or undecidable."""
+    return on_missing == "withhold" and not res.matched and not res.undecidable
+
+
+def present(res: Resolution, on_missing: OnMissing = "fail") -> Verdict:
     d, u = len(res.matched), len(res.undecidable)
     return _verdict(
         d >= 1 or u >= 1,
@@ -64,6 +93,7 @@ def present(res: Resolution) -> Verdict:
         "present: no event matched",
         _undecided("present", f"no event definitely matched and {u} could", res),
         res,
+        withheld=_selected_nothing(res, on_missing),
     )
 
 
@@ -78,7 +108,7 @@ def absent(res: Resolution) -> Verdict:
     )
 
 
-def count(res: Resolution, payload: CountPayload) -> Verdict:
+def count(res: Resolution, payload: CountPayload, on_missing: OnMissing = "fail") -> Verdict:
     lo, hi = len(res.matched), len(res.matched) + len(res.undecidable)
 
     def within(k: int) -> bool:
@@ -89,8 +119,11 @@ def count(res: Resolution, payload: CountPayload) -> Verdict:
     # The bounds are an interval and so is [lo, hi]: all inside iff both ends are, none
     # inside iff the two intervals are disjoint.
     all_in = within(lo) and within(hi)
-    none_in = (payload.max is not None and lo > payload.max) or (
-        payload.min is not None and hi < payload.min
+    none_in = (
+        (payload.max is not None and lo > payload.max)
+        or (payload.min is not None and hi < payload.min)
+        # min > max (an advisory on a recorded block): no count is within the bounds
+        or (payload.min is not None and payload.max is not None and payload.min > payload.max)
     )
     bounds = f"[{payload.min if payload.min is not None else 0}, {payload.max if payload.max is not None else '∞'}]"
     return _verdict(
@@ -101,6 +134,7 @@ def count(res: Resolution, payload: CountPayload) -> Verdict:
             "count", f"between {lo} and {hi} events match, and {bounds} holds for only some", res
         ),
         res,
+        withheld=_selected_nothing(res, on_missing),
     )
 
 
@@ -132,7 +166,7 @@ def _unmatched(kind: str, roles: Sequence[tuple[str, Resolution]]) -> str | None
 
 
 def before(left: Resolution, ql: str, right: Resolution, qr: str, on_missing: OnMissing) -> Verdict:
-    can = {"pass": False, "fail": False}
+    can = _can()
     if not left.matched or not right.matched:
         can[on_missing] = True
     rl = extreme_range(left, _LEFT_EXTREME[ql])
@@ -154,6 +188,7 @@ def before(left: Resolution, ql: str, right: Resolution, qr: str, on_missing: On
         _undecided("before", "the readings of its sides disagree", left, right),
         left,
         right,
+        withheld=can["withhold"],
     )
 
 
@@ -215,7 +250,7 @@ def immediately_before(
     on_missing: OnMissing,
 ) -> Verdict:
     nxt = idx.next_in_view(among)
-    can = {"pass": False, "fail": False}
+    can = _can()
     if not left.matched or not right.matched:
         can[on_missing] = True
     # any (∃) is increasing in its side, all (∀ over the left) decreasing; a right all is
@@ -223,7 +258,7 @@ def immediately_before(
     l_inc = ql != "all"
     r_inc = qr != "all"
     for want in ("pass", "fail"):
-        if can[want]:
+        if can[want] or can["withhold"]:
             continue
         lo = _side_options(left, ql, l_inc, want == "pass")
         ro = _side_options(right, qr, r_inc, want == "pass")
@@ -244,6 +279,7 @@ def immediately_before(
         _undecided("immediately_before", "the readings of its sides disagree", left, right),
         left,
         right,
+        withheld=can["withhold"],
     )
 
 
@@ -258,7 +294,7 @@ def _count_between(sorted_positions: Sequence[int], lo: int, hi: int) -> int:
 def absent_before(
     forbidden: Resolution, anchor: Resolution, qa: str, on_missing: OnMissing
 ) -> Verdict:
-    can = {"pass": False, "fail": False}
+    can = _can()
     if not anchor.matched:
         can[on_missing] = True
     ra = extreme_range(anchor, "min" if qa == "first" else "max")
@@ -286,6 +322,7 @@ def absent_before(
         ),
         forbidden,
         anchor,
+        withheld=can["withhold"],
     )
 
 
@@ -299,7 +336,7 @@ def absent_between(
 ) -> Verdict:
     """Nothing forbidden strictly inside (start, end); an inverted or empty window
     (start >= end) is unmatched, so on_missing decides it."""
-    can = {"pass": False, "fail": False}
+    can = _can()
     if not start.matched or not end.matched:
         can[on_missing] = True
     s_opts = sorted(_achievable(start, "min" if qs == "first" else "max"))
@@ -335,6 +372,7 @@ def absent_between(
         forbidden,
         start,
         end,
+        withheld=can["withhold"],
     )
 
 

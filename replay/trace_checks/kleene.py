@@ -4,6 +4,12 @@ A verdict is decided only where every completion of the missing evidence agrees.
 composites fold their branches the strong-Kleene way: a conjunction with a failing branch
 fails whatever an undecided branch would have said, a disjunction with a holding branch
 passes, and otherwise an undecided branch leaves the composite undecided.
+
+``WITHHELD`` is the recorded-only ``on_missing: withhold`` verdict (Tolokaforge 0.33.1; not
+in GRADING.md, so the reference's folds are the contract): contagious under composites
+unless a definite verdict beats it — a conjunction with a failing branch fails, a
+disjunction with a holding branch passes, otherwise a withheld branch withholds the
+composite (ahead of an undecided one); negate leaves it withheld.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ class Truth(Enum):
     TRUE = "true"
     FALSE = "false"
     UNKNOWN = "unknown"
+    WITHHELD = "withheld"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,9 @@ def kleene_and(branches: Iterable[Verdict], label: str = "all_of") -> Verdict:
         if v.truth is Truth.FALSE:
             return Verdict(Truth.FALSE, f"{label}[{i}] failed: {v.message}", positions, diagnostics)
     for i, v in enumerate(vs):
+        if v.truth is Truth.WITHHELD:
+            return Verdict(Truth.WITHHELD, f"{label}[{i}] {v.message}", positions, diagnostics)
+    for i, v in enumerate(vs):
         if v.truth is Truth.UNKNOWN:
             return Verdict(Truth.UNKNOWN, f"{label}[{i}] {v.message}", positions, diagnostics)
     return Verdict(Truth.TRUE, "", positions, diagnostics)
@@ -63,6 +73,9 @@ def kleene_or(branches: Iterable[Verdict], label: str = "any_of") -> Verdict:
     positions, diagnostics = _merge(vs)
     if any(v.truth is Truth.TRUE for v in vs):
         return Verdict(Truth.TRUE, "", positions, diagnostics)
+    for i, v in enumerate(vs):
+        if v.truth is Truth.WITHHELD:
+            return Verdict(Truth.WITHHELD, f"{label}[{i}] {v.message}", positions, diagnostics)
     for i, v in enumerate(vs):
         if v.truth is Truth.UNKNOWN:
             return Verdict(Truth.UNKNOWN, f"{label}[{i}] {v.message}", positions, diagnostics)
@@ -76,4 +89,4 @@ def kleene_not(v: Verdict, what: str) -> Verdict:
         return Verdict(Truth.FALSE, f"negate: the negated {what} held", v.positions, v.diagnostics)
     if v.truth is Truth.FALSE:
         return Verdict(Truth.TRUE, "", v.positions, v.diagnostics)
-    return Verdict(Truth.UNKNOWN, f"negate: {v.message}", v.positions, v.diagnostics)
+    return Verdict(v.truth, f"negate: {v.message}", v.positions, v.diagnostics)

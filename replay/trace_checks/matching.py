@@ -22,9 +22,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.trace_checks.operators import apply_operator, can_ever_hold, json_type
+from replay.trace_checks.operators import MISSING, apply_operator, can_ever_hold, json_type
 from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
-from schemas.trace_checks import BINDING_OPERATORS, Matcher, RegexEngine, Within, compile_pattern
+from schemas.trace_checks import (
+    BINDING_OPERATORS,
+    REGEX_OPERATORS,
+    Matcher,
+    RegexEngine,
+    Within,
+    compile_pattern,
+)
 
 
 class _Unknown:
@@ -82,14 +89,21 @@ class TimelineIndex:
 
 def read_field(idx: TimelineIndex, event: TraceEvent, label: str) -> Any:
     """A field's value, ``None`` when absent, ``UNKNOWN`` when only missing evidence has it."""
+    value = read_field_raw(idx, event, label)
+    return None if value is MISSING else value
+
+
+def read_field_raw(idx: TimelineIndex, event: TraceEvent, label: str) -> Any:
+    """As :func:`read_field`, but an argument path the call never sent is ``MISSING`` —
+    the one distinction only the recorded-only ``omitted`` operator reads."""
     if label.startswith("args"):
         value: Any = event.arguments
         if label == "args":
             return value
         for segment in label[5:].split("."):
-            if not isinstance(value, Mapping):
-                return None
-            value = value.get(segment)
+            if not isinstance(value, Mapping) or segment not in value:
+                return MISSING
+            value = value[segment]
         return value
     if label == "tool":
         return event.tool_name
@@ -155,11 +169,16 @@ def _compiled_ops(
     dynamic: list[tuple[str, str, str]] = []
     for label, pred in matcher.predicates():
         ops = []
+        site_engine = pred.engine_under(engine)
         for op, operand in pred.declared():
             if op in BINDING_OPERATORS:
                 dynamic.append((label, op, operand))
             else:
-                pattern = cached_pattern(operand, engine) if op == "regex" else None
+                pattern = (
+                    tuple(cached_pattern(p, site_engine) for p in pred.patterns(op))
+                    if op in REGEX_OPERATORS
+                    else None
+                )
                 ops.append((op, operand, pattern))
         if ops:
             static.append((label, ops))
@@ -187,7 +206,7 @@ def prepare(
         unknown: list[str] = []
         rejected = False
         for label, ops in static_ops:
-            value = read_field(idx, event, label)
+            value = read_field_raw(idx, event, label)
             if value is UNKNOWN:
                 unknown.append(label)
                 continue

@@ -1,14 +1,42 @@
-"""The seventeen predicate operators and the type rules they read (GRADING.md § Operators).
+"""The predicate operators and the type rules they read (GRADING.md § Operators).
 
-Every operator but ``exists`` is false over a ``None`` field: an absent value satisfies no
-predicate, negative ones included. The numeric comparisons read a real number and nothing
-else (a bool is not a number, nor is a numeric string); ``contains`` recurses into lists and
-dict values and never finds a container inside a container.
+Every operator but the nullness ones (``exists``; recorded-only ``is_null`` and ``omitted``)
+is false over a ``None`` field: an absent value satisfies no predicate, negative ones
+included. The numeric comparisons read a real number and nothing else (a bool is not a
+number, nor is a numeric string); ``contains`` recurses into lists and dict values and
+never finds a container inside a container.
+
+The eight recorded-only operators (``schemas.trace_checks.RECORDED_OPERATORS``) are the
+ones Tolokaforge 0.33.1 writes beyond GRADING.md's seventeen; GRADING.md says nothing of
+their meaning, so they mean what the reference evaluates: ``not_contains`` is the negation
+of ``contains``, ``not_regex`` holds on a string no pattern searches, ``is_null`` reads an
+explicit JSON null, ``omitted`` an argument the call never sent, and the ``date_*``
+comparisons read two ISO-8601 dates or datetimes (a date is midnight UTC, a datetime with no
+offset is UTC) and are false wherever either side is not one.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Any
+
+
+class _Missing:
+    """An argument path the call never sent — distinct from an explicit JSON null."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
 
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 
@@ -62,8 +90,52 @@ def _member(value: Any, items: list[Any]) -> bool:
     return any(value == item for item in items)
 
 
+# The accepted date grammar: an extended calendar date, optionally a time with fractional
+# seconds and a Z or ±HH:MM offset (the reference's gate; fromisoformat alone accepts more).
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?)?$")
+
+
+def date_key(value: Any) -> datetime | None:
+    """The UTC datetime a date comparison reads ``value`` as, or None when it is not a date."""
+    if not isinstance(value, str) or _ISO_DATE.match(value) is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _date_compare(value: Any, bound: Any, op: str) -> bool:
+    a, b = date_key(value), date_key(bound)
+    if a is None or b is None:
+        return False
+    match op:
+        case "date_gt":
+            return a > b
+        case "date_gte":
+            return a >= b
+        case "date_lt":
+            return a < b
+    return a <= b
+
+
+def _many(pattern: Any) -> tuple[Any, ...]:
+    return pattern if isinstance(pattern, tuple) else (pattern,)
+
+
 def apply_operator(op: str, value: Any, operand: Any, pattern: Any = None) -> bool:
-    """Whether ``op`` holds for a known field value. ``pattern`` is the compiled regex."""
+    """Whether ``op`` holds for a field value (``MISSING`` where an argument was never sent).
+
+    ``pattern`` is a regex / not_regex's compiled pattern, or a tuple of them (a recorded
+    list: every pattern must search for regex, none may for not_regex).
+    """
+    if op == "is_null":
+        return (value is None) is operand
+    if op == "omitted":
+        return (value is MISSING) is operand
+    if value is MISSING:
+        value = None
     if op == "exists":
         return (value is not None) is operand
     if value is None:
@@ -80,7 +152,17 @@ def apply_operator(op: str, value: Any, operand: Any, pattern: Any = None) -> bo
         case "contains_ci":
             return contains(value, operand, ci=True)
         case "regex":
-            return isinstance(value, str) and pattern.search(value) is not None
+            return isinstance(value, str) and all(
+                p.search(value) is not None for p in _many(pattern)
+            )
+        case "not_regex":
+            return isinstance(value, str) and not any(
+                p.search(value) is not None for p in _many(pattern)
+            )
+        case "not_contains":
+            return not contains(value, operand)
+        case "date_gt" | "date_gte" | "date_lt" | "date_lte":
+            return _date_compare(value, operand, op)
         case "gt":
             return is_real(value) and value > operand
         case "gte":
@@ -97,7 +179,7 @@ def apply_operator(op: str, value: Any, operand: Any, pattern: Any = None) -> bo
             return has_length(value) and len(value) > operand
         case "len_gte":
             return has_length(value) and len(value) >= operand
-    raise AssertionError(f"bad operator {op!r}: the config model admits only the seventeen")
+    raise AssertionError(f"bad operator {op!r}: the config model admits no such operator")
 
 
 _NUMERIC = frozenset({"integer", "number", "boolean"})

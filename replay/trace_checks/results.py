@@ -25,7 +25,8 @@ class ConstraintResult:
     matched_positions: tuple[int, ...]
     route: str = ""  # "" for a shared constraint, else the alternative's id
     failing_bindings: tuple[Mapping[str, Any], ...] = ()
-    withheld: bool = False  # on_missing: withhold is not in GRADING.md; always False here
+    # recorded-only on_missing: withhold reached (passed and undecided are then both False)
+    withheld: bool = False
 
     def to_grade_dict(self) -> dict[str, Any]:
         return {

@@ -31,7 +31,11 @@ class SetScore:
 
 
 def score_decision_set(results: Sequence[ConstraintResult]) -> SetScore:
-    failed_gates = tuple(r.id for r in results if r.severity == "gate" and not r.passed)
+    # A withheld constraint (recorded-only on_missing: withhold) is out of the decision on
+    # both sides: no share of the fold, and a withheld gate neither holds nor shuts.
+    failed_gates = tuple(
+        r.id for r in results if r.severity == "gate" and not r.passed and not r.withheld
+    )
     scored = [r for r in results if r.severity == "scored" and not r.withheld]
     if not scored:
         return SetScore(Fraction(0 if failed_gates else 1), failed_gates)
