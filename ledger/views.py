@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ledger.spend_views import SPEND_VIEWS
+
 # --- payload paths: the one place that knows where each field lives --------------------------
 #
 # Each field maps to candidate JSON paths, tried left to right (the first non-null wins).
@@ -898,7 +900,10 @@ def _views() -> list[View]:
     ]
 
 
-VIEWS: tuple[View, ...] = tuple(_views())
+# issue 19: the token and cost views live in their own module (ledger/spend_views.py)
+VIEWS: tuple[View, ...] = tuple(_views()) + tuple(
+    View(name, sql, doc, columns) for name, sql, doc, columns in SPEND_VIEWS
+)
 PUBLIC_VIEWS: tuple[View, ...] = tuple(v for v in VIEWS if v.public)
 
 MACROS: tuple[str, ...] = (
