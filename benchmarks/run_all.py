@@ -28,6 +28,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "reconcile": ("benchmarks.reconcile", [], ["--trials", "300"]),
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),
+    "inspect_import": ("benchmarks.inspect_import", [], ["--samples", "40", "--logs", "2"]),
 }
 
 
