@@ -31,6 +31,7 @@ from typing import Any
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
 from ledger.segments import load_manifest, segment_dir
+from ledger.views_sql import write_views_sql
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
 EXPORT_MANIFEST = "_manifest.json"
@@ -90,6 +91,7 @@ def export_parquet(
         rows += info.rows
     # the manifest as the reader of this export needs it (also when nothing is sealed yet)
     (out / EXPORT_MANIFEST).write_bytes(manifest.model_dump_json(indent=2).encode())
+    write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
     _fsync_dir(out)
     return ExportResult(out, len(manifest.segments), rows, manifest.sealed_upto,
                         lg.size() - manifest.sealed_upto)
