@@ -26,6 +26,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "retrace": ("benchmarks.retrace", [], ["--trials", "300"]),
     "compat": ("benchmarks.compat", [], ["--repeat", "1"]),
     "reconcile": ("benchmarks.reconcile", [], ["--trials", "300"]),
+    "curate": ("benchmarks.curate", [], ["--trials", "60", "--repeat", "1"]),
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),
     "inspect_import": ("benchmarks.inspect_import", [], ["--samples", "40", "--logs", "2"]),

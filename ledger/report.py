@@ -549,6 +549,37 @@ def _verdict_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     return Panel("Verdict-grade distribution", what, body)
 
 
+NEVER_SCORED_SQL = (
+    "SELECT task_id, key, skipped, reasons FROM key_accounting WHERE evaluated = 0 "
+    "ORDER BY task_id, key"
+)
+
+
+def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
+    """Keys a corpus declared that no replay ever evaluated (issue 22); shown only when the
+    list is not empty — a panel saying "none" would be noise on every healthy ledger."""
+    rows = _rows(con, NEVER_SCORED_SQL)
+    if not rows:
+        return None
+    shown = rows[:MAX_ROWS]
+    body = (
+        "<table><tr><th>task</th><th>key</th><th>skipped</th><th>why</th></tr>"
+        + "".join(
+            f"<tr><td>{escape(r['task_id'] or '')}</td><td>{escape(r['key'])}</td>"
+            f"<td>{r['skipped']}</td><td>{escape('; '.join(r['reasons'] or []))}</td></tr>"
+            for r in shown
+        )
+        + "</table>"
+        + (_note(f"showing {len(shown)} of {len(rows)} keys") if len(rows) > len(shown) else "")
+    )
+    return Panel(
+        "Keys that never scored",
+        "Populated scored keys no replayed grade evaluated: each scored nothing (GRADING.md "
+        "§ The runtime ledger). From the key_accounting view.",
+        body,
+    )
+
+
 def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
     (s,) = _rows(
         con,
@@ -583,6 +614,7 @@ PANELS = (
     _agreement_panel,
     _disagreement_panel,
     _verdict_panel,
+    _never_scored_panel,
 )
 
 
@@ -590,7 +622,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
     """The report page for a ledger, and the summary numbers it shows."""
     with analytics.connect(ledger_dir) as (con, source):
         summary_html, s = _summary(con)
-        panels = [p(con) for p in PANELS]
+        panels = [panel for p in PANELS if (panel := p(con)) is not None]
     at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
     subtitle = (
         f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"

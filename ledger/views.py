@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ledger.spend_views import SPEND_VIEWS
+from schemas.key_manifest import MANIFEST
 
 # --- payload paths: the one place that knows where each field lives --------------------------
 #
@@ -897,8 +898,42 @@ def _views() -> list[View]:
                 ("kappa", "Cohen's κ; null (undefined) when chance agreement is 1"),
             ),
         ),
+        View(
+            "key_accounting",
+            # issue 22: every replayed grade's accounting rows (GRADING.md § The runtime
+            # ledger), per task, corpus and key, over the whole history of replays
+            f"WITH m(key, kind) AS (VALUES {_MANIFEST_ROWS}), "
+            "h AS MATERIALIZED (SELECT seq, trial, task_id, replay_id FROM _grade_head "
+            "WHERE source = 'replayed'), "
+            "a AS (SELECT h.task_id, split_part(h.trial, '/', 2) AS corpus, h.replay_id, h.seq, "
+            "r.key, r.outcome, r.reason FROM (SELECT seq, unnest((json_transform(body, "
+            + _shape({"grade": {"accounting": [ACCOUNTING_SHAPE]}})
+            + ")).grade.accounting) AS r FROM _ev WHERE type = 'grade.replayed') x "
+            "JOIN h USING (seq)) "
+            "SELECT a.task_id, a.corpus, a.key, m.kind, "
+            "count(*) FILTER (WHERE a.outcome = 'evaluated') AS evaluated, "
+            "count(*) FILTER (WHERE a.outcome = 'skipped') AS skipped, "
+            "list_sort(list_distinct(list(a.reason) FILTER (WHERE a.reason <> ''))) AS reasons, "
+            "arg_max(a.replay_id, a.seq) AS last_replay "
+            "FROM a LEFT JOIN m USING (key) GROUP BY a.task_id, a.corpus, a.key, m.kind",
+            "per populated scored key: how often a replay evaluated or skipped it, and why "
+            "(a key with evaluated = 0 never scored anything)",
+            (
+                ("task_id", "task id"),
+                ("corpus", "the corpus component of the trial stream"),
+                ("key", "author-facing grading key (schemas/key_manifest.py)"),
+                ("kind", "scored_check (only scored keys are accounted)"),
+                ("evaluated", "replayed grades whose evaluator read the key"),
+                ("skipped", "replayed grades that skipped it, each with its reason"),
+                ("reasons", "the distinct skip reasons"),
+                ("last_replay", "the latest replay that accounted for it"),
+            ),
+        ),
     ]
 
+
+ACCOUNTING_SHAPE: dict[str, str] = {"key": "VARCHAR", "outcome": "VARCHAR", "reason": "VARCHAR"}
+_MANIFEST_ROWS = ", ".join(f"({_sql_str(k.key)}, {_sql_str(k.kind.value)})" for k in MANIFEST)
 
 # issue 19: the token and cost views live in their own module (ledger/spend_views.py)
 VIEWS: tuple[View, ...] = tuple(_views()) + tuple(

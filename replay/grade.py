@@ -17,6 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replay.accounting import (
+    accounting_rows,
+    expected_evaluators,
+    populated_scored_keys,
+    skipped,
+    trace_accounting,
+    unaccounted,
+)
 from replay.components.combine import MissingWeightError, combine_components
 from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
 from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
@@ -30,6 +38,7 @@ from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig, load_grading_config
+from schemas.key_manifest import component_of
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
@@ -47,6 +56,8 @@ class Grade(BaseModel):
     components: dict[str, float | None]
     not_measured: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
+    # per populated scored key: evaluated or skipped, with the reason (replay/accounting.py)
+    accounting: list[dict[str, str]] = Field(default_factory=list)
 
     def reasons_line(self) -> str:
         """The reasons as grade.yaml carries them: one string of ` | `-joined segments."""
@@ -75,24 +86,34 @@ class GradeInputs:
 
 def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
     """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
-    return trace_component(evaluate_trace_checks(timeline, block))
+    return trace_component(evaluate_trace_checks(timeline, block), block)
 
 
-def trace_component(result: TraceChecksResult) -> ComponentResult:
+def trace_component(result: TraceChecksResult, block: TraceChecksConfig) -> ComponentResult:
     """An evaluated trace_checks block as the fold reads it."""
+    accounted = trace_accounting(block, result)
     if result.component is None:  # an events-less timeline: the component is unscored
         skipped = result.skipped_reason or "the timeline carries no events"
-        return ComponentResult(score=None, reasons=(f"Trace checks: skipped ({skipped})",))
+        return ComponentResult(
+            score=None, reasons=(f"Trace checks: skipped ({skipped})",), accounted=accounted
+        )
     return ComponentResult(
         score=result.component,
         reasons=result.reason_segments(),
         gate_failed=result.summary.gate_failed,
+        accounted=accounted,
     )
 
 
-def no_grade(reason: str) -> Grade:
+def no_grade(reason: str, config: GradingConfig | None = None) -> Grade:
+    """No verdict exists; every populated scored key is accounted as skipped for that reason."""
+    rows = [] if config is None else accounting_rows(skipped(reason, populated_scored_keys(config)))
     return Grade(
-        score=None, binary_pass=None, components=dict.fromkeys(COMPONENTS), reasons=[reason]
+        score=None,
+        binary_pass=None,
+        components=dict.fromkeys(COMPONENTS),
+        reasons=[reason],
+        accounting=rows,
     )
 
 
@@ -110,10 +131,13 @@ def grade_trial(
     outcome = classify_trial_outcome(inputs.termination_reason, inputs.grading_error)
     if outcome is TrialOutcomeClass.INFRASTRUCTURE_ABORT:
         return no_grade(
-            f"No grade: infrastructure abort ({inputs.termination_reason}), never measured"
+            f"No grade: infrastructure abort ({inputs.termination_reason}), never measured",
+            config,
         )
     if inputs.termination_reason == "trial_lost":
-        return no_grade("No grade: trial_lost — the runner lost the trial, so no verdict exists")
+        return no_grade(
+            "No grade: trial_lost — the runner lost the trial, so no verdict exists", config
+        )
     # Built once, before any component runs, whatever the config reads: a trial whose two
     # views disagree (TimelineInconsistencyError) gets no grade at all, judge-only or not.
     if timeline is None:
@@ -123,7 +147,55 @@ def grade_trial(
         name: _evaluate(name, inputs, config, timeline, trace_evaluator)
         for name in config.configured()
     }
-    return fold_grade(results, config)
+    return account(fold_grade(results, config), results, config)
+
+
+WRITTEN_NOT_ENABLED = "custom_checks is written but enabled is off, so the suite never runs"
+
+
+def account(grade: Grade, results: Mapping[str, ComponentResult], config: GradingConfig) -> Grade:
+    """§ The runtime ledger: the evaluators' records subtracted from the populated scored
+    keys. A remainder would have scored nothing: an authored config is refused its grade
+    naming each key and the evaluator the manifest expects; a recorded snapshot reports
+    the key's component not measured (evidence is read, never refused)."""
+    populated = populated_scored_keys(config)
+    records = [r for res in results.values() for r in res.accounted]
+    for name, res in results.items():
+        if res.not_measured is not None and not res.accounted:
+            records += skipped(res.not_measured, (k for k in populated if component_of(k) == name))
+    if "custom_checks" not in results:
+        records += skipped(
+            WRITTEN_NOT_ENABLED, (k for k in populated if k == "custom_checks.enabled")
+        )
+    rows = accounting_rows(records)
+    left = unaccounted(populated, records)
+    if not left:
+        return grade.model_copy(update={"accounting": rows})
+    expects = "; ".join(f"{k} (read by {e})" for k, e in expected_evaluators(left).items())
+    message = f"populated scored key(s) no evaluator accounted for: {expects}"
+    if config.recorded:
+        not_measured = dict(grade.not_measured)
+        components = dict(grade.components)
+        for k in left:
+            not_measured.setdefault(component_of(k), message)
+            components[component_of(k)] = None
+        return grade.model_copy(
+            update={
+                "score": None,
+                "binary_pass": grade.binary_pass if grade.binary_pass is False else None,
+                "components": components,
+                "not_measured": not_measured,
+                "accounting": rows,
+            }
+        )
+    return Grade(
+        score=None,
+        binary_pass=None,
+        components=grade.components,
+        not_measured={"accounting": message},
+        reasons=[*grade.reasons, f"No grade: {message}"],
+        accounting=rows,
+    )
 
 
 def _evaluate(

@@ -151,9 +151,7 @@ class PathTally:
             self.counts[key] = self.counts.get(key, 0) + 1
 
     def as_list(self) -> list[dict[str, Any]]:
-        return [
-            {"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())
-        ]
+        return [{"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())]
 
 
 # ---------------------------------------------------------------------------
@@ -415,7 +413,7 @@ def _grade(
     the recorded combine, score it but fold under the recorded rule, and say so."""
 
     def evaluator(_tl: Any, _block: Any) -> ComponentResult:
-        return trace_component(trace) if trace is not None else ComponentResult(score=None)
+        return trace_component(trace, _block) if trace is not None else ComponentResult(score=None)
 
     grade = grade_trial(inputs, effective, timeline=timeline, trace_evaluator=evaluator)
     unfolded = grade.not_measured.get("combine")

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from schemas import replay_events, trial_events, verdict_events
+from schemas import curation, replay_events, trial_events, verdict_events
 
 EXT_PREFIX = "ext."
 
@@ -20,6 +20,7 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     **trial_events.PAYLOADS,
     **verdict_events.PAYLOADS,
     **replay_events.PAYLOADS,
+    **curation.PAYLOADS,  # corpus.curated (issue 21)
 }
 
 EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_MODELS)
@@ -40,7 +41,9 @@ def validate_payload(type: str, payload: Any) -> None:
         raise PayloadError(type, f"payload must be a JSON object, got {_shape(payload)}")
     if type.startswith(EXT_PREFIX):
         if len(type) == len(EXT_PREFIX):
-            raise PayloadError(type, "an extension type needs a name after 'ext.' (e.g. 'ext.note')")
+            raise PayloadError(
+                type, "an extension type needs a name after 'ext.' (e.g. 'ext.note')"
+            )
         return
     model = PAYLOAD_MODELS.get(type)
     if model is None:

@@ -445,6 +445,7 @@ class GradingConfig(BaseModel):
     # version does not know, each a dotted path whose first segment names its block.
     advisories: tuple[str, ...] = ()
     unknown_keys: tuple[str, ...] = ()
+    recorded: bool = False  # read as evidence (a recorded snapshot), not as authored input
 
     def unknown_in(self, block: str) -> tuple[str, ...]:
         """The unknown keys a recorded snapshot carried inside ``block``."""
@@ -799,6 +800,7 @@ def load_grading_config(
             update={
                 "advisories": tuple(notes.advisories),
                 "unknown_keys": tuple(notes.unknown_keys),
+                "recorded": True,
             }
         )
     return config

@@ -147,3 +147,52 @@ def test_reconcile_over_packs_cut_from_the_corpora_never_prints_a_traceback(
         assert res.exit_code in (0, 1, 3), res.output
         if res.exit_code != 3:
             json.loads(res.output)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_replayed_trial_accounts_for_every_populated_scored_key(kind: str, retraced) -> None:
+    """Issue 22 over the reference's own bundles: no populated scored key is left without
+    an evaluated or skipped record on any replayed grade."""
+    from replay.accounting import populated_scored_keys
+    from schemas.grading import load_grading_config
+
+    _, path = retraced[kind]
+    checked = 0
+    for trial in json.loads(path.read_text())["trials"]:
+        if trial["replayed"] is None:
+            continue
+        name = trial["trial"].rstrip("/").rsplit("/", 1)[-1]
+        task = yaml.safe_load((REF / f"{kind}-corpus" / name / "task.yaml").read_text())
+        config = load_grading_config(task["grading_config"], authored=False)
+        accounted = {r["key"] for r in trial["replayed"]["accounting"]}
+        assert set(populated_scored_keys(config)) <= accounted, name
+        checked += 1
+    assert checked > 0
+
+
+MARKERS = {
+    "state_checks": "State:",
+    "transcript_rules": "Transcript:",
+    "trace_checks": "Trace checks:",
+    "llm_judge": "Judge:",
+    "custom_checks": "Custom checks:",
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_component_that_scored_names_itself_in_the_reasons(kind: str, retraced) -> None:
+    """GRADING.md § The runtime ledger: "Every component ... contributes its own segment to
+    Grade.reasons under the marker it emits" (the reference omits the State: segment when
+    every jsonpaths assertion holds; the spec wins)."""
+    _, path = retraced[kind]
+    scored = 0
+    for trial in json.loads(path.read_text())["trials"]:
+        replayed = trial["replayed"]
+        for component, score in (replayed or {}).get("components", {}).items():
+            if score is not None:
+                scored += 1
+                assert any(r.startswith(MARKERS[component]) for r in replayed["reasons"]), (
+                    trial["trial"],
+                    component,
+                )
+    assert scored > 0

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.cli.grade import grade_bundle, load_bundle
+from replay.accounting import evaluated
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.result import ComponentResult
 from replay.grade import (
@@ -87,6 +88,10 @@ def test_refusal_bundle_rederives_its_hash_verdict_from_the_bundle_alone() -> No
         },
         "not_measured": {},
         "reasons": ["State: State hash matches (tau-bench algorithm)"],
+        # the one populated scored key, accounted by the hash (GRADING.md § The runtime ledger)
+        "accounting": [
+            {"key": "state_checks.hash.expect_initial_state", "outcome": "evaluated", "reason": ""}
+        ],
     }
     assert result["recorded"]["reasons"] == result["replayed"]["reasons"]
 
@@ -228,7 +233,10 @@ def test_a_trace_gate_forces_binary_pass_false_above_the_threshold() -> None:
         _inputs(),
         cfg,
         timeline=pack_case_timeline({"messages": [{"role": "assistant", "content": "x"}]}),
-        trace_evaluator=lambda tl, block: ComponentResult(score=1.0, gate_failed=True),
+        # a stand-in evaluator accounts for the key it scores, as every evaluator must
+        trace_evaluator=lambda tl, block: ComponentResult(
+            score=1.0, gate_failed=True, accounted=evaluated(["trace_checks.constraints.absent"])
+        ),
     )
     assert (g.score, g.binary_pass) == (1.0, False)
 
@@ -290,7 +298,7 @@ def test_cli_json_contract() -> None:
     assert (
         set(out["replayed"])
         == set(Grade.model_fields)
-        == {"score", "binary_pass", "components", "not_measured", "reasons"}
+        == {"score", "binary_pass", "components", "not_measured", "reasons", "accounting"}
     )
     assert out["replayed"]["components"]["llm_judge"] == 0.0 and out["differences"] == []
 

@@ -17,6 +17,7 @@ def main() -> None:
 
 # Command modules register themselves on ``main``; keep one import per area.
 from ledger.cli import analytics as _analytics  # noqa: E402,F401
+from ledger.cli import curate as _curate  # noqa: E402,F401
 from ledger.cli import demo as _demo  # noqa: E402,F401
 from ledger.cli import export as _export  # noqa: E402,F401
 from ledger.cli import grade as _grade  # noqa: E402,F401

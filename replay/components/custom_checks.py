@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from replay.accounting import KeyRecord, evaluated
+from replay.accounting import skipped as skipped_keys
 from replay.components.result import ComponentResult
 from schemas.grading import CustomChecksConfig
 
 CheckStatus = Literal["passed", "failed", "skipped"]
+SUITE_KEY = "custom_checks.enabled"  # the scored key of the suite (schemas/key_manifest.py)
 NOT_EXECUTED = (
     "custom_checks runs the pack's checks.py, which an offline replay does not execute; "
     "the bundle recorded no per-check results"
@@ -58,12 +61,17 @@ def evaluate_custom_checks(
     if suite.error is not None:
         if config.fail_on_error:
             return ComponentResult(
-                score=0.0, reasons=(f"Custom checks: the suite failed to run: {suite.error}",)
+                score=0.0,
+                reasons=(f"Custom checks: the suite failed to run: {suite.error}",),
+                accounted=evaluated((SUITE_KEY,)),  # could not run: a failure, scored 0.0
             )
         return ComponentResult(
             score=None,
             reasons=(
                 "Custom checks: the suite did not run, and this pack leaves such a suite unscored",
+            ),
+            accounted=skipped_keys(
+                "the suite failed to run and fail_on_error is false", (SUITE_KEY,)
             ),
         )
     decided = [r for r in suite.results if r.status != "skipped"]
@@ -72,6 +80,7 @@ def evaluate_custom_checks(
         return ComponentResult(
             score=None,
             reasons=(f"Custom checks: no check reached a verdict ({skipped} skipped); unscored",),
+            accounted=(KeyRecord(SUITE_KEY, "skipped", "no check reached a verdict"),),
         )
     lost = [r for r in decided if r.status == "failed"]
     bad = [r for r in decided if r.score is not None and not 0.0 <= r.score <= 1.0]
@@ -91,4 +100,4 @@ def evaluate_custom_checks(
         )
     else:
         sentence = f"Custom checks: score={score:.2f}, all {len(decided)} checks that reached a verdict passed{tail}"
-    return ComponentResult(score=score, reasons=(sentence,))
+    return ComponentResult(score=score, reasons=(sentence,), accounted=evaluated((SUITE_KEY,)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from replay.accounting import evaluated, judge_populated, skipped
 from replay.components.result import ComponentResult
 from schemas.grading import LlmJudgeConfig, RubricCriterion
 
@@ -93,7 +94,9 @@ def evaluate_judge(config: LlmJudgeConfig, recorded: RecordedJudge | None) -> Co
     """The gated judge component, as compose-trial-verdict hands it to the fold."""
     if recorded is not None and recorded.status == "errored":
         return ComponentResult(
-            score=None, reasons=("Judge: errored; the llm_judge component is unscored",)
+            score=None,
+            reasons=("Judge: errored; the llm_judge component is unscored",),
+            accounted=skipped("the recorded judge run errored", judge_populated(config)),
         )
     if recorded is None or recorded.criterion_results is None:
         return ComponentResult.unmeasurable(NO_RECORDED_VERDICTS)
@@ -111,4 +114,9 @@ def evaluate_judge(config: LlmJudgeConfig, recorded: RecordedJudge | None) -> Co
     reasons = [f"Judge: score={agg.gated:.2f}"]
     if agg.gate_failed:
         reasons.append(f"FAILED required criteria: {', '.join(agg.failed_required)}")
-    return ComponentResult(score=agg.gated, reasons=tuple(reasons), gate_failed=agg.gate_failed)
+    return ComponentResult(
+        score=agg.gated,
+        reasons=tuple(reasons),
+        gate_failed=agg.gate_failed,
+        accounted=evaluated(judge_populated(config)),
+    )

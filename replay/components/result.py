@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replay.accounting import KeyRecord
+
 COMPONENTS: tuple[str, ...] = (
     "state_checks",
     "transcript_rules",
@@ -28,6 +30,8 @@ class ComponentResult:
     reasons: tuple[str, ...] = ()
     not_measured: str | None = None
     gate_failed: bool = False
+    # the populated scored keys this evaluation accounts for (replay/accounting.py)
+    accounted: tuple[KeyRecord, ...] = ()
 
     def __post_init__(self) -> None:
         if self.score is not None and self.not_measured is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
+from replay.accounting import KeyRecord, evaluated, skipped
 from replay.components.canonical import extract_db_state, state_digest
 from replay.components.comparison_view import apply_view
 from replay.components.result import ComponentResult
@@ -198,6 +199,12 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
     reasons: list[str] = []
     h_score: float | None = None
     block = config.hash
+    accounted: list[KeyRecord] = []
+    if block is not None and block.source is not None and not block.enabled:
+        accounted += skipped(
+            "state_checks.hash.enabled is off, so the hash source is never read",
+            _hash_sources(block),
+        )
     if block is not None and block.enabled:
         loosened = hash_loosenings(config)
         if loosened:
@@ -211,6 +218,13 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
         if not measurable:
             return ComponentResult.unmeasurable(reason)
         reasons.append(reason)
+        if block.source is not None:
+            accounted += evaluated((f"state_checks.hash.{block.source}",))
+            accounted += skipped(
+                f"state_checks.hash.{block.source} is the expected state read (golden_actions "
+                "is read first when both are declared)",
+                (s for s in _hash_sources(block) if s != f"state_checks.hash.{block.source}"),
+            )
     j_score: float | None = None
     if config.jsonpaths:
         if evidence.final_state is None:
@@ -219,6 +233,7 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
             )
         j_score, j_reasons = jsonpath_score(evidence.final_state, config.jsonpaths)
         reasons += j_reasons
+        accounted += evaluated(("state_checks.jsonpaths",))
     if block is not None and block.weight is not None and not config.weight_consulted:
         reasons.append(WEIGHT_NOT_CONSULTED)
     if h_score is not None and j_score is not None and block is not None and block.weight is None:
@@ -228,7 +243,23 @@ def evaluate_state_checks(config: StateChecksConfig, evidence: StateEvidence) ->
             "state_checks.hash.weight, and GRADING.md gives that fold no default share"
         )
     score = fold_state_sources(h_score, j_score, block.weight if block else None)
-    return ComponentResult(score=score, reasons=(state_segment(reasons),) if reasons else ())
+    if score is not None and not reasons:
+        # every scored component names itself in the reasons (§ The runtime ledger), also
+        # when every assertion held and nothing else had a sentence to add
+        reasons.append(f"score={score:.2f}")
+    return ComponentResult(
+        score=score,
+        reasons=(state_segment(reasons),) if reasons else (),
+        accounted=tuple(accounted),
+    )
+
+
+def _hash_sources(block: StateHashConfig) -> tuple[str, ...]:
+    return tuple(
+        f"state_checks.hash.{f}"
+        for f in ("expect_initial_state", "golden_actions")
+        if getattr(block, f)
+    )
 
 
 def hash_loosenings(config: StateChecksConfig) -> tuple[str, ...]:

@@ -14,9 +14,10 @@ need the record view to know whether a declared call ran and who ran it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from replay.accounting import evaluated, skipped, transcript_populated
 from replay.components.result import ComponentResult
 from replay.timeline import assistant_texts, attempted_calls
 from schemas.grading import (
@@ -102,10 +103,24 @@ def evaluate_transcript_rules(
         check = _communicate_info(info, texts)
         if check is not None:
             checks.append(check)
-    return _score(checks, floor_unmet)
+    result = _score(checks, floor_unmet)
+    return replace(result, accounted=evaluated(transcript_populated(rules)))
 
 
 def _events_less(rules: TranscriptRulesConfig) -> ComponentResult:
+    """§ Turn bounds: on an events-less timeline min_assistant_turns is the one rule read;
+    every sibling is skipped, and the skip is recorded (§ The runtime ledger)."""
+    populated = transcript_populated(rules)
+    floor_key = "transcript_rules.min_assistant_turns"
+    accounted = evaluated(k for k in populated if k == floor_key) + skipped(
+        "the timeline carries no events, so only min_assistant_turns is read",
+        (k for k in populated if k != floor_key),
+    )
+    result = _events_less_result(rules)
+    return replace(result, accounted=accounted)
+
+
+def _events_less_result(rules: TranscriptRulesConfig) -> ComponentResult:
     skipped = [k for k in _declared_keys(rules) if k != "min_assistant_turns"]
     skip_note = (
         f"Transcript: the timeline carries no events, so {', '.join(skipped)} "

@@ -118,11 +118,13 @@ def evaluate_constraint(
 ) -> ConstraintResult:
     ctx = _Context(idx, c.within, engine, c.effective_on_missing)
     failing: tuple[Mapping[str, Any], ...] = ()
+    unbound = False
     if c.bind is None:
         v = _diagnosed(evaluate_node(c.require, ctx, {}))
     else:
         binder = resolve(idx, prepare(idx, c.bind.match, c.within, engine), {})
         cands = collect_candidates(idx, binder, c.bind, engine)
+        unbound = not cands.definite and not cands.undecidable
         v, failing = fold_bound(
             cands,
             lambda env: _diagnosed(evaluate_node(c.require, ctx, env)),
@@ -140,6 +142,7 @@ def evaluate_constraint(
         matched_positions=tuple(sorted(v.positions)),
         route=route,
         failing_bindings=failing if v.truth is not Truth.TRUE else (),
+        unbound=unbound,
     )
 
 

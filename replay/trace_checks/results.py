@@ -27,6 +27,8 @@ class ConstraintResult:
     failing_bindings: tuple[Mapping[str, Any], ...] = ()
     # recorded-only on_missing: withhold reached (passed and undecided are then both False)
     withheld: bool = False
+    # the binder selected no value: the require tree was never entered (key accounting)
+    unbound: bool = False
 
     def to_grade_dict(self) -> dict[str, Any]:
         return {

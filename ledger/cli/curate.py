@@ -1,0 +1,130 @@
+"""``vledger curate``: a thin shell over :func:`ledger.curate.curate_from_runs` /
+:func:`ledger.curate.curate_from_ledger`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.curate import CurateResult, CurationError, curate_from_ledger, curate_from_runs
+from ledger.errors import LedgerError, exit_code
+
+EXIT_REFUSED = 1
+
+
+def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict:
+    out: dict[str, str] = {}
+    for item in value:
+        where, sep, reason = item.partition("=")
+        if not (sep and where and reason.strip()):
+            raise click.BadParameter(
+                f"{item!r} is not DIR=REASON; write the bundle directory (or, with "
+                "--from-ledger, the trial stream), '=', and your reason for leaving it out",
+                ctx=ctx,
+                param=param,
+            )
+        out[where] = reason.strip()
+    return out
+
+
+@main.command("curate")
+@click.option("--criterion", required=True, metavar="ID",
+              help="Rubric criterion whose recorded judge verdicts the corpus carries.")
+@click.option("--source", "sources", multiple=True, type=click.Path(path_type=Path),
+              metavar="RUN_OR_BUNDLE",
+              help="A run directory (trials/<task>/<index>) or one bundle; repeatable.")
+@click.option("--from-ledger", is_flag=True,
+              help="Curate trials already ingested; the bundles are rebuilt from their events.")
+@click.option("--where", default=None, metavar="PREDICATE",
+              help="With --from-ledger: an SQL predicate over the trials view, e.g. "
+                   "\"corpus = 'run-a'\".")
+@click.option("--into", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The corpus directory to write.")
+@click.option("--exclude", "exclusions", multiple=True, metavar="DIR=REASON", callback=_exclusions,
+              help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.")
+@click.option("--replace", is_flag=True,
+              help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.")
+@click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
+@ledger_option
+@json_option
+def curate_command(
+    criterion: str,
+    sources: tuple[Path, ...],
+    from_ledger: bool,
+    where: str | None,
+    into: Path,
+    exclusions: dict[str, str],
+    replace: bool,
+    dry_run: bool,
+    ledger_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Write a judge-labelled corpus (corpus.yaml + bundles) from run directories or the log.
+
+    A trial is admitted iff it carries task.yaml, trajectory.yaml and grade.yaml, its
+    grade records judge_status: completed, its criterion_results holds a verdict for
+    --criterion, and it is not environment-dead (a tool_log.yaml with calls, none
+    successful). Every other trial is named with its reason and observation, here and
+    in corpus.yaml. Appends a corpus.curated event naming what the corpus holds.
+
+    Exit codes: 0 a corpus was written (or would be, with --dry-run); 1 a refusal, or no
+    trial was admitted (nothing is written); 2 usage; 3 ledger busy.
+
+    Example: vledger curate --criterion checked_duplicates_first --source results/run-a
+    --into corpora/notes/met
+    """
+    if from_ledger == bool(sources):
+        raise click.UsageError("give --source RUN_OR_BUNDLE… or --from-ledger (one of the two)")
+    if where is not None and not from_ledger:
+        raise click.UsageError("--where filters the log's trials view; it needs --from-ledger")
+    ledger = resolve_ledger(ledger_dir)
+    try:
+        if from_ledger:
+            result = curate_from_ledger(ledger, criterion=criterion, into=into, where=where,
+                                        exclusions=exclusions, replace=replace, dry_run=dry_run)
+        else:
+            result = curate_from_runs(sources, criterion=criterion, into=into,
+                                      exclusions=exclusions, replace=replace, dry_run=dry_run,
+                                      ledger_dir=ledger)
+    except (CurationError, LedgerError) as exc:
+        code = exit_code(exc) if isinstance(exc, LedgerError) else EXIT_REFUSED
+        if as_json:
+            emit_json({"error": str(exc), "exit_code": code})
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(code)
+    if as_json:
+        emit_json(result.report())
+    else:
+        _print(Console(soft_wrap=True, highlight=False), result)
+    if result.admitted_nothing:
+        searched = ", ".join(result.sources) or f"the ledger at {ledger}"
+        click.echo(f"Error: no trial under {searched} is admissible evidence for {criterion}; "
+                   "a corpus of nothing is evidence of nothing, so nothing was written", err=True)
+        sys.exit(EXIT_REFUSED)
+
+
+def _print(out: Console, result: CurateResult) -> None:
+    m = result.curation.manifest
+    verb = "would admit" if result.dry_run else "admitted"
+    for entry in m.bundles:
+        record = "record" if entry.record_carried else "no record"
+        out.print(f"[green]{verb}[/green] {escape(entry.directory)} (met={entry.met}, {record})")
+    for row in m.excluded:
+        out.print(f"[yellow]rejected[/yellow] {escape(row.source)} — {row.reason.value} by "
+                  f"{row.by.value} ({escape(row.observation)})")
+    origin = ", ".join(result.sources) if result.sources else "the ledger" + (
+        f" where {result.where}" if result.where else "")
+    out.print(f"{len(m.bundles)} admitted, {len(m.excluded)} rejected for "
+              f"{escape(m.criterion)} over {escape(origin)}")
+    if result.written:
+        ev = result.event or {}
+        out.print(f"corpus: {escape(str(result.into))} (corpus.yaml sha256 "
+                  f"{result.manifest_digest[:16]}…); appended corpus.curated at seq {ev.get('seq')}")
+    elif result.dry_run and m.bundles:
+        out.print(f"dry run: would write {escape(str(result.into))}; nothing written or appended")
