@@ -16,6 +16,7 @@ import click
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ledger import segments
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import InvalidEvent, LedgerError, exit_code
@@ -36,8 +37,16 @@ def _run(fn: Callable[[], T]) -> T:
         sys.exit(exit_code(exc))
 
 
-def _open(ledger_dir: Path | None, busy_timeout: float) -> Ledger:
-    return _run(lambda: open_ledger(resolve_ledger(ledger_dir), busy_timeout=busy_timeout))
+def _open(
+    ledger_dir: Path | None, busy_timeout: float, *, read_only: bool = False, recover: bool = True
+) -> Ledger:
+    """Open the ledger; ``read_only`` for commands that must leave every file as it is."""
+    path = resolve_ledger(ledger_dir)
+    return _run(
+        lambda: open_ledger(
+            path, busy_timeout=busy_timeout, read_only=read_only, recover=recover
+        )
+    )
 
 
 def busy_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -195,7 +204,7 @@ def log_cmd(
 
     Example: vledger log --stream run/r1 --from 10 --to 20 --json
     """
-    with _open(ledger_dir, busy_timeout) as lg:
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         events = lg.read(stream=stream, type=type_, from_seq=from_seq, to_seq=to_seq)
         if as_json:
             _json_array(event_json(e) for e in events)
@@ -266,7 +275,7 @@ def prove_cmd(seq: int, size: int | None, ledger_dir: Path | None, busy_timeout:
 
     Example: vledger prove 42 --size 100
     """
-    with _open(ledger_dir, busy_timeout) as lg:
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         click.echo(_run(lambda: prove_text(lg, seq, size)), nl=False)
 
 
@@ -360,7 +369,9 @@ def verify_cmd(
     Example: vledger verify --pub ~/.vledger-key.pub --deep
     """
     verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
-    with _open(ledger_dir, busy_timeout) as lg:
+    # read-only: verify reports what it finds and changes nothing (not even an interrupted
+    # seal; `vledger repair` finishes that, explicitly)
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         report = _run(lambda: lg.verify(pub=verifier, deep=deep))
     if as_json:
         emit_json(report.to_json())
@@ -371,3 +382,89 @@ def verify_cmd(
         first = report.problems[0]
         click.echo(f"Error: {first.where}: {first.what}", err=True)
         sys.exit(1)
+
+
+@main.command("repair")
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Make the changes (default: a dry run that only says what it would change).",
+)
+@ledger_option
+@busy_option
+@json_option
+def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+    """Finish an interrupted seal or restore a lost segment manifest; a dry run by default.
+
+    Segment files already on disk are kept when they hold exactly the store's rows; a
+    sealed segment that disagrees with the store is never overwritten (exit 1, nothing
+    changed). Run `vledger verify` first: repair restores, it does not judge.
+
+    Example: vledger repair            (say what would change)
+             vledger repair --apply    (change it)
+    """
+    with _open(ledger_dir, busy_timeout, read_only=not apply_, recover=False) as lg:
+        plan = _run(lambda: segments.plan_seal(lg))
+        lines = repair_lines(plan, applied=apply_ and not plan.conflicts)
+        made = _run(lambda: segments.apply_seal(lg, plan)) if apply_ and _repairable(plan) else []
+    if as_json:
+        emit_json(
+            {
+                "applied": apply_ and bool(made),
+                "needed": plan.interrupted,
+                "recorded_sealed_upto": plan.recorded,
+                "manifest_sealed_upto": plan.start,
+                "manifest_exists": plan.manifest_exists,
+                "steps": [
+                    {"file": st.file, "first_seq": st.first_seq, "last_seq": st.last_seq,
+                     "action": st.action, "detail": st.detail}
+                    for st in (plan.steps if plan.interrupted else ())
+                ],
+            }
+        )
+    else:
+        for line in lines:
+            click.echo(line)
+    if plan.interrupted and plan.conflicts:
+        bad = plan.conflicts[0]
+        click.echo(
+            f"Error: {segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            "sealed segment that disagrees with the store, nothing changed",
+            err=True,
+        )
+        sys.exit(1)
+
+
+def _repairable(plan: segments.SealPlan) -> bool:
+    """Only a seal the store recorded is repair's to finish; sealing new events is `seal`'s."""
+    return plan.interrupted and not plan.conflicts
+
+
+def repair_lines(plan: segments.SealPlan, *, applied: bool) -> list[str]:
+    """What repair found and would do (or did), one line each."""
+    if not plan.interrupted:
+        return ["nothing to repair: the segment manifest lists everything the store records as sealed"]
+    found = (
+        f"segments/manifest.json is missing; the store records sealing up to seq {plan.recorded}"
+        if not plan.manifest_exists
+        else f"segments/manifest.json lists seq < {plan.start}; the store records sealing up to seq {plan.recorded}"
+    )
+    verb = {"write": "wrote" if applied else "would write", "keep": "kept" if applied else "would keep"}
+    out = [found]
+    for st in plan.steps:
+        span = f"seq {st.first_seq}..{st.last_seq}"
+        if st.action == "conflict":
+            out.append(f"refusing: {st.file} ({span}) {st.detail}; it is never overwritten")
+        elif st.action == "keep":
+            out.append(f"{verb['keep']} {st.file} ({span}): it matches the store")
+        else:
+            out.append(f"{verb['write']} {st.file} ({span}) from the store")
+    if plan.conflicts:
+        out.append("nothing changed")
+    elif applied:
+        out.append(f"wrote segments/manifest.json listing {len(plan.steps)} new segment(s)")
+    else:
+        out.append(f"would write segments/manifest.json listing {len(plan.steps)} new segment(s)")
+        out.append("dry run: nothing changed; run `vledger repair --apply` to make these changes")
+    return out
