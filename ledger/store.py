@@ -90,7 +90,7 @@ from schemas.payload_check import payload_checker
 
 if TYPE_CHECKING:
     from ledger.segments import SegmentInfo
-    from ledger.verify import VerifyReport
+    from ledger.verify import OutsideCheckpoint, VerifyReport
 
 DB_FILE = "events.duckdb"
 TRIAL_PREFIX = "trial/"
@@ -871,11 +871,17 @@ class Ledger:
             max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
         )
 
-    def verify(self, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
+    def verify(
+        self,
+        pub: Verifier | None = None,
+        *,
+        deep: bool = False,
+        anchor: OutsideCheckpoint | None = None,
+    ) -> VerifyReport:
         """Recompute and check everything (see :mod:`ledger.verify`)."""
         from ledger.verify import verify_ledger
 
-        return verify_ledger(self, pub, deep=deep)
+        return verify_ledger(self, pub, deep=deep, anchor=anchor)
 
     # appending
 

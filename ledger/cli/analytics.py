@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from ledger import analytics, views
 from ledger.cli import main
 from ledger.cli.options import json_option, ledger_option, resolve_ledger
+from ledger.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
 _CELL_WIDTH = 60
@@ -128,6 +129,14 @@ def _schema_text() -> str:
     return "\n".join(parts) + "\n"
 
 
+def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
+    try:
+        check_output_path(out, ledger_dir)
+    except analytics.LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+
+
 @main.command("sql")
 @click.argument("query", required=False)
 @ledger_option
@@ -163,6 +172,8 @@ def sql_command(
                    WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
       vledger sql --schema
     """
+    if out is not None:
+        _refuse_in_ledger(out, resolve_ledger(ledger_dir))
     if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")

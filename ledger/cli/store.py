@@ -7,6 +7,8 @@ of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2 via click).
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +24,9 @@ from ledger.cli.options import emit_json, json_option, ledger_option, resolve_le
 from ledger.errors import InvalidEvent, LedgerError, exit_code
 from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
 from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger
+from ledger.outputs import check_output_path
+from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
+from ledger.verify import OutsideCheckpoint
 from schemas.envelope import NewEvent
 
 T = TypeVar("T")
@@ -247,20 +251,67 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None) -> None:
     default=None,
     help="Private key from `vledger keygen` (default: $VLEDGER_KEY).",
 )
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the signed note to FILE, kept OUTSIDE the ledger (verify --checkpoint FILE).",
+)
 @ledger_option
 @busy_option
-def checkpoint_cmd(key_file: Path | None, ledger_dir: Path | None, busy_timeout: float) -> None:
+def checkpoint_cmd(
+    key_file: Path | None, out: Path | None, ledger_dir: Path | None, busy_timeout: float
+) -> None:
     """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
 
-    Example: vledger checkpoint --key ~/.vledger-key
+    With --out, also write it to FILE: a copy kept where whoever can rewrite the ledger
+    cannot reach it is what lets `vledger verify --checkpoint FILE` catch a rollback.
+
+    Example: vledger checkpoint --key ~/.vledger-key --out ~/ledger-head.note
     """
     if key_file is None:
         raise click.UsageError(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
+    if out is not None:
+        _run(lambda: check_output_path(out, resolve_ledger(ledger_dir), what="checkpoint copy"))
     signer = _run(lambda: load_signer(key_file))
     with _open(ledger_dir, busy_timeout) as lg:
-        click.echo(_run(lambda: lg.checkpoint(signer)), nl=False)
+        note = _run(lambda: lg.checkpoint(signer))
+    if out is not None:
+        _run(lambda: _write_outside(out, note))
+    click.echo(note, nl=False)
+
+
+def _write_outside(out: Path, note: str) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, note.encode("utf-8"))
+    except OSError as exc:
+        raise LedgerError(f"cannot write the checkpoint copy {str(out)!r}: {exc.strerror}") from None
+
+
+# An outside checkpoint is one short note; anything much larger is not one.
+MAX_NOTE_BYTES = 64 * 1024
+
+
+def read_outside_checkpoint(path: Path) -> OutsideCheckpoint:
+    """The note of ``verify --checkpoint FILE``: a regular file of at most MAX_NOTE_BYTES."""
+    try:
+        with path.open("rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise LedgerError(f"--checkpoint {str(path)!r}: not a regular file")
+            data = f.read(MAX_NOTE_BYTES + 1)
+    except OSError as exc:
+        raise LedgerError(f"cannot read --checkpoint {str(path)!r}: {exc.strerror}") from None
+    if len(data) > MAX_NOTE_BYTES:
+        raise LedgerError(
+            f"--checkpoint {str(path)!r}: larger than {MAX_NOTE_BYTES} bytes, not a checkpoint note"
+        )
+    try:
+        return OutsideCheckpoint(str(path), data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LedgerError(f"--checkpoint {str(path)!r}: not UTF-8 text, not a checkpoint note") from None
 
 
 @main.command("prove")
@@ -347,6 +398,13 @@ def seal_cmd(
     help="Public key (.pub) to check checkpoint signatures with.",
 )
 @click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must extend it.",
+)
+@click.option(
     "--deep",
     is_flag=True,
     help="Also recompute stored projections (every trial's timeline) from the raw events.",
@@ -356,6 +414,7 @@ def seal_cmd(
 @json_option
 def verify_cmd(
     pub_file: Path | None,
+    checkpoint_file: Path | None,
     deep: bool,
     ledger_dir: Path | None,
     busy_timeout: float,
@@ -366,13 +425,19 @@ def verify_cmd(
     Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
     replay/reconcile receipts; --deep also recomputes every stored trial timeline.
 
-    Example: vledger verify --pub ~/.vledger-key.pub --deep
+    With --pub, a checkpoint signed by that key must cover the whole log. With
+    --checkpoint FILE (kept outside the ledger), the log at FILE's size must have FILE's
+    root and today's log must extend it: this catches a rollback to an older copy or a
+    truncation, which nothing inside the ledger can. Verify never writes a file.
+
+    Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
     verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
+    anchor = _run(lambda: read_outside_checkpoint(checkpoint_file)) if checkpoint_file else None
     # read-only: verify reports what it finds and changes nothing (not even an interrupted
     # seal; `vledger repair` finishes that, explicitly)
     with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        report = _run(lambda: lg.verify(pub=verifier, deep=deep))
+        report = _run(lambda: lg.verify(pub=verifier, deep=deep, anchor=anchor))
     if as_json:
         emit_json(report.to_json())
     else:
