@@ -28,6 +28,7 @@ from ledger.outputs import check_output_path
 from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
 from ledger.verify import OutsideCheckpoint
 from schemas.envelope import NewEvent
+from schemas.events import PROJECTION_WRITERS
 
 T = TypeVar("T")
 
@@ -109,9 +110,22 @@ def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
                     f"{path} line {n}: field {where!r}: {err['msg']}; each line is "
                     '{"stream", "type", "payload", "event_id"?, "expected_version"?}; nothing appended'
                 ) from None
+            _refuse_projection_type(path, n, line.type)
             events.append(NewEvent(**line.model_dump()))
             lines.append(n)
     return events, lines
+
+
+def _refuse_projection_type(path: Path, n: int, type_: str) -> None:
+    """A projection's output type is derived from the log by its command, never appended
+    by hand (a hand-written grade.replayed would become a trial's current grade)."""
+    writer = PROJECTION_WRITERS.get(type_)
+    if writer is not None:
+        raise click.ClickException(
+            f"{path} line {n}: event type {type_!r} is a projection's output, written only by "
+            f"`{writer[0]}` from the events in the log; run that command instead (append "
+            "recorded facts: a built-in input type or ext.<name>); nothing appended"
+        )
 
 
 @main.command("append")
