@@ -181,6 +181,20 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 _SEEN: dict[Path, Seen] = {}
 
 
+# The store files this process opened, latest last: a driver error that escapes a command
+# (a damaged block read mid-way) is reported against the file (damaged_store_error).
+_OPENED: list[Path] = []
+
+
+def damaged_store_error(exc: duckdb.Error) -> TamperDetected:
+    """The typed error for a DuckDB error that escaped a command: names the store file."""
+    where = str(_OPENED[-1]) if _OPENED else DB_FILE
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return TamperDetected(
+        where, f"cannot be read ({first}); the file is damaged or was altered — run `vledger verify`"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Duplicate:
     """An event of the batch that was already stored (same ``event_id``, same content)."""
@@ -665,6 +679,7 @@ class Ledger:
         self._appended = False  # has this object appended before (see _seen_at)
         with _PROCESS_LOCKS_GUARD:
             self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
+        _OPENED.append(path / DB_FILE)
 
     # lifecycle
 

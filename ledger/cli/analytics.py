@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from ledger import analytics, views
 from ledger.cli import main
-from ledger.cli.options import json_option, ledger_option, resolve_ledger
+from ledger.cli.options import escape_controls, json_option, ledger_option, resolve_ledger
 from ledger.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -51,7 +51,7 @@ def format_table(table: pa.Table) -> str:
     clipped = [
         [c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows
     ]
-    clipped = [[c.replace("\n", " ") for c in r] for r in clipped]
+    clipped = [[escape_controls(c) for c in r] for r in clipped]  # one row, one line
     widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
     line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
     rule = "  ".join("-" * w for w in widths)

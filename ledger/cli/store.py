@@ -20,7 +20,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger import segments
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    emit_json,
+    escape_controls,
+    json_option,
+    ledger_option,
+    resolve_ledger,
+)
 from ledger.errors import InvalidEvent, LedgerError, exit_code
 from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
 from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
@@ -38,7 +44,7 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {escape_controls(str(exc))}", err=True)
         sys.exit(exit_code(exc))
 
 
@@ -231,7 +237,9 @@ def log_cmd(
             payload = e.payload.decode()
             if len(payload) > 120:
                 payload = payload[:117] + "..."
-            click.echo(f"{e.seq}\t{e.stream}@{e.stream_version}\t{e.type}\t{payload}")
+            # escaped: a stream name or type holding a newline must not print as two records
+            stream, type_text, payload = map(escape_controls, (e.stream, e.type, payload))
+            click.echo(f"{e.seq}\t{stream}@{e.stream_version}\t{type_text}\t{payload}")
 
 
 @main.command("keygen")
@@ -456,10 +464,10 @@ def verify_cmd(
         emit_json(report.to_json())
     else:
         for line in report.lines():
-            click.echo(line)
+            click.echo(escape_controls(line))
     if not report.ok:
         first = report.problems[0]
-        click.echo(f"Error: {first.where}: {first.what}", err=True)
+        click.echo(escape_controls(f"Error: {first.where}: {first.what}"), err=True)
         sys.exit(1)
 
 

@@ -318,22 +318,28 @@ def receipt_verify_cmd(
             check = receipts_mod.verify_ledger_receipt(lg, target, recompute=recompute, pub=pub)
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
+    trust = receipts_mod.LEDGER_RECEIPT_TRUST
     if as_json:
-        emit_json({"ok": check.ok, "problems": check.problems, "checked": check.checked})
+        emit_json(
+            {"ok": check.ok, "problems": check.problems, "checked": check.checked, **trust}
+        )
     else:
         for line in check.checked:
             click.echo(f"ok: {line}")
         for line in check.problems:
             click.echo(f"problem: {line}")
         click.echo("receipt: OK" if check.ok else "receipt: FAILED")
+        for line in receipts_mod.trust_lines(trust):
+            click.echo(line)
     if not check.ok:
         sys.exit(1)
 
 
 def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
     problems = receipts_mod.verify_run_dir(run_dir, strict=strict)
+    trust = receipts_mod.RUN_RECEIPT_TRUST
     if as_json:
-        emit_json({"ok": not problems, "problems": problems})
+        emit_json({"ok": not problems, "problems": problems, **trust})
     else:
         try:
             rebuilt = rebuild_from_files(receipts_mod.read_run_dir(run_dir))
@@ -343,7 +349,9 @@ def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
         if problems:
             click.echo("integrity: " + "; ".join(problems))
         else:
-            click.echo("integrity: OK (events digest verified)")
+            click.echo("integrity: OK (events digest verified; receipt unsigned)")
+        for line in receipts_mod.trust_lines(trust):
+            click.echo(line)
     if problems:
         sys.exit(1)
 
