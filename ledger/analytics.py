@@ -134,9 +134,13 @@ def _parquet_relation(files: list[Path]) -> str:
     return f"SELECT {_ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
 
 
+# DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
+# also match "block" in a checksum failure, and read a damaged store as a busy one.
+_LOCK_ERROR = re.compile(r"\block\b|conflicting|already", re.IGNORECASE)
+
+
 def _is_lock_error(exc: duckdb.Error) -> bool:
-    text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "already" in text
+    return _LOCK_ERROR.search(str(exc)) is not None
 
 
 def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str, Source]:
