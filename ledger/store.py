@@ -181,7 +181,7 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 _SEEN: dict[Path, Seen] = {}
 
 
-# The store files this process opened, latest last: a driver error that escapes a command
+# The store file this process opened last: a driver error that escapes a command
 # (a damaged block read mid-way) is reported against the file (damaged_store_error).
 _OPENED: list[Path] = []
 
@@ -679,7 +679,7 @@ class Ledger:
         self._appended = False  # has this object appended before (see _seen_at)
         with _PROCESS_LOCKS_GUARD:
             self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
-        _OPENED.append(path / DB_FILE)
+        _OPENED[:] = [path / DB_FILE]  # only the latest is ever named
 
     # lifecycle
 
