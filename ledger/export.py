@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.outputs import check_output_path
 from ledger.segments import load_manifest, segment_dir
 from ledger.views_sql import write_views_sql
 
@@ -69,6 +70,7 @@ def export_parquet(
 ) -> ExportResult:
     """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new)."""
     out = Path(out)
+    check_output_path(out, Path(lg.path) if hasattr(lg, "path") else None, what="export directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(
             f"{out}: exists and is not an empty directory; export into a new or empty one "
