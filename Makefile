@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the demo needs only the base install: optional extras (inspect, ray) never enter it
+DEMO_STAMP := $(VENV)/.installed-base
 
 .PHONY: demo test lint install bench clean browser
 
@@ -14,9 +16,13 @@ $(STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,ray]'
 	touch $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/vledger demo
 
 # The report test renders the HTML in Debian's headless Chromium; install it where we can

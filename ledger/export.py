@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.outputs import check_output_path
 from ledger.segments import load_manifest, segment_dir
+from ledger.views_sql import write_views_sql
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
 EXPORT_MANIFEST = "_manifest.json"
@@ -68,6 +70,7 @@ def export_parquet(
 ) -> ExportResult:
     """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new)."""
     out = Path(out)
+    check_output_path(out, Path(lg.path) if hasattr(lg, "path") else None, what="export directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(
             f"{out}: exists and is not an empty directory; export into a new or empty one "
@@ -90,6 +93,7 @@ def export_parquet(
         rows += info.rows
     # the manifest as the reader of this export needs it (also when nothing is sealed yet)
     (out / EXPORT_MANIFEST).write_bytes(manifest.model_dump_json(indent=2).encode())
+    write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
     _fsync_dir(out)
     return ExportResult(out, len(manifest.segments), rows, manifest.sealed_upto,
                         lg.size() - manifest.sealed_upto)

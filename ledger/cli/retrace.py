@@ -167,6 +167,11 @@ def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
             table.add_row(c["task_id"], c["id"], c["route"] or "-", c["class"], str(c["evaluated"]),
                           str(c["passed"]), str(c["failed"]), str(c["undecided"]))
         out.print(table)
+    for c in report["constraints"]:  # issue 19: a field the recorder never wrote, named
+        if c.get("not_measured_reason"):
+            out.print(f"  constraint {c['task_id']} / {c['id']}: not measured in "
+                      f"{c['not_measured_trials']} trial(s): {c['not_measured_reason']}",
+                      soft_wrap=True)
     for p in report["paths"]:
         out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
     ev = report["evidence"]
