@@ -23,15 +23,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ledger.text import escape_controls
+
 
 def printable(text: str) -> str:
-    """``text`` with control, format and line-breaking characters escaped (``\\n``,
-    ``\\x1b``, ``\\u2028``): a file or directory name is the input's own content, and a
-    name holding a newline or an escape sequence must not forge a line of output."""
-    return "".join(
-        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
-        for ch in text
-    )
+    """A file or directory name is the input's own content: one holding a newline or an
+    escape sequence must not forge a line of output (``ledger.text`` is the one rule)."""
+    return escape_controls(text)
 
 
 class InputError(ValueError):

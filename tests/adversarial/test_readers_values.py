@@ -338,7 +338,7 @@ def test_a_name_holding_control_characters_is_escaped_in_the_refusal(
     (b / "metrics.yaml").write_text("turns: 1\nturns: 2\n")
     text = _refused(ledger, b, "metrics.yaml:2")
     assert "\n" not in text and "\x1b" not in text
-    assert "\\nError: forged\\x1b[2K" in text
+    assert "\\x0aError: forged\\x1b[2K" in text
 
 
 # ------------------------------------------- the other readers: append, receipt verify
