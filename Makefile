@@ -34,7 +34,7 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

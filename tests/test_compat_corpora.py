@@ -21,6 +21,10 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("compat")
+
+
 COMPAT = Path(__file__).resolve().parents[1] / ".." / "shared" / "compat"
 REF = COMPAT / "tolokaforge-0.33.1"
 KINDS = ("trace", "grade")

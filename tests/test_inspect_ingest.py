@@ -32,6 +32,10 @@ from tests.inspect_support import (
 )
 from tests.inspect_support import inspect_logs as _session_logs
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("inspect")
+
+
 inspect_logs = _session_logs  # the session fixture, under the name the tests ask for
 
 

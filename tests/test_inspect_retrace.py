@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -19,6 +20,10 @@ from replay.unrecorded import fields_read, unmeasured_constraints
 from schemas.trace_checks import load_trace_checks
 from tests.inspect_support import EPOCHS, SAMPLES, TASK, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs
+
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("inspect")
+
 
 inspect_logs = _session_logs  # the session fixture, under the name the tests ask for
 

@@ -18,6 +18,10 @@ from ledger.store import open_ledger
 from tests.inspect_support import CALL_COST, CALL_INPUT, EPOCHS, SAMPLES, TASK, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("inspect")
+
+
 inspect_logs = _session_logs  # the session fixture, under the name the tests ask for
 
 NOTES = Path(__file__).resolve().parents[1] / "corpora" / "notes_duplicate_check"

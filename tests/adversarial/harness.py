@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 _ENTRY = "import sys; from ledger.cli import main; sys.exit(main(prog_name='vledger'))"
 
 
-def vledger(*args: str | Path, home: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def vledger(
+    *args: str | Path, home: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``vledger ARGS`` from this checkout (PYTHONPATH=ROOT) in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if home is not None:

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from ledger import analytics
 from ledger.store import open_ledger
 from schemas.envelope import NewEvent
@@ -24,6 +26,9 @@ from tests.adversarial.harness import (
     vledger,
 )
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("adversarial")
+
 
 def _after_refusal(ledger: Path, built: Built, before: dict[str, str]) -> None:
     assert file_hashes(ledger) == before
@@ -36,7 +41,10 @@ def _outputs(ledger: Path, built: Built, tmp: Path) -> dict[str, tuple[list[str 
     seg = ledger / "segments" / built.segments[0]
     other = tmp / "elsewhere"
     return {
-        "sql --out store": (["sql", "SELECT 1", "--out", ledger / "events.duckdb"], "events.duckdb"),
+        "sql --out store": (
+            ["sql", "SELECT 1", "--out", ledger / "events.duckdb"],
+            "events.duckdb",
+        ),
         "sql --schema --out manifest": (
             ["sql", "--schema", "--out", ledger / "segments" / "manifest.json"],
             "manifest.json",
@@ -79,8 +87,16 @@ def test_an_output_inside_another_ledger_is_refused(
 
 def test_outputs_outside_still_work(ledger: Path, built: Built, tmp_path: Path) -> None:
     out = tmp_path / "n.csv"
-    res = vledger("sql", "SELECT count(*) AS n FROM events", "--format", "csv", "--out", out,
-                  "--ledger", ledger)
+    res = vledger(
+        "sql",
+        "SELECT count(*) AS n FROM events",
+        "--format",
+        "csv",
+        "--out",
+        out,
+        "--ledger",
+        ledger,
+    )
     assert res.returncode == 0, res.stderr
     assert out.read_text().splitlines()[1] == str(event_count(ledger))
 
@@ -109,7 +125,9 @@ def test_views_count_only_grades_their_projection_wrote(ledger: Path) -> None:
     failing = next(r for r in before if r["binary_pass"] is False)
     with open_ledger(ledger) as lg:
         genuine = next(
-            e.data() for e in lg.read(type="grade.replayed") if e.data()["trial"] == failing["trial"]
+            e.data()
+            for e in lg.read(type="grade.replayed")
+            if e.data()["trial"] == failing["trial"]
         )
     forged = {**genuine, "replay_id": "replay-forged"}
     forged["grade"] = {**genuine["grade"], "binary_pass": True, "score": 1.0}

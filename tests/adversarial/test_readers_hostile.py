@@ -30,6 +30,10 @@ from tests.adversarial.readers_harness import (
     vledger,
 )
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("adversarial")
+
+
 CATASTROPHIC = "(a+)+$"  # over 'a' * 5000 + '!': exponential under backtracking
 SLOW_TEXT = "a" * 5000 + "!"
 

@@ -25,6 +25,10 @@ from tests.adversarial.harness import (
     vledger,
 )
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("adversarial")
+
+
 HOST_READS = {
     "read_csv": "SELECT * FROM read_csv('/etc/passwd')",
     "read_text": "SELECT content FROM read_text('/etc/passwd')",
@@ -54,8 +58,15 @@ def test_sql_views_and_out_keep_working_from_the_store_and_from_segments_only(
     only_segments = tmp_path / "segs"
     shutil.copytree(built.ledger / "segments", only_segments / "segments")
     out = tmp_path / "k.json"
-    res = vledger("sql", "SELECT count(*) AS n FROM pass_at_k", "--json", "--out", out,
-                  "--ledger", only_segments)
+    res = vledger(
+        "sql",
+        "SELECT count(*) AS n FROM pass_at_k",
+        "--json",
+        "--out",
+        out,
+        "--ledger",
+        only_segments,
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(out.read_text())[0]["n"] > 0
 
@@ -116,4 +127,6 @@ def test_receipt_verify_says_the_receipt_is_unsigned() -> None:
     assert "who wrote" in text.stdout
     data = json.loads(vledger("receipt", "verify", DEMO_RUN, "--json").stdout)
     assert data["ok"] is True and data["signed"] is False
-    assert "recomputes" in data["does_not_prove"] and "vledger verify" in data["detects_later_edits"]
+    assert (
+        "recomputes" in data["does_not_prove"] and "vledger verify" in data["detects_later_edits"]
+    )

@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.adversarial.conftest import Built
 from tests.adversarial.harness import copy_ledger, refused, verify_unchanged, vledger
 from tests.store_helpers import raw
+
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("adversarial")
 
 
 def test_pub_fails_when_the_checkpoints_are_gone(ledger: Path, built: Built) -> None:

@@ -25,6 +25,9 @@ from tests.adversarial.harness import (
 )
 from tests.store_helpers import raw
 
+# one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("adversarial")
+
 
 def _flip_grade_in_segment(path: Path) -> int:
     """Rewrite one ``"binary_pass": false`` to true in a sealed segment; return its seq."""
@@ -77,7 +80,9 @@ def _forged_store_beside_genuine_segments(ledger: Path, built: Built) -> str:
 
 def _interrupted_seal(ledger: Path, built: Built) -> str:
     with raw(ledger) as con:
-        con.execute("UPDATE meta SET value = (SELECT size FROM tree_state)::VARCHAR WHERE key = 'sealed_upto'")
+        con.execute(
+            "UPDATE meta SET value = (SELECT size FROM tree_state)::VARCHAR WHERE key = 'sealed_upto'"
+        )
     return "segments/manifest.json"
 
 
@@ -160,7 +165,9 @@ def test_nothing_overwrites_a_sealed_segment_that_disagrees_with_the_store(
     TAMPERS[case](ledger, built)
     before = file_hashes(ledger)
     for args in (["repair", "--apply"], ["append", ledger.parent / "x.jsonl"], ["seal"]):
-        (ledger.parent / "x.jsonl").write_text('{"stream":"ext/x","type":"ext.note","payload":{}}\n')
+        (ledger.parent / "x.jsonl").write_text(
+            '{"stream":"ext/x","type":"ext.note","payload":{}}\n'
+        )
         res = vledger(*args, "--ledger", ledger)
         refused(res, 1, "seg-", "refusing to overwrite")
         assert file_hashes(ledger) == before, args
