@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from replay.components.result import COMPONENTS, ComponentResult
@@ -28,7 +29,7 @@ from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import trial_inputs
 from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrecorded_fields
-from schemas.canonical import digest
+from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
 from schemas.timeline import TimelineInconsistencyError
@@ -292,7 +293,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         record_view=reg.record_view,
         recorded_binary_pass=(trial.recorded_grade or {}).get("binary_pass"),
     )
-    recorded_cfg, problem = _recorded_config(reg.grading, reg.stream)
+    recorded_cfg, problem = _recorded_config(reg.grading)
     effective = _effective_config(recorded_cfg, override)
     if effective is None:
         return TrialRetrace(
@@ -383,12 +384,20 @@ def _is_regex_problem(text: str) -> bool:
 
 
 def _recorded_config(
-    snapshot: Mapping[str, Any] | None, stream: str
+    snapshot: Mapping[str, Any] | None,
 ) -> tuple[GradingConfig | None, str | None]:
+    """The trial's recorded snapshot, read as evidence. A task's trials record one snapshot,
+    so reads are shared by its canonical bytes (the trial row names the trial; the messages
+    name the snapshot's key)."""
     if snapshot is None:
         return None, None
+    return _read_snapshot(canonical_json(snapshot))
+
+
+@lru_cache(maxsize=256)
+def _read_snapshot(body: bytes) -> tuple[GradingConfig | None, str | None]:
     try:
-        return load_grading_config(snapshot, file=f"{stream} grading_config", authored=False), None
+        return load_grading_config(parse_json(body), file="grading_config", authored=False), None
     except (GradingConfigError, TraceChecksConfigError, ValueError) as exc:
         return None, f"the recorded grading snapshot does not load: {exc}"
 

@@ -465,6 +465,13 @@ class GradingConfig(BaseModel):
         return tuple(out)
 
 
+# The fields a config assembled by load_grading_config starts from (model_construct does
+# not fill defaults from factories of fields it is not given).
+GRADING_DEFAULTS: dict[str, Any] = {
+    name: None
+    for name in ("state_checks", "transcript_rules", "trace_checks", "llm_judge", "custom_checks")
+} | {"advisories": (), "unknown_keys": (), "recorded": False}
+
 _BLOCK_MODELS: dict[str, type[BaseModel]] = {
     "combine": CombineConfig,
     "state_checks": StateChecksConfig,
@@ -789,8 +796,9 @@ def load_grading_config(
         raise GradingConfigError(file, problems)
 
     ignored = tuple(sorted(str(k) for k in data if k not in GRADING_KEYS))
-    # validated under the read's context: pydantic re-runs the blocks' after-validators here
-    config = GradingConfig.model_validate({**cfg, "ignored_keys": ignored}, context=notes.context())
+    # every block was validated above under the read's context; GradingConfig adds no rule
+    # of its own, so it is assembled without validating them a second time
+    config = GradingConfig.model_construct(**(GRADING_DEFAULTS | cfg), ignored_keys=ignored)
     weight_problems = _weight_problems(file, config.configured(), config.combine.weights)
     if authored and weight_problems:
         raise GradingConfigError(file, weight_problems)
