@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def ingest_command(
     err = Console(stderr=True)
     limits = YamlLimits(max_bytes=max_file_bytes)
     root = resolve_ledger(ledger_dir)
+    fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
     try:
@@ -99,18 +101,27 @@ def ingest_command(
                 }
             )
         click.echo(f"Error: {exc}", err=True)
-        click.echo("Nothing was ingested; the ledger is unchanged.", err=True)
+        click.echo(_unchanged(root, fresh), err=True)
         sys.exit(EXIT_ABORTED)
     except LedgerError as exc:  # busy, or a concurrent ingest appended the same stream first
         if as_json:
             emit_json({"error": str(exc), "kind": type(exc).__name__, "ledger_unchanged": True})
         click.echo(f"Error: {exc}", err=True)
-        click.echo("Nothing was ingested; the ledger is unchanged (the batch is atomic).", err=True)
+        click.echo(_unchanged(root, fresh) + " (the batch is atomic)", err=True)
         sys.exit(exit_code(exc))
     if as_json:
         emit_json(report.to_json())
         return
     _print_summary(report)
+
+
+def _unchanged(root: Path, fresh: bool) -> str:
+    """After an abort: a ledger this invocation created is removed (a mistyped PATH must not
+    leave a new, empty ledger behind); an existing one is untouched by the atomic batch."""
+    if fresh and root.is_dir():
+        shutil.rmtree(root)
+        return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
+    return "Nothing was ingested; the ledger is unchanged."
 
 
 def _with_progress(
