@@ -1,8 +1,12 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
+# Each installs only what it needs: the demo the package alone; the tests add the dev
+# tools and the optional Ray engine (tests/test_ray.py), as CI does.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BUILD_INPUTS := pyproject.toml setup.py ledger/_native.c
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test lint install bench clean browser
 
@@ -10,13 +14,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
+# The package and its runtime dependencies only: what `vledger demo` uses.
+$(DEMO_STAMP): $(BUILD_INPUTS) | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+# Everything `make test` runs: dev tools (pytest, hypothesis, ruff, xdist) and Ray.
+$(TEST_STAMP): $(BUILD_INPUTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,ray]'
-	touch $(STAMP)
+	touch $(TEST_STAMP) $(DEMO_STAMP)
 
-install: $(STAMP)
+install: $(TEST_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/vledger demo
 
 # The report test renders the HTML in Debian's headless Chromium; install it where we can
@@ -26,14 +36,14 @@ browser:
 	  { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) ; } || \
 	  echo "chromium not installed: the report rendering test will skip"
 
-test: $(STAMP) browser
+test: $(TEST_STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

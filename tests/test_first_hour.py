@@ -34,3 +34,79 @@ def test_ingest_failing_into_an_existing_ledger_keeps_it(tmp_path: Path) -> None
     assert res.exit_code == 1
     assert (old / "events.duckdb").exists()
     assert "the ledger is unchanged" in res.stderr
+
+
+# --- 11: make demo installs only what the demo needs, and nothing deprecated ----------
+
+
+def _make_dry_run(target: str, tmp_path: Path) -> str:
+    """``make -n TARGET`` in a fresh copy of the Makefile and build inputs (no .venv yet):
+    the commands a fresh clone would run, run by nothing."""
+    import shutil
+    import subprocess
+
+    for name in ("Makefile", "pyproject.toml", "setup.py"):
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    (tmp_path / "ledger").mkdir(exist_ok=True)
+    shutil.copyfile(ROOT / "ledger" / "_native.c", tmp_path / "ledger" / "_native.c")
+    proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _installs(commands: str) -> list[str]:
+    return [
+        line.split("pip install", 1)[1].split()
+        for line in commands.splitlines()
+        if "pip install" in line and "--upgrade pip" not in line
+    ]
+
+
+def test_make_demo_installs_the_package_without_extras(tmp_path: Path) -> None:
+    installs = _installs(_make_dry_run("demo", tmp_path))
+    assert installs == [["-q", "-e", "."]]
+
+
+def test_make_test_installs_the_dev_and_ray_extras(tmp_path: Path) -> None:
+    installs = _installs(_make_dry_run("test", tmp_path))
+    assert installs == [["-q", "-e", "'.[dev,ray]'"]]
+
+
+def test_the_demo_runs_without_dev_tools_or_ray(tmp_path: Path) -> None:
+    """What `make demo` leaves out, the demo must not import: run it with those imports
+    refused."""
+    import os
+    import subprocess
+    import sys
+
+    blocker = (
+        "import sys, importlib.abc\n"
+        "class Refuse(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'ray', 'pytest', 'hypothesis', 'xdist', 'ruff'}:\n"
+        "            raise ImportError(f'{name} is not installed by make demo')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "from ledger.cli import main\n"
+        "sys.exit(main(['demo', '--report', 'r.html']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", blocker],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓ report" in proc.stdout
+
+
+def test_pyproject_license_is_an_spdx_string() -> None:
+    """setuptools ≥ 77 warns (twice per install) on the TOML-table form; the string form
+    needs ≥ 77 at build time (PEP 639)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in project["build-system"]["requires"][0]

@@ -184,11 +184,15 @@ STATUS_ORDER = ("disagreed", "agreed", "ungraded", "not_rechecked")
 _REASON_DETAIL = re.compile(r"( at |: | \()")
 
 
-def retrace_headline(replay_id: str, trials: list[dict[str, Any]]) -> str:
+def status_counts(trials: list[dict[str, Any]]) -> str:
+    """``3 disagreed, 14 agreed``: each status that occurs, in :data:`STATUS_ORDER`."""
     counts = Counter(t["status"] for t in trials)
     order = [s for s in STATUS_ORDER if counts[s]] + sorted(set(counts) - set(STATUS_ORDER))
-    parts = ", ".join(f"{counts[s]} {s}" for s in order)
-    return f"retrace {replay_id} — {plural(len(trials), 'trial')}: {parts or 'none'}"
+    return ", ".join(f"{counts[s]} {s}" for s in order) or "none"
+
+
+def retrace_headline(replay_id: str, trials: list[dict[str, Any]]) -> str:
+    return f"retrace {replay_id} — {plural(len(trials), 'trial')}: {status_counts(trials)}"
 
 
 def disagreement_lines(trials: list[dict[str, Any]]) -> list[str]:
