@@ -157,8 +157,9 @@ def test_report_is_a_function_of_the_log(full_ledger: Path) -> None:
 
 def test_report_numbers_come_from_the_views(full_ledger: Path) -> None:
     html, _ = report.render(full_ledger)
-    # replay r2 flipped exactly two verdicts relative to the recorded grades
-    assert "latest: r2 re-derived 18 trial(s), 2 verdict(s) differ" in html
+    # replay r2 flipped exactly two verdicts (and so the judge score: 0.9 ↔ 0.1) relative
+    # to the recorded grades
+    assert "latest: r2 re-derived 18 trial(s), 2 disagreed; differing components: llm_judge 2" in html
     # notes_gated, model m-a: trials 0, 2, 4 measured (5 aborted); (i + 11) % 3 != 0 passes 0, 2
     assert "notes_gated · m-a: 2/3 passed, mean score 0.63" in html
     assert "checked_first × listed_first" in html and "κ=1.000" in html
