@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from ledger import analytics
+from ledger import analytics, report_trials
 from ledger.report_template import PAGE
 
 PASS, FAIL, UNDECIDED, ACCENT = "#2e8b57", "#c0392b", "#d4a017", "#3b6fb6"
@@ -31,12 +31,14 @@ class Panel:
     what: str
     body: str  # SVG + legend/notes HTML, or "" for "no data yet"
     empty_reason: str = "no data yet"
+    anchor: str = ""  # an id, for links into the panel
 
     def html(self) -> str:
         cls = "" if self.body else ' class="empty"'
+        ident = f' id="{escape(self.anchor)}"' if self.anchor else ""
         inner = self.body or f'<div class="nodata">{escape(self.empty_reason)}</div>'
         return (
-            f"<section{cls}><h2>{escape(self.title)}</h2>"
+            f"<section{ident}{cls}><h2>{escape(self.title)}</h2>"
             f'<p class="what">{escape(self.what)}</p>{inner}</section>'
         )
 
@@ -90,8 +92,8 @@ def _bar(x: float, base: float, w: float, h: float, fill: str, tip: str) -> str:
 
 
 # Axis-label geometry for the 11 px label font: a character is about 6.2 px wide, and two
-# labels side by side need 14 px between their baselines not to touch.
-CHAR_W, LABEL_PITCH = 6.2, 14.0
+# labels side by side need 16 px between their baselines not to touch.
+CHAR_W, LABEL_PITCH = 6.2, 16.0
 
 
 def thin_step(n: int, span: float, pitch: float = LABEL_PITCH) -> int:
@@ -304,16 +306,16 @@ def heatmap(
 ) -> str:
     """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
     cw, ch, left = 64, 18, 300
-    # Column labels (model names) are never cut: slanted at 30°, they need
-    # sin 30° × their length above the grid and cos 30° × it to the right.
+    # Column labels (model names) are never cut: upright, they need their length above
+    # the grid, and one column's width apart they cannot touch.
     longest = CHAR_W * max([len(c) for c in col_labels] + [1])
-    top = int(16 + longest * 0.5)
-    w = int(left + cw * len(col_labels) + longest * 0.87 + 10)
+    top = int(16 + longest)
+    w = int(left + cw * len(col_labels) + 20)
     h = top + ch * len(row_labels) + 6
     out = []
     for j, c in enumerate(col_labels):
         out.append(
-            _tick(left + j * cw + cw / 2, top - 6, c, c, anchor="start", rot=-30, cls="muted")
+            _tick(left + j * cw + cw / 2 + 4, top - 6, c, c, anchor="start", rot=-90, cls="muted")
         )
     for i, (r, shown) in enumerate(zip(row_labels, _distinct(row_labels), strict=True)):
         y = top + i * ch
@@ -709,6 +711,19 @@ def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
     return html, s
 
 
+def _trials_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows, total = report_trials.select_trials(con)
+    return Panel(
+        "Trials",
+        "The trials most worth reading, disagreements first: each opens its page — the "
+        "timeline with each constraint's verdict beside the events it read, and the recorded "
+        "and replayed grade side by side.",
+        report_trials.trials_list(rows, total),
+        "no trials yet — run `vledger ingest`",
+        anchor="trials",
+    )
+
+
 PANELS = (
     _score_panel,
     _pass_panel,
@@ -718,6 +733,7 @@ PANELS = (
     _disagreement_panel,
     _verdict_panel,
     _never_scored_panel,
+    _trials_panel,
 )
 
 
@@ -726,6 +742,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
     with analytics.connect(ledger_dir) as (con, source):
         summary_html, s = _summary(con)
         panels = [panel for p in PANELS if (panel := p(con)) is not None]
+        trial_pages = report_trials.trial_sections(con, report_trials.select_trials(con)[0])
     at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
     subtitle = (
         f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
@@ -741,6 +758,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
         subtitle=subtitle,
         summary=summary_html,
         panels="\n".join(p.html() for p in panels),
+        trials=trial_pages,
     )
     s["panels_with_data"] = sum(1 for p in panels if p.body)
     s["panels"] = len(panels)
