@@ -1,6 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each installs only what it needs: the demo the package alone; the tests add the dev
-# tools and the optional Ray engine (tests/test_ray.py), as CI does.
+# tools (with the inspect_ai and OTel packages its tests read) and the optional Ray engine
+# (tests/test_ray.py), as CI does. Optional extras (inspect, ray) never enter the demo.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "curate": ("benchmarks.curate", [], ["--trials", "60", "--repeat", "1"]),
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),
+    "inspect_import": ("benchmarks.inspect_import", [], ["--samples", "40", "--logs", "2"]),
 }
 
 

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
 from ledger.segments import load_manifest, segment_dir
+from ledger.views_sql import write_views_sql
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
 EXPORT_MANIFEST = "_manifest.json"
@@ -108,6 +109,7 @@ def export_parquet(
         pq.write_table(
             lg.read_arrow(from_seq=manifest.sealed_upto, to_seq=size - 1), out / tail_file
         )
+    write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
     _fsync_dir(out)
     tail_rows = size - manifest.sealed_upto if tail_file else 0
     return ExportResult(

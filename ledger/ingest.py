@@ -35,6 +35,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
+from ledger.importers import inspect_log
 from ledger.importers.detect import (
     DetectError,
     PathKind,
@@ -78,7 +79,8 @@ class IngestError(Exception):
 
     def __init__(self, source: str, message: str, kind: str = "bad_input") -> None:
         self.source = source
-        self.kind = kind  # bad_input | changed | inconsistent | duplicate | no_input
+        # bad_input | changed | inconsistent | duplicate | no_input | missing_extra
+        self.kind = kind
         super().__init__(message)
 
 
@@ -98,6 +100,9 @@ class Unit:
     events: tuple[PlannedEvent, ...]
     inconsistent: str | None = None
     trial: bool = False
+    # issue 19: events identified by content alone (an inspect log's scores), appended when
+    # their id is not yet in the stream and left out of the changed/present comparison
+    additive: tuple[PlannedEvent, ...] = ()
 
 
 @dataclass
@@ -192,6 +197,8 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
         return kind, [_single_bundle_task(given, root, corpus, limits)]
     if kind is PathKind.VERDICT_RUN:
         return kind, [_Task("run", root, given)]
+    if kind in (PathKind.INSPECT_LOG, PathKind.INSPECT_LOGS):
+        return kind, _inspect_tasks(given, root, kind, corpus)
     if kind in (PathKind.PACK, PathKind.PACK_SET):
         return kind, [_Task("pack", p, _label(given, p, root)) for p in discover_packs(root)]
     name = corpus or root.resolve().name
@@ -221,6 +228,40 @@ def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[Path
             doc = corpora[p.parent]
         tasks.append(_Task("bundle", p, label, corpus=name, corpus_doc=doc))
     return kind, tasks
+
+
+def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -> list[_Task]:
+    """One task per log; the corpus is --corpus, else the log directory's name."""
+    if kind is PathKind.INSPECT_LOG:
+        return [_Task("inspect", root, given, corpus=corpus or root.resolve().parent.name)]
+    name = corpus or root.resolve().name
+    return [
+        _Task("inspect", p, _label(given, p, root), corpus=name)
+        for p in inspect_log.discover_logs(root)
+    ]
+
+
+def _inspect_units(task: _Task) -> list[Unit]:
+    log = inspect_log.read_log(task.path, task.source)
+    plans = inspect_log.log_plans(
+        log, task.corpus or "", task.source, inspect_log.log_name(task.path)
+    )
+    return [
+        Unit(
+            "bundle",
+            p.label,
+            p.stream,
+            p.events,
+            inconsistent=None if p.inconsistency is None else str(p.inconsistency),
+            trial=True,
+            additive=p.scores,
+        )
+        for p in plans
+    ]
+
+
+def _units(task: _Task, limits: YamlLimits) -> list[Unit]:
+    return _inspect_units(task) if task.kind == "inspect" else [_unit(task, limits)]
 
 
 def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> _Task:
@@ -292,8 +333,8 @@ INGEST_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[str]]:
-    """Ids of the ingest-written events of each of ``streams`` in the ledger, in stream order."""
+def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """``(id, type)`` of the ingest-written events of each of ``streams``, in stream order."""
     wanted = set(streams)
     prefixes = sorted(
         {
@@ -301,7 +342,7 @@ def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list
             for s in wanted
         }
     )
-    out: dict[str, list[tuple[int, str]]] = {}
+    out: dict[str, list[tuple[int, str, str]]] = {}
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
@@ -312,8 +353,8 @@ def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list
         )
         for s, v, e, t in rows:
             if s in wanted and t in INGEST_TYPES:
-                out.setdefault(s, []).append((v, e))
-    return {s: [e for _, e in sorted(rows)] for s, rows in out.items()}
+                out.setdefault(s, []).append((v, e, t))
+    return {s: [(e, t) for _, e, t in sorted(rows)] for s, rows in out.items()}
 
 
 def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
@@ -406,39 +447,24 @@ def _ingest(
         if progress is not None:
             progress(done - 1, total, task.source)
         try:
-            unit = _unit(task, limits)
+            found_units = _units(task, limits)
+        except inspect_log.InspectUnavailable as exc:
+            # the environment, not the input: never skipped, whatever --skip-bad says
+            raise IngestError(task.source, str(exc), "missing_extra") from None
         except (BundleError, YamlLoadError) as exc:
             bad(task.source, task.kind, exc)
             continue
-        if unit.inconsistent is not None and not keep_inconsistent:
-            bad(
-                unit.source,
-                unit.kind,
-                f"{unit.source}: the message view and the tool-call record disagree: "
-                f"{unit.inconsistent} (pass --keep-inconsistent to ingest it with the "
-                "disagreement recorded)",
-                "inconsistent",
-            )
-            continue
-        seen = units.get(unit.stream)
-        if seen is not None:
-            if [e.event_id for e in seen.events] != [e.event_id for e in unit.events]:
-                bad(
-                    unit.source,
-                    unit.kind,
-                    f"{unit.source} and {seen.source} are both stream {unit.stream!r} "
-                    "with different content; ingest them under different --corpus names",
-                    "duplicate",
-                )
-            continue
-        units[unit.stream] = unit
+        for unit in found_units:
+            _plan_unit(unit, units, bad, keep_inconsistent)
     if progress is not None:
         progress(total, total, "")
 
     existing = _existing_ids(ledger, list(units))
     new_events: list[PlannedEvent] = []
     for stream, unit in units.items():
-        old = existing.get(stream)
+        held = existing.get(stream)
+        additive_types = {e.type for e in unit.additive}
+        old = None if held is None else [e for e, t in held if t not in additive_types]
         if old is None:
             new_events += unit.events
             if unit.inconsistent is not None:
@@ -457,6 +483,13 @@ def _ingest(
                 "another --corpus name to keep both",
                 "changed",
             )
+            continue
+        # issue 19: content-identified events (re-scored scores) join beside the old ones
+        present = {e for e, _ in held or ()}
+        added = [e for e in unit.additive if e.event_id not in present]
+        new_events += added
+        report.events_new += len(added)
+        report.events_present += len(unit.additive) - len(added)
     if not units and not skips and not report.paths:
         raise IngestError(", ".join(map(str, paths)), "nothing to ingest", "no_input")
     # decoded one at a time as the store consumes them: the plan stays compact bytes
@@ -464,6 +497,37 @@ def _ingest(
     report.first_seq = getattr(result, "first_seq", None)
     report.last_seq = getattr(result, "last_seq", None)
     return report
+
+
+def _plan_unit(
+    unit: Unit,
+    units: dict[str, Unit],
+    bad: Callable[..., None],
+    keep_inconsistent: bool,
+) -> None:
+    """Admit one read input into the plan, or report it through ``bad``."""
+    if unit.inconsistent is not None and not keep_inconsistent:
+        bad(
+            unit.source,
+            unit.kind,
+            f"{unit.source}: the message view and the tool-call record disagree: "
+            f"{unit.inconsistent} (pass --keep-inconsistent to ingest it with the "
+            "disagreement recorded)",
+            "inconsistent",
+        )
+        return
+    seen = units.get(unit.stream)
+    if seen is not None:
+        if [e.event_id for e in seen.events] != [e.event_id for e in unit.events]:
+            bad(
+                unit.source,
+                unit.kind,
+                f"{unit.source} and {seen.source} are both stream {unit.stream!r} "
+                "with different content; ingest them under different --corpus names",
+                "duplicate",
+            )
+        return
+    units[unit.stream] = unit
 
 
 def _count(report: IngestReport, unit: Unit, *, new: bool) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ledger.spend_views import SPEND_VIEWS
 from schemas.key_manifest import MANIFEST
 
 # --- payload paths: the one place that knows where each field lives --------------------------
@@ -934,7 +935,10 @@ def _views() -> list[View]:
 ACCOUNTING_SHAPE: dict[str, str] = {"key": "VARCHAR", "outcome": "VARCHAR", "reason": "VARCHAR"}
 _MANIFEST_ROWS = ", ".join(f"({_sql_str(k.key)}, {_sql_str(k.kind.value)})" for k in MANIFEST)
 
-VIEWS: tuple[View, ...] = tuple(_views())
+# issue 19: the token and cost views live in their own module (ledger/spend_views.py)
+VIEWS: tuple[View, ...] = tuple(_views()) + tuple(
+    View(name, sql, doc, columns) for name, sql, doc, columns in SPEND_VIEWS
+)
 PUBLIC_VIEWS: tuple[View, ...] = tuple(v for v in VIEWS if v.public)
 
 MACROS: tuple[str, ...] = (

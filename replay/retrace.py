@@ -27,6 +27,7 @@ from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import trial_inputs
+from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrecorded_fields
 from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
@@ -201,6 +202,9 @@ class TrialRetrace:
     observations: tuple[ConstraintObservation, ...] = ()
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
     unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
+    # issue 19: (constraint id, reason) left unobserved: it reads a field the recorder never
+    # wrote (replay.unrecorded), so its verdict here would measure an importer's default
+    unmeasured: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -220,6 +224,7 @@ class TrialRetrace:
                 for o in self.observations
             ],
             "advisories": list(self.advisories),
+            "not_measured_constraints": [{"id": c, "reason": r} for c, r in self.unmeasured],
         }
 
 
@@ -326,6 +331,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             )
             for r in trace.results
         )
+    unmeasured = _unmeasured(effective.trace_checks, reg.payload)
+    observations = tuple(o for o in observations if o.constraint_id not in dict(unmeasured))
     if trial.recorded_grade is None:
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
         # and verdicts are the result; there is nothing recorded to agree with
@@ -357,8 +364,18 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             *(recorded_cfg.unknown_keys if recorded_cfg is not None else ()),
             *reg.unknown_keys,
         ),
+        unmeasured=unmeasured,
         **base,
     )
+
+
+def _unmeasured(
+    block: TraceChecksConfig | None, registered: Mapping[str, Any]
+) -> tuple[tuple[str, str], ...]:
+    """The constraints this trial cannot measure, each with the fields that make it so."""
+    hits = unmeasured_constraints(block, unrecorded_fields(registered))
+    recorder = (registered.get("trajectory_meta") or {}).get("recorder")
+    return tuple((cid, not_measured_reason(f, recorder)) for cid, f in hits.items())
 
 
 def _is_regex_problem(text: str) -> bool:
@@ -443,10 +460,27 @@ def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
     rows = discrimination(declared, (obs for o in outcomes for obs in o.observations))
     return {
         "trials": [o.as_dict() for o in outcomes],
-        "constraints": [r.as_dict() for r in rows],
+        "constraints": _with_unmeasured([r.as_dict() for r in rows], outcomes),
         "paths": tally.as_list(),
         "evidence": evidence(outcomes),
     }
+
+
+def _with_unmeasured(
+    rows: list[dict[str, Any]], outcomes: Sequence[TrialRetrace]
+) -> list[dict[str, Any]]:
+    """Each row gains ``not_measured_trials`` (how many trials could not measure it) and
+    ``not_measured_reason`` (the field, named; None when every trial measured it)."""
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    for o in outcomes:
+        for cid, reason in o.unmeasured:
+            n, _ = seen.get((o.task_id, cid), (0, reason))
+            seen[(o.task_id, cid)] = (n + 1, reason)
+    for row in rows:
+        n, reason = seen.get((row["task_id"], row["id"]), (0, None))
+        row["not_measured_trials"] = n
+        row["not_measured_reason"] = reason
+    return rows
 
 
 def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:

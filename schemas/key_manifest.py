@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from schemas.trace_checks import KIND_NAMES
+
 
 class KeyKind(StrEnum):
     SCORED_CHECK = "scored_check"  # produces a component score
@@ -44,18 +46,7 @@ _TRACE = "replay.trace_checks.evaluate.evaluate_trace_checks"
 _JUDGE = "replay.components.judge.evaluate_judge"
 _CUSTOM = "replay.components.custom_checks.evaluate_custom_checks"
 
-TRACE_KINDS: tuple[str, ...] = (
-    "present",
-    "absent",
-    "count",
-    "before",
-    "immediately_before",
-    "absent_before",
-    "absent_between",
-    "all_of",
-    "any_of",
-    "negate",
-)
+TRACE_KINDS: tuple[str, ...] = KIND_NAMES  # the ten kinds, as the trace model lists them
 CONSTRAINT_FIELDS: tuple[str, ...] = (
     "id",
     "description",

@@ -109,3 +109,36 @@ def pack_case_views(
         raw_messages[last]["tool_calls"] = declared + list(case["tool_calls"])
     messages, records = parity_views({"messages": raw_messages})
     return tuple(messages), tuple(records)
+
+
+def write_yaml(path: Path, doc: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def write_bundle(
+    directory: Path,
+    task_id: str,
+    grading: dict[str, Any] | None,
+    grade: dict[str, Any] | None,
+    messages: list[dict[str, Any]],
+) -> Path:
+    """A minimal recorded bundle: task.yaml (with its grading snapshot, if any), a completed
+    trajectory.yaml, and grade.yaml when ``grade`` is given."""
+    task: dict[str, Any] = {"task_id": task_id, "trial_index": 0}
+    if grading is not None:
+        task["grading_config"] = grading
+    write_yaml(directory / "task.yaml", task)
+    write_yaml(
+        directory / "trajectory.yaml",
+        {
+            "task_id": task_id,
+            "trial_index": 0,
+            "status": "completed",
+            "termination_reason": "agent_done",
+            "messages": messages,
+        },
+    )
+    if grade is not None:
+        write_yaml(directory / "grade.yaml", grade)
+    return directory

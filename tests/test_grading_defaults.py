@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
 from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.reconcile_cmd import read_pack, recorded_grading, validate_pack
 from schemas.grading import load_grading_config
+from tests.grading_support import write_bundle, write_yaml
 
 GRADING = {
     "combine": {"weights": {"llm_judge": 1.0}},  # no pass_threshold
@@ -53,32 +53,12 @@ GRADE = {
 }
 
 
-def _write(path: Path, doc: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-
-
 def _bundle(root: Path) -> Path:
-    bundle = root / "src" / "t_defaults_trial0"
-    _write(
-        bundle / "task.yaml",
-        {"task_id": "t_defaults", "trial_index": 0, "grading_config": GRADING},
-    )
-    _write(
-        bundle / "trajectory.yaml",
-        {
-            "task_id": "t_defaults",
-            "trial_index": 0,
-            "status": "completed",
-            "termination_reason": "agent_done",
-            "messages": [
-                {"role": "user", "content": "please do a and b"},
-                {"role": "assistant", "content": "did a"},
-            ],
-        },
-    )
-    _write(bundle / "grade.yaml", GRADE)
-    return bundle
+    messages = [
+        {"role": "user", "content": "please do a and b"},
+        {"role": "assistant", "content": "did a"},
+    ]
+    return write_bundle(root / "src" / "t_defaults_trial0", "t_defaults", GRADING, GRADE, messages)
 
 
 def test_the_model_defaults_are_the_specs() -> None:
@@ -117,8 +97,8 @@ def test_reconcile_and_validate_read_the_same_defaults(tmp_path: Path) -> None:
     assert recorded.pass_threshold == 0.8 and recorded.method == "weighted"
     assert {c.kind for c in recorded.rubric} == {"binary"}
     pack = tmp_path / "packs" / "t_defaults"
-    _write(pack / "task.yaml", {"task_id": "t_defaults"})
-    _write(pack / "grading.yaml", GRADING)
+    write_yaml(pack / "task.yaml", {"task_id": "t_defaults"})
+    write_yaml(pack / "grading.yaml", GRADING)
     assert {c.kind for c in read_pack(pack).view.criteria.values()} == {"binary"}
     validated, findings = validate_pack(pack, tmp_path)
     assert findings == [] and {c.kind for c in validated.view.criteria.values()} == {"binary"}

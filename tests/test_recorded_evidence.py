@@ -16,37 +16,17 @@ import yaml
 from click.testing import CliRunner
 
 from ledger.cli import main
+from tests.grading_support import write_bundle, write_yaml
 
 COMPONENTS = ("state_checks", "transcript_rules", "trace_checks", "llm_judge", "custom_checks")
 
 
-def _write(path: Path, doc: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-
-
 def _bundle(root: Path, grading: dict[str, Any] | None, grade: dict[str, Any] | None) -> Path:
-    bundle = root / "src" / "t_ev_trial0"
-    task: dict[str, Any] = {"task_id": "t_ev", "trial_index": 0}
-    if grading is not None:
-        task["grading_config"] = grading
-    _write(bundle / "task.yaml", task)
-    _write(
-        bundle / "trajectory.yaml",
-        {
-            "task_id": "t_ev",
-            "trial_index": 0,
-            "status": "completed",
-            "termination_reason": "agent_done",
-            "messages": [
-                {"role": "user", "content": "hello"},
-                {"role": "assistant", "content": "Your refund is approved."},
-            ],
-        },
-    )
-    if grade is not None:
-        _write(bundle / "grade.yaml", grade)
-    return bundle
+    messages = [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "Your refund is approved."},
+    ]
+    return write_bundle(root / "src" / "t_ev_trial0", "t_ev", grading, grade, messages)
 
 
 def _grade_yaml(transcript: float | None, score: float, passed: bool) -> dict[str, Any]:
@@ -71,7 +51,7 @@ RULES = {"must_contain": ["refund"], "min_assistant_turns": 3, "max_turns": 2}
 def test_a_broken_authoring_rule_is_an_advisory_not_a_refusal(tmp_path: Path) -> None:
     grading = {"combine": {"weights": {"transcript_rules": 1.0}}, "transcript_rules": RULES}
     # authored, the same block is refused (§ Turn bounds)
-    _write(tmp_path / "authored.yaml", grading)
+    write_yaml(tmp_path / "authored.yaml", grading)
     bundle = _bundle(tmp_path, grading, _grade_yaml(0.5, 0.5, False))
     res = CliRunner().invoke(
         main, ["grade", str(bundle), "--grading", str(tmp_path / "authored.yaml"), "--json"]
@@ -127,7 +107,7 @@ def test_a_replacement_that_cannot_fold_reports_why(tmp_path: Path) -> None:
                 "kind": "assistant_message", "text": {"contains": "refund"}}}}}
         ]
     }  # fmt: skip
-    _write(tmp_path / "c.yaml", constraints)
+    write_yaml(tmp_path / "c.yaml", constraints)
     code, doc, out = _retrace(tmp_path, "--constraints", str(tmp_path / "c.yaml"))
     (trial,) = doc["trials"]
     replayed = trial["replayed"]
@@ -155,7 +135,7 @@ def test_an_unknown_trajectory_key_is_listed_in_the_evidence_block(tmp_path: Pat
     bundle = _bundle(tmp_path, grading, None)
     traj = yaml.safe_load((bundle / "trajectory.yaml").read_text())
     traj["messages"][1]["sentiment"] = "upbeat"  # a key no recorder we know writes
-    _write(bundle / "trajectory.yaml", traj)
+    write_yaml(bundle / "trajectory.yaml", traj)
     code, doc, _ = _retrace(tmp_path)
     (trial,) = doc["trials"]
     assert trial["status"] == "ungraded" and code == 0  # read, not refused

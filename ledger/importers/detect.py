@@ -13,7 +13,11 @@ they are tried for a directory:
 ``pack_set``       its immediate subdirectories are packs (and it holds no bundle)
 ``run_dir``        holds ``trials/<task_id>/<trial_index>/`` bundles
 ``collection``     anything else with bundles, packs or runs somewhere below it
+``inspect_logs``   inspect_ai logs (``*.eval``, timestamped ``*.json``) and none of the above
 =================  ============================================================
+
+A ``.eval`` or ``.json`` file PATH (other than the run files below) is an
+``inspect_log``; its samples are read by ``ledger.importers.inspect_log``.
 
 A file PATH names its directory: ``trajectory.yaml`` → that bundle, ``corpus.yaml`` →
 that corpus, ``events.jsonl``/``receipt.json``/``graph.json`` → that run,
@@ -32,6 +36,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from ledger.importers.inspect_log import discover_logs, is_log_file
+
 TRAJECTORY = "trajectory.yaml"
 CORPUS_FILE = "corpus.yaml"
 PACK_FILES = ("task.yaml", "grading.yaml", "migration.yaml")
@@ -48,6 +54,8 @@ class PathKind(StrEnum):
     PACK_SET = "pack_set"
     RUN_DIR = "run_dir"
     COLLECTION = "collection"
+    INSPECT_LOG = "inspect_log"  # issue 19: one inspect_ai log file
+    INSPECT_LOGS = "inspect_logs"  # issue 19: a directory of inspect_ai logs
 
 
 class DetectError(ValueError):
@@ -110,11 +118,13 @@ def detect(path: Path) -> Detected:
         return Detected(PathKind.RUN_DIR, path)
     if any(True for _ in discover(path)):
         return Detected(PathKind.COLLECTION, path)
+    if discover_logs(path):
+        return Detected(PathKind.INSPECT_LOGS, path)
     raise DetectError(
         path,
         "no trial bundle (a directory holding trajectory.yaml), corpus (corpus.yaml), "
-        "task pack (task.yaml / grading.yaml / migration.yaml) or verdict-core run "
-        "(events.jsonl) found here",
+        "task pack (task.yaml / grading.yaml / migration.yaml), verdict-core run "
+        "(events.jsonl) or inspect_ai log (*.eval, *.json) found here",
     )
 
 
@@ -131,10 +141,13 @@ def _detect_file(path: Path) -> Detected:
         return Detected(PathKind.VERDICT_RUN, parent)
     if name in PACK_FILES:
         return Detected(PathKind.PACK, parent)
+    if is_log_file(path) or path.suffix == ".json":
+        return Detected(PathKind.INSPECT_LOG, path)
     raise DetectError(
         path,
         "not a file ingest reads; pass a directory, or one of trajectory.yaml, corpus.yaml, "
-        "task.yaml, grading.yaml, migration.yaml, events.jsonl, receipt.json, graph.json",
+        "task.yaml, grading.yaml, migration.yaml, events.jsonl, receipt.json, graph.json, "
+        "or an inspect_ai log (*.eval, *.json)",
     )
 
 

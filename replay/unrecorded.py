@@ -1,0 +1,55 @@
+"""Constraints a trial's recorder cannot measure: they read a field it never recorded.
+
+A recorder other than Tolokaforge (an inspect_ai log, ledger.importers.inspect_log) fills
+every timeline field the record's shape requires, but some of them are the importer's
+default rather than evidence: inspect records no tool executor, so ``executor`` is
+written ``agent`` for every call. ``trial.registered`` lists such fields under
+``trajectory_meta.unrecorded_fields``. A constraint whose matchers read one of them would
+measure that default, so retrace leaves its verdict out of the discrimination (the
+constraint is ``not_measured`` over such trials) and names the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from schemas.trace_checks import Constraint, TraceChecksConfig, iter_constraints, iter_matchers
+
+
+def unrecorded_fields(registered: Mapping[str, Any]) -> frozenset[str]:
+    """The fields a trial's ``trial.registered`` payload says were not recorded."""
+    meta = registered.get("trajectory_meta")
+    fields = meta.get("unrecorded_fields") if isinstance(meta, Mapping) else None
+    return frozenset(f for f in fields or () if isinstance(f, str))
+
+
+def fields_read(constraint: Constraint) -> Iterator[str]:
+    """Every timeline field a constraint's matchers (require tree and binder) read."""
+    matchers = [m for _, m in iter_matchers(constraint.require, "require")]
+    if constraint.bind is not None:
+        matchers.append(constraint.bind.match)
+        yield from (v.field.partition(".")[0] for v in constraint.bind.values.values())
+    for m in matchers:
+        for label, _pred in m.predicates():
+            yield label.partition(".")[0]
+
+
+def unmeasured_constraints(
+    block: TraceChecksConfig | None, unrecorded: frozenset[str]
+) -> dict[str, tuple[str, ...]]:
+    """Constraint id → the unrecorded fields it reads (only constraints that read any)."""
+    if block is None or not unrecorded:
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for _address, constraint in iter_constraints(block):
+        hit = sorted(set(fields_read(constraint)) & unrecorded)
+        if hit:
+            out[constraint.id] = tuple(hit)
+    return out
+
+
+def not_measured_reason(fields: tuple[str, ...], recorder: str | None) -> str:
+    who = recorder or "this trial's recorder"
+    names = ", ".join(fields)
+    return f"reads {names}, which {who} does not record"
