@@ -12,7 +12,7 @@ range, its own root and the log root at its end. The manifest is written as
 skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.
 
 The export never changes the ledger unless asked: events not yet sealed (the tail) are
-written as one more Parquet file, ``tail-<first>-<last>.parquet`` in the same schema, so
+written as one more Parquet file, ``seg-<first>-<last>-tail.parquet`` in the same schema, so
 DIR still holds the whole log, and the trial streams stay open for more events. Sealing
 is a decision with a consequence (a sealed trial stream takes no more events,
 ``ledger.segments``), so ``seal=True`` (``vledger export --seal``) seals the tail first,
@@ -124,8 +124,9 @@ def export_parquet(
 
 
 def tail_name(first_seq: int, last_seq: int) -> str:
-    """The tail's file name; zero-padded like the segments', so names sort by seq."""
-    return f"tail-{first_seq:012d}-{last_seq:012d}.parquet"
+    """The tail's file name: the segments' pattern (``seg-*.parquet``, which ``_views.sql``
+    and readers glob) marked ``-tail``, as it is not a sealed, manifest-listed segment."""
+    return f"seg-{first_seq}-{last_seq}-tail.parquet"
 
 
 def _fsync_dir(path: Path) -> None:

@@ -131,7 +131,7 @@ def test_export_leaves_the_ledger_unsealed_and_writes_the_tail(ledger_dir, tmp_p
         expected = [tuple(getattr(e, c) for c in COLUMNS) for e in lg.read()]
     out = _export(ledger_dir, tmp_path / "out")
     n = len(expected)
-    assert out["tail"] == {"file": f"tail-{0:012d}-{n - 1:012d}.parquet", "rows": n}
+    assert out["tail"] == {"file": f"seg-0-{n - 1}-tail.parquet", "rows": n}
     assert (out["segments"], out["rows"], out["unsealed_not_exported"]) == (0, n, 0)
     with open_ledger(ledger_dir) as lg:
         assert load_manifest(lg.path).sealed_upto == 0  # nothing sealed
