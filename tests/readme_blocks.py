@@ -3,7 +3,10 @@
 The marker convention (README § What it does): a fenced block whose language is ``sh``,
 ``bash`` or ``shell`` is a script of commands; ``console`` holds ``$ ``-prompted commands
 with their output. After the language, ``expect-fail`` means every command must exit
-non-zero and ``no-run`` means the block is not run (only for ``make`` targets).
+non-zero and ``no-run`` means the block is not run (only for set-up commands).
+
+Set-up commands — ``make …`` and ``pip install …`` — are never run: they install, and the
+test runs inside an installed ``make test``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ from pathlib import Path
 SHELL_LANGS = frozenset({"sh", "bash", "shell", "console"})
 MARKERS = frozenset({"expect-fail", "no-run"})
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```", re.M | re.S)
+
+
+SETUP = ("make ", "pip install ")
+
+
+def is_setup(command: str) -> bool:
+    return command.lstrip().startswith(SETUP)
 
 
 @dataclass(frozen=True)
@@ -85,5 +95,6 @@ def readme_commands(root: Path) -> list[Command]:
                 continue
             split = console_commands if lang == "console" else script_commands
             for text in split(body):
-                cmds.append(Command(where, text, "expect-fail" in markers, "no-run" not in markers))
+                run = "no-run" not in markers and not is_setup(text)
+                cmds.append(Command(where, text, "expect-fail" in markers, run))
     return cmds
