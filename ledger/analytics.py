@@ -134,9 +134,13 @@ def _parquet_relation(files: list[Path]) -> str:
     return f"SELECT {_ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
 
 
+# DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
+# also match "block" in a checksum failure, and read a damaged store as a busy one.
+_LOCK_ERROR = re.compile(r"\block\b|conflicting|already", re.IGNORECASE)
+
+
 def _is_lock_error(exc: duckdb.Error) -> bool:
-    text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "already" in text
+    return _LOCK_ERROR.search(str(exc)) is not None
 
 
 def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str, Source]:
@@ -173,13 +177,45 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
     return _EMPTY_EVENTS, Source("empty", "no events yet")
 
 
+class SqlSandboxed(LedgerError):
+    """A query that reached for a file, URL or extension outside the ledger's views."""
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        super().__init__(
+            f"refused: `vledger sql` reads only the ledger's views; files, URLs and extensions "
+            f"outside them are off (read_csv, read_text, read_blob, glob, read_parquet of a "
+            f"path or URL, …) — {message}; nothing was read. Query the views "
+            "(`vledger sql --schema`)"
+        )
+
+
+def _sandbox(con: duckdb.DuckDBPyConnection, readable: list[Path]) -> None:
+    """Close the connection to everything but the views' own sources, for good.
+
+    The store is already attached and the views defined, so external access can go: a
+    query may then read only the files in ``readable`` (the sealed segments the views
+    name), never a host file or a URL, nor install or load an extension (DuckDB would
+    download one into $HOME). ``lock_configuration`` keeps a query from turning it back.
+    """
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET allowed_paths = ?", [[str(p) for p in readable]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 @contextmanager
 def connect(ledger_dir: Path | str) -> Iterator[tuple[duckdb.DuckDBPyConnection, Source]]:
-    """An in-memory connection with every view defined over the ledger, closed on exit."""
+    """An in-memory connection with every view defined over the ledger, closed on exit.
+
+    Sandboxed (:func:`_sandbox`) before it is handed out: only the views' sources are
+    readable through it."""
     con = duckdb.connect(":memory:")
     try:
         rel, source = attach_source(con, Path(ledger_dir))
         views.create_views(con, rel)
+        _sandbox(con, _segment_files(Path(ledger_dir)) if "read_parquet" in rel else [])
         yield con, Source(source.kind, source.detail, rel)
     finally:
         con.close()
@@ -195,6 +231,8 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
         if rel is None:  # a statement that returns no relation (never a read, but be safe)
             return pa.table({})
         return _mark_json(rel.to_arrow_table(), [str(t) for t in rel.types])
+    except duckdb.PermissionException as exc:
+        raise SqlSandboxed(str(exc).strip().splitlines()[0]) from None
     except duckdb.Error as exc:
         raise SqlQueryError(str(exc).strip()) from None
 

@@ -112,6 +112,20 @@ class TamperDetected(LedgerError):
         super().__init__(f"{where}: {what}")
 
 
+class OutputInLedger(LedgerError):
+    """A command asked to write one of its outputs inside a ledger directory."""
+
+    def __init__(self, path: Path, ledger_dir: Path, what: str = "output") -> None:
+        self.path = path
+        self.ledger_dir = ledger_dir
+        super().__init__(
+            f"refusing to write the {what} {str(path)!r}: it is inside the ledger directory "
+            f"{str(ledger_dir)!r}, whose files only the store writes (an output there could "
+            f"overwrite the store, a sealed segment or a checkpoint); write it outside, "
+            f"e.g. ./{path.name}; nothing was written"
+        )
+
+
 # One place that maps each error to the CLI's exit code (usage errors exit 2 via click).
 EXIT_CODES: dict[type[LedgerError], int] = {
     TamperDetected: 1,

@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.outputs import check_output_path
 from ledger.segments import load_manifest, segment_dir
 from ledger.views_sql import write_views_sql
 
@@ -80,6 +81,7 @@ def export_parquet(
     """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new),
     plus (``tail``) the unsealed events as one Parquet file; ``seal`` seals the tail first."""
     out = Path(out)
+    check_output_path(out, Path(lg.path) if hasattr(lg, "path") else None, what="export directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(
             f"{out}: exists and is not an empty directory; export into a new or empty one "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ledger.errors import LedgerError
 from ledger.note import Signer, Verifier, generate_signer, parse_signer_key, parse_verifier_key
+from ledger.outputs import check_output_path
 
 DEFAULT_KEY_NAME = "vledger"
 
@@ -25,21 +26,11 @@ def pub_path(key_file: Path) -> Path:
     return key_file.with_name(key_file.name + ".pub")
 
 
-def _inside(path: Path, directory: Path) -> bool:
-    try:
-        path.resolve().relative_to(directory.resolve())
-    except ValueError:
-        return False
-    return True
-
-
 def keygen(out: Path, name: str = DEFAULT_KEY_NAME, *, ledger_dir: Path | None = None) -> Verifier:
-    """Write a new Ed25519 signer to ``out`` and its verifier to ``out.pub``; never overwrite."""
-    if ledger_dir is not None and _inside(out, ledger_dir):
-        raise KeyFileError(
-            f"refusing to write the private key {str(out)!r} inside the ledger directory "
-            f"{str(ledger_dir)!r}; keep it elsewhere (e.g. ~/.vledger-key)"
-        )
+    """Write a new Ed25519 signer to ``out`` and its verifier to ``out.pub``; never overwrite,
+    never inside a ledger directory (``ledger_dir`` or any other)."""
+    check_output_path(out, ledger_dir, what="private key")
+    check_output_path(pub_path(out), ledger_dir, what="public key")
     pub = pub_path(out)
     for p in (out, pub):
         if p.exists():

@@ -64,6 +64,48 @@ def read_run_dir(run_dir: Path) -> RunFiles:
     )
 
 
+# What a verdict-core receipt.json that verifies does and does not show (`receipt verify`
+# prints it in text and JSON): it carries no signature, so it binds files, not authors.
+RUN_RECEIPT_TRUST: dict[str, object] = {
+    "signed": False,
+    "proves": (
+        "events.jsonl and graph.json are exactly the files receipt.json describes: "
+        "they were not changed after the receipt was written"
+    ),
+    "does_not_prove": (
+        "who wrote the run or the receipt: receipt.json is unsigned, so whoever edits "
+        "events.jsonl and recomputes receipt.json gets a receipt that verifies"
+    ),
+    "detects_later_edits": (
+        "once the run is ingested, `vledger verify` re-verifies it against the ledger's "
+        "copy, so edits made after ingest are caught there"
+    ),
+}
+
+# A ledger receipt (replay / reconcile) is an event of the log: as trustworthy as the log.
+LEDGER_RECEIPT_TRUST: dict[str, object] = {
+    "signed": False,
+    "proves": (
+        "the receipt event is in the current log and the checkpoint it read is a prefix of it"
+    ),
+    "does_not_prove": (
+        "that the log itself is genuine: the receipt carries no signature of its own; "
+        "`vledger verify --pub KEY --checkpoint FILE` ties the log to a key and an outside "
+        "checkpoint"
+    ),
+}
+
+
+def trust_lines(trust: dict[str, object]) -> list[str]:
+    """The trust note as text lines (the same facts the JSON carries)."""
+    return [
+        "unsigned: this receipt carries no signature",
+        f"  proves: {trust['proves']}",
+        f"  does not prove: {trust['does_not_prove']}",
+        *([f"  later edits: {trust['detects_later_edits']}"] if "detects_later_edits" in trust else []),
+    ]
+
+
 def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
     """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
     return check_run_dir(run_dir, strict).problems

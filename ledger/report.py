@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from ledger import analytics, report_trials
+from ledger.outputs import check_output_path
 from ledger.report_template import PAGE
 
 PASS, FAIL, UNDECIDED, ACCENT = "#2e8b57", "#c0392b", "#d4a017", "#3b6fb6"
@@ -767,6 +768,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
 
 def write_report(ledger_dir: Path | str, out: Path | str) -> str:
     """Write the report to ``out``; return a one-line summary for the CLI."""
+    check_output_path(Path(out), Path(ledger_dir), what="report")  # before any work
     page, s = render(ledger_dir)
     Path(out).write_text(page, encoding="utf-8")
     return (

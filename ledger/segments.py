@@ -32,8 +32,10 @@ Readers that must not block the single DuckDB writer read segments with
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,7 +46,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from ledger import merkle
-from ledger.errors import LedgerError, StreamSealed  # noqa: F401  (re-exported)
+from ledger.errors import LedgerError, StreamSealed, TamperDetected  # noqa: F401  (StreamSealed: re-exported)
 from ledger.hashing import STORED_COLUMNS
 from ledger.store import TRIAL_PREFIX, write_atomic  # noqa: F401  (TRIAL_PREFIX: the rule is about these streams)
 from schemas.envelope import ARROW_SCHEMA, envelope_bytes
@@ -175,7 +177,135 @@ def cut_points(
     return cuts
 
 
-# --- sealing ----------------------------------------------------------------------------
+# --- sealing ---------------------------------------------------------------------------
+
+_SEGMENT_NAME = re.compile(r"seg-(\d+)-(\d+)\.parquet")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStep:
+    """One segment a seal (or ``vledger repair``) would make: ``write`` a new file, ``keep``
+    a file already on disk that holds exactly the store's rows, or ``conflict``: a file on
+    disk that disagrees with the store, which is never overwritten (it is evidence)."""
+
+    file: str
+    first_seq: int
+    last_seq: int
+    action: str  # "write" | "keep" | "conflict"
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SealPlan:
+    """What sealing ``[start, end)`` would do; ``recorded`` is the store's sealing mark."""
+
+    start: int
+    end: int
+    recorded: int
+    manifest_exists: bool
+    steps: tuple[SegmentStep, ...]
+
+    @property
+    def conflicts(self) -> list[SegmentStep]:
+        return [st for st in self.steps if st.action == "conflict"]
+
+    @property
+    def interrupted(self) -> bool:
+        """The store records more sealed than the manifest lists (a crash, or a lost manifest)."""
+        return self.recorded > self.start
+
+
+def segment_files(ledger_dir: Path) -> dict[str, tuple[int, int]]:
+    """Segment files present on disk: name -> (first_seq, last_seq)."""
+    folder = segment_dir(ledger_dir)
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for p in folder.iterdir():
+        m = _SEGMENT_NAME.fullmatch(p.name)
+        if m:
+            found[p.name] = (int(m.group(1)), int(m.group(2)))
+    return found
+
+
+def plan_seal(
+    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+) -> SealPlan:
+    """What :func:`seal` would write, without writing anything.
+
+    Segment files already on disk past the manifest (a seal interrupted after some renames,
+    or a deleted manifest) are adopted in seq order when they hold exactly the store's rows,
+    so the original cuts stay; one that differs, or that does not fit the sealed range, is a
+    conflict. Raises :class:`LedgerError` when the manifest lists more than the store
+    records as sealed.
+    """
+    manifest = load_manifest(lg.path)
+    manifest_exists = (segment_dir(lg.path) / MANIFEST).exists()
+    start = manifest.sealed_upto
+    recorded = lg.sealed_upto()
+    if recorded < start:
+        raise LedgerError(
+            f"segment manifest covers seq < {start} but the store records {recorded}; "
+            "run `vledger verify`"
+        )
+    end = lg.size() if recorded == start else recorded  # finish an interrupted seal first
+    listed = {info.file for info in manifest.segments}
+    on_disk = {n: r for n, r in segment_files(lg.path).items() if n not in listed}
+    by_first = {first: (name, last) for name, (first, last) in on_disk.items()}
+    steps: list[SegmentStep] = []
+    pos = start
+    while pos in by_first and by_first[pos][1] < end:  # adopt what an earlier seal wrote
+        name, last = by_first.pop(pos)
+        steps.append(_existing_step(lg, name, pos, last))
+        pos = last + 1
+    if pos < end:
+        sizes = lg._row_sizes(pos, end) if max_bytes is not None else None  # noqa: SLF001
+        cuts = cut_points(
+            pos, end, lg.trial_spans(pos, end), max_rows, row_bytes=sizes, max_bytes=max_bytes
+        )
+        for hi in cuts:
+            name = _segment_name(pos, hi - 1)
+            if name in on_disk:
+                by_first.pop(pos, None)
+                steps.append(_existing_step(lg, name, pos, hi - 1))
+            else:
+                steps.append(SegmentStep(name, pos, hi - 1, "write"))
+            pos = hi
+    for first, (name, last) in sorted(by_first.items()):  # left over: never overwritten, named
+        if first < end:
+            steps.append(
+                SegmentStep(
+                    name, first, last, "conflict",
+                    f"on disk but not in the manifest, and it does not fit the sealed range "
+                    f"seq {start}..{end - 1}",
+                )
+            )
+    return SealPlan(start, end, recorded, manifest_exists, tuple(steps))
+
+
+def _segment_name(first: int, last: int) -> str:
+    return f"seg-{first}-{last}.parquet"
+
+
+def _existing_step(lg: Ledger, name: str, first: int, last: int) -> SegmentStep:
+    """``keep`` when the file on disk holds exactly the store's rows for its range."""
+    try:
+        on_disk = pq.read_table(segment_dir(lg.path) / name)
+    except (OSError, pa.ArrowException) as exc:
+        return SegmentStep(name, first, last, "conflict", f"exists but cannot be read: {exc}")
+    stored = lg.raw_rows(first, last).cast(ARROW_SCHEMA)
+    if stored.num_rows != last - first + 1:
+        return SegmentStep(
+            name, first, last, "conflict",
+            f"the store holds {stored.num_rows} rows for seq {first}..{last}",
+        )
+    if not on_disk.schema.equals(ARROW_SCHEMA) or not on_disk.equals(stored):
+        return SegmentStep(
+            name, first, last, "conflict",
+            f"exists and differs from the store's rows for seq {first}..{last} "
+            "(the segment or the store was altered)",
+        )
+    return SegmentStep(name, first, last, "keep")
 
 
 def seal(
@@ -185,30 +315,29 @@ def seal(
 
     Each new segment holds at most ``max_rows`` rows and (unless ``max_bytes`` is None) at
     most ``max_bytes`` uncompressed row bytes (``Ledger._row_sizes``), a single trial larger
-    than a bound excepted (it is never split).
+    than a bound excepted (it is never split). A segment file already on disk is kept when
+    it matches the store and never overwritten when it does not (:class:`TamperDetected`,
+    nothing written): see :func:`plan_seal`.
     """
-    manifest = load_manifest(lg.path)
-    start = manifest.sealed_upto
-    recorded = lg.sealed_upto()
-    if recorded < start:
-        raise LedgerError(
-            f"segment manifest covers seq < {start} but the store records {recorded}; run `vledger verify`"
+    return apply_seal(lg, plan_seal(lg, max_rows, max_bytes=max_bytes))
+
+
+def apply_seal(lg: Ledger, plan: SealPlan) -> list[SegmentInfo]:
+    """Carry out a :func:`plan_seal` plan (refusing one with conflicts before any write)."""
+    if plan.conflicts:
+        bad = plan.conflicts[0]
+        raise TamperDetected(
+            str(segment_dir(lg.path) / bad.file),
+            f"{bad.detail}; refusing to overwrite a sealed segment — run `vledger verify` "
+            "and keep this file as evidence",
         )
-    end = lg.size() if recorded == start else recorded  # finish an interrupted seal first
-    if end <= start:
+    if not plan.steps:
         return []
-    sizes = lg._row_sizes(start, end) if max_bytes is not None else None  # noqa: SLF001
-    cuts = cut_points(
-        start, end, lg.trial_spans(start, end), max_rows, row_bytes=sizes, max_bytes=max_bytes
-    )
-    lg._set_sealed_upto(end)  # noqa: SLF001 (one package)
+    manifest = load_manifest(lg.path)
+    lg._set_sealed_upto(plan.end)  # noqa: SLF001 (one package)
     folder = segment_dir(lg.path)
     folder.mkdir(exist_ok=True)
-    made = []
-    lo = start
-    for hi in cuts:
-        made.append(_write_segment(lg, folder, lo, hi - 1))
-        lo = hi
+    made = [_write_segment(lg, folder, st) for st in plan.steps]
     manifest.segments.extend(made)
     write_atomic(
         folder / MANIFEST, orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
@@ -216,18 +345,23 @@ def seal(
     return made
 
 
-def _write_segment(lg: Ledger, folder: Path, first: int, last: int) -> SegmentInfo:
+def _write_segment(lg: Ledger, folder: Path, step: SegmentStep) -> SegmentInfo:
+    first, last = step.first_seq, step.last_seq
     table = lg.raw_rows(first, last).cast(ARROW_SCHEMA)
     if table.num_rows != last - first + 1:
         raise LedgerError(
             f"seal: store holds {table.num_rows} rows for seq {first}..{last}; run `vledger verify`"
         )
-    name = f"seg-{first}-{last}.parquet"
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    write_atomic(folder / name, sink.getvalue().to_pybytes())
+    if step.action == "write":
+        if (folder / step.file).exists():  # appeared since the plan: never overwrite
+            raise TamperDetected(
+                str(folder / step.file), "appeared while sealing; refusing to overwrite it"
+            )
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        write_atomic(folder / step.file, sink.getvalue().to_pybytes())
     return SegmentInfo(
-        file=name,
+        file=step.file,
         first_seq=first,
         last_seq=last,
         rows=table.num_rows,
@@ -252,6 +386,23 @@ def check_segments(lg: Ledger, report: VerifyReport) -> int:
     except LedgerError as exc:
         report.add("segments/manifest.json", str(exc))
         return 0
+    recorded = lg.sealed_upto()
+    if recorded and not (segment_dir(lg.path) / MANIFEST).exists():
+        report.add(
+            f"{SEGMENT_DIR}/{MANIFEST}",
+            f"missing: the store records sealing up to seq {recorded} and "
+            f"{len(segment_files(lg.path))} segment file(s) are on disk "
+            "(deleted, or a seal interrupted before it was written); nothing was re-sealed — "
+            "`vledger repair` shows what it would restore",
+        )
+    listed = {info.file for info in manifest.segments}
+    on_disk = segment_files(lg.path)
+    for name in sorted(set(on_disk) - listed):
+        # compared with the store too, so a rewritten segment is named even when the
+        # manifest that listed it is gone
+        step = _existing_step(lg, name, *on_disk[name])
+        what = "" if step.action == "keep" else f"; it {step.detail}"
+        report.add(f"segment {name}", f"is on disk but not listed in segments/manifest.json{what}")
     expect_first = 0
     for info in manifest.segments:
         where = f"segment {info.file}"
@@ -262,11 +413,11 @@ def check_segments(lg: Ledger, report: VerifyReport) -> int:
             )
         expect_first = info.last_seq + 1
         _check_one(lg, report, info, where)
-    if lg.sealed_upto() != manifest.sealed_upto:
+    if recorded != manifest.sealed_upto and (segment_dir(lg.path) / MANIFEST).exists():
         report.add(
-            "segments/manifest.json",
-            f"covers seq < {manifest.sealed_upto} but the store records sealing up to {lg.sealed_upto()} "
-            "(re-run `vledger seal` to finish an interrupted seal)",
+            f"{SEGMENT_DIR}/{MANIFEST}",
+            f"covers seq < {manifest.sealed_upto} but the store records sealing up to {recorded} "
+            "(an interrupted seal, or an edited manifest: `vledger repair` shows what it would do)",
         )
     return len(manifest.segments)
 

@@ -39,6 +39,7 @@ import operator
 import os
 import random
 import re
+import tempfile
 import threading
 import time
 from collections import deque
@@ -89,7 +90,7 @@ from schemas.payload_check import payload_checker
 
 if TYPE_CHECKING:
     from ledger.segments import SegmentInfo
-    from ledger.verify import VerifyReport
+    from ledger.verify import OutsideCheckpoint, VerifyReport
 
 DB_FILE = "events.duckdb"
 TRIAL_PREFIX = "trial/"
@@ -180,6 +181,20 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 _SEEN: dict[Path, Seen] = {}
 
 
+# The store file this process opened last: a driver error that escapes a command
+# (a damaged block read mid-way) is reported against the file (damaged_store_error).
+_OPENED: list[Path] = []
+
+
+def damaged_store_error(exc: duckdb.Error) -> TamperDetected:
+    """The typed error for a DuckDB error that escaped a command: names the store file."""
+    where = str(_OPENED[-1]) if _OPENED else DB_FILE
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return TamperDetected(
+        where, f"cannot be read ({first}); the file is damaged or was altered — run `vledger verify`"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Duplicate:
     """An event of the batch that was already stored (same ``event_id``, same content)."""
@@ -242,35 +257,54 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
 
 
 def open_ledger(
-    path: str | Path, *, create: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    path: str | Path,
+    *,
+    create: bool = False,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    read_only: bool = False,
+    recover: bool = True,
 ) -> Ledger:
     """Open the ledger at ``path``; with ``create=True`` make it first if absent.
 
     Raises :class:`LedgerNotFound` when there is no ledger (a mistyped ``--ledger`` never
     creates an empty one silently) and :class:`LedgerBusy` when another process holds it
     for longer than ``busy_timeout`` seconds.
+
+    ``read_only=True`` (``verify``, ``log``, ``prove``) opens DuckDB read-only and writes
+    nothing anywhere: no format upgrade, no finishing of an interrupted seal (those are
+    findings for ``verify`` to report). ``recover=False`` (``repair``) opens for writing
+    but leaves an interrupted seal as it is, so it can be shown before it is finished.
     """
     root = Path(path)
     if not (root / DB_FILE).exists():
-        if create:
+        if create and not read_only:
             try:
                 return init_ledger(root, busy_timeout=busy_timeout)
             except LedgerExists:
                 pass  # another process created it meanwhile: open theirs
         else:
             raise LedgerNotFound(root)
-    lg = Ledger(root, _connect(root / DB_FILE, busy_timeout))
+    lg = Ledger(root, _connect(root / DB_FILE, busy_timeout, read_only=read_only))
     try:
         version = lg.meta("format_version")
-        if version == "1":
+        if version == "1" and not read_only:
             lg._upgrade_from_1()
             version = FORMAT_VERSION
+        if version == "1":
+            raise LedgerError(
+                f"ledger {str(root)!r} has format version '1'; reading it needs an upgrade, "
+                "which this read-only command never writes: run `vledger repair --apply` first"
+            )
         if version != FORMAT_VERSION:
             raise LedgerError(
                 f"ledger {str(root)!r} has format version {version!r}; this vledger reads "
                 f"{FORMAT_VERSION!r} (upgrade vledger, or migrate the ledger)"
             )
-        lg._recover()
+        if recover and not read_only:
+            lg._recover()
+    except duckdb.Error as exc:  # a damaged store can open and then fail its first query
+        lg.close()
+        raise TamperDetected(str(root / DB_FILE), f"cannot be read ({exc}); the file is damaged") from None
     except BaseException:
         lg.close()
         raise
@@ -291,13 +325,15 @@ def duckdb_memory_limit() -> str:
     return value
 
 
-def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
+def _connect(
+    db: Path, busy_timeout: float, *, read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
     """Connect, retrying the process-level file lock with jittered backoff."""
     start = time.monotonic()
     delay = 0.005
     while True:
         try:
-            con = duckdb.connect(str(db))
+            con = _duckdb_connect(db, read_only)
             con.execute("SET TimeZone = 'UTC'")
             con.execute("SET enable_progress_bar = false")  # stdout belongs to the CLI
             # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
@@ -317,6 +353,30 @@ def _connect(db: Path, busy_timeout: float) -> duckdb.DuckDBPyConnection:
             raise TamperDetected(
                 str(db), f"DuckDB cannot open it ({exc}); the file is damaged"
             ) from None
+
+
+def _duckdb_connect(db: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection; read-only ones replay a WAL in memory and spill outside the
+    ledger, so they leave every file of the ledger directory as it was."""
+    if not read_only:
+        return duckdb.connect(str(db))
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.ConnectionException as exc:
+        # This process already holds the file read-write (DuckDB shares one instance per
+        # process and refuses a second configuration): use that instance; opening it
+        # again writes nothing, and read-only opens skip recovery and upgrades anyway.
+        if "different configuration" not in str(exc):
+            raise
+        return duckdb.connect(str(db))
+    con.execute(f"SET temp_directory = '{_verify_spill_dir()}'")
+    return con
+
+
+def _verify_spill_dir() -> str:
+    """Where a read-only connection spills (DuckDB's default is ``<db>.tmp`` beside the
+    file, i.e. inside the ledger directory)."""
+    return str(Path(tempfile.gettempdir()) / f"vledger-ro-{os.getpid()}").replace("'", "''")
 
 
 # --- preparing a batch (pure) -----------------------------------------------------------
@@ -619,6 +679,7 @@ class Ledger:
         self._appended = False  # has this object appended before (see _seen_at)
         with _PROCESS_LOCKS_GUARD:
             self._lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
+        _OPENED[:] = [path / DB_FILE]  # only the latest is ever named
 
     # lifecycle
 
@@ -825,11 +886,17 @@ class Ledger:
             max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
         )
 
-    def verify(self, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
+    def verify(
+        self,
+        pub: Verifier | None = None,
+        *,
+        deep: bool = False,
+        anchor: OutsideCheckpoint | None = None,
+    ) -> VerifyReport:
         """Recompute and check everything (see :mod:`ledger.verify`)."""
         from ledger.verify import verify_ledger
 
-        return verify_ledger(self, pub, deep=deep)
+        return verify_ledger(self, pub, deep=deep, anchor=anchor)
 
     # appending
 

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from ledger import hashing, merkle
 from ledger.errors import LedgerError, ProofError
 from ledger.note import (
+    Checkpoint,
     InvalidSignature,
     MalformedNote,
     NoVerifiableSignatures,
@@ -72,6 +73,10 @@ class VerifyReport:
     checkpoints: int = 0
     signatures_checked: bool = False
     segments: int = 0
+    # the largest size a checkpoint signed by --pub covers (None: none, or no --pub)
+    signed_size: int | None = None
+    anchored: bool = False  # an outside checkpoint (--checkpoint FILE) was given
+    anchor_size: int | None = None  # its size, when the log extends it
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -92,6 +97,7 @@ class VerifyReport:
             f"events: {self.events} (log size {self.size}), {self.bytes_hashed} bytes hashed",
             f"root: {self.root.hex()}",
             f"checkpoints: {self.checkpoints} ({sig})",
+            self._anchor_line(),
             f"segments: {self.segments}",
         ]
         if self.ok:
@@ -100,6 +106,16 @@ class VerifyReport:
             out.append(f"FAILED: {len(self.problems)} problem(s); first:")
             out.extend(f"  {p.where}: {p.what}" for p in self.problems)
         return out
+
+    def _anchor_line(self) -> str:
+        if not self.anchored:
+            return (
+                "outside checkpoint: none (a rollback to an older copy, or a truncation with "
+                "its checkpoints, is only caught with --checkpoint FILE)"
+            )
+        if self.anchor_size is None:
+            return "outside checkpoint: does NOT hold (see the problems)"
+        return f"outside checkpoint: size {self.anchor_size}, and the log extends it"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +126,12 @@ class VerifyReport:
             "bytes_hashed": self.bytes_hashed,
             "checkpoints": self.checkpoints,
             "signatures_checked": self.signatures_checked,
+            "signed_size": self.signed_size,
+            "outside_checkpoint": (
+                {"size": self.anchor_size, "holds": self.anchor_size is not None}
+                if self.anchored
+                else None
+            ),
             "segments": self.segments,
             "problems": [{"where": p.where, "what": p.what} for p in self.problems],
         }
@@ -124,17 +146,40 @@ EXTRA_CHECKS: list[ExtraCheck] = []
 DEEP_CHECKS: list[ExtraCheck] = []
 
 
-def verify_ledger(lg: Ledger, pub: Verifier | None = None, *, deep: bool = False) -> VerifyReport:
+@dataclass(frozen=True, slots=True)
+class OutsideCheckpoint:
+    """A checkpoint note kept outside the ledger (``verify --checkpoint FILE``): the trust
+    anchor that catches a rollback or truncation, which the ledger's own checkpoints
+    cannot (whoever rolls the log back rolls its checkpoints back with it)."""
+
+    path: str
+    note: str
+
+
+def verify_ledger(
+    lg: Ledger,
+    pub: Verifier | None = None,
+    *,
+    deep: bool = False,
+    anchor: OutsideCheckpoint | None = None,
+) -> VerifyReport:
     """Run every core check, then :data:`EXTRA_CHECKS` (and, with ``deep``,
     :data:`DEEP_CHECKS`, which recompute projections stored in the log); never raises for
-    bad data."""
+    bad data.
+
+    With ``pub``, some checkpoint signed by it must cover the whole log. With ``anchor``,
+    the log at the anchor's size must have its root, and today's log must extend it.
+    """
     from ledger.segments import check_segments
 
-    report = VerifyReport(signatures_checked=pub is not None)
+    report = VerifyReport(signatures_checked=pub is not None, anchored=anchor is not None)
     sizes = _checkpoint_sizes(lg)
+    if anchor is not None:
+        with contextlib.suppress(MalformedNote):  # reported by _check_checkpoints
+            sizes.add(parse_checkpoint(note_text(anchor.note)).size)
     try:
         roots = _scan_events(lg, report, sizes)
-        _check_checkpoints(lg, report, pub, roots)
+        _check_checkpoints(lg, report, pub, roots, anchor)
         report.segments = check_segments(lg, report)
         for check in [*EXTRA_CHECKS, *(DEEP_CHECKS if deep else ())]:
             for p in check(lg):
@@ -473,48 +518,100 @@ def _compare_nodes(lg: Ledger, report: VerifyReport, scan: _Scan, first_leaf: in
 
 
 def _check_checkpoints(
-    lg: Ledger, report: VerifyReport, pub: Verifier | None, roots: dict[int, bytes]
+    lg: Ledger,
+    report: VerifyReport,
+    pub: Verifier | None,
+    roots: dict[int, bytes],
+    anchor: OutsideCheckpoint | None = None,
 ) -> None:
+    signed_sizes = []
+    before = len(report.problems)
     for path, stored in lg.checkpoints():
         report.checkpoints += 1
-        where = f"checkpoint {path.name}"
+        cp = _check_note(lg, report, f"checkpoint {path.name}", stored, pub, roots)
+        if cp is not None and pub is not None:
+            signed_sizes.append(cp.size)
+    if pub is not None:
+        report.signed_size = max(signed_sizes, default=None)
+        # a bad stored checkpoint is already the finding; this one is for a log that is
+        # sound but not (wholly) tied to the key
+        if report.signed_size != report.size and len(report.problems) == before:
+            report.add("checkpoints", _uncovered(pub, report.size, report.signed_size))
+    if anchor is not None:
+        where = f"outside checkpoint {anchor.path}"
+        cp = _check_note(lg, report, where, anchor.note, pub, roots, outside=True)
+        if cp is not None:
+            report.anchor_size = cp.size
+
+
+def _uncovered(pub: Verifier, size: int, signed: int | None) -> str:
+    """Why ``--pub`` fails when the key's signatures do not reach the whole log."""
+    key = f"{pub.name}+{pub.key_id.hex()}"
+    if signed is None:
+        head = f"no checkpoint signed by {key} is stored, so nothing ties the {size} events to that key"
+    else:
+        head = (
+            f"the checkpoints signed by {key} cover seq < {signed}; seq {signed}..{size - 1} "
+            "are signed by no one"
+        )
+    return (
+        f"{head} (checkpoints deleted, or events appended since the last signature): sign the "
+        "current tree with `vledger checkpoint --key FILE`, and keep a copy outside the ledger "
+        "(`--out FILE`) to verify against with `--checkpoint FILE`"
+    )
+
+
+def _check_note(
+    lg: Ledger,
+    report: VerifyReport,
+    where: str,
+    stored: str,
+    pub: Verifier | None,
+    roots: dict[int, bytes],
+    *,
+    outside: bool = False,
+) -> Checkpoint | None:
+    """Check one checkpoint note against the rebuilt tree; the checkpoint when it holds."""
+    try:
+        cp = parse_checkpoint(note_text(stored))
+    except MalformedNote as exc:
+        report.add(where, f"malformed: {exc}")
+        return None
+    if pub is not None:
         try:
-            cp = parse_checkpoint(note_text(stored))
+            open_note(stored, [pub])
+        except InvalidSignature:
+            report.add(
+                where,
+                f"signature by {pub.name}+{pub.key_id.hex()} does not verify: the note was altered",
+            )
+            return None
+        except NoVerifiableSignatures:
+            report.add(where, f"not signed by the given key {pub.name}+{pub.key_id.hex()}")
+            return None
         except MalformedNote as exc:
-            report.add(where, f"malformed: {exc}")
-            continue
-        if pub is not None:
-            try:
-                open_note(stored, [pub])
-            except InvalidSignature:
-                report.add(
-                    where,
-                    f"signature by {pub.name}+{pub.key_id.hex()} does not verify: the note was altered",
-                )
-                continue
-            except NoVerifiableSignatures:
-                report.add(where, f"not signed by the given key {pub.name}+{pub.key_id.hex()}")
-                continue
-            except MalformedNote as exc:
-                report.add(where, f"malformed note: {exc}")
-                continue
-        if cp.origin != lg.origin:
-            report.add(where, f"origin {cp.origin!r} is not this log's {lg.origin!r}")
-        elif cp.size > report.events:
-            report.add(
-                where,
-                f"covers {cp.size} events but only {report.events} are stored (events removed)",
-            )
-        elif roots.get(cp.size) != cp.root:
-            rebuilt = roots.get(cp.size, b"").hex()
-            report.add(
-                where,
-                f"signed root {cp.root.hex()} at size {cp.size}, but the events rebuild root {rebuilt}: "
-                "the log was rewritten",
-            )
-        elif report.ok and cp.size > 0:
-            try:
-                proof = lg.prove_consistency(cp.size, report.size)
-                merkle.check_consistency(cp.size, report.size, cp.root, report.root, proof)
-            except (ProofError, LedgerError) as exc:
-                report.add(where, f"no consistency proof to the current tree: {exc}")
+            report.add(where, f"malformed note: {exc}")
+            return None
+    if cp.origin != lg.origin:
+        report.add(where, f"origin {cp.origin!r} is not this log's {lg.origin!r}")
+        return None
+    if cp.size > report.events:
+        lost = "the log was rolled back to an older copy or truncated" if outside else "events removed"
+        report.add(where, f"covers {cp.size} events but only {report.events} are stored ({lost})")
+        return None
+    if roots.get(cp.size) != cp.root:
+        rebuilt = roots.get(cp.size, b"").hex()
+        report.add(
+            where,
+            f"signed root {cp.root.hex()} at size {cp.size}, but the events rebuild root {rebuilt}: "
+            "the log was rewritten",
+        )
+        return None
+    if report.ok and cp.size > 0:  # proofs read stored nodes: meaningful only over a sound tree
+        try:
+            proof = lg.prove_consistency(cp.size, report.size)
+            merkle.check_consistency(cp.size, report.size, cp.root, report.root, proof)
+        except (ProofError, LedgerError) as exc:
+            report.add(where, f"no consistency proof to the current tree: {exc}")
+            return None
+    return cp

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ledger.spend_views import SPEND_VIEWS
+from schemas.events import PROJECTION_WRITERS
 from schemas.key_manifest import MANIFEST
 
 # --- payload paths: the one place that knows where each field lives --------------------------
@@ -224,6 +225,22 @@ def _sql_str(s: str) -> str:
 
 def _in_list(values: Sequence[str]) -> str:
     return "(" + ", ".join(_sql_str(v) for v in values) + ")"
+
+
+def _written_by_projection() -> str:
+    """SQL predicate over ``_ev`` rows: false for a projection-only type
+    (``PROJECTION_WRITERS``) that is not on its projection's own stream, and for a
+    ``grade.replayed`` whose stream holds no ``replay.completed`` (retrace appends both in
+    one batch). The views that count projection outputs read only rows it keeps."""
+    reserved = ", ".join(_sql_str(t) for t in PROJECTION_WRITERS)
+    own = " OR ".join(
+        f"(type = {_sql_str(t)} AND starts_with(stream, {_sql_str(prefix)}))"
+        for t, (_, prefix) in PROJECTION_WRITERS.items()
+    )
+    return (
+        f"(type NOT IN ({reserved}) OR {own}) AND (type <> 'grade.replayed' OR stream IN "
+        "(SELECT stream FROM _ev WHERE type = 'replay.completed'))"
+    )
 
 
 def _typed_view(
@@ -533,7 +550,7 @@ def _views() -> list[View]:
             f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status, "
             f"CASE WHEN type = 'grade.replayed' THEN {gh['replay_status']} END AS replay_status "
             f"FROM (SELECT seq, recorded_at, type, stream, body, {gh_sv} FROM _ev "
-            "WHERE type IN ('grade.recorded', 'grade.replayed'))) u "
+            f"WHERE type IN ('grade.recorded', 'grade.replayed') AND {_written_by_projection()})) u "
             "LEFT JOIN _trial_keys k ON k.trial = u.trial",
             "internal",
             (),
@@ -746,6 +763,7 @@ def _views() -> list[View]:
                     "counters",
                     "recorded_at",
                 ],
+                where=_written_by_projection(),
                 extra_json=True,
             ),
             "one row per recorded verdict admission (verdict.admitted)",
@@ -772,7 +790,8 @@ def _views() -> list[View]:
             f"{rc['outputs_digest']} AS outputs_digest, "
             f"coalesce(json_extract(body, '$.receipt'), body::JSON) AS receipt, recorded_at "
             f"FROM (SELECT *, {rc_sv} FROM _ev WHERE type IN "
-            f"('replay.completed', 'reconcile.completed', 'receipt.issued'))",
+            f"('replay.completed', 'reconcile.completed', 'receipt.issued') "
+            f"AND {_written_by_projection()})",
             "receipts: replays, reconciliations and imported verdict-core runs",
             (
                 ("seq", "log position of the receipt event"),

@@ -25,6 +25,17 @@ PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
 
 EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_MODELS)
 
+# Event types only a projection writes (derived from the log, never recorded by hand):
+# type -> (the command that writes it, the stream prefix it writes it on). `vledger append`
+# refuses them, and the views count only those on their projection's own streams, so a
+# hand-written grade.replayed can neither become a trial's current grade nor move pass@k.
+PROJECTION_WRITERS: dict[str, tuple[str, str]] = {
+    "grade.replayed": ("vledger retrace", "replay/"),
+    "replay.completed": ("vledger retrace", "replay/"),
+    "reconcile.completed": ("vledger reconcile", "reconcile/"),
+    "verdict.admitted": ("vledger verdict admit", "unit/"),
+}
+
 
 class PayloadError(ValueError):
     """A payload that does not fit its event type; names the type and the offending field."""

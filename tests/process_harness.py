@@ -101,7 +101,13 @@ def crash_rounds(ledger_dir: Path, key_dir: Path, rounds: int, seed: int, size: 
         )
         with open_ledger(ledger_dir, busy_timeout=30) as lg:
             report = lg.verify(verifier)
-        assert report.ok, f"round {r}: verify after crash: {report.problems[:3]}"
+        # A kill between a batch's commit and its checkpoint leaves an honest, unsigned tail:
+        # `verify --pub` names it (the key covers less than the log), nothing else may fail.
+        problems = [
+            p for p in report.problems
+            if not (p.where == "checkpoints" and "signed by no one" in p.what)
+        ]
+        assert not problems, f"round {r}: verify after crash: {problems[:3]}"
     return acknowledged
 
 

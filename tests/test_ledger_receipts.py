@@ -131,11 +131,17 @@ def test_cli_receipt_show_and_verify(lg: Ledger, tmp_path: Path) -> None:
 def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["receipt", "verify", str(DEMO), "--json"])
     assert res.exit_code == 0
-    assert json.loads(res.output) == {"ok": True, "problems": [], "differences": []}
+    assert json.loads(res.output) == {
+        "ok": True,
+        "problems": [],
+        "differences": [],
+        **rc.RUN_RECEIPT_TRUST,
+    }
     human = CliRunner().invoke(main, ["receipt", "verify", str(DEMO)]).output
-    assert human.splitlines() == [
+    assert human.splitlines()[:3] == [
         "COMPLETE: all implement/integrate nodes validated, barrier ok, review PASS",
-        "integrity: OK (events digest verified)",
+        "integrity: OK (events digest verified; receipt unsigned)",
+        "unsigned: this receipt carries no signature",
     ]
     run = tmp_path / "run"
     shutil.copytree(DEMO, run)
@@ -150,6 +156,7 @@ def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:
         "ok": False,
         "problems": ["goal mismatch: stored receipt differs from recomputed evidence"],
         "differences": [{"path": "goal", "stored": f"Drop {goal}", "rebuilt": f"Add {goal}"}],
+        **rc.RUN_RECEIPT_TRUST,
     }
 
 

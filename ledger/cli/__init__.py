@@ -7,9 +7,24 @@ imports at the bottom are the whole registry.
 from __future__ import annotations
 
 import click
+import duckdb
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group; a DuckDB error no command translated (a damaged block of the
+    store read mid-command) becomes one ``Error:`` line naming the file, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except duckdb.Error as exc:
+            from ledger.store import damaged_store_error
+
+            click.echo(f"Error: {damaged_store_error(exc)}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="verdict-ledger")
 def main() -> None:
     """verdict-ledger: an immutable, provable event log for AI-agent evaluations."""

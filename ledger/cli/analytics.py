@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 
 from ledger import analytics, views
 from ledger.cli import main
-from ledger.cli.options import json_option, ledger_option, resolve_ledger
+from ledger.cli.options import escape_controls, json_option, ledger_option, resolve_ledger
+from ledger.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
 _CELL_WIDTH = 60
@@ -50,7 +51,7 @@ def format_table(table: pa.Table) -> str:
     clipped = [
         [c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows
     ]
-    clipped = [[c.replace("\n", " ") for c in r] for r in clipped]
+    clipped = [[escape_controls(c) for c in r] for r in clipped]  # one row, one line
     widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
     line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
     rule = "  ".join("-" * w for w in widths)
@@ -128,6 +129,14 @@ def _schema_text() -> str:
     return "\n".join(parts) + "\n"
 
 
+def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
+    try:
+        check_output_path(out, ledger_dir)
+    except analytics.LedgerError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+
+
 @main.command("sql")
 @click.argument("query", required=False)
 @ledger_option
@@ -163,6 +172,8 @@ def sql_command(
                    WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
       vledger sql --schema
     """
+    if out is not None:
+        _refuse_in_ledger(out, resolve_ledger(ledger_dir))
     if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")

@@ -7,6 +7,8 @@ of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2 via click).
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,13 +18,23 @@ import click
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ledger import segments
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    emit_json,
+    escape_controls,
+    json_option,
+    ledger_option,
+    resolve_ledger,
+)
 from ledger.errors import InvalidEvent, LedgerError, exit_code
 from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
 from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger
+from ledger.outputs import check_output_path
+from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
+from ledger.verify import OutsideCheckpoint
 from schemas.envelope import NewEvent
+from schemas.events import PROJECTION_WRITERS
 
 T = TypeVar("T")
 
@@ -32,12 +44,20 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {escape_controls(str(exc))}", err=True)
         sys.exit(exit_code(exc))
 
 
-def _open(ledger_dir: Path | None, busy_timeout: float) -> Ledger:
-    return _run(lambda: open_ledger(resolve_ledger(ledger_dir), busy_timeout=busy_timeout))
+def _open(
+    ledger_dir: Path | None, busy_timeout: float, *, read_only: bool = False, recover: bool = True
+) -> Ledger:
+    """Open the ledger; ``read_only`` for commands that must leave every file as it is."""
+    path = resolve_ledger(ledger_dir)
+    return _run(
+        lambda: open_ledger(
+            path, busy_timeout=busy_timeout, read_only=read_only, recover=recover
+        )
+    )
 
 
 def busy_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -96,9 +116,22 @@ def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
                     f"{path} line {n}: field {where!r}: {err['msg']}; each line is "
                     '{"stream", "type", "payload", "event_id"?, "expected_version"?}; nothing appended'
                 ) from None
+            _refuse_projection_type(path, n, line.type)
             events.append(NewEvent(**line.model_dump()))
             lines.append(n)
     return events, lines
+
+
+def _refuse_projection_type(path: Path, n: int, type_: str) -> None:
+    """A projection's output type is derived from the log by its command, never appended
+    by hand (a hand-written grade.replayed would become a trial's current grade)."""
+    writer = PROJECTION_WRITERS.get(type_)
+    if writer is not None:
+        raise click.ClickException(
+            f"{path} line {n}: event type {type_!r} is a projection's output, written only by "
+            f"`{writer[0]}` from the events in the log; run that command instead (append "
+            "recorded facts: a built-in input type or ext.<name>); nothing appended"
+        )
 
 
 @main.command("append")
@@ -195,7 +228,7 @@ def log_cmd(
 
     Example: vledger log --stream run/r1 --from 10 --to 20 --json
     """
-    with _open(ledger_dir, busy_timeout) as lg:
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         events = lg.read(stream=stream, type=type_, from_seq=from_seq, to_seq=to_seq)
         if as_json:
             _json_array(event_json(e) for e in events)
@@ -204,7 +237,9 @@ def log_cmd(
             payload = e.payload.decode()
             if len(payload) > 120:
                 payload = payload[:117] + "..."
-            click.echo(f"{e.seq}\t{e.stream}@{e.stream_version}\t{e.type}\t{payload}")
+            # escaped: a stream name or type holding a newline must not print as two records
+            stream, type_text, payload = map(escape_controls, (e.stream, e.type, payload))
+            click.echo(f"{e.seq}\t{stream}@{e.stream_version}\t{type_text}\t{payload}")
 
 
 @main.command("keygen")
@@ -238,20 +273,67 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None) -> None:
     default=None,
     help="Private key from `vledger keygen` (default: $VLEDGER_KEY).",
 )
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the signed note to FILE, kept OUTSIDE the ledger (verify --checkpoint FILE).",
+)
 @ledger_option
 @busy_option
-def checkpoint_cmd(key_file: Path | None, ledger_dir: Path | None, busy_timeout: float) -> None:
+def checkpoint_cmd(
+    key_file: Path | None, out: Path | None, ledger_dir: Path | None, busy_timeout: float
+) -> None:
     """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
 
-    Example: vledger checkpoint --key ~/.vledger-key
+    With --out, also write it to FILE: a copy kept where whoever can rewrite the ledger
+    cannot reach it is what lets `vledger verify --checkpoint FILE` catch a rollback.
+
+    Example: vledger checkpoint --key ~/.vledger-key --out ~/ledger-head.note
     """
     if key_file is None:
         raise click.UsageError(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
+    if out is not None:
+        _run(lambda: check_output_path(out, resolve_ledger(ledger_dir), what="checkpoint copy"))
     signer = _run(lambda: load_signer(key_file))
     with _open(ledger_dir, busy_timeout) as lg:
-        click.echo(_run(lambda: lg.checkpoint(signer)), nl=False)
+        note = _run(lambda: lg.checkpoint(signer))
+    if out is not None:
+        _run(lambda: _write_outside(out, note))
+    click.echo(note, nl=False)
+
+
+def _write_outside(out: Path, note: str) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, note.encode("utf-8"))
+    except OSError as exc:
+        raise LedgerError(f"cannot write the checkpoint copy {str(out)!r}: {exc.strerror}") from None
+
+
+# An outside checkpoint is one short note; anything much larger is not one.
+MAX_NOTE_BYTES = 64 * 1024
+
+
+def read_outside_checkpoint(path: Path) -> OutsideCheckpoint:
+    """The note of ``verify --checkpoint FILE``: a regular file of at most MAX_NOTE_BYTES."""
+    try:
+        with path.open("rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise LedgerError(f"--checkpoint {str(path)!r}: not a regular file")
+            data = f.read(MAX_NOTE_BYTES + 1)
+    except OSError as exc:
+        raise LedgerError(f"cannot read --checkpoint {str(path)!r}: {exc.strerror}") from None
+    if len(data) > MAX_NOTE_BYTES:
+        raise LedgerError(
+            f"--checkpoint {str(path)!r}: larger than {MAX_NOTE_BYTES} bytes, not a checkpoint note"
+        )
+    try:
+        return OutsideCheckpoint(str(path), data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LedgerError(f"--checkpoint {str(path)!r}: not UTF-8 text, not a checkpoint note") from None
 
 
 @main.command("prove")
@@ -266,7 +348,7 @@ def prove_cmd(seq: int, size: int | None, ledger_dir: Path | None, busy_timeout:
 
     Example: vledger prove 42 --size 100
     """
-    with _open(ledger_dir, busy_timeout) as lg:
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         click.echo(_run(lambda: prove_text(lg, seq, size)), nl=False)
 
 
@@ -338,6 +420,13 @@ def seal_cmd(
     help="Public key (.pub) to check checkpoint signatures with.",
 )
 @click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must extend it.",
+)
+@click.option(
     "--deep",
     is_flag=True,
     help="Also recompute stored projections (every trial's timeline) from the raw events.",
@@ -347,6 +436,7 @@ def seal_cmd(
 @json_option
 def verify_cmd(
     pub_file: Path | None,
+    checkpoint_file: Path | None,
     deep: bool,
     ledger_dir: Path | None,
     busy_timeout: float,
@@ -357,17 +447,111 @@ def verify_cmd(
     Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
     replay/reconcile receipts; --deep also recomputes every stored trial timeline.
 
-    Example: vledger verify --pub ~/.vledger-key.pub --deep
+    With --pub, a checkpoint signed by that key must cover the whole log. With
+    --checkpoint FILE (kept outside the ledger), the log at FILE's size must have FILE's
+    root and today's log must extend it: this catches a rollback to an older copy or a
+    truncation, which nothing inside the ledger can. Verify never writes a file.
+
+    Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
     verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
-    with _open(ledger_dir, busy_timeout) as lg:
-        report = _run(lambda: lg.verify(pub=verifier, deep=deep))
+    anchor = _run(lambda: read_outside_checkpoint(checkpoint_file)) if checkpoint_file else None
+    # read-only: verify reports what it finds and changes nothing (not even an interrupted
+    # seal; `vledger repair` finishes that, explicitly)
+    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
+        report = _run(lambda: lg.verify(pub=verifier, deep=deep, anchor=anchor))
     if as_json:
         emit_json(report.to_json())
     else:
         for line in report.lines():
-            click.echo(line)
+            click.echo(escape_controls(line))
     if not report.ok:
         first = report.problems[0]
-        click.echo(f"Error: {first.where}: {first.what}", err=True)
+        click.echo(escape_controls(f"Error: {first.where}: {first.what}"), err=True)
         sys.exit(1)
+
+
+@main.command("repair")
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Make the changes (default: a dry run that only says what it would change).",
+)
+@ledger_option
+@busy_option
+@json_option
+def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
+    """Finish an interrupted seal or restore a lost segment manifest; a dry run by default.
+
+    Segment files already on disk are kept when they hold exactly the store's rows; a
+    sealed segment that disagrees with the store is never overwritten (exit 1, nothing
+    changed). Run `vledger verify` first: repair restores, it does not judge.
+
+    Example: vledger repair            (say what would change)
+             vledger repair --apply    (change it)
+    """
+    with _open(ledger_dir, busy_timeout, read_only=not apply_, recover=False) as lg:
+        plan = _run(lambda: segments.plan_seal(lg))
+        lines = repair_lines(plan, applied=apply_ and not plan.conflicts)
+        made = _run(lambda: segments.apply_seal(lg, plan)) if apply_ and _repairable(plan) else []
+    if as_json:
+        emit_json(
+            {
+                "applied": apply_ and bool(made),
+                "needed": plan.interrupted,
+                "recorded_sealed_upto": plan.recorded,
+                "manifest_sealed_upto": plan.start,
+                "manifest_exists": plan.manifest_exists,
+                "steps": [
+                    {"file": st.file, "first_seq": st.first_seq, "last_seq": st.last_seq,
+                     "action": st.action, "detail": st.detail}
+                    for st in (plan.steps if plan.interrupted else ())
+                ],
+            }
+        )
+    else:
+        for line in lines:
+            click.echo(line)
+    if plan.interrupted and plan.conflicts:
+        bad = plan.conflicts[0]
+        click.echo(
+            f"Error: {segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            "sealed segment that disagrees with the store, nothing changed",
+            err=True,
+        )
+        sys.exit(1)
+
+
+def _repairable(plan: segments.SealPlan) -> bool:
+    """Only a seal the store recorded is repair's to finish; sealing new events is `seal`'s."""
+    return plan.interrupted and not plan.conflicts
+
+
+def repair_lines(plan: segments.SealPlan, *, applied: bool) -> list[str]:
+    """What repair found and would do (or did), one line each."""
+    if not plan.interrupted:
+        return ["nothing to repair: the segment manifest lists everything the store records as sealed"]
+    found = (
+        f"segments/manifest.json is missing; the store records sealing up to seq {plan.recorded}"
+        if not plan.manifest_exists
+        else f"segments/manifest.json lists seq < {plan.start}; the store records sealing up to seq {plan.recorded}"
+    )
+    verb = {"write": "wrote" if applied else "would write", "keep": "kept" if applied else "would keep"}
+    out = [found]
+    for st in plan.steps:
+        span = f"seq {st.first_seq}..{st.last_seq}"
+        if st.action == "conflict":
+            out.append(f"refusing: {st.file} ({span}) {st.detail}; it is never overwritten")
+        elif st.action == "keep":
+            out.append(f"{verb['keep']} {st.file} ({span}): it matches the store")
+        else:
+            out.append(f"{verb['write']} {st.file} ({span}) from the store")
+    if plan.conflicts:
+        out.append("nothing changed")
+    elif applied:
+        out.append(f"wrote segments/manifest.json listing {len(plan.steps)} new segment(s)")
+    else:
+        out.append(f"would write segments/manifest.json listing {len(plan.steps)} new segment(s)")
+        out.append("dry run: nothing changed; run `vledger repair --apply` to make these changes")
+    return out

@@ -318,14 +318,19 @@ def receipt_verify_cmd(
             check = receipts_mod.verify_ledger_receipt(lg, target, recompute=recompute, pub=pub)
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
+    trust = receipts_mod.LEDGER_RECEIPT_TRUST
     if as_json:
-        emit_json({"ok": check.ok, "problems": check.problems, "checked": check.checked})
+        emit_json(
+            {"ok": check.ok, "problems": check.problems, "checked": check.checked, **trust}
+        )
     else:
         for line in check.checked:
             click.echo(f"ok: {line}")
         for line in check.problems:
             click.echo(f"problem: {line}")
         click.echo("receipt: OK" if check.ok else "receipt: FAILED")
+        for line in receipts_mod.trust_lines(trust):
+            click.echo(line)
     if not check.ok:
         sys.exit(1)
 
@@ -333,12 +338,14 @@ def receipt_verify_cmd(
 def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
     result = receipts_mod.check_run_dir(run_dir, strict=strict)
     problems = result.problems
+    trust = receipts_mod.RUN_RECEIPT_TRUST
     if as_json:
         emit_json(
             {
                 "ok": not problems,
                 "problems": problems,
                 "differences": [d.as_json() for d in result.differences],
+                **trust,
             }
         )
     else:
@@ -346,8 +353,10 @@ def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
         if problems:
             click.echo("integrity: " + "; ".join(problems))
         else:
-            click.echo("integrity: OK (events digest verified)")
+            click.echo("integrity: OK (events digest verified; receipt unsigned)")
         for line in difference_lines(result.differences):
+            click.echo(line)
+        for line in receipts_mod.trust_lines(trust):
             click.echo(line)
     if problems:
         sys.exit(1)

@@ -1,0 +1,46 @@
+"""Where a command may write a file of its own: never inside a ledger directory.
+
+A ledger directory holds only what the store writes (``events.duckdb``, sealed segments,
+the manifest, checkpoints). Any other output written there could overwrite one of them —
+``sql --out LEDGER/events.duckdb`` replaced the store, ``report --out
+LEDGER/segments/<segment>.parquet`` destroyed a sealed segment — or sit beside them as
+something a later reader trusts. Every command that writes a file (``sql --out``, ``report
+--out``, ``export --parquet``, ``keygen --out``, ``checkpoint --out``) asks
+:func:`check_output_path` first; it is the one place the rule lives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.errors import OutputInLedger
+
+# What makes a directory a ledger: the store, or (a store held elsewhere, only segments
+# copied) the segment manifest. Kept literal so this module imports nothing heavy.
+_LEDGER_MARKERS = ("events.duckdb", "segments/manifest.json")
+
+
+def is_ledger_dir(directory: Path) -> bool:
+    return any((directory / marker).exists() for marker in _LEDGER_MARKERS)
+
+
+def ledger_containing(path: Path, ledger_dir: Path | None = None) -> Path | None:
+    """The ledger directory ``path`` would land in (itself or an ancestor, symlinks
+    followed), or ``None``. ``ledger_dir`` (the command's ``--ledger``) counts even before
+    it holds a store."""
+    target = path.expanduser().resolve()
+    if ledger_dir is not None:
+        own = ledger_dir.expanduser().resolve()
+        if target == own or own in target.parents:
+            return ledger_dir
+    for directory in (target, *target.parents):
+        if is_ledger_dir(directory):
+            return directory
+    return None
+
+
+def check_output_path(path: Path, ledger_dir: Path | None = None, *, what: str = "output") -> None:
+    """Raise :class:`OutputInLedger` when writing ``path`` would write into a ledger."""
+    found = ledger_containing(path, ledger_dir)
+    if found is not None:
+        raise OutputInLedger(path, found, what)
