@@ -768,9 +768,19 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
 
 def write_report(ledger_dir: Path | str, out: Path | str) -> str:
     """Write the report to ``out``; return a one-line summary for the CLI."""
+    return summary_line(write_report_counts(ledger_dir, out))
+
+
+def write_report_counts(ledger_dir: Path | str, out: Path | str) -> dict[str, Any]:
+    """Write the report to ``out``; return what it shows (``vledger report --json``)."""
     check_output_path(Path(out), Path(ledger_dir), what="report")  # before any work
     page, s = render(ledger_dir)
     Path(out).write_text(page, encoding="utf-8")
+    keys = ("panels", "panels_with_data", "events", "trials", "replays", "units")
+    return {"out": str(out), **{k: s[k] for k in keys}}
+
+
+def summary_line(s: dict[str, Any]) -> str:
     return (
         f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
         f"{s['trials']:,} trials"

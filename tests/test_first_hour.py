@@ -110,3 +110,149 @@ def test_pyproject_license_is_an_spdx_string() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in project["build-system"]["requires"][0]
+
+
+# --- 10: --ledger anywhere, log --limit/--nl, a pipe that closes, --json everywhere -----
+
+
+def _ledger_with_notes(tmp_path: Path) -> Path:
+    led = tmp_path / "L"
+    res = CliRunner().invoke(
+        main,
+        [
+            "ingest",
+            "--ledger",
+            str(led),
+            "--busy-timeout",
+            "2",
+            str(CORPORA / "notes_duplicate_check"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    return led
+
+
+def test_ledger_before_the_command(tmp_path: Path) -> None:
+    led = _ledger_with_notes(tmp_path)
+    before = CliRunner().invoke(main, ["--ledger", str(led), "log", "--limit", "3"])
+    after = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "3"])
+    assert before.exit_code == 0, before.output
+    assert before.stdout == after.stdout and len(before.stdout.splitlines()) == 3
+    clash = CliRunner().invoke(main, ["--ledger", str(led), "log", "--ledger", str(tmp_path / "x")])
+    assert clash.exit_code == 2 and "clash" in clash.stderr
+
+
+def test_log_limit_and_json_lines(tmp_path: Path) -> None:
+    import json
+
+    led = _ledger_with_notes(tmp_path)
+    nl = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "4", "--nl"])
+    lines = nl.stdout.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [0, 1, 2, 3]
+    arr = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "4", "--json"])
+    assert [e["seq"] for e in json.loads(arr.stdout)] == [0, 1, 2, 3]
+
+
+def test_log_json_into_head_exits_0(tmp_path: Path) -> None:
+    """The reader closing the pipe early is not an error (it was exit 1, with a traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    led = _ledger_with_notes(tmp_path)  # ~400 events: far more than one pipe buffer
+    vledger = Path(sys.executable).parent / "vledger"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; '{vledger}' log --ledger '{led}' --json | head -c 200"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[") and proc.stderr == ""
+
+
+def test_json_on_every_recording_verb(tmp_path: Path) -> None:
+    import json
+
+    def run(*args: str) -> dict:
+        res = CliRunner().invoke(main, [*args, "--json"])
+        assert res.exit_code == 0, (args, res.output)
+        return json.loads(res.stdout)
+
+    led, key = str(tmp_path / "L"), str(tmp_path / "k")
+    assert run("init", "--ledger", led)["ledger"] == led
+    made = run("keygen", "--out", key, "--ledger", led)
+    assert made["public_key"] == key + ".pub" and made["verifier"].startswith("vledger")
+    unit = ["--ledger", led]
+    declared = run(
+        "verdict",
+        "declare",
+        "u1",
+        "--oracle",
+        "t",
+        "--tier",
+        "constructed_check",
+        "--author",
+        "a",
+        "--author-kind",
+        "human",
+        *unit,
+    )
+    assert declared == {"type": "oracle.declared", "unit": "u1", "seq": 0}
+    assert (
+        run(
+            "verdict",
+            "produced",
+            "u1",
+            "--producer",
+            "p",
+            "--producer-kind",
+            "agent",
+            "--content-identity",
+            "sha:a",
+            *unit,
+        )["seq"]
+        == 1
+    )
+    assert (
+        run(
+            "verdict",
+            "ran",
+            "u1",
+            "--oracle",
+            "t",
+            "--passed",
+            "--runner",
+            "r",
+            "--runner-kind",
+            "kernel",
+            "--content-identity",
+            "sha:a",
+            *unit,
+        )["seq"]
+        == 2
+    )
+    cp = run("checkpoint", "--key", key, *unit)
+    assert cp["size"] == 3 and cp["note"].splitlines()[1] == "3"
+    proof = run("prove", "1", *unit)
+    text = CliRunner().invoke(main, ["prove", "1", *unit]).stdout
+    assert proof["tlog_proof"] == text and proof["size"] == 3 and proof["root"] == cp["root"]
+    (units_file := tmp_path / "u.jsonl").write_text('{"type": "admit", "unit": "u1"}\n')
+    recorded = run("verdict", "record", str(units_file), *unit)["recorded"]
+    assert [(r["type"], r["unit"]) for r in recorded] == [("admit", "u1")]
+    rep = run("report", "--out", str(tmp_path / "r.html"), *unit)
+    assert rep["events"] == 4 and rep["units"] == 1 and (tmp_path / "r.html").exists()
+
+
+def test_parquet_is_never_written_to_a_terminal(tmp_path: Path, monkeypatch) -> None:
+    import ledger.cli.analytics as sql_cli
+
+    monkeypatch.setattr(sql_cli, "is_terminal", lambda: True)
+    assert CliRunner().invoke(main, ["init", "--ledger", str(tmp_path / "L")]).exit_code == 0
+    res = CliRunner().invoke(
+        main, ["sql", "--ledger", str(tmp_path / "L"), "SELECT 1 AS one", "--format", "parquet"]
+    )
+    assert res.exit_code == 2 and res.stdout_bytes == b""
+    assert "--out FILE" in res.stderr

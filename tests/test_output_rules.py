@@ -198,3 +198,41 @@ def test_piped_retrace_never_wraps_a_long_line(tmp_path: Path) -> None:
     )
     assert "the_notes_were_listed_before_the_note_was_added" in row and "always_false" in row
     assert len(row) > 80
+
+
+# --- 6: sql through the one renderer, sized to the terminal -----------------------------
+
+LONG_SQL = "SELECT repeat('x', 200) AS long_text, 0.7999999999999999 AS score, 3 AS n"
+
+
+def test_sql_to_a_pipe_cuts_no_cell_and_rounds_numbers(tmp_path: Path) -> None:
+    assert CliRunner().invoke(main, ["init", "--ledger", str(tmp_path / "L")]).exit_code == 0
+    res = CliRunner().invoke(main, ["sql", "--ledger", str(tmp_path / "L"), LONG_SQL])
+    assert res.exit_code == 0, res.output
+    row = res.stdout.splitlines()[2]
+    assert "x" * 200 in row and "…" not in row  # the old renderer cut every cell at 60
+    assert row.endswith("0.800  3")
+    exact = CliRunner().invoke(main, ["sql", "--ledger", str(tmp_path / "L"), LONG_SQL, "--json"])
+    assert '"score": 0.7999999999999999' in exact.stdout  # JSON is never rounded
+
+
+def test_sql_on_a_terminal_fits_its_width(tmp_path: Path, monkeypatch) -> None:
+    import ledger.cli.analytics as sql_cli
+
+    monkeypatch.setattr(sql_cli, "terminal_width", lambda: 60)
+    assert CliRunner().invoke(main, ["init", "--ledger", str(tmp_path / "L")]).exit_code == 0
+    res = CliRunner().invoke(main, ["sql", "--ledger", str(tmp_path / "L"), LONG_SQL])
+    assert res.exit_code == 0, res.output
+    assert all(len(line) <= 60 for line in res.stdout.splitlines()), res.stdout
+    assert "…" in res.stdout.splitlines()[2]
+
+
+def test_one_table_renderer() -> None:
+    """retrace and sql print tables through the same function; no rich table remains."""
+    import ledger.cli.analytics as sql_cli
+    import ledger.cli.output as output
+    import ledger.cli.retrace as retrace_cli
+
+    assert sql_cli.render_table is output.render_table is retrace_cli.render_table
+    for module in (ROOT / "ledger" / "cli").glob("*.py"):
+        assert "rich.table" not in module.read_text(), module

@@ -11,7 +11,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    busy_option,
+    emit_json,
+    json_option,
+    ledger_option,
+    resolve_ledger,
+)
 from ledger.errors import LedgerError, exit_code
 from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 from ledger.ingest import IngestError, IngestReport, ingest
@@ -45,6 +51,7 @@ EXIT_ABORTED = 1
     help="Refuse any YAML or run file larger than this, by name.",
 )
 @ledger_option
+@busy_option
 @json_option
 def ingest_command(
     paths: tuple[str, ...],
@@ -53,6 +60,7 @@ def ingest_command(
     keep_inconsistent: bool,
     max_file_bytes: int,
     ledger_dir: Path | None,
+    busy_timeout: float,
     as_json: bool,
 ) -> None:
     """Ingest trial bundles, corpora, run directories, task packs or verdict-core runs.
@@ -78,7 +86,7 @@ def ingest_command(
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
     try:
-        with open_ledger(root, create=True) as lg:
+        with open_ledger(root, create=True, busy_timeout=busy_timeout) as lg:
             if as_json or not sys.stderr.isatty():
                 report = ingest(
                     lg,
