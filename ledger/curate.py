@@ -37,10 +37,10 @@ from ledger import analytics
 from ledger.engines.trials import group_trials
 from ledger.importers.detect import discover_bundles
 from ledger.importers.export_bundle import ExportError, bundle_files
+from ledger.importers.files import InputError
 from ledger.importers.in_memory import as_stored, plan_bundle
 from ledger.importers.shape import BundleError
 from ledger.importers.tolokaforge import in_run_layout
-from ledger.importers.yaml_safe import YamlLoadError
 from ledger.store import open_ledger
 from replay.curation import Candidate, Curation, CurationError, curate, recorded_location
 from replay.trial_inputs import TrialInputsError, trial_inputs
@@ -280,7 +280,7 @@ def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
         plan = plan_bundle(bundle, label, _corpus_name(bundle))
         events = as_stored(plan.events)
         inputs = trial_inputs(events)
-    except (BundleError, YamlLoadError, TrialInputsError) as exc:
+    except (BundleError, InputError, TrialInputsError) as exc:
         raise CurationError(f"{label} cannot be read as a recorded trial: {exc}") from None
     return Candidate(inputs, label, frozenset({str(bundle.resolve())})), events
 

@@ -44,6 +44,7 @@ from ledger.importers.detect import (
     discover_bundles,
     discover_packs,
 )
+from ledger.importers.files import InputError
 from ledger.importers.shape import BundleError
 from ledger.importers.timeline_check import check_timelines
 from ledger.importers.tolokaforge import (
@@ -62,7 +63,7 @@ from ledger.importers.tolokaforge import (
     trial_name,
 )
 from ledger.importers.verdict_core import run_events
-from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits, YamlLoadError
+from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLimits
 from ledger.verify import DEEP_CHECKS
 from schemas.envelope import NewEvent
 
@@ -310,7 +311,7 @@ def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) 
     payload: dict[str, Any] = {"source": source, "kind": kind, "reason": reason}
     if isinstance(exc, BundleError):
         payload.update(file=exc.file, key=exc.key, expected=exc.expected)
-    elif isinstance(exc, YamlLoadError):
+    elif isinstance(exc, InputError):
         payload["file"] = exc.path
     # position 0 for every skip: the id is a function of the skip's content alone, so the
     # same bad input skipped twice is recorded once
@@ -435,7 +436,7 @@ def _ingest(
     for given in paths:
         try:
             kind, found = _tasks_for(str(given), corpus, limits)
-        except (DetectError, BundleError, YamlLoadError) as exc:
+        except (DetectError, BundleError, InputError) as exc:
             bad(str(given), "path", exc)
             continue
         report.paths.append({"path": str(given), "kind": kind.value})
@@ -451,7 +452,7 @@ def _ingest(
         except inspect_log.InspectUnavailable as exc:
             # the environment, not the input: never skipped, whatever --skip-bad says
             raise IngestError(task.source, str(exc), "missing_extra") from None
-        except (BundleError, YamlLoadError) as exc:
+        except (BundleError, InputError) as exc:
             bad(task.source, task.kind, exc)
             continue
         for unit in found_units:

@@ -22,7 +22,8 @@ import orjson
 
 from ledger import merkle
 from ledger.errors import LedgerError, ProofError
-from ledger.importers.verdict_core import reassemble_events_file
+from ledger.importers.files import InputError, present, read_input
+from ledger.importers.verdict_core import MAX_JSON_BYTES, reassemble_events_file
 from ledger.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
 from ledger.verify import EXTRA_CHECKS, Problem
 from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
@@ -30,13 +31,23 @@ from schemas.envelope import StoredEvent, leaf_hash
 
 
 def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
-    """(bytes, None) when readable, (None, None) when absent, (None, error) otherwise."""
-    try:
-        return path.read_bytes(), None
-    except FileNotFoundError:
+    """(bytes, None) when readable, (None, None) when absent, (None, error) otherwise.
+
+    Through the one confined, bounded reader: a run file that is a link out of the run
+    directory, a device (``receipt.json -> /dev/zero``) or over the size limit is an
+    error naming the file, never read."""
+    if not present(path):
         return None, None
-    except OSError as exc:
-        return None, str(exc)
+    try:
+        return read_input(
+            path,
+            max_bytes=MAX_JSON_BYTES,
+            name=path.name,
+            root=path.parent,
+            what="the run directory",
+        ), None
+    except InputError as exc:
+        return None, exc.problem
 
 
 def read_run_dir(run_dir: Path) -> RunFiles:
@@ -46,10 +57,10 @@ def read_run_dir(run_dir: Path) -> RunFiles:
     # An unreadable events.jsonl reads as missing (§ 7 step 4): there is nothing to hash.
     events, _ = _read_optional(run_dir / "events.jsonl")
     graph_path = run_dir / "graph.json"
-    try:
-        graph, graph_err = graph_path.read_bytes(), None
-    except OSError as exc:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
-        graph, graph_err = None, f"cannot read graph.json: {exc}"
+    graph, graph_err = _read_optional(graph_path)
+    if graph is None:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
+        why = graph_err or str(FileNotFoundError(2, "No such file or directory", str(graph_path)))
+        graph_err = f"cannot read graph.json: {why}"
     review, review_err = _read_optional(run_dir / "review.json")
     return RunFiles(
         name=run_dir.resolve().name,

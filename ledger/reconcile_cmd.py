@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.importers.files import InputError, confine, read_input
 from ledger.importers.in_memory import as_stored, plan_bundle
 from ledger.importers.shape import BundleError
 from ledger.importers.tolokaforge import (
     Corpus,
 )
-from ledger.importers.yaml_safe import DEFAULT_LIMITS, YamlLoadError, load_yaml
+from ledger.importers.yaml_safe import DEFAULT_LIMITS, load_yaml_bytes
 from ledger.ingest import IngestError, ingest
 from ledger.receipts import register_recompute
 from reconcile.inputs import (
@@ -87,11 +88,32 @@ class UnreadableBundle(Exception):
         super().__init__(reason)
 
 
-def _load_yaml(path: Path) -> Any:
-    """A pack file through the project's bounded YAML loader; unreadable is an invocation error."""
+# --- reading a pack's files: confined to the pack (ledger.importers.files) ----------------
+
+OUTSIDE_HINT = "copy it into the pack, or name it on the command line with --allow-outside PATH"
+
+
+def _pack_file(path: Path, pack: Path, allow: Sequence[Path] = ()) -> bytes:
+    """The bytes of a file of ``pack``: regular, bounded, and inside the pack unless the
+    user named it (or a directory holding it) with ``--allow-outside`` — never because a
+    file of the pack says so."""
     try:
-        return load_yaml(path, DEFAULT_LIMITS)
-    except YamlLoadError as exc:
+        return read_input(
+            path,
+            max_bytes=DEFAULT_LIMITS.max_bytes,
+            root=pack,
+            what=f"the pack {pack}",
+            allow=allow,
+            hint=OUTSIDE_HINT,
+        )
+    except InputError as exc:
+        raise ReconcileError(str(exc)) from None
+
+
+def _parse_pack_file(data: bytes, path: Path) -> Any:
+    try:
+        return load_yaml_bytes(data, str(path), DEFAULT_LIMITS)
+    except InputError as exc:
         raise ReconcileError(str(exc)) from None
 
 
@@ -109,7 +131,8 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
     if not real.is_relative_to(base_real):
         return _with_error(
             shown,
-            f"corpus {value!r} resolves to {real}, outside the base {base_real} (through a "
+            # the link's target is not named: where it points is not ours to print
+            f"corpus {value!r} resolves outside the base {base_real} (through a "
             "symlink) — point it at a directory inside the base",
         )
     if not real.is_dir():
@@ -174,7 +197,9 @@ class Pack:
         }
 
 
-def find_packs(roots: Sequence[Path], base: Path | None = None) -> list[Pack]:
+def find_packs(
+    roots: Sequence[Path], base: Path | None = None, allow_outside: Sequence[Path] = ()
+) -> list[Pack]:
     """Every pack (a directory holding task.yaml) under the roots, sorted by path."""
     packs = []
     for root in roots:
@@ -185,13 +210,19 @@ def find_packs(roots: Sequence[Path], base: Path | None = None) -> list[Pack]:
                 continue
             if (task_file.parent / "trajectory.yaml").exists():
                 continue  # a recorded bundle's frozen task, not a pack
-            packs.append(read_pack(task_file.parent, base))
+            packs.append(read_pack(task_file.parent, base, allow_outside))
     return packs
 
 
-def read_pack(directory: Path, base: Path | None = None) -> Pack:
-    """A pack from disk; named relative to ``base`` in every message it later produces."""
-    task = _load_yaml(directory / "task.yaml") or {}
+def read_pack(
+    directory: Path, base: Path | None = None, allow_outside: Sequence[Path] = ()
+) -> Pack:
+    """A pack from disk; named relative to ``base`` in every message it later produces.
+
+    Its files are read confined to the pack; the grading file may lie outside only where
+    ``allow_outside`` (``--allow-outside PATH``) says so."""
+    task_path = directory / "task.yaml"
+    task = _parse_pack_file(_pack_file(task_path, directory), task_path) or {}
     task_id = task.get("task_id")
     if not isinstance(task_id, str):
         raise ReconcileError(f"{directory / 'task.yaml'}: no task_id")
@@ -202,22 +233,29 @@ def read_pack(directory: Path, base: Path | None = None) -> Pack:
             "path of the pack's grading file (e.g. grading: grading.yaml)"
         )
     grading_path = directory / grading_name
+    try:  # refused before it is looked at: whether an outside file exists is not ours to say
+        confine(grading_path, directory, f"{task_path}: key 'grading'", f"the pack {directory}",
+                allow_outside, OUTSIDE_HINT)  # fmt: skip
+    except InputError as exc:
+        raise ReconcileError(f"{exc.path}: names a grading file that {exc.problem}") from None
     if not grading_path.is_file():
         raise ReconcileError(
             f"pack {directory} ({task_id}) has no grading file on disk (looked for "
             f"{grading_path}) — the migration is recomputed from that file's trace_checks"
         )
-    raw_bytes = grading_path.read_bytes()
+    grading_bytes = _pack_file(grading_path, directory, allow_outside)
+    raw_bytes = grading_bytes
     migration_path = directory / "migration.yaml"
     migration_doc = None
     if migration_path.is_file():
-        raw_bytes += b"\0" + migration_path.read_bytes()
-        migration_doc = _load_yaml(migration_path)
+        migration_bytes = _pack_file(migration_path, directory)
+        raw_bytes += b"\0" + migration_bytes
+        migration_doc = _parse_pack_file(migration_bytes, migration_path)
     shown = _display(directory, base) if base is not None else str(directory)
     return pack_from(
         shown,
         task_id,
-        _load_yaml(grading_path) or {},
+        _parse_pack_file(grading_bytes, grading_path) or {},
         migration_doc,
         migration_path.is_file(),
         "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
@@ -463,6 +501,7 @@ class Invocation:
     base: Path
     source: Path | None = None
     evaluator: Evaluator | None = None
+    allow_outside: Sequence[Path] = ()  # --allow-outside: grading files a pack may name outside it
     ledger: Any | None = None  # an open Ledger: ingest and read from it; None: dry run
 
 
@@ -495,9 +534,11 @@ def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusReso
     return corpora
 
 
-def validate_pack(directory: Path, base: Path) -> tuple[Pack, list[Finding]]:
+def validate_pack(
+    directory: Path, base: Path, allow_outside: Sequence[Path] = ()
+) -> tuple[Pack, list[Finding]]:
     """``vledger validate``: the pack and every rule its migration.yaml breaks."""
-    pack = read_pack(directory)
+    pack = read_pack(directory, allow_outside=allow_outside)
     if pack.migration is None:
         return pack, []
     corpora = {
@@ -631,7 +672,7 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
             graded_values(inputs)  # unreadable here, not halfway through reconciling
-        except (BundleError, YamlLoadError, TrialInputsError, UnreadableBundle) as exc:
+        except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
         relative = directory.relative_to(root).as_posix()
@@ -752,7 +793,7 @@ def run_reconcile(inv: Invocation) -> Outcome:
     With ``inv.ledger`` (an open ledger) each corpus is ingested first and every trial is
     read back from its stream; without, nothing is written.
     """
-    packs = find_packs(inv.packs, inv.base)
+    packs = find_packs(inv.packs, inv.base, inv.allow_outside)
     corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
     ctx = _Context(

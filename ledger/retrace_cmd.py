@@ -23,6 +23,7 @@ from typing import Any
 
 from ledger.engines import Engine, EngineError, TrialSelection
 from ledger.engines.local import LocalEngine
+from ledger.importers.files import InputError
 from ledger.importers.yaml_safe import load_yaml
 from ledger.receipts import register_recompute
 from ledger.store import Ledger
@@ -85,8 +86,10 @@ def load_override_source(
 
 
 def _read(path: Path) -> Any:
-    try:
+    try:  # the one bounded reader: a device, FIFO or oversize file is refused by name
         return load_yaml(Path(path))
+    except InputError as exc:  # names the file (and line) itself
+        raise RetraceError(str(exc)) from None
     except OSError as exc:
         raise RetraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except Exception as exc:  # the YAML loader's own typed errors name line and column

@@ -13,12 +13,13 @@ re-derives every recorded admission and names each unit whose stream or record i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ledger.importers import strict_json
+from ledger.importers.files import InputError
 from ledger.verify import EXTRA_CHECKS, Problem
 from replay.verdict import (
     Admission,
@@ -352,10 +353,10 @@ def parse_jsonl(text: str, source: str = "<stdin>") -> list[tuple[int, tuple[str
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise LineRejected(source, lineno, f"not JSON: {exc}") from None
+        try:  # faithful or refused: duplicate keys, NaN, 65-bit integers, deep nesting
+            obj = strict_json.loads(line, source, line=lineno)
+        except InputError as exc:
+            raise LineRejected(source, lineno, exc.problem) from None
         if not isinstance(obj, dict) or obj.get("type") not in WRITE_TYPES:
             raise LineRejected(
                 source, lineno, f"want an object whose type is one of {', '.join(WRITE_TYPES)}"

@@ -92,6 +92,10 @@ def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) 
 def trace_component(result: TraceChecksResult, block: TraceChecksConfig) -> ComponentResult:
     """An evaluated trace_checks block as the fold reads it."""
     accounted = trace_accounting(block, result)
+    if result.not_measured is not None:  # a pattern past its time budget (regex_budget)
+        return ComponentResult(
+            score=None, reasons=(), not_measured=result.not_measured, accounted=accounted
+        )
     if result.component is None:  # an events-less timeline: the component is unscored
         skipped = result.skipped_reason or "the timeline carries no events"
         return ComponentResult(

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 from schemas.reading import ReadNotes, read_model, rule_broken
+from schemas.regex_budget import compile_backtracking
 from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
 
 GRADING_KEYS: tuple[str, ...] = (
@@ -564,8 +565,8 @@ def _compile_problems(file: str, rules: TranscriptRulesConfig) -> list[str]:
 @lru_cache(maxsize=4096)
 def compile_rule_regex(pattern: str, engine: str) -> Any:
     """Compile a phrase-rule regex case-insensitively under the declared engine."""
-    if engine == "backtracking":
-        return re.compile(pattern, re.IGNORECASE)
+    if engine == "backtracking":  # every match time-bounded (schemas/regex_budget.py)
+        return compile_backtracking(pattern, re.IGNORECASE)
     import re2  # google-re2: linear time, so a pattern cannot hang the grader
 
     options = re2.Options()

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from schemas.reading import ReadNotes, is_recorded, notes_of, read_model, rule_broken
+from schemas.regex_budget import compile_backtracking
 
 OPERATORS: tuple[str, ...] = (
     "equals",
@@ -1016,8 +1017,8 @@ def _view_problems(req: Require, address: str) -> list[Problem]:
 def compile_pattern(pattern: str, engine: RegexEngine) -> Any:
     """Compile with the declared engine; raises ValueError naming the engine's complaint."""
     if engine == "backtracking":
-        try:
-            return re.compile(pattern)
+        try:  # every match time-bounded: a recorded snapshot's pattern must not hang retrace
+            return compile_backtracking(pattern)
         except re.error as exc:
             raise ValueError(str(exc)) from exc
     import re2

@@ -295,9 +295,8 @@ def test_bad_status_in_record(tmp_path: Path, lg: Ledger) -> None:
 def test_integer_beyond_64_bits_is_a_named_error(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "metrics.yaml", lambda m: m.update(turns=2**70))
-    _assert_aborts(
-        lg, [coll], r"key '<trial.registered payload>': expected values canonical JSON can carry"
-    )
+    # named by file and line where it is written (issue 18), not later by the encoder
+    _assert_aborts(lg, [coll], r"metrics\.yaml:\d+: integer \d+ is outside the signed 64-bit range")
 
 
 def test_alias_bomb_in_a_bundle_is_refused(tmp_path: Path, lg: Ledger) -> None:

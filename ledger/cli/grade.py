@@ -20,9 +20,10 @@ import click
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
+from ledger.importers.files import InputError
 from ledger.importers.in_memory import as_stored, plan_bundle
 from ledger.importers.shape import BundleError as ImporterBundleError
-from ledger.importers.yaml_safe import YamlLoadError, load_yaml
+from ledger.importers.yaml_safe import load_yaml
 from ledger.store import open_ledger
 from replay.grade import (
     Grade,
@@ -53,7 +54,7 @@ class LoadedBundle:
 def _read(path: Path) -> Any:
     try:
         return load_yaml(path)
-    except YamlLoadError as exc:
+    except InputError as exc:
         raise BundleError(str(exc)) from exc
 
 
@@ -68,7 +69,7 @@ def load_bundle(bundle: Path) -> LoadedBundle:
         raise BundleError(f"{bundle}: not a bundle (no trajectory.yaml)")
     try:
         plan = plan_bundle(bundle, bundle.name, corpus="local")
-    except (ImporterBundleError, YamlLoadError) as exc:
+    except (ImporterBundleError, InputError) as exc:
         raise BundleError(str(exc)) from exc
     if plan.inconsistency is not None:
         raise plan.inconsistency

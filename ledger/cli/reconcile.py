@@ -45,6 +45,18 @@ EXIT_INVOCATION = 3
 DEFAULT_PACKS = Path("corpora") / "packs"
 
 
+def allow_outside_option(fn):  # noqa: ANN001, ANN201 - a click decorator
+    """``--allow-outside PATH``: the one way a pack's grading file may lie outside the pack."""
+    return click.option(
+        "--allow-outside",
+        "allow_outside",
+        multiple=True,
+        type=click.Path(exists=True, path_type=Path),
+        help="A grading file (or a directory of them) outside the pack that a pack's "
+        "task.yaml may name (repeatable). Without it, such a file is refused, unread.",
+    )(fn)
+
+
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(EXIT_INVOCATION)
@@ -79,6 +91,7 @@ def _fail(message: str) -> None:
               help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="CPUs for a local Ray (--engine ray).")
+@allow_outside_option
 @json_option
 @ledger_option
 def reconcile(
@@ -89,6 +102,7 @@ def reconcile(
     engine: str,
     address: str | None,
     workers: int,
+    allow_outside: tuple[Path, ...],
     as_json: bool,
     ledger_dir: Path | None,
 ) -> None:
@@ -110,6 +124,7 @@ def reconcile(
         packs=list(packs) or [default_packs()],
         base=base if base is not None else Path.cwd(),
         source=source,
+        allow_outside=allow_outside,
     )
     eng = None
     if engine != "local":
@@ -182,8 +197,11 @@ def _run_recorded(inv: Invocation, ledger_dir: Path, eng: Engine | None = None) 
     default=None,
     help="Directory declared corpus paths resolve against (default: the working directory).",
 )
+@allow_outside_option
 @json_option
-def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
+def validate(
+    pack_dir: Path, base: Path | None, allow_outside: tuple[Path, ...], as_json: bool
+) -> None:
     """Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
 
     \b
@@ -193,7 +211,9 @@ def validate(pack_dir: Path, base: Path | None, as_json: bool) -> None:
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
     try:
-        pack, findings = validate_pack(pack_dir, base if base is not None else Path.cwd())
+        pack, findings = validate_pack(
+            pack_dir, base if base is not None else Path.cwd(), allow_outside
+        )
     except MigrationLoadError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)

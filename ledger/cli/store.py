@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,8 @@ from ledger.cli.options import (
 )
 from ledger.cli.output import write_json_rows
 from ledger.errors import InvalidEvent, LedgerError, exit_code
+from ledger.importers import strict_json
+from ledger.importers.files import InputError, read_input
 from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
 from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
 from ledger.outputs import check_output_path
@@ -94,16 +97,35 @@ class _Line(BaseModel):
     schema_version: int = 1
 
 
+MAX_APPEND_BYTES = 1 << 30
+
+
+def _input_lines(path: Path) -> list[bytes]:
+    """The file's lines, read by the one bounded reader (a regular file, at most 1 GiB)."""
+    try:
+        data = read_input(path, max_bytes=MAX_APPEND_BYTES)
+    except InputError as exc:
+        raise click.ClickException(f"{exc}; nothing appended") from None
+    lines = data.split(b"\n")
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
     """Parse an events file; raise UsageError naming the first bad line. Blank lines skip."""
     events: list[NewEvent] = []
     lines: list[int] = []
-    with path.open("rb") as f:
+    with nullcontext(_input_lines(path)) as f:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
             try:
-                line = _Line.model_validate(orjson.loads(raw))
+                line = _Line.model_validate(strict_json.loads(raw, str(path), line=n))
+            except strict_json.JsonSyntaxError as exc:
+                raise click.ClickException(
+                    f"{path} line {n}: not JSON ({exc.detail}); nothing appended"
+                ) from None
+            except InputError as exc:  # faithful or refused: duplicate key, NaN, 65-bit int
+                raise click.ClickException(f"{exc}; nothing appended") from None
             except orjson.JSONDecodeError as exc:
                 raise click.ClickException(
                     f"{path} line {n}: not JSON ({exc}); nothing appended"

@@ -19,6 +19,8 @@ from ledger import verdicts
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
+from ledger.importers import strict_json
+from ledger.importers.files import InputError, read_input
 from ledger.keys import load_verifier
 from ledger.store import open_ledger
 from replay.vcore_receipt import ABSENT, RebuildError, rebuild_from_files
@@ -175,11 +177,14 @@ def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  provenance: {rec['provenance']}")
 
 
+MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real one
+
+
 @verdict.command("record")
-@click.argument("jsonl", type=click.File("r"))
+@click.argument("jsonl", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @ledger_option
 @json_option
-def record_cmd(jsonl: Any, ledger_dir: Path | None, as_json: bool) -> None:
+def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
     """Record units from a JSONL file (``-`` for stdin), one event per line.
 
     \b
@@ -193,10 +198,17 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None, as_json: bool) -> None:
     All or nothing: the whole file is checked, then appended as one atomic batch; the
     first refused line is named (exit 1) and nothing is recorded.
     """
-    text = jsonl.read()
+    source = "<stdin>" if str(jsonl) == "-" else str(jsonl)
+    try:  # the one bounded reader: a regular file, or a pipe only when named as -
+        data = read_input(jsonl, max_bytes=MAX_RECORD_BYTES, name=source, allow_stdin=True)
+        text = data.decode("utf-8")
+    except InputError as exc:
+        _fail(str(exc))
+    except UnicodeDecodeError as exc:
+        _fail(f"{source}: not UTF-8 text ({exc.reason})")
     with _open(ledger_dir) as lg:
         try:
-            done = verdicts.record_jsonl(lg, text, getattr(jsonl, "name", "<stdin>"))
+            done = verdicts.record_jsonl(lg, text, source)
         except verdicts.LineRejected as exc:
             _fail(str(exc))
         except LedgerError as exc:
@@ -226,7 +238,8 @@ def record_cmd(jsonl: Any, ledger_dir: Path | None, as_json: bool) -> None:
 def derive_cmd(cases_file: Path, registration: Path | None, check: bool, as_json: bool) -> None:
     """Run every case of a gvc-derivation-cases/v1 file through the derivation."""
     try:
-        cases = CaseFile.model_validate(json.loads(cases_file.read_bytes()))
+        raw = read_input(cases_file, max_bytes=MAX_RECORD_BYTES)
+        cases = CaseFile.model_validate(strict_json.loads(raw, str(cases_file)))
     except (ValueError, ValidationError) as exc:
         _fail(f"{cases_file}: not a gvc-derivation-cases/v1 file: {exc}")
     ladder = verdicts.load_ladder(registration)

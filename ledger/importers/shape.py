@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ledger.importers.files import printable
+
 
 class BundleError(ValueError):
     """A recorded file that does not have the documented shape.
@@ -22,8 +24,8 @@ class BundleError(ValueError):
         self.key = key
         self.expected = expected
         self.got = got
-        where = f"{file}: key {key!r}" if key else file
-        tail = f", got {got}" if got is not None else ""
+        where = f"{printable(file)}: key {key!r}" if key else printable(file)
+        tail = f", got {printable(got)}" if got is not None else ""
         super().__init__(f"{where}: expected {expected}{tail}")
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.importers.files import OutsideRoot, confine, present
 from ledger.importers.shape import (
     BundleError,
     check_keys,
@@ -226,13 +227,24 @@ OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "me
                   "tools_schemas.yaml", "env.yaml")  # fmt: skip
 
 
+def _confined_yaml(directory: Path, name: str, label: str, what: str, limits: YamlLimits) -> Any:
+    """One file of a bundle, pack or corpus directory: read only if it stays inside it."""
+    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
+
+
 def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawBundle:
-    """Parse a bundle's files (absent optional files stay absent, never empty)."""
-    docs: dict[str, Any] = {"trajectory.yaml": load_yaml(path / "trajectory.yaml", limits)}
+    """Parse a bundle's files (absent optional files stay absent, never empty).
+
+    The bundle directory is the root: a file that resolves outside it is refused by name
+    (``ledger.importers.files``), and an optional file that is present in any form (a
+    dangling link, a device) is read and refused, never taken as absent."""
+    what = f"the bundle {label}"
+    docs: dict[str, Any] = {
+        "trajectory.yaml": _confined_yaml(path, "trajectory.yaml", label, what, limits)
+    }
     for name in OPTIONAL_FILES:
-        p = path / name
-        if p.is_file():
-            docs[name] = load_yaml(p, limits)
+        if present(path / name):
+            docs[name] = _confined_yaml(path, name, label, what, limits)
     task_source = (
         "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
     )
@@ -263,7 +275,9 @@ class Corpus:
 
 def read_corpus(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Corpus:
     file = f"{label}/corpus.yaml"
-    doc = need_mapping(load_yaml(path / "corpus.yaml", limits), file, None)
+    doc = need_mapping(
+        _confined_yaml(path, "corpus.yaml", label, f"the corpus {label}", limits), file, None
+    )
     return parse_corpus(doc, file)
 
 
@@ -647,23 +661,34 @@ class RawPack:
 
 
 def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawPack:
-    """Parse a pack's task.yaml, its grading file and migration.yaml (each optional)."""
-    task = load_yaml(path / "task.yaml", limits) if (path / "task.yaml").is_file() else None
+    """Parse a pack's task.yaml, its grading file and migration.yaml (each optional).
+
+    The pack directory is the root: the grading file task.yaml names must resolve inside
+    it (ingest has no --allow-outside: what goes into the log comes from the pack)."""
+    what = f"the pack {label}"
+
+    def read(name: str) -> Any:
+        return _confined_yaml(path, name, label, what, limits) if present(path / name) else None
+
+    task = read("task.yaml")
     grading_file = "grading.yaml"
     if isinstance(task, dict) and isinstance(task.get("grading"), str):
         grading_file = task["grading"]
-    gpath = path / grading_file
-    grading = load_yaml(gpath, limits) if gpath.is_file() else None
-    mpath = path / "migration.yaml"
-    migration = load_yaml(mpath, limits) if mpath.is_file() else None
+        try:
+            confine(path / grading_file, path, f"{label}/task.yaml: key 'grading'", what)
+        except OutsideRoot as exc:
+            raise OutsideRoot(exc.path, "names a grading file that " + exc.problem) from None
+    grading = read(grading_file)
+    has_migration = present(path / "migration.yaml")
+    migration = read("migration.yaml")
     files = [
         f
-        for f, present in (
+        for f, found in (
             ("task.yaml", task is not None),
             (grading_file, grading is not None),
-            ("migration.yaml", mpath.is_file()),
+            ("migration.yaml", has_migration),
         )
-        if present
+        if found
     ]
     return RawPack(
         label=label,
@@ -672,7 +697,7 @@ def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Ra
         grading=grading,
         grading_file=grading_file if grading is not None else None,
         migration=migration,
-        has_migration=mpath.is_file(),
+        has_migration=has_migration,
         files=tuple(files),
     )
 

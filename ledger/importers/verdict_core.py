@@ -17,14 +17,15 @@ event types are accepted (a tolerant reader, § 1): only projected types change 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger.importers import strict_json
+from ledger.importers.files import present, read_input
 from ledger.importers.shape import BundleError, describe
 from ledger.importers.tolokaforge import PlannedEvent, _escape, to_events
-from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlTooLarge
+from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES
 
 MAX_JSON_BYTES = DEFAULT_MAX_BYTES
 
@@ -34,26 +35,19 @@ def run_stream(run_id: str) -> str:
 
 
 def _read_bytes(path: Path, label: str, max_bytes: int) -> bytes:
-    """A run file's bytes; one over ``max_bytes`` is refused by name before it is read."""
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise YamlTooLarge(f"{label}/{path.name}", size, max_bytes)
-        return path.read_bytes()
-    except OSError as exc:
-        raise BundleError(
-            f"{label}/{path.name}", None, "a readable file", exc.strerror or str(exc)
-        ) from None
+    """A run file's bytes: a regular file inside the run directory, at most ``max_bytes``
+    (``ledger.importers.files``); refused by name otherwise."""
+    return read_input(
+        path,
+        max_bytes=max_bytes,
+        name=f"{label}/{path.name}",
+        root=path.parent,
+        what=f"the run directory {label}",
+    )
 
 
 def _read_json(path: Path, label: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    data = _read_bytes(path, label, max_bytes)
-    try:
-        return json.loads(data)
-    except (OSError, ValueError) as exc:
-        raise BundleError(
-            f"{label}/{path.name}", None, "a readable JSON document", str(exc)
-        ) from None
+    return strict_json.loads(_read_bytes(path, label, max_bytes), f"{label}/{path.name}")
 
 
 def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -77,11 +71,13 @@ def parse_events_file(data: bytes, file: str) -> tuple[list[dict[str, Any]], dic
         if not raw.strip():
             blank[str(n)] = raw
             continue
+        # faithful or refused (strict_json): a NaN, a 65-bit integer, a key written twice
+        # or a line nested past what canonical JSON stores is named by line, never kept
         try:
-            v = json.loads(raw)
-        except ValueError as exc:
+            v = strict_json.loads(raw, file, line=n)
+        except strict_json.JsonInputError as exc:
             raise BundleError(
-                file, f"line {n}", "one JSON object per line", f"corrupt event: {exc}"
+                file, f"line {n}", "one JSON object per line", f"corrupt event: {exc.problem}"
             ) from None
         if not isinstance(v, dict):
             raise BundleError(file, f"line {n}", "a JSON object", describe(v))
@@ -160,21 +156,19 @@ def run_events(
     data = _read_bytes(path / "events.jsonl", label, max_bytes)
     payloads, layout = parse_events_file(data, efile)
     graph = (
-        _read_json(path / "graph.json", label, max_bytes)
-        if (path / "graph.json").is_file()
-        else None
+        _read_json(path / "graph.json", label, max_bytes) if present(path / "graph.json") else None
     )
     review = (
         _read_json(path / "review.json", label, max_bytes)
-        if (path / "review.json").is_file()
+        if present(path / "review.json")
         else None
     )
     run_id = run_id_for(graph, payloads, path.name)
     typed: list[tuple[str, dict[str, Any]]] = [("run.event", p) for p in payloads]
     rpath = path / "receipt.json"
-    if rpath.is_file():
+    if present(rpath):
         receipt_bytes = _read_bytes(rpath, label, max_bytes)
-        receipt = _read_json(rpath, label, max_bytes)
+        receipt = strict_json.loads(receipt_bytes, f"{label}/receipt.json")
         try:
             receipt_text = receipt_bytes.decode("utf-8")
         except UnicodeDecodeError:

@@ -26,6 +26,7 @@ from schemas.grading import (
     TranscriptRulesConfig,
     compile_rule_regex,
 )
+from schemas.regex_budget import RegexBudgetExceeded
 from schemas.timeline import ToolExecutionStatus, ToolExecutorIdentity, TrialTimeline
 
 UNRECORDED = (
@@ -83,8 +84,11 @@ def evaluate_transcript_rules(
     floor_unmet = _floor(rules, len(texts))
     for text in rules.must_contain:
         checks.append(_must_contain(text, texts))
-    for pattern in rules.disallow_regex:
-        checks.append(_disallow_regex(pattern, rules.regex_engine, texts))
+    try:
+        for pattern in rules.disallow_regex:
+            checks.append(_disallow_regex(pattern, rules.regex_engine, texts))
+    except RegexBudgetExceeded as exc:  # a backtracking pattern past its time budget
+        return ComponentResult.unmeasurable(f"transcript_rules.disallow_regex: {exc}")
     if rules.max_turns is not None:
         n = len(texts)
         ok = n <= rules.max_turns

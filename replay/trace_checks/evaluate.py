@@ -24,6 +24,7 @@ from replay.trace_checks.matching import (
 )
 from replay.trace_checks.results import ConstraintResult, TraceChecksResult, TraceChecksSummary
 from replay.trace_checks.scoring import score_flat, score_paths
+from schemas.regex_budget import RegexBudgetExceeded
 from schemas.timeline import TrialTimeline
 from schemas.trace_checks import (
     Constraint,
@@ -146,6 +147,22 @@ def evaluate_constraint(
     )
 
 
+def _measured(
+    idx: TimelineIndex, constraints: Any, engine: RegexEngine, route: str, lost: list[str]
+) -> tuple[ConstraintResult, ...]:
+    """Each constraint's result; one whose backtracking pattern ran past its time budget
+    (schemas/regex_budget.py) is left out and named in ``lost`` — not measured, never a
+    verdict, and never a hang."""
+    out = []
+    for c in constraints:
+        try:
+            out.append(evaluate_constraint(idx, c, engine, route=route))
+        except RegexBudgetExceeded as exc:
+            where = f"trace_checks.{route + '.' if route else ''}{c.id}"
+            lost.append(f"{where}: {exc}")
+    return tuple(out)
+
+
 def evaluate_trace_checks(
     timeline: TrialTimeline, config: TraceChecksConfig | Mapping[str, Any]
 ) -> TraceChecksResult:
@@ -160,14 +177,19 @@ def evaluate_trace_checks(
         return TraceChecksResult(None, (), TraceChecksSummary(), {}, skipped_reason=NO_EVENTS)
     idx = TimelineIndex(timeline)
     engine = config.regex_engine
-    shared = tuple(evaluate_constraint(idx, c, engine) for c in config.shared)
+    lost: list[str] = []
+    shared = _measured(idx, config.shared, engine, "", lost)
+    routes = [(p.id, _measured(idx, p.constraints, engine, p.id, lost)) for p in config.paths]
+    if lost:  # a pattern ran past its budget: those constraints, and so the score, unknown
+        measured = shared + tuple(r for _, rs in routes for r in rs)
+        return TraceChecksResult(
+            None, measured, TraceChecksSummary(), {"": shared, **dict(routes)},
+            skipped_reason="; ".join(lost),  # what the key accounting files the skip under
+            not_measured_reason="; ".join(lost),
+        )  # fmt: skip
     if not config.paths:
         component, summary = score_flat(shared)
         return TraceChecksResult(component, shared, summary, {"": shared})
-    routes = [
-        (p.id, tuple(evaluate_constraint(idx, c, engine, route=p.id) for c in p.constraints))
-        for p in config.paths
-    ]
     component, summary, w = score_paths(shared, routes)
     return TraceChecksResult(
         component, shared + routes[w][1], summary, {"": shared, **dict(routes)}

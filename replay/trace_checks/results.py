@@ -80,6 +80,9 @@ class TraceChecksResult:
     summary: TraceChecksSummary
     route_results: Mapping[str, tuple[ConstraintResult, ...]]
     skipped_reason: str = ""
+    # set when a constraint could not be evaluated (a backtracking pattern past its time
+    # budget): ``results`` holds only the measured ones and the component is unscored
+    not_measured_reason: str = ""
 
     def to_grade_dict(self) -> dict[str, Any]:
         return {
@@ -89,8 +92,9 @@ class TraceChecksResult:
         }
 
     # The component-result surface the grade fold reads (score / reasons / gate_failed /
-    # not_measured): a trace block is always measurable from the timeline it is given, and
-    # a timeline with no events leaves it unevaluated (score None), not unmeasurable.
+    # not_measured): a trace block is measurable from the timeline it is given unless a
+    # pattern ran past its time budget, and a timeline with no events leaves it
+    # unevaluated (score None), not unmeasurable.
     @property
     def score(self) -> float | None:
         return self.component
@@ -104,8 +108,8 @@ class TraceChecksResult:
         return self.reason_segments()
 
     @property
-    def not_measured(self) -> None:
-        return None
+    def not_measured(self) -> str | None:
+        return self.not_measured_reason or None
 
     @property
     def evaluated(self) -> bool:

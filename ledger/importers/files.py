@@ -1,0 +1,170 @@
+"""The one way a file input is read: confined to its root, regular, and bounded in size.
+
+Every reader of evidence or of a user's document goes through :func:`read_input`:
+
+* **confinement** — a bundle, pack, corpus or verdict-core run directory is a *root*. A
+  file named under it that resolves outside it (a symlink, ``..``, an absolute path) is
+  refused before it is opened, naming the file as it was written and never the target:
+  whatever lies outside was not handed to us, so neither its content nor its location
+  belongs in an append-only log or an error message. Only the command line can widen a
+  root (``allow``, e.g. ``reconcile --allow-outside PATH``), never a file's own content;
+* **regular files only** — a device (``/dev/zero``), FIFO, socket or directory is refused
+  by its type; a pipe is read only when the user names it as ``-`` (``allow_stdin``). The
+  file is opened non-blocking, so naming a FIFO cannot hang the command on ``open``;
+* **size** — at most ``max_bytes`` are ever read, counted while reading (a file that grows
+  after ``fstat`` is refused too), so no input can make a reader allocate without bound.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format and line-breaking characters escaped (``\\n``,
+    ``\\x1b``, ``\\u2028``): a file or directory name is the input's own content, and a
+    name holding a newline or an escape sequence must not forge a line of output."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
+class InputError(ValueError):
+    """A file input that cannot be read as bounded data; names the file (and line)."""
+
+    def __init__(self, path: Path | str, problem: str, *, line: int | None = None) -> None:
+        self.path = str(path)
+        self.problem = problem
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{printable(where)}: {printable(problem)}")
+
+
+class InputTooLarge(InputError):
+    """The file is over the configured size limit."""
+
+    def __init__(self, path: Path | str, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            path,
+            f"file is {size} bytes, over the {limit}-byte limit; "
+            "raise the limit (--max-file-bytes) if the file is genuine",
+        )
+
+
+class OutsideRoot(InputError):
+    """A file under a root resolves outside it; the target is deliberately not named."""
+
+
+class NotRegularFile(InputError):
+    """A device, FIFO, socket or directory where a regular file was expected."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _inside(real: str, roots: Sequence[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+COPY_IT_IN = "copy the file into the directory"
+
+
+def confine(
+    path: Path,
+    root: Path,
+    name: str,
+    what: str = "its directory",
+    allow: Sequence[Path] = (),
+    hint: str = COPY_IT_IN,
+) -> Path:
+    """``path`` with every link resolved, or :class:`OutsideRoot` if that leaves ``root``
+    (and each of ``allow``: directories or files the user named on the command line)."""
+    real = os.path.realpath(path)
+    roots = [os.path.realpath(root), *(os.path.realpath(a) for a in allow)]
+    if not _inside(real, roots):
+        raise OutsideRoot(
+            name,
+            f"resolves outside {what} (through a symlink, '..' or an absolute path); "
+            f"refused without reading it — {hint}",
+        )
+    return Path(real)
+
+
+def present(path: Path) -> bool:
+    """Whether a name exists at all, a dangling link included: an optional file that is a
+    link to somewhere unreadable is refused by :func:`read_input`, never read as absent."""
+    return os.path.lexists(path)
+
+
+def read_input(
+    path: Path | str,
+    *,
+    max_bytes: int,
+    name: str | None = None,
+    root: Path | None = None,
+    what: str = "its directory",
+    allow: Sequence[Path] = (),
+    hint: str = COPY_IT_IN,
+    allow_stdin: bool = False,
+) -> bytes:
+    """The bytes of one regular file, at most ``max_bytes`` of them; errors name ``name``
+    (default: the path as given). With ``root``, the file must resolve inside it."""
+    shown = name or str(path)
+    if allow_stdin and str(path) == "-":
+        return _read_bounded(sys.stdin.buffer.fileno(), shown, max_bytes, pipe_ok=True)
+    target = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if root is not None:
+        target = confine(target, root, shown, what, allow, hint)
+        flags |= getattr(os, "O_NOFOLLOW", 0)  # resolved already: a link now is a swap
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        raise InputError(shown, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return _read_bounded(fd, shown, max_bytes, pipe_ok=False)
+    finally:
+        os.close(fd)
+
+
+def _read_bounded(fd: int, shown: str, max_bytes: int, *, pipe_ok: bool) -> bytes:
+    st = os.fstat(fd)
+    regular = stat.S_ISREG(st.st_mode)
+    if not regular and not (pipe_ok and stat.S_ISFIFO(st.st_mode)):
+        raise NotRegularFile(
+            shown, f"is {_kind(st.st_mode)}, not a regular file; pass a file (or - for a pipe)"
+        )
+    if regular and st.st_size > max_bytes:
+        raise InputTooLarge(shown, st.st_size, max_bytes)
+    if not regular:
+        os.set_blocking(fd, True)  # a pipe named as -: wait for its writer
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        except OSError as exc:
+            raise InputError(shown, f"cannot read: {exc.strerror or exc}") from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:  # grown since fstat, or a pipe: never read past the limit
+            raise InputTooLarge(shown, total, max_bytes)

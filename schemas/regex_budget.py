@@ -1,0 +1,101 @@
+"""Backtracking regexes under a time budget: a pattern may be slow, never endless.
+
+``regex_engine: linear`` (RE2, the default) cannot backtrack, so it cannot hang.
+``regex_engine: backtracking`` exists for patterns RE2 refuses (backreferences,
+lookaround), and with it a pattern such as ``(a+)+$`` over ``'a' * 5000 + '!'`` takes
+longer than the universe has. Such a pattern can sit in a recorded snapshot nobody here
+wrote, so every match runs with a budget: the ``regex`` package (a drop-in superset of
+``re`` whose matcher checks a ``timeout=`` while it backtracks). A match that runs past
+the budget raises :class:`RegexBudgetExceeded`; the evaluator that asked makes that
+check ``not_measured``, naming the pattern, and goes on.
+
+Which patterns compile is still Python's ``re``'s decision (the authoring rule the
+reference applies); ``regex`` only runs them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import regex
+
+# Seconds one search may take. A real pattern over a real message is microseconds; a
+# catastrophic one is hopeless at any budget, so the budget only bounds what it costs.
+MATCH_BUDGET_SECONDS = 0.5
+
+
+class RegexBudgetExceeded(Exception):
+    """A backtracking pattern ran past its time budget on one text."""
+
+    def __init__(self, pattern: str, budget: float) -> None:
+        self.pattern = pattern
+        self.budget = budget
+        shown = repr(pattern if len(pattern) <= 60 else pattern[:57] + "...")
+        super().__init__(
+            f"the backtracking pattern {shown} ran past its {budget:g} s budget on one text "
+            "(catastrophic backtracking), so it is not measured; rewrite it without nested "
+            "quantifiers, or for regex_engine: linear"
+        )
+
+
+class BoundedPattern:
+    """A compiled backtracking pattern whose every match is time-bounded.
+
+    Offers the part of ``re.Pattern`` the evaluators use: ``search``, ``finditer``
+    (materialised, so the budget covers the whole scan) and ``groups``.
+    """
+
+    __slots__ = ("_compiled", "budget", "pattern")
+
+    def __init__(self, compiled: Any, pattern: str, budget: float) -> None:
+        self._compiled = compiled
+        self.pattern = pattern
+        self.budget = budget
+
+    @property
+    def groups(self) -> int:
+        return int(self._compiled.groups)
+
+    def search(self, text: str) -> Any:
+        try:
+            return self._compiled.search(text, timeout=self.budget)
+        except TimeoutError:
+            raise RegexBudgetExceeded(self.pattern, self.budget) from None
+
+    def finditer(self, text: str) -> Iterator[Any]:
+        try:
+            return iter(list(self._compiled.finditer(text, timeout=self.budget)))
+        except TimeoutError:
+            raise RegexBudgetExceeded(self.pattern, self.budget) from None
+
+    def __repr__(self) -> str:
+        return f"BoundedPattern({self.pattern!r}, budget={self.budget:g})"
+
+
+def compile_backtracking(
+    pattern: str, flags: int = 0, budget: float = MATCH_BUDGET_SECONDS
+) -> BoundedPattern:
+    """Compile ``pattern`` for the backtracking engine. Raises ``re.error`` for a pattern
+    Python's ``re`` refuses (as before), and for the rare one only ``regex`` refuses."""
+    re.compile(pattern, flags)
+    try:
+        compiled = regex.compile(pattern, _regex_flags(flags))
+    except regex.error as exc:
+        raise re.error(f"{exc} (the time-bounded backtracking matcher)") from None
+    return BoundedPattern(compiled, pattern, budget)
+
+
+def _regex_flags(flags: int) -> int:
+    out = regex.VERSION0  # re's semantics, not regex's VERSION1 extensions
+    for ours, theirs in (
+        (re.IGNORECASE, regex.IGNORECASE),
+        (re.MULTILINE, regex.MULTILINE),
+        (re.DOTALL, regex.DOTALL),
+        (re.VERBOSE, regex.VERBOSE),
+        (re.ASCII, regex.ASCII),
+    ):
+        if flags & ours:
+            out |= theirs
+    return out
