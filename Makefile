@@ -1,10 +1,13 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
+# Each installs only what it needs: the demo the package alone; the tests add the dev
+# tools (with the inspect_ai and OTel packages its tests read) and the optional Ray engine
+# (tests/test_ray.py), as CI does. Optional extras (inspect, ray) never enter the demo.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-# the demo needs only the base install: optional extras (inspect, ray) never enter it
-DEMO_STAMP := $(VENV)/.installed-base
+BUILD_INPUTS := pyproject.toml setup.py ledger/_native.c
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test lint install bench clean browser
 
@@ -12,15 +15,17 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,ray]'
-	touch $(STAMP)
-
-$(DEMO_STAMP): pyproject.toml setup.py ledger/_native.c | $(BIN)/python
+# The package and its runtime dependencies only: what `vledger demo` uses.
+$(DEMO_STAMP): $(BUILD_INPUTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
-install: $(STAMP)
+# Everything `make test` runs: dev tools (pytest, hypothesis, ruff, xdist) and Ray.
+$(TEST_STAMP): $(BUILD_INPUTS) | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,ray]'
+	touch $(TEST_STAMP) $(DEMO_STAMP)
+
+install: $(TEST_STAMP)
 
 demo: $(DEMO_STAMP)
 	$(BIN)/vledger demo
@@ -32,14 +37,14 @@ browser:
 	  { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) ; } || \
 	  echo "chromium not installed: the report rendering test will skip"
 
-test: $(STAMP) browser
+test: $(TEST_STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
 clean:

@@ -11,8 +11,12 @@ range, its own root and the log root at its end. The manifest is written as
 ``_manifest.json`` (the ledger's ``segments/manifest.json``, same content): dataset readers
 skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.
 
-By default the tail is sealed first, so the export holds the whole log; after that, the
-sealed trial streams take no more recorded events (``ledger.segments``).
+The export never changes the ledger unless asked: events not yet sealed (the tail) are
+written as one more Parquet file, ``seg-<first>-<last>-tail.parquet`` in the same schema, so
+DIR still holds the whole log, and the trial streams stay open for more events. Sealing
+is a decision with a consequence (a sealed trial stream takes no more events,
+``ledger.segments``), so ``seal=True`` (``vledger export --seal``) seals the tail first,
+as ``vledger seal`` would; ``tail=False`` exports the sealed segments only.
 
 Example::
 
@@ -28,6 +32,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow.parquet as pq
 
 from ledger.engines.segment_task import SegmentFailure, read_verified
 from ledger.outputs import check_output_path
@@ -49,6 +55,8 @@ class ExportResult:
     rows: int
     sealed_upto: int
     unsealed: int  # events after the last segment, not exported
+    tail_file: str | None = None  # the unsealed events, written beside the segments
+    tail_rows: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +64,7 @@ class ExportResult:
             "segments": self.segments,
             "rows": self.rows,
             "sealed_upto": self.sealed_upto,
+            "tail": {"file": self.tail_file, "rows": self.tail_rows} if self.tail_file else None,
             "unsealed_not_exported": self.unsealed,
         }
 
@@ -64,11 +73,13 @@ def export_parquet(
     lg: Any,
     out: Path,
     *,
-    seal: bool = True,
+    seal: bool = False,
+    tail: bool = True,
     max_rows: int | None = None,
     max_bytes: int | None = None,
 ) -> ExportResult:
-    """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new)."""
+    """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new),
+    plus (``tail``) the unsealed events as one Parquet file; ``seal`` seals the tail first."""
     out = Path(out)
     check_output_path(out, Path(lg.path) if hasattr(lg, "path") else None, what="export directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -93,10 +104,31 @@ def export_parquet(
         rows += info.rows
     # the manifest as the reader of this export needs it (also when nothing is sealed yet)
     (out / EXPORT_MANIFEST).write_bytes(manifest.model_dump_json(indent=2).encode())
+    size = lg.size()
+    tail_file = None
+    if tail and size > manifest.sealed_upto:
+        tail_file = tail_name(manifest.sealed_upto, size - 1)
+        pq.write_table(
+            lg.read_arrow(from_seq=manifest.sealed_upto, to_seq=size - 1), out / tail_file
+        )
     write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
     _fsync_dir(out)
-    return ExportResult(out, len(manifest.segments), rows, manifest.sealed_upto,
-                        lg.size() - manifest.sealed_upto)
+    tail_rows = size - manifest.sealed_upto if tail_file else 0
+    return ExportResult(
+        out,
+        len(manifest.segments),
+        rows + tail_rows,
+        manifest.sealed_upto,
+        size - manifest.sealed_upto - tail_rows,
+        tail_file,
+        tail_rows,
+    )
+
+
+def tail_name(first_seq: int, last_seq: int) -> str:
+    """The tail's file name: the segments' pattern (``seg-*.parquet``, which ``_views.sql``
+    and readers glob) marked ``-tail``, as it is not a sealed, manifest-listed segment."""
+    return f"seg-{first_seq}-{last_seq}-tail.parquet"
 
 
 def _fsync_dir(path: Path) -> None:

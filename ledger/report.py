@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from ledger import analytics
+from ledger import analytics, report_trials
 from ledger.outputs import check_output_path
 from ledger.report_template import PAGE
 
@@ -32,12 +32,14 @@ class Panel:
     what: str
     body: str  # SVG + legend/notes HTML, or "" for "no data yet"
     empty_reason: str = "no data yet"
+    anchor: str = ""  # an id, for links into the panel
 
     def html(self) -> str:
         cls = "" if self.body else ' class="empty"'
+        ident = f' id="{escape(self.anchor)}"' if self.anchor else ""
         inner = self.body or f'<div class="nodata">{escape(self.empty_reason)}</div>'
         return (
-            f"<section{cls}><h2>{escape(self.title)}</h2>"
+            f"<section{ident}{cls}><h2>{escape(self.title)}</h2>"
             f'<p class="what">{escape(self.what)}</p>{inner}</section>'
         )
 
@@ -46,10 +48,27 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     return analytics.run(con, sql).to_pylist()
 
 
-def _t(x: float, y: float, s: str, *, anchor: str = "start", cls: str = "", rot: int = 0) -> str:
+def _t(
+    x: float,
+    y: float,
+    s: str,
+    *,
+    anchor: str = "start",
+    cls: str = "",
+    rot: int = 0,
+    full: str | None = None,
+) -> str:
+    """A text label; ``full`` (the uncut name) becomes its tooltip when ``s`` is shortened."""
     c = f' class="{cls}"' if cls else ""
     r = f' transform="rotate({rot} {x:.1f} {y:.1f})"' if rot else ""
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}{r}>{escape(s)}</text>'
+    tip = f"<title>{escape(full)}</title>" if full is not None and full != s else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}{r}>{tip}{escape(s)}</text>'
+
+
+def _tick(x: float, y: float, shown: str, full: str, **kw: Any) -> str:
+    """An axis label (class ``tick``: the browser test checks no two of them overlap)."""
+    cls = ("tick " + kw.pop("cls", "")).strip()
+    return _t(x, y, shown, cls=cls, full=full, **kw)
 
 
 def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str) -> str:
@@ -57,6 +76,33 @@ def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str) -> str:
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{max(h, 0):.1f}" '
         f'fill="{fill}"><title>{escape(tip)}</title></rect>'
     )
+
+
+ZERO_STUB = 2.0  # px: a zero bar is drawn this tall, outlined, so 0 never reads as "no data"
+
+
+def _bar(x: float, base: float, w: float, h: float, fill: str, tip: str) -> str:
+    """A vertical bar standing on ``base``; a zero is a visible stub, not nothing."""
+    if h > 0:
+        return _rect(x, base - h, w, h, fill, tip)
+    return (
+        f'<rect class="zero" x="{x:.1f}" y="{base - ZERO_STUB:.1f}" width="{max(w, 0):.1f}" '
+        f'height="{ZERO_STUB}" fill="#fff" stroke="{fill}" stroke-width="1">'
+        f"<title>{escape(tip)}</title></rect>"
+    )
+
+
+# Axis-label geometry for the 11 px label font: a character is about 6.2 px wide, and two
+# labels side by side need 16 px between their baselines not to touch.
+CHAR_W, LABEL_PITCH = 6.2, 16.0
+
+
+def thin_step(n: int, span: float, pitch: float = LABEL_PITCH) -> int:
+    """Label every ``step``-th of ``n`` slots spread over ``span`` px, so labels are at least
+    ``pitch`` apart (the rest are reachable through their bars' tooltips)."""
+    if n <= 0:
+        return 1
+    return max(1, math.ceil(pitch / (span / n)))
 
 
 def _svg(w: int, h: int, inner: str, label: str) -> str:
@@ -79,7 +125,12 @@ def _note(text: str) -> str:
 
 
 def _short(s: str, n: int = 34) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """``s`` in at most ``n`` characters, cut in the middle: names that share a start
+    usually differ at the end (``…_000`` / ``…_001``), so both ends are kept."""
+    if len(s) <= n:
+        return s
+    head = (n - 1) // 2
+    return s[:head] + "…" + s[len(s) - (n - 1 - head) :]
 
 
 def _distinct(labels: Sequence[str]) -> list[str]:
@@ -109,8 +160,17 @@ def grouped_bars(
     y_max: float | None = None,
     label: str,
 ) -> str:
-    """Vertical grouped bars: one group per category, one bar per series."""
-    w, h, left, bottom, top = 540, 260, 44, 60, 12
+    """Vertical grouped bars: one group per category, one bar per series.
+
+    Few categories: labels under their group. Many: labels turned upright, every
+    :func:`thin_step`-th one shown so none overlap; every bar's tooltip names its category.
+    """
+    shown = _distinct(categories)
+    many = len(categories) > 6
+    longest = max([len(_short(c, 28)) for c in shown] + [1])
+    w, left, top = 540, 44, 12
+    bottom = int(24 + CHAR_W * longest) if many else 30
+    h = 200 + bottom
     top_v = (
         y_max if y_max is not None else _nice_max(max([0.0] + [v for _, vs in series for v in vs]))
     )
@@ -123,31 +183,37 @@ def grouped_bars(
         parts.append(
             _t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted")
         )
-    shown = _distinct(categories)
     group_w = plot_w / max(len(categories), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
+    step = thin_step(len(categories), plot_w) if many else 1
     for ci, cat in enumerate(categories):
         gx = left + ci * group_w + group_w * 0.1
         for si, (name, vs) in enumerate(series):
             v = vs[ci]
             bh = plot_h * (v / top_v if top_v else 0)
             parts.append(
-                _rect(
+                _bar(
                     gx + si * bar_w,
-                    h - bottom - bh,
+                    h - bottom,
                     bar_w - 1,
                     bh,
                     PALETTE[si % len(PALETTE)],
                     f"{name} · {cat}: {v:g}",
                 )
             )
+        if ci % step:
+            continue
+        cx = gx + group_w * 0.4
         parts.append(
-            _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 14), anchor="end", rot=-35)
-            if len(categories) > 6
-            else _t(gx + group_w * 0.4, h - bottom + 14, _short(shown[ci], 24), anchor="middle")
+            _tick(cx + 4, h - bottom + 8, _short(shown[ci], 28), cat, anchor="end", rot=-90)
+            if many
+            else _tick(cx, h - bottom + 14, _short(shown[ci], 24), cat, anchor="middle")
         )
     parts.append(_t(12, top + plot_h / 2, y_label, anchor="middle", cls="muted", rot=-90))
-    return _svg(w, h, "".join(parts), label)
+    svg = _svg(w, h, "".join(parts), label)
+    if step > 1:
+        svg += _note(f"every {step}th label shown; hover a bar for its full name")
+    return svg
 
 
 def line_chart(
@@ -186,10 +252,13 @@ def line_chart(
             )
         )
     ticks = x_ticks or [f"{x:g}" for x in xs]
-    step = max(1, math.ceil(n / 12))
+    widest = max([len(_short(t, 12)) for t in ticks] + [1])
+    step = thin_step(n, plot_w, pitch=CHAR_W * widest + 8)
     for i, tick in enumerate(ticks):
         if i % step == 0:
-            parts.append(_t(px(i), h - bottom + 14, _short(tick, 12), anchor="middle", cls="muted"))
+            parts.append(
+                _tick(px(i), h - bottom + 14, _short(tick, 12), tick, anchor="middle", cls="muted")
+            )
     for si, (name, vs) in enumerate(series):
         color = PALETTE[si % len(PALETTE)]
         pts = [(px(i), py(v), v) for i, v in enumerate(vs) if v is not None]
@@ -219,7 +288,7 @@ def stacked_hbars(
     labels = _distinct([name for name, _, _ in rows])
     for i, (name, parts, note) in enumerate(rows):
         y = 5 + i * (bar_h + gap)
-        out.append(_t(left - 6, y + bar_h - 4, _short(labels[i], 44), anchor="end"))
+        out.append(_tick(left - 6, y + bar_h - 4, _short(labels[i], 44), name, anchor="end"))
         x = float(left)
         for part, v, color in parts:
             bw = plot_w * v / total_max
@@ -237,17 +306,21 @@ def heatmap(
     label: str,
 ) -> str:
     """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
-    cw, ch, left, top = 64, 18, 300, 70
-    w = left + cw * len(col_labels) + 110  # room for the slanted column labels
+    cw, ch, left = 64, 18, 300
+    # Column labels (model names) are never cut: upright, they need their length above
+    # the grid, and one column's width apart they cannot touch.
+    longest = CHAR_W * max([len(c) for c in col_labels] + [1])
+    top = int(16 + longest)
+    w = int(left + cw * len(col_labels) + 20)
     h = top + ch * len(row_labels) + 6
     out = []
     for j, c in enumerate(col_labels):
         out.append(
-            _t(left + j * cw + cw / 2, top - 6, _short(c, 16), anchor="start", rot=-30, cls="muted")
+            _tick(left + j * cw + cw / 2 + 4, top - 6, c, c, anchor="start", rot=-90, cls="muted")
         )
     for i, (r, shown) in enumerate(zip(row_labels, _distinct(row_labels), strict=True)):
         y = top + i * ch
-        out.append(_t(left - 6, y + ch - 5, _short(shown, 46), anchor="end"))
+        out.append(_tick(left - 6, y + ch - 5, _short(shown, 46), r, anchor="end"))
         for j, c in enumerate(col_labels):
             if (r, c) not in cells:
                 continue
@@ -447,12 +520,19 @@ def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     return Panel("Constraint separation (latest retrace)", what, body)
 
 
+AGREEMENT_PAIRS = 12  # 2×2 tables shown; the note says how many pairs there are
+
+
 def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = _rows(
         con,
         "SELECT * FROM agreement WHERE task_id = '*' ORDER BY observations DESC, criterion, "
-        "constraint_id LIMIT 12",
+        f"constraint_id LIMIT {AGREEMENT_PAIRS}",
     )
+    ((total,),) = [
+        tuple(r.values())
+        for r in _rows(con, "SELECT count(*) AS n FROM agreement WHERE task_id = '*'")
+    ]
     what = (
         "Judge criterion (recorded met) against trace constraint (current verdict) over every "
         "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ."
@@ -480,23 +560,45 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         )
         + "</div>"
     )
+    if total > len(rows):
+        body += _note(f"showing {len(rows)} of {total} pairs, the most observed first")
     return Panel("Judge vs constraint agreement", what, body)
 
 
+DISAGREEMENT_SQL = (
+    # per replay: trials retrace judged disagreed, and per component the trials whose
+    # replayed component score differs from the recorded one (both scored: a component
+    # not measured offline is no disagreement, as in retrace)
+    "WITH rec AS (SELECT trial, component, score FROM components WHERE source = 'recorded' "
+    "AND score IS NOT NULL QUALIFY row_number() OVER (PARTITION BY trial, component "
+    "ORDER BY grade_seq DESC) = 1), "
+    "per_comp AS (SELECT c.replay_id, c.component, count(*) FILTER (WHERE "
+    "abs(c.score - rec.score) > 1e-9) AS n FROM components c JOIN rec USING (trial, component) "
+    "WHERE c.source = 'replayed' AND c.score IS NOT NULL AND coalesce(c.status, 'scored') = "
+    "'scored' GROUP BY ALL), "
+    # retrace's own per-trial status when the replay carries it; else verdict or score
+    "rg AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
+    "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1), "
+    "per_replay AS (SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
+    "count(*) FILTER (WHERE g.replay_status = 'disagreed' OR (g.replay_status IS NULL AND "
+    "rg.trial IS NOT NULL AND (g.binary_pass IS DISTINCT FROM rg.binary_pass OR "
+    "abs(coalesce(g.score, -1) - coalesce(rg.score, -1)) > 1e-9))) AS disagreed "
+    "FROM grades g LEFT JOIN rg USING (trial) WHERE g.source = 'replayed' GROUP BY g.replay_id) "
+    "SELECT p.replay_id, p.first_seq, p.trials, p.disagreed, "
+    "coalesce(map_from_entries(list({'k': pc.component, 'v': pc.n}) FILTER (WHERE pc.component "
+    "IS NOT NULL)), MAP {}) AS by_component FROM per_replay p LEFT JOIN per_comp pc USING "
+    "(replay_id) GROUP BY ALL ORDER BY p.first_seq"
+)
+
+
 def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(
-        con,
-        "WITH rec AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
-        "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1) "
-        "SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
-        "count(*) FILTER (WHERE g.binary_pass IS DISTINCT FROM rec.binary_pass) AS pass_differs, "
-        "count(*) FILTER (WHERE abs(coalesce(g.score, -1) - coalesce(rec.score, -1)) > 1e-9) "
-        "AS score_differs FROM grades g JOIN rec USING (trial) WHERE g.source = 'replayed' "
-        "GROUP BY g.replay_id ORDER BY first_seq",
-    )
+    rows = _rows(con, DISAGREEMENT_SQL)
+    for r in rows:  # Arrow hands a MAP over as (key, value) pairs
+        r["by_component"] = dict(r["by_component"] or [])
     what = (
-        "For each replay in log order: how many re-derived grades disagree with the recorded "
-        "grade of the same trial (verdict, and score)."
+        "For each replay in log order: the trials retrace found disagreeing with their "
+        "recorded grade, and per component how many re-derived component scores differ from "
+        "the recorded ones (a component not measured offline is not counted)."
     )
     if not rows:
         return Panel(
@@ -506,22 +608,25 @@ def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
             "no replay of a recorded grade yet — run `vledger retrace`",
         )
     labels = [r["replay_id"] or f"seq {r['first_seq']}" for r in rows]
-    top = _nice_max(max([r["score_differs"] for r in rows] + [r["pass_differs"] for r in rows]))
+    comps = sorted({c for r in rows for c in r["by_component"]})
+    series = [("trials disagreed", [float(r["disagreed"]) for r in rows])] + [
+        (c, [float(r["by_component"].get(c, 0)) for r in rows]) for c in comps
+    ]
+    top = _nice_max(max(v for _, vs in series for v in vs))
     body = line_chart(
         list(range(len(rows))),
-        [
-            ("verdict differs", [float(r["pass_differs"]) for r in rows]),
-            ("score differs", [float(r["score_differs"]) for r in rows]),
-        ],
+        series,
         x_label="replay (log order)",
         y_label="trials",
         y_max=float(top),
         label="replay vs recorded disagreements",
         x_ticks=labels,
-    ) + _legend([("verdict differs", PALETTE[0]), ("score differs", PALETTE[1])])
+    ) + _legend([(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)])
+    last = rows[-1]
+    per = ", ".join(f"{c} {(last['by_component'] or {}).get(c, 0)}" for c in comps) or "none"
     body += _note(
-        f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {rows[-1]['trials']} "
-        f"trial(s), {rows[-1]['pass_differs']} verdict(s) differ"
+        f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {last['trials']} trial(s), "
+        f"{last['disagreed']} disagreed; differing components: {per}"
     )
     return Panel("Replay vs recorded disagreements over time", what, body)
 
@@ -607,6 +712,19 @@ def _summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
     return html, s
 
 
+def _trials_panel(con: duckdb.DuckDBPyConnection) -> Panel:
+    rows, total = report_trials.select_trials(con)
+    return Panel(
+        "Trials",
+        "The trials most worth reading, disagreements first: each opens its page — the "
+        "timeline with each constraint's verdict beside the events it read, and the recorded "
+        "and replayed grade side by side.",
+        report_trials.trials_list(rows, total),
+        "no trials yet — run `vledger ingest`",
+        anchor="trials",
+    )
+
+
 PANELS = (
     _score_panel,
     _pass_panel,
@@ -616,6 +734,7 @@ PANELS = (
     _disagreement_panel,
     _verdict_panel,
     _never_scored_panel,
+    _trials_panel,
 )
 
 
@@ -624,6 +743,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
     with analytics.connect(ledger_dir) as (con, source):
         summary_html, s = _summary(con)
         panels = [panel for p in PANELS if (panel := p(con)) is not None]
+        trial_pages = report_trials.trial_sections(con, report_trials.select_trials(con)[0])
     at = s["last_at"].isoformat() if s["last_at"] is not None else "—"
     subtitle = (
         f"ledger {escape(str(ledger_dir))} · {s['events']:,} events"
@@ -639,6 +759,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
         subtitle=subtitle,
         summary=summary_html,
         panels="\n".join(p.html() for p in panels),
+        trials=trial_pages,
     )
     s["panels_with_data"] = sum(1 for p in panels if p.body)
     s["panels"] = len(panels)
@@ -647,9 +768,19 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
 
 def write_report(ledger_dir: Path | str, out: Path | str) -> str:
     """Write the report to ``out``; return a one-line summary for the CLI."""
+    return summary_line(write_report_counts(ledger_dir, out))
+
+
+def write_report_counts(ledger_dir: Path | str, out: Path | str) -> dict[str, Any]:
+    """Write the report to ``out``; return what it shows (``vledger report --json``)."""
     check_output_path(Path(out), Path(ledger_dir), what="report")  # before any work
     page, s = render(ledger_dir)
     Path(out).write_text(page, encoding="utf-8")
+    keys = ("panels", "panels_with_data", "events", "trials", "replays", "units")
+    return {"out": str(out), **{k: s[k] for k in keys}}
+
+
+def summary_line(s: dict[str, Any]) -> str:
     return (
         f"{s['panels_with_data']} of {s['panels']} panels with data; {s['events']:,} events, "
         f"{s['trials']:,} trials"

@@ -1,22 +1,44 @@
 """`vledger demo` (what `make demo` runs) drives every step end to end and says so."""
 
+import os
 from pathlib import Path
 
-from click.testing import CliRunner
+import pytest
+from click.testing import CliRunner, Result
 
 from ledger.cli import main
 from ledger.store import open_ledger
 
 
-def test_demo_runs_every_step_and_leaves_a_verifiable_ledger(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["demo", "--report", "out.html"])
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """One demo for the tests that read it (the demo takes seconds)."""
+    tmp_path = tmp_path_factory.mktemp("demo")
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        return tmp_path, CliRunner().invoke(main, ["demo", "--report", "out.html"])
+    finally:
+        os.chdir(cwd)
+
+
+def test_demo_runs_every_step_and_leaves_a_verifiable_ledger(demo_run: tuple[Path, Result]) -> None:
+    tmp_path, result = demo_run
     assert result.exit_code == 0, result.output
-    for step in ("ingest", "record units", "checkpoint", "retrace", "reconcile", "admissions",
-                 "verify", "receipt", "report"):
+    for step in (
+        "ingest",
+        "record units",
+        "checkpoint",
+        "retrace",
+        "reconcile",
+        "admissions",
+        "verify",
+        "receipt",
+        "report",
+    ):
         assert f"✓ {step}:" in result.output
     assert "17 recorded trials" in result.output
-    assert "no_counter_evidence, κ 1.0, 17 observations" in result.output
+    assert "no_counter_evidence, κ 1.000, 17 observations" in result.output
     assert "always_false" in result.output and "always_true" in result.output
     assert ": clean" in result.output
     assert (tmp_path / "out.html").stat().st_size > 0
@@ -25,7 +47,9 @@ def test_demo_runs_every_step_and_leaves_a_verifiable_ledger(tmp_path: Path, mon
         assert len(list(lg.read(type="verdict.admitted"))) == 5
 
 
-def test_demo_refuses_to_remove_a_directory_that_is_not_a_ledger(tmp_path: Path, monkeypatch) -> None:
+def test_demo_refuses_to_remove_a_directory_that_is_not_a_ledger(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
@@ -33,3 +57,16 @@ def test_demo_refuses_to_remove_a_directory_that_is_not_a_ledger(tmp_path: Path,
     assert result.exit_code != 0
     assert "is not a ledger" in result.output
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_demo_output_is_plain_words_and_portable(demo_run: tuple[Path, Result]) -> None:
+    """Issue 20, point 12: the retrace step reads as words (no Python dict), and the last
+    line is a file:// address any browser opens (no macOS-only `open`)."""
+    tmp_path, result = demo_run
+    assert result.exit_code == 0, result.output
+    retrace_line = next(line for line in result.output.splitlines() if "✓ retrace:" in line)
+    assert "✓ retrace: 17 agreed trials;" in retrace_line
+    assert "{" not in retrace_line and "'" not in retrace_line
+    last = result.output.rstrip().splitlines()[-1]
+    assert last.endswith((tmp_path / "out.html").resolve().as_uri())
+    assert not any(line.strip().startswith("open ") for line in result.output.splitlines())

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
+from ledger.errors import StreamSealed
 from ledger.export import ExportError, export_parquet
 from ledger.ingest import ingest
 from ledger.segments import load_manifest, segment_dir
@@ -39,7 +40,7 @@ def _rows(table: pa.Table) -> list[tuple]:
 
 def test_export_reads_back_the_same_events_with_duckdb_and_pyarrow(ledger_dir, tmp_path):
     with open_ledger(ledger_dir) as lg:
-        res = export_parquet(lg, tmp_path / "out", max_rows=97)
+        res = export_parquet(lg, tmp_path / "out", seal=True, max_rows=97)
         expected = [tuple(getattr(e, c) for c in COLUMNS) for e in lg.read()]
     assert res.segments > 3 and res.rows == len(expected) and res.unsealed == 0
     con = duckdb.connect()
@@ -62,7 +63,7 @@ def test_no_seal_exports_only_the_sealed_prefix(ledger_dir, tmp_path):
     with open_ledger(ledger_dir) as lg:
         lg.seal(max_rows=200)
         lg.append([NewEvent("run/late", "ext.note", {"late": True})])
-        res = export_parquet(lg, tmp_path / "out", seal=False)
+        res = export_parquet(lg, tmp_path / "out", seal=False, tail=False)
         assert res.unsealed == 1 and res.sealed_upto == lg.size() - 1
         assert load_manifest(lg.path).sealed_upto == lg.size() - 1  # nothing sealed by export
 
@@ -89,9 +90,58 @@ def test_refuses_a_non_empty_target(ledger_dir, tmp_path):
 
 
 def test_cli_export(ledger_dir, tmp_path):
-    r = CliRunner().invoke(main, ["export", "--ledger", str(ledger_dir), "--parquet",
-                                  str(tmp_path / "out"), "--segment-rows", "150", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "export",
+            "--ledger",
+            str(ledger_dir),
+            "--parquet",
+            str(tmp_path / "out"),
+            "--seal",
+            "--segment-rows",
+            "150",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["segments"] == len(list((tmp_path / "out").glob("*.parquet"))) > 1
     assert out["unsealed_not_exported"] == 0
+
+
+def _export(ledger_dir: Path, out: Path, *extra: str) -> dict:
+    r = CliRunner().invoke(
+        main, ["export", "--ledger", str(ledger_dir), "--parquet", str(out), "--json", *extra]
+    )
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _note_on_a_trial(ledger_dir: Path) -> None:
+    with open_ledger(ledger_dir) as lg:
+        trial = next(e.stream for e in lg.read() if e.stream.startswith("trial/"))
+        lg.append([NewEvent(trial, "ext.note", {"after": "export"})])
+
+
+def test_export_leaves_the_ledger_unsealed_and_writes_the_tail(ledger_dir, tmp_path):
+    """Issue 20, point 9: exporting is reading. The default export seals nothing, so the
+    trial streams still take events afterwards, and DIR still holds every event."""
+    with open_ledger(ledger_dir) as lg:
+        expected = [tuple(getattr(e, c) for c in COLUMNS) for e in lg.read()]
+    out = _export(ledger_dir, tmp_path / "out")
+    n = len(expected)
+    assert out["tail"] == {"file": f"seg-0-{n - 1}-tail.parquet", "rows": n}
+    assert (out["segments"], out["rows"], out["unsealed_not_exported"]) == (0, n, 0)
+    with open_ledger(ledger_dir) as lg:
+        assert load_manifest(lg.path).sealed_upto == 0  # nothing sealed
+    _note_on_a_trial(ledger_dir)  # the trial streams are still open
+    via_dataset = ds.dataset(tmp_path / "out", format="parquet").to_table().sort_by("seq")
+    assert _rows(via_dataset) == expected
+
+
+def test_export_seal_is_the_explicit_choice_and_closes_trial_streams(ledger_dir, tmp_path):
+    out = _export(ledger_dir, tmp_path / "out", "--seal")
+    assert out["tail"] is None and out["segments"] >= 1
+    with pytest.raises(StreamSealed):
+        _note_on_a_trial(ledger_dir)

@@ -33,6 +33,7 @@ PANEL_TITLES = [
     "Judge vs constraint agreement",
     "Replay vs recorded disagreements over time",
     "Verdict-grade distribution",
+    "Trials",
 ]
 
 
@@ -101,7 +102,15 @@ class _Sections(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list) -> None:
         a = dict(attrs)
         if tag == "section":
-            self.sections.append({"title": "", "svgs": 0, "shapes": 0, "nodata": 0})
+            self.sections.append(
+                {
+                    "title": "",
+                    "svgs": 0,
+                    "shapes": 0,
+                    "nodata": 0,
+                    "page": a.get("class") == "trial",
+                }
+            )
         elif not self.sections:
             return
         elif tag == "h2":
@@ -126,9 +135,13 @@ class _Sections(HTMLParser):
 
 
 def _sections(html: str) -> list[dict]:
+    """The panels (a trial's own page is a section too, but not a panel)."""
     p = _Sections()
     p.feed(html)
-    return p.sections
+    return [s for s in p.sections if not s["page"]]
+
+
+TABLE_PANELS = {"Trials"}  # panels that are a table, not a plot
 
 
 def test_report_has_every_panel_drawn(full_ledger: Path) -> None:
@@ -136,15 +149,20 @@ def test_report_has_every_panel_drawn(full_ledger: Path) -> None:
     secs = _sections(html)
     assert [s["title"] for s in secs] == PANEL_TITLES
     for s in secs:
-        assert s["svgs"] >= 1 and s["shapes"] >= 3 and s["nodata"] == 0, s
-    assert summary["panels_with_data"] == 7
+        if s["title"] not in TABLE_PANELS:
+            assert s["svgs"] >= 1 and s["shapes"] >= 3 and s["nodata"] == 0, s
+    assert summary["panels_with_data"] == 8
     assert summary["trials"] == 18 and summary["aborts"] == 3 and summary["replays"] == 2
 
 
 def test_report_is_self_contained(full_ledger: Path) -> None:
     html, _ = report.render(full_ledger)
     assert "<script" not in html.lower()
-    assert not re.search(r"\b(src|href)\s*=", html, re.IGNORECASE)
+    assert not re.search(r"\bsrc\s*=", html, re.IGNORECASE)
+    # links only within the page (a trial's section): nothing to fetch
+    hrefs = re.findall(r"\bhref\s*=\s*\"([^\"]*)\"", html, re.IGNORECASE)
+    assert hrefs and all(h.startswith("#") for h in hrefs)
+    assert len(re.findall(r"\bhref\s*=", html, re.IGNORECASE)) == len(hrefs)
     assert "url(" not in html and "@import" not in html
     # the only URL is the SVG namespace, which is a name, not a fetch
     assert set(re.findall(r"https?://[^\s\"'<>]+", html)) == {"http://www.w3.org/2000/svg"}
@@ -157,8 +175,11 @@ def test_report_is_a_function_of_the_log(full_ledger: Path) -> None:
 
 def test_report_numbers_come_from_the_views(full_ledger: Path) -> None:
     html, _ = report.render(full_ledger)
-    # replay r2 flipped exactly two verdicts relative to the recorded grades
-    assert "latest: r2 re-derived 18 trial(s), 2 verdict(s) differ" in html
+    # replay r2 flipped exactly two verdicts (and so the judge score: 0.9 ↔ 0.1) relative
+    # to the recorded grades
+    assert (
+        "latest: r2 re-derived 18 trial(s), 2 disagreed; differing components: llm_judge 2" in html
+    )
     # notes_gated, model m-a: trials 0, 2, 4 measured (5 aborted); (i + 11) % 3 != 0 passes 0, 2
     assert "notes_gated · m-a: 2/3 passed, mean score 0.63" in html
     assert "checked_first × listed_first" in html and "κ=1.000" in html
@@ -177,7 +198,7 @@ def test_report_command_writes_the_file(full_ledger: Path, tmp_path: Path) -> No
     out = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", "--ledger", str(full_ledger), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "7 of 7 panels with data" in r.stdout
+    assert "8 of 8 panels with data" in r.stdout
     assert out.read_text(encoding="utf-8") == report.render(full_ledger)[0]
 
 
@@ -269,7 +290,8 @@ def test_report_renders_in_headless_chromium(
     secs = _sections(dom.stdout)  # the DOM as the browser built it
     assert [s["title"] for s in secs] == PANEL_TITLES
     for s in secs:
-        assert s["svgs"] >= 1 and s["shapes"] >= 3, s
+        if s["title"] not in TABLE_PANELS:
+            assert s["svgs"] >= 1 and s["shapes"] >= 3, s
 
     shot = tmp_path / "report.png"
     r = _run_browser(
@@ -296,7 +318,7 @@ def test_empty_report_renders_in_headless_chromium(
     report.write_report(empty_ledger, page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and _console_problems(dom.stderr) == []
-    assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * 7
+    assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * len(PANEL_TITLES)
 
 
 def test_long_shared_prefixes_fold_so_labels_stay_distinct() -> None:

@@ -17,11 +17,18 @@ import pyarrow.parquet as pq
 
 from ledger import analytics, views
 from ledger.cli import main
-from ledger.cli.options import escape_controls, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    emit_json,
+    escape_controls,
+    json_option,
+    ledger_option,
+    nl_option,
+    resolve_ledger,
+)
+from ledger.cli.output import is_terminal, render_table, terminal_width
 from ledger.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
-_CELL_WIDTH = 60
 
 
 def _cell(value: Any) -> str:
@@ -45,19 +52,21 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def format_table(table: pa.Table) -> str:
-    names = table.column_names
-    rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    clipped = [
-        [c if len(c) <= _CELL_WIDTH else c[: _CELL_WIDTH - 1] + "…" for c in r] for r in rows
+def format_table(table: pa.Table, width: int | None = None) -> str:
+    """The one table renderer (ledger/cli/output.py), fitted to ``width`` columns (None: a
+    file or a pipe, nothing cut). Numbers through the one rounding rule; control characters
+    escaped so one row prints as one line."""
+    rows = [
+        [float(v) if isinstance(v, Decimal) else v if _is_number(v) else escape_controls(_cell(v))
+         for v in r.values()]
+        for r in table.to_pylist()
     ]
-    clipped = [[escape_controls(c) for c in r] for r in clipped]  # one row, one line
-    widths = [max([len(n)] + [len(r[i]) for r in clipped]) for i, n in enumerate(names)]
-    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in clipped]
     count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
-    return "\n".join([line, rule, *body, count]) + "\n"
+    return render_table(table.column_names, rows, width) + count + "\n"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
 
 
 def format_csv(table: pa.Table) -> str:
@@ -69,15 +78,28 @@ def format_csv(table: pa.Table) -> str:
     return buf.getvalue()
 
 
-def format_json(table: pa.Table) -> str:
-    """A JSON array of row objects; JSON-typed columns are embedded as values, not strings."""
+def _json_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Row objects with JSON-typed columns embedded as values, not strings."""
     rows = table.to_pylist()
     json_cols = [f.name for f in table.schema if analytics.is_json_field(f)]
     for r in rows:
         for name in json_cols:
             if r[name] is not None:
                 r[name] = orjson.loads(r[name])
+    return rows
+
+
+def format_json(table: pa.Table) -> str:
+    """A JSON array of row objects."""
+    rows = _json_rows(table)
     return orjson.dumps(rows, default=_json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def format_json_lines(table: pa.Table) -> str:
+    """``--nl``: one compact JSON object per row, JSON-typed columns embedded as values."""
+    return "".join(
+        orjson.dumps(r, default=_json_default).decode() + "\n" for r in _json_rows(table)
+    )
 
 
 def _parquet_safe(table: pa.Table) -> pa.Table:
@@ -90,9 +112,14 @@ def _parquet_safe(table: pa.Table) -> pa.Table:
     return pa.table(cols, names=table.column_names)
 
 
-def write_result(table: pa.Table, fmt: str, out: Path | None) -> None:
+def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) -> None:
     """Format last: the rows are an Arrow table until here."""
     if fmt == "parquet":
+        if out is None and is_terminal():
+            raise click.UsageError(
+                "--format parquet is binary and stdout is a terminal: pass --out FILE, or "
+                "redirect (> out.parquet) or pipe it"
+            )
         if out is None:
             buf = io.BytesIO()
             pq.write_table(_parquet_safe(table), buf)
@@ -100,7 +127,12 @@ def write_result(table: pa.Table, fmt: str, out: Path | None) -> None:
         else:
             pq.write_table(_parquet_safe(table), out)
         return
-    text = {"table": format_table, "csv": format_csv, "json": format_json}[fmt](table)
+    if fmt == "table":
+        text = format_table(table, terminal_width() if out is None else None)
+    elif fmt == "json" and nl:
+        text = format_json_lines(table)
+    else:
+        text = {"csv": format_csv, "json": format_json}[fmt](table)
     if out is None:
         sys.stdout.write(text)
     else:
@@ -153,6 +185,7 @@ def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
 )
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
 @json_option
+@nl_option
 def sql_command(
     query: str | None,
     ledger_dir: Path | None,
@@ -160,6 +193,7 @@ def sql_command(
     out: Path | None,
     schema: bool,
     as_json: bool,
+    as_nl: bool,
 ) -> None:
     """Run a read-only SQL QUERY over the ledger's documented views.
 
@@ -174,6 +208,7 @@ def sql_command(
     """
     if out is not None:
         _refuse_in_ledger(out, resolve_ledger(ledger_dir))
+    as_json = as_json or as_nl
     if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
@@ -186,7 +221,7 @@ def sql_command(
             else:
                 out.write_text(text, encoding="utf-8")
         else:
-            write_result(_schema_table(), fmt, out)
+            write_result(_schema_table(), fmt, out, nl=as_nl)
         return
     if not query:
         raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
@@ -202,7 +237,7 @@ def sql_command(
         click.echo(
             f"note: read {source.detail}; events after the last seal are not shown", err=True
         )
-    write_result(table, fmt, out)
+    write_result(table, fmt, out, nl=as_nl)
 
 
 @main.command("report")
@@ -214,7 +249,8 @@ def sql_command(
     show_default=True,
     help="Where to write the HTML file.",
 )
-def report_command(ledger_dir: Path | None, out: Path) -> None:
+@json_option
+def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     """Write one self-contained HTML report (inline SVG, no scripts, no network).
 
     \b
@@ -224,8 +260,11 @@ def report_command(ledger_dir: Path | None, out: Path) -> None:
     from ledger import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
 
     try:
-        summary = report.write_report(resolve_ledger(ledger_dir), out)
+        counts = report.write_report_counts(resolve_ledger(ledger_dir), out)
     except analytics.LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
-    click.echo(f"wrote {out} ({summary})")
+    if as_json:
+        emit_json(counts)
+        return
+    click.echo(f"wrote {out} ({report.summary_line(counts)})")

@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import result as out
 from ledger.curate import CurateResult, CurationError, curate_from_ledger, curate_from_runs
 from ledger.errors import LedgerError, exit_code
 
@@ -34,22 +33,51 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 
 
 @main.command("curate")
-@click.option("--criterion", required=True, metavar="ID",
-              help="Rubric criterion whose recorded judge verdicts the corpus carries.")
-@click.option("--source", "sources", multiple=True, type=click.Path(path_type=Path),
-              metavar="RUN_OR_BUNDLE",
-              help="A run directory (trials/<task>/<index>) or one bundle; repeatable.")
-@click.option("--from-ledger", is_flag=True,
-              help="Curate trials already ingested; the bundles are rebuilt from their events.")
-@click.option("--where", default=None, metavar="PREDICATE",
-              help="With --from-ledger: an SQL predicate over the trials view, e.g. "
-                   "\"corpus = 'run-a'\".")
-@click.option("--into", required=True, type=click.Path(path_type=Path), metavar="DIR",
-              help="The corpus directory to write.")
-@click.option("--exclude", "exclusions", multiple=True, metavar="DIR=REASON", callback=_exclusions,
-              help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.")
-@click.option("--replace", is_flag=True,
-              help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.")
+@click.option(
+    "--criterion",
+    required=True,
+    metavar="ID",
+    help="Rubric criterion whose recorded judge verdicts the corpus carries.",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="RUN_OR_BUNDLE",
+    help="A run directory (trials/<task>/<index>) or one bundle; repeatable.",
+)
+@click.option(
+    "--from-ledger",
+    is_flag=True,
+    help="Curate trials already ingested; the bundles are rebuilt from their events.",
+)
+@click.option(
+    "--where",
+    default=None,
+    metavar="PREDICATE",
+    help="With --from-ledger: an SQL predicate over the trials view, e.g. \"corpus = 'run-a'\".",
+)
+@click.option(
+    "--into",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="The corpus directory to write.",
+)
+@click.option(
+    "--exclude",
+    "exclusions",
+    multiple=True,
+    metavar="DIR=REASON",
+    callback=_exclusions,
+    help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.",
+)
 @click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
 @ledger_option
 @json_option
@@ -86,12 +114,25 @@ def curate_command(
     ledger = resolve_ledger(ledger_dir)
     try:
         if from_ledger:
-            result = curate_from_ledger(ledger, criterion=criterion, into=into, where=where,
-                                        exclusions=exclusions, replace=replace, dry_run=dry_run)
+            result = curate_from_ledger(
+                ledger,
+                criterion=criterion,
+                into=into,
+                where=where,
+                exclusions=exclusions,
+                replace=replace,
+                dry_run=dry_run,
+            )
         else:
-            result = curate_from_runs(sources, criterion=criterion, into=into,
-                                      exclusions=exclusions, replace=replace, dry_run=dry_run,
-                                      ledger_dir=ledger)
+            result = curate_from_runs(
+                sources,
+                criterion=criterion,
+                into=into,
+                exclusions=exclusions,
+                replace=replace,
+                dry_run=dry_run,
+                ledger_dir=ledger,
+            )
     except (CurationError, LedgerError) as exc:
         code = exit_code(exc) if isinstance(exc, LedgerError) else EXIT_REFUSED
         if as_json:
@@ -101,30 +142,41 @@ def curate_command(
     if as_json:
         emit_json(result.report())
     else:
-        _print(Console(soft_wrap=True, highlight=False), result)
+        _print(result)
     if result.admitted_nothing:
         searched = ", ".join(result.sources) or f"the ledger at {ledger}"
-        click.echo(f"Error: no trial under {searched} is admissible evidence for {criterion}; "
-                   "a corpus of nothing is evidence of nothing, so nothing was written", err=True)
+        click.echo(
+            f"Error: no trial under {searched} is admissible evidence for {criterion}; "
+            "a corpus of nothing is evidence of nothing, so nothing was written",
+            err=True,
+        )
         sys.exit(EXIT_REFUSED)
 
 
-def _print(out: Console, result: CurateResult) -> None:
+def _print(result: CurateResult) -> None:
+    """Plain lines on stdout (ledger/cli/output.py): colour only on a terminal, and no
+    markup language, so a name holding brackets prints as it is."""
     m = result.curation.manifest
-    verb = "would admit" if result.dry_run else "admitted"
+    verb = click.style("would admit" if result.dry_run else "admitted", fg="green")
     for entry in m.bundles:
         record = "record" if entry.record_carried else "no record"
-        out.print(f"[green]{verb}[/green] {escape(entry.directory)} (met={entry.met}, {record})")
+        out(f"{verb} {entry.directory} (met={entry.met}, {record})")
     for row in m.excluded:
-        out.print(f"[yellow]rejected[/yellow] {escape(row.source)} — {row.reason.value} by "
-                  f"{row.by.value} ({escape(row.observation)})")
-    origin = ", ".join(result.sources) if result.sources else "the ledger" + (
-        f" where {result.where}" if result.where else "")
-    out.print(f"{len(m.bundles)} admitted, {len(m.excluded)} rejected for "
-              f"{escape(m.criterion)} over {escape(origin)}")
+        out(
+            f"{click.style('rejected', fg='yellow')} {row.source} — {row.reason.value} by "
+            f"{row.by.value} ({row.observation})"
+        )
+    origin = (
+        ", ".join(result.sources)
+        if result.sources
+        else "the ledger" + (f" where {result.where}" if result.where else "")
+    )
+    out(f"{len(m.bundles)} admitted, {len(m.excluded)} rejected for {m.criterion} over {origin}")
     if result.written:
         ev = result.event or {}
-        out.print(f"corpus: {escape(str(result.into))} (corpus.yaml sha256 "
-                  f"{result.manifest_digest[:16]}…); appended corpus.curated at seq {ev.get('seq')}")
+        out(
+            f"corpus: {result.into} (corpus.yaml sha256 {result.manifest_digest[:16]}…); "
+            f"appended corpus.curated at seq {ev.get('seq')}"
+        )
     elif result.dry_run and m.bundles:
-        out.print(f"dry run: would write {escape(str(result.into))}; nothing written or appended")
+        out(f"dry run: would write {result.into}; nothing written or appended")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,7 +11,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    busy_option,
+    emit_json,
+    json_option,
+    ledger_option,
+    resolve_ledger,
+)
 from ledger.errors import LedgerError, exit_code
 from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 from ledger.ingest import IngestError, IngestReport, ingest
@@ -44,6 +51,7 @@ EXIT_ABORTED = 1
     help="Refuse any YAML or run file larger than this, by name.",
 )
 @ledger_option
+@busy_option
 @json_option
 def ingest_command(
     paths: tuple[str, ...],
@@ -52,6 +60,7 @@ def ingest_command(
     keep_inconsistent: bool,
     max_file_bytes: int,
     ledger_dir: Path | None,
+    busy_timeout: float,
     as_json: bool,
 ) -> None:
     """Ingest trial bundles, corpora, run directories, task packs or verdict-core runs.
@@ -73,10 +82,11 @@ def ingest_command(
     err = Console(stderr=True)
     limits = YamlLimits(max_bytes=max_file_bytes)
     root = resolve_ledger(ledger_dir)
+    fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
     try:
-        with open_ledger(root, create=True) as lg:
+        with open_ledger(root, create=True, busy_timeout=busy_timeout) as lg:
             if as_json or not sys.stderr.isatty():
                 report = ingest(
                     lg,
@@ -99,18 +109,27 @@ def ingest_command(
                 }
             )
         click.echo(f"Error: {exc}", err=True)
-        click.echo("Nothing was ingested; the ledger is unchanged.", err=True)
+        click.echo(_unchanged(root, fresh), err=True)
         sys.exit(EXIT_ABORTED)
     except LedgerError as exc:  # busy, or a concurrent ingest appended the same stream first
         if as_json:
             emit_json({"error": str(exc), "kind": type(exc).__name__, "ledger_unchanged": True})
         click.echo(f"Error: {exc}", err=True)
-        click.echo("Nothing was ingested; the ledger is unchanged (the batch is atomic).", err=True)
+        click.echo(_unchanged(root, fresh) + " (the batch is atomic)", err=True)
         sys.exit(exit_code(exc))
     if as_json:
         emit_json(report.to_json())
         return
     _print_summary(report)
+
+
+def _unchanged(root: Path, fresh: bool) -> str:
+    """After an abort: a ledger this invocation created is removed (a mistyped PATH must not
+    leave a new, empty ledger behind); an existing one is untouched by the atomic batch."""
+    if fresh and root.is_dir():
+        shutil.rmtree(root)
+        return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
+    return "Nothing was ingested; the ledger is unchanged."
 
 
 def _with_progress(

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import orjson
 
+from ledger.cli.output import json_text
 from ledger.text import escape_controls  # noqa: F401  (re-exported for the CLI modules)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,8 +33,33 @@ def ledger_option(fn: F) -> F:
     )(fn)
 
 
+GROUP_LEDGER = "vledger.ledger"  # where `vledger --ledger DIR CMD` leaves DIR (ctx.meta)
+
+
 def resolve_ledger(ledger_dir: Path | None) -> Path:
-    return ledger_dir if ledger_dir is not None else default_ledger_path()
+    """The ledger a command uses: its own ``--ledger``, else the one given before the
+    subcommand (``vledger --ledger DIR log``), else ``$VLEDGER_HOME``, else ``./.vledger``.
+    Two different ``--ledger`` values are refused by name rather than one silently winning."""
+    ctx = click.get_current_context(silent=True)
+    before = ctx.meta.get(GROUP_LEDGER) if ctx is not None else None
+    if ledger_dir is not None and before is not None and Path(ledger_dir) != Path(before):
+        raise click.UsageError(
+            f"--ledger {before} (before the command) and --ledger {ledger_dir} (after it) "
+            "clash: give one of them"
+        )
+    chosen = ledger_dir if ledger_dir is not None else before
+    return Path(chosen) if chosen is not None else default_ledger_path()
+
+
+def busy_option(fn: F) -> F:
+    """``--busy-timeout S``: how long to wait for another process holding the ledger."""
+    return click.option(
+        "--busy-timeout",
+        type=float,
+        default=5.0,
+        show_default=True,
+        help="Seconds to wait for another process holding the ledger.",
+    )(fn)
 
 
 def json_option(fn: F) -> F:
@@ -42,10 +67,13 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(fn)
 
 
+def nl_option(fn: F) -> F:
+    """``--nl``: a list as one JSON object per line instead of one array (as sqlite-utils'
+    ``--nl``); implies ``--json``."""
+    return click.option(
+        "--nl", "as_nl", is_flag=True, help="JSON lines: one object per line (implies --json)."
+    )(fn)
+
+
 def emit_json(value: Any) -> None:
-    sys.stdout.write(
-        orjson.dumps(
-            value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
-        ).decode()
-        + "\n"
-    )
+    sys.stdout.write(json_text(value))

@@ -41,6 +41,8 @@ from reconcile.report import render_text
 from schemas.migration import MigrationFile
 
 EXIT_INVOCATION = 3
+# Where this repository keeps its task packs; the default only when it exists (below).
+DEFAULT_PACKS = Path("corpora") / "packs"
 
 
 def allow_outside_option(fn):  # noqa: ANN001, ANN201 - a click decorator
@@ -67,7 +69,7 @@ def _fail(message: str) -> None:
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory searched recursively for packs and their migration.yaml (repeatable; "
-    "default: ./examples).",
+    f"default: ./{DEFAULT_PACKS}, where the repository ships its packs).",
 )
 @click.option(
     "--source",
@@ -119,7 +121,7 @@ def reconcile(
           2 usage; 3 the invocation cannot run. Candidates never gate.
     """
     inv = Invocation(
-        packs=list(packs) or [Path("examples")],
+        packs=list(packs) or [default_packs()],
         base=base if base is not None else Path.cwd(),
         source=source,
         allow_outside=allow_outside,
@@ -138,9 +140,21 @@ def reconcile(
             f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
         )
     else:
-        for report in outcome.reports:
-            click.echo(render_text(report), err=True, nl=False)
+        for report in outcome.reports:  # the result: stdout, so `> out.txt` keeps it
+            click.echo(render_text(report), nl=False)
     sys.exit(outcome.exit_code)
+
+
+def default_packs() -> Path:
+    """``./corpora/packs`` when it exists, said on stderr (an applied default is printed);
+    otherwise a usage error naming where it looked and what to pass."""
+    if not DEFAULT_PACKS.is_dir():
+        raise click.UsageError(
+            f"no --packs given and no ./{DEFAULT_PACKS} here; pass --packs DIR, the directory "
+            "holding your task packs and their migration.yaml"
+        )
+    click.echo(f"packs: ./{DEFAULT_PACKS} (default; pass --packs DIR for others)", err=True)
+    return DEFAULT_PACKS
 
 
 def _run(inv: Invocation) -> Outcome:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
 from ledger.engines import get_engine
 from ledger.errors import LedgerError, exit_code
 from ledger.ingest import IngestError, ingest
@@ -119,7 +121,7 @@ def retrace_command(
     if as_json:
         emit_json(result.report)
     else:
-        _print_summary(Console(), result.report, result.appended)
+        _print_summary(result.report, result.appended)
     sys.exit(result.exit_code)
 
 
@@ -140,54 +142,101 @@ def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constra
         )
 
 
-def _print_summary(out: Console, report: dict[str, Any], appended: int) -> None:
+def _print_summary(report: dict[str, Any], appended: int) -> None:
+    """The human-readable result, on stdout (output rules: ledger/cli/output.py).
+
+    Disagreements come first, one line each with the trial id and what differs, so they
+    stand out; not-re-checked trials are counted per reason (every one is in ``--json``).
+    """
+    width = terminal_width()
     trials = report["trials"]
-    counts: dict[str, int] = {}
-    for t in trials:
-        counts[t["status"]] = counts.get(t["status"], 0) + 1
-    out.print(f"[bold]retrace {report['replay_id']}[/bold] — {len(trials)} trial(s): "
-              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    for t in trials:
-        if t["status"] == "disagreed":
-            for d in t["differences"]:
-                out.print(f"  [red]disagreed[/red] {t['trial']}: {d['component']} recorded "
-                          f"{d['recorded']} vs replayed {d['replayed']}")
-        elif t["status"] == "not_rechecked":
-            out.print(f"  [yellow]not re-checked[/yellow] {t['trial']}: {t['reason']}")
-    if report["constraints"] and not out.is_terminal:
-        # piped or redirected: one plain line per constraint, never a squeezed table
-        for c in report["constraints"]:
-            out.print(f"  constraint {c['task_id']} / {c['id']}{' (route ' + c['route'] + ')' if c['route'] else ''}: "
-                      f"{c['class']} — evaluated {c['evaluated']}, passed {c['passed']}, "
-                      f"failed {c['failed']}, undecided {c['undecided']}", soft_wrap=True)
-    elif report["constraints"]:
-        table = Table("task", "constraint", "route", "class", "evaluated", "passed", "failed",
-                      "undecided", title="constraints")
-        for c in report["constraints"]:
-            table.add_row(c["task_id"], c["id"], c["route"] or "-", c["class"], str(c["evaluated"]),
-                          str(c["passed"]), str(c["failed"]), str(c["undecided"]))
-        out.print(table)
+    result(retrace_headline(report["replay_id"], trials))
+    for line in disagreement_lines(trials):
+        result(line)
+    for line in not_rechecked_lines(trials):
+        result(line)
+    if report["constraints"]:
+        result("constraints:")
+        result(render_table(CONSTRAINT_HEADERS, constraint_rows(report["constraints"]), width), nl=False)
     for c in report["constraints"]:  # issue 19: a field the recorder never wrote, named
         if c.get("not_measured_reason"):
-            out.print(f"  constraint {c['task_id']} / {c['id']}: not measured in "
-                      f"{c['not_measured_trials']} trial(s): {c['not_measured_reason']}",
-                      soft_wrap=True)
+            result(f"constraint {c['task_id']} / {c['id']}: not measured in "
+                   f"{plural(c['not_measured_trials'], 'trial')}: {c['not_measured_reason']}")
     for p in report["paths"]:
-        out.print(f"  path {p['path']} won {p['won']} trial(s) of task {p['task_id']}")
+        result(f"path {p['path']} won {plural(p['won'], 'trial')} of task {p['task_id']}")
     ev = report["evidence"]
-    out.print(
+    result(
         "evidence: "
         + ", ".join(
-            f"{k} {', '.join(v) or 'none'}" if isinstance(v, list) else f"{k} {v}"
+            f"{k} {', '.join(v) or 'none'}" if isinstance(v, list) else f"{k} {fmt_number(v)}"
             for k, v in ev.items()
-        ),
-        soft_wrap=True,
-        markup=False,
+        )
     )
     cp = report["receipt"]["checkpoint"]
     if report.get("dry_run"):
-        out.print("dry run: nothing appended")
+        result("dry run: nothing appended")
     else:
-        out.print(f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
-                  f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)",
-                  soft_wrap=True)
+        result(f"appended {appended} event(s); receipt binds tree size {cp['size']} root "
+               f"{cp['root'][:16]}…  (check: vledger receipt verify {report['replay_id']}:completed)")
+
+
+CONSTRAINT_HEADERS = ("task", "constraint", "route", "class", "evaluated", "passed", "failed",
+                      "undecided")
+# The order statuses are counted in: results first, then what could not be compared.
+STATUS_ORDER = ("disagreed", "agreed", "ungraded", "not_rechecked")
+# Everything from the first of these on is specific to one trial (a call id, a file).
+_REASON_DETAIL = re.compile(r"( at |: | \()")
+
+
+def status_counts(trials: list[dict[str, Any]]) -> str:
+    """``3 disagreed, 14 agreed``: each status that occurs, in :data:`STATUS_ORDER`."""
+    counts = Counter(t["status"] for t in trials)
+    order = [s for s in STATUS_ORDER if counts[s]] + sorted(set(counts) - set(STATUS_ORDER))
+    return ", ".join(f"{counts[s]} {s}" for s in order) or "none"
+
+
+def retrace_headline(replay_id: str, trials: list[dict[str, Any]]) -> str:
+    return f"retrace {replay_id} — {plural(len(trials), 'trial')}: {status_counts(trials)}"
+
+
+def disagreement_lines(trials: list[dict[str, Any]]) -> list[str]:
+    """One line per differing component: ``disagreed TRIAL COMPONENT: recorded X, replayed Y``."""
+    mark = click.style("disagreed", fg="red")
+    return [
+        f"{mark} {t['trial']} {d['component']}: recorded {fmt_number(d['recorded'])}, "
+        f"replayed {fmt_number(d['replayed'])}"
+        for t in trials
+        if t["status"] == "disagreed"
+        for d in t["differences"]
+    ]
+
+
+def reason_kind(trial: str, reason: str | None) -> str:
+    """The part of a not-re-checked reason that is not about one trial (for counting)."""
+    text = (reason or "no reason given").removeprefix(f"{trial}: ")
+    m = _REASON_DETAIL.search(text)
+    return text[: m.start()] if m else text
+
+
+def not_rechecked_lines(trials: list[dict[str, Any]]) -> list[str]:
+    """One line per kind of reason: how many trials, and the first one's full reason."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for t in trials:
+        if t["status"] == "not_rechecked":
+            groups.setdefault(reason_kind(t["trial"], t["reason"]), []).append(t)
+    mark = click.style("not_rechecked", fg="yellow")
+    lines = []
+    for kind, group in groups.items():
+        first = group[0]
+        more = f" (and {len(group) - 1} more; every one in --json)" if len(group) > 1 else ""
+        lines.append(f"{mark} {plural(len(group), 'trial')}: {kind} — e.g. {first['trial']}: "
+                     f"{first['reason']}{more}")
+    return lines
+
+
+def constraint_rows(constraints: list[dict[str, Any]]) -> list[list[Any]]:
+    return [
+        [c["task_id"], c["id"], c["route"] or "-", c["class"], c["evaluated"], c["passed"],
+         c["failed"], c["undecided"]]
+        for c in constraints
+    ]

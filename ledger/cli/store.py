@@ -7,10 +7,11 @@ of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2 via click).
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,12 +23,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ledger import segments
 from ledger.cli import main
 from ledger.cli.options import (
+    busy_option,
     emit_json,
     escape_controls,
     json_option,
     ledger_option,
+    nl_option,
     resolve_ledger,
 )
+from ledger.cli.output import write_json_rows
 from ledger.errors import InvalidEvent, LedgerError, exit_code
 from ledger.importers import strict_json
 from ledger.importers.files import InputError, read_input
@@ -63,27 +67,22 @@ def _open(
     )
 
 
-def busy_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--busy-timeout",
-        type=float,
-        default=5.0,
-        show_default=True,
-        help="Seconds to wait for another process holding the ledger.",
-    )(fn)
-
-
 @main.command("init")
 @ledger_option
-def init_cmd(ledger_dir: Path | None) -> None:
+@json_option
+def init_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """Create an empty ledger directory.
 
     Example: vledger init --ledger ./.vledger
     """
     path = resolve_ledger(ledger_dir)
     lg = _run(lambda: init_ledger(path))
-    click.echo(f"initialised ledger {path} (origin {lg.origin})")
+    origin = lg.origin
     lg.close()
+    if as_json:
+        emit_json({"ledger": str(path), "origin": origin})
+        return
+    click.echo(f"initialised ledger {path} (origin {origin})")
 
 
 class _Line(BaseModel):
@@ -217,43 +216,38 @@ def event_json(e: StoredEvent) -> dict[str, Any]:
     }
 
 
-def _json_array(rows: Iterator[dict[str, Any]]) -> None:
-    """Stream a JSON array, one element per line, without holding the rows."""
-    out = sys.stdout
-    first = True
-    out.write("[")
-    for row in rows:
-        out.write("\n" if first else ",\n")
-        out.write(orjson.dumps(row).decode())
-        first = False
-    out.write("\n]\n" if not first else "]\n")
-
-
 @main.command("log")
 @click.option("--stream", default=None, help="Only this stream.")
 @click.option("--type", "type_", default=None, help="Only this event type.")
 @click.option("--from", "from_seq", type=int, default=None, help="First seq (inclusive).")
 @click.option("--to", "to_seq", type=int, default=None, help="Last seq (inclusive).")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N events.")
 @ledger_option
 @busy_option
 @json_option
+@nl_option
 def log_cmd(
     stream: str | None,
     type_: str | None,
     from_seq: int | None,
     to_seq: int | None,
+    limit: int | None,
     ledger_dir: Path | None,
     busy_timeout: float,
     as_json: bool,
+    as_nl: bool,
 ) -> None:
     """Print events in seq order.
 
-    Example: vledger log --stream run/r1 --from 10 --to 20 --json
+    --json prints one JSON array; --nl one JSON object per line.
+
+    Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
     with _open(ledger_dir, busy_timeout, read_only=True) as lg:
         events = lg.read(stream=stream, type=type_, from_seq=from_seq, to_seq=to_seq)
-        if as_json:
-            _json_array(event_json(e) for e in events)
+        events = itertools.islice(events, limit)  # a generator: nothing past N is read
+        if as_json or as_nl:
+            write_json_rows((event_json(e) for e in events), nl=as_nl)
             return
         for e in events:
             payload = e.payload.decode()
@@ -275,12 +269,17 @@ def log_cmd(
     "--name", default=DEFAULT_KEY_NAME, show_default=True, help="Key name shown in signature lines."
 )
 @ledger_option
-def keygen_cmd(out: Path, name: str, ledger_dir: Path | None) -> None:
+@json_option
+def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Create an Ed25519 checkpoint key OUTSIDE the ledger directory.
 
     Example: vledger keygen --out ~/.vledger-key
     """
     verifier = _run(lambda: keygen(out, name, ledger_dir=resolve_ledger(ledger_dir)))
+    if as_json:
+        emit_json({"private_key": str(out), "public_key": str(pub_path(out)),
+                   "verifier": verifier.format()})  # fmt: skip
+        return
     click.echo(f"private key: {out} (keep it outside the ledger)")
     click.echo(f"public key:  {pub_path(out)}")
     click.echo(verifier.format())
@@ -303,8 +302,13 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None) -> None:
 )
 @ledger_option
 @busy_option
+@json_option
 def checkpoint_cmd(
-    key_file: Path | None, out: Path | None, ledger_dir: Path | None, busy_timeout: float
+    key_file: Path | None,
+    out: Path | None,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
 ) -> None:
     """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
 
@@ -324,7 +328,17 @@ def checkpoint_cmd(
         note = _run(lambda: lg.checkpoint(signer))
     if out is not None:
         _run(lambda: _write_outside(out, note))
+    if as_json:
+        emit_json(checkpoint_json(note, out))
+        return
     click.echo(note, nl=False)
+
+
+def checkpoint_json(note: str, out: Path | None) -> dict[str, Any]:
+    """A signed note as data: its body's fields, the whole note text, where it was copied."""
+    cp = parse_checkpoint(note_text(note))
+    return {"origin": cp.origin, "size": cp.size, "root": cp.root.hex(), "note": note,
+            "out": str(out) if out is not None else None}  # fmt: skip
 
 
 def _write_outside(out: Path, note: str) -> None:
@@ -365,16 +379,31 @@ def read_outside_checkpoint(path: Path) -> OutsideCheckpoint:
 )
 @ledger_option
 @busy_option
-def prove_cmd(seq: int, size: int | None, ledger_dir: Path | None, busy_timeout: float) -> None:
+@json_option
+def prove_cmd(
+    seq: int, size: int | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool
+) -> None:
     """Print a C2SP tlog-proof: the inclusion proof of SEQ plus the signed checkpoint.
 
     Example: vledger prove 42 --size 100
     """
     with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        click.echo(_run(lambda: prove_text(lg, seq, size)), nl=False)
+        proof = _run(lambda: prove_record(lg, seq, size))
+    text = format_tlog_proof(proof)
+    if as_json:
+        cp = parse_checkpoint(note_text(proof.checkpoint_note))
+        emit_json({"seq": proof.index, "size": cp.size, "root": cp.root.hex(),
+                   "path": [h.hex() for h in proof.path], "checkpoint": proof.checkpoint_note,
+                   "tlog_proof": text})  # fmt: skip
+        return
+    click.echo(text, nl=False)
 
 
 def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
+    return format_tlog_proof(prove_record(lg, seq, size))
+
+
+def prove_record(lg: Ledger, seq: int, size: int | None) -> TlogProof:
     """The tlog-proof of ``seq`` against the stored checkpoint of ``size`` (default latest)."""
     stored = {parse_checkpoint(note_text(n)).size: n for _, n in lg.checkpoints()}
     if not stored:
@@ -387,7 +416,7 @@ def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
             f"seq {seq} is not in the checkpoint of size {size} (need 0 <= seq < {size})"
         )
     path = lg.prove_inclusion(seq, size)
-    return format_tlog_proof(TlogProof(seq, tuple(path), stored[size]))
+    return TlogProof(seq, tuple(path), stored[size])
 
 
 @main.command("seal")

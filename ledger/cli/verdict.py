@@ -88,16 +88,18 @@ def verdict() -> None:
 @click.option("--author-kind", type=KINDS, required=True)
 @click.option("--author-chain", default="", help="Author's delegation chain ('' = none).")
 @ledger_option
+@json_option
 def declare_cmd(
     unit: str, oracle_id: str, tier: str, command: str | None, author: str,
-    author_kind: str, author_chain: str, ledger_dir: Path | None,
+    author_kind: str, author_chain: str, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Declare a judge for UNIT (before the work is produced)."""
     seq = _write(
         ledger_dir, verdicts.declare, unit, oracle_id, tier,
         _party(author, author_kind, author_chain), command,
     )  # fmt: skip
-    click.echo(f"declared oracle {oracle_id!r} for unit {unit!r} at seq {seq}")
+    _written(as_json, "oracle.declared", unit, seq,
+             f"declared oracle {oracle_id!r} for unit {unit!r} at seq {seq}")
 
 
 @verdict.command("ran")
@@ -111,17 +113,19 @@ def declare_cmd(
 @click.option("--exit-code", type=int, default=None)
 @click.option("--evidence", default=None, help="Reference to the execution transcript.")
 @ledger_option
+@json_option
 def ran_cmd(
     unit: str, oracle_id: str, passed: bool, runner: str, runner_kind: str,
     runner_chain: str, content_identity: str, exit_code: int | None,
-    evidence: str | None, ledger_dir: Path | None,
+    evidence: str | None, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Record an observed run of a declared judge of UNIT."""
     seq = _write(
         ledger_dir, verdicts.ran, unit, oracle_id, passed,
         _party(runner, runner_kind, runner_chain), content_identity, exit_code, evidence,
     )  # fmt: skip
-    click.echo(f"recorded {'pass' if passed else 'failure'} of {oracle_id!r} at seq {seq}")
+    _written(as_json, "oracle.ran", unit, seq,
+             f"recorded {'pass' if passed else 'failure'} of {oracle_id!r} at seq {seq}")
 
 
 @verdict.command("produced")
@@ -132,16 +136,25 @@ def ran_cmd(
 @click.option("--content-identity", default="", help="Identity of the delivered content.")
 @click.option("--grade", default=None, help="A producer-supplied grade (never admitted).")
 @ledger_option
+@json_option
 def produced_cmd(
     unit: str, producer: str, producer_kind: str, producer_chain: str,
-    content_identity: str, grade: str | None, ledger_dir: Path | None,
+    content_identity: str, grade: str | None, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Record the work delivered for UNIT."""
     seq = _write(
         ledger_dir, verdicts.produced, unit,
         _party(producer, producer_kind, producer_chain), content_identity, grade,
     )  # fmt: skip
-    click.echo(f"recorded work for unit {unit!r} at seq {seq}")
+    _written(as_json, "work.produced", unit, seq, f"recorded work for unit {unit!r} at seq {seq}")
+
+
+def _written(as_json: bool, type_: str, unit: str, seq: int, text: str) -> None:
+    """What a recording verb prints: ``{type, unit, seq}`` with --json, else one line."""
+    if as_json:
+        emit_json({"type": type_, "unit": unit, "seq": seq})
+    else:
+        click.echo(text)
 
 
 @verdict.command("admit")
@@ -170,7 +183,8 @@ MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real
 @verdict.command("record")
 @click.argument("jsonl", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @ledger_option
-def record_cmd(jsonl: Path, ledger_dir: Path | None) -> None:
+@json_option
+def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
     """Record units from a JSONL file (``-`` for stdin), one event per line.
 
     \b
@@ -199,6 +213,13 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None) -> None:
             _fail(str(exc))
         except LedgerError as exc:
             _fail(str(exc), exit_code(exc))
+    if as_json:
+        emit_json({"recorded": [
+            {"type": w.type, "unit": w.unit, "seq": w.seq, "duplicate": w.duplicate,
+             "effective_grade": w.admission.effective_grade if w.admission else None}
+            for w in done
+        ]})  # fmt: skip
+        return
     for w in done:
         what = (
             f"admitted {w.unit}: {w.admission.effective_grade}"

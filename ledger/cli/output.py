@@ -1,0 +1,183 @@
+"""The output rules of every ``vledger`` command, in one place.
+
+1. **Results go to stdout; progress and diagnostics go to stderr**, so ``vledger X > out``
+   keeps the result and ``vledger X 2>/dev/null`` keeps only the result.
+2. **Nothing wraps or is cut when stdout is not a terminal.** A pipe or a file gets one
+   record per line at its full length; only a terminal gets a table fitted to its width.
+3. **One rounding rule for numbers in human-readable text**: :func:`fmt_number`. JSON is
+   never rounded (a script gets the exact value).
+4. **One table renderer**, :func:`render_table`, sized to the terminal when there is one.
+5. **JSON lists are a choice**: one JSON array (``--json``) or one object per line
+   (``--json --nl``, as sqlite-utils' ``--nl``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+import click
+import orjson
+
+# Three decimals: enough to tell κ 0.999 from 1, and what reconcile has always printed.
+DECIMALS = 3
+# Below this a column is not worth cutting further: the table then overflows the terminal
+# rather than showing cells that read as nothing.
+MIN_CELL = 8
+ELLIPSIS = "…"
+
+
+def is_terminal(stream: IO[str] | None = None) -> bool:
+    """Whether ``stream`` (default stdout) is an interactive terminal."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or fake stream is not a terminal
+        return False
+
+
+def terminal_width(stream: IO[str] | None = None) -> int | None:
+    """The terminal's width in columns, or None when ``stream`` is not a terminal (no limit).
+
+    ``$COLUMNS`` wins when set, as for every other terminal program.
+    """
+    if not is_terminal(stream):
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def fmt_number(value: Any) -> str:
+    """A number as text: integers as they are, floats rounded to three decimals.
+
+    ``0.7999999999999999`` reads ``0.800``; ``1`` stays ``1``; ``True`` stays ``True`` (a
+    boolean is not a number here); NaN and infinities are spelled out.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    text = f"{value:.{DECIMALS}f}"
+    return "0.000" if text == "-0.000" else text  # a rounded -0.0001 is not negative
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` shortened to ``width`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
+
+
+def fit_widths(natural: Sequence[int], limit: int | None, gap: int = 2) -> list[int]:
+    """Column widths that fit ``limit`` columns (with ``gap`` between columns).
+
+    ``limit`` None (not a terminal): every column at its natural width. Otherwise the
+    widest columns are narrowed first, never below :data:`MIN_CELL` (or their natural
+    width, when that is smaller), so short columns such as counts are never cut.
+    """
+    widths = list(natural)
+    if limit is None:
+        return widths
+    budget = limit - gap * max(len(widths) - 1, 0)
+    while sum(widths) > budget:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        floor = min(MIN_CELL, natural[widest])
+        if widths[widest] <= floor:
+            break  # nothing left to narrow: overflow rather than destroy the cells
+        widths[widest] -= 1
+    return widths
+
+
+def render_table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None
+) -> str:
+    """Rows as aligned text columns; cells are text (numbers through :func:`fmt_number`).
+
+    ``width`` is the terminal width (None: not a terminal, nothing is cut). Numbers align
+    right, text left. Line breaks inside a cell are shown as ``\\n`` so a row stays a line.
+    """
+    body = [[_cell_text(v) for v in r] for r in rows]
+    numeric = [
+        bool(body) and all(_is_number(r[i]) or r[i] == "" for r in body)
+        for i in range(len(headers))
+    ]
+    natural = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
+    widths = fit_widths(natural, width)
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cut(c, w).rjust(w) if num else cut(c, w).ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [line(list(headers)), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in body)
+    return "\n".join(out) + "\n"
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return fmt_number(value)
+    return str(value).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 trial`` / ``2 trials``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def result(text: str = "", nl: bool = True) -> None:
+    """A result line, on stdout."""
+    click.echo(text, nl=nl)
+
+
+def diag(text: str, nl: bool = True) -> None:
+    """Progress or a diagnostic, on stderr (never mixed into a piped result)."""
+    click.echo(text, err=True, nl=nl)
+
+
+def json_text(value: Any) -> str:
+    """The one JSON encoding of a result document (indented, non-string keys allowed)."""
+    return (
+        orjson.dumps(
+            value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
+        ).decode()
+        + "\n"
+    )
+
+
+def write_json_rows(rows: Iterable[Any], nl: bool, out: IO[str] | None = None) -> None:
+    """A list of results: one JSON array, or (``nl``) one compact JSON object per line.
+
+    Rows are written as they come, so a long list never sits in memory, and a reader that
+    stops early (``| head``) ends the output quietly (see :func:`quiet_broken_pipe`).
+    """
+    out = sys.stdout if out is None else out
+    if nl:
+        for row in rows:
+            out.write(orjson.dumps(row, default=str).decode() + "\n")
+        return
+    first = True
+    out.write("[")
+    for row in rows:
+        out.write("\n" if first else ",\n")
+        out.write(orjson.dumps(row, default=str).decode())
+        first = False
+    out.write("\n]\n" if not first else "]\n")

@@ -1,0 +1,258 @@
+"""Issue 20 ("a newcomer's first hour works"): one test per numbered point not covered by
+tests/test_output_rules.py (5, 6), tests/test_readme_commands.py (1, 7) or
+tests/test_export.py (9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ledger.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT / "corpora"
+
+
+# --- 8: a mistyped path leaves no new ledger behind ------------------------------------
+
+
+def test_ingest_of_a_mistyped_path_leaves_no_new_ledger(tmp_path: Path) -> None:
+    new = tmp_path / "NEW"
+    res = CliRunner().invoke(
+        main, ["ingest", "--ledger", str(new), str(tmp_path / "corpora" / "typo")]
+    )
+    assert res.exit_code == 1, res.output
+    assert not new.exists()
+    assert f"the new ledger {str(new)!r} was removed" in res.stderr
+
+
+def test_ingest_failing_into_an_existing_ledger_keeps_it(tmp_path: Path) -> None:
+    old = tmp_path / "OLD"
+    assert CliRunner().invoke(main, ["init", "--ledger", str(old)]).exit_code == 0
+    res = CliRunner().invoke(main, ["ingest", "--ledger", str(old), str(tmp_path / "typo")])
+    assert res.exit_code == 1
+    assert (old / "events.duckdb").exists()
+    assert "the ledger is unchanged" in res.stderr
+
+
+# --- 11: make demo installs only what the demo needs, and nothing deprecated ----------
+
+
+def _make_dry_run(target: str, tmp_path: Path) -> str:
+    """``make -n TARGET`` in a fresh copy of the Makefile and build inputs (no .venv yet):
+    the commands a fresh clone would run, run by nothing."""
+    import shutil
+    import subprocess
+
+    for name in ("Makefile", "pyproject.toml", "setup.py"):
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    (tmp_path / "ledger").mkdir(exist_ok=True)
+    shutil.copyfile(ROOT / "ledger" / "_native.c", tmp_path / "ledger" / "_native.c")
+    proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _installs(commands: str) -> list[str]:
+    return [
+        line.split("pip install", 1)[1].split()
+        for line in commands.splitlines()
+        if "pip install" in line and "--upgrade pip" not in line
+    ]
+
+
+def test_make_demo_installs_the_package_without_extras(tmp_path: Path) -> None:
+    installs = _installs(_make_dry_run("demo", tmp_path))
+    assert installs == [["-q", "-e", "."]]
+
+
+def test_make_test_installs_the_dev_and_ray_extras(tmp_path: Path) -> None:
+    installs = _installs(_make_dry_run("test", tmp_path))
+    assert installs == [["-q", "-e", "'.[dev,ray]'"]]
+
+
+def test_the_demo_runs_without_dev_tools_or_ray(tmp_path: Path) -> None:
+    """What `make demo` leaves out, the demo must not import: run it with those imports
+    refused."""
+    import os
+    import subprocess
+    import sys
+
+    blocker = (
+        "import sys, importlib.abc\n"
+        "class Refuse(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'ray', 'pytest', 'hypothesis', 'xdist', 'ruff'}:\n"
+        "            raise ImportError(f'{name} is not installed by make demo')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "from ledger.cli import main\n"
+        "sys.exit(main(['demo', '--report', 'r.html']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", blocker],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓ report" in proc.stdout
+
+
+def test_pyproject_license_is_an_spdx_string() -> None:
+    """setuptools ≥ 77 warns (twice per install) on the TOML-table form; the string form
+    needs ≥ 77 at build time (PEP 639)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in project["build-system"]["requires"][0]
+
+
+# --- 10: --ledger anywhere, log --limit/--nl, a pipe that closes, --json everywhere -----
+
+
+def _ledger_with_notes(tmp_path: Path) -> Path:
+    led = tmp_path / "L"
+    res = CliRunner().invoke(
+        main,
+        [
+            "ingest",
+            "--ledger",
+            str(led),
+            "--busy-timeout",
+            "2",
+            str(CORPORA / "notes_duplicate_check"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    return led
+
+
+def test_ledger_before_the_command(tmp_path: Path) -> None:
+    led = _ledger_with_notes(tmp_path)
+    before = CliRunner().invoke(main, ["--ledger", str(led), "log", "--limit", "3"])
+    after = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "3"])
+    assert before.exit_code == 0, before.output
+    assert before.stdout == after.stdout and len(before.stdout.splitlines()) == 3
+    clash = CliRunner().invoke(main, ["--ledger", str(led), "log", "--ledger", str(tmp_path / "x")])
+    assert clash.exit_code == 2 and "clash" in clash.stderr
+
+
+def test_log_limit_and_json_lines(tmp_path: Path) -> None:
+    import json
+
+    led = _ledger_with_notes(tmp_path)
+    nl = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "4", "--nl"])
+    lines = nl.stdout.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [0, 1, 2, 3]
+    arr = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "4", "--json"])
+    assert [e["seq"] for e in json.loads(arr.stdout)] == [0, 1, 2, 3]
+
+
+def test_log_json_into_head_exits_0(tmp_path: Path) -> None:
+    """The reader closing the pipe early is not an error (it was exit 1, with a traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    led = _ledger_with_notes(tmp_path)  # ~400 events: far more than one pipe buffer
+    vledger = Path(sys.executable).parent / "vledger"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; '{vledger}' log --ledger '{led}' --json | head -c 200"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[") and proc.stderr == ""
+
+
+def test_json_on_every_recording_verb(tmp_path: Path) -> None:
+    import json
+
+    def run(*args: str) -> dict:
+        res = CliRunner().invoke(main, [*args, "--json"])
+        assert res.exit_code == 0, (args, res.output)
+        return json.loads(res.stdout)
+
+    led, key = str(tmp_path / "L"), str(tmp_path / "k")
+    assert run("init", "--ledger", led)["ledger"] == led
+    made = run("keygen", "--out", key, "--ledger", led)
+    assert made["public_key"] == key + ".pub" and made["verifier"].startswith("vledger")
+    unit = ["--ledger", led]
+    declared = run(
+        "verdict",
+        "declare",
+        "u1",
+        "--oracle",
+        "t",
+        "--tier",
+        "constructed_check",
+        "--author",
+        "a",
+        "--author-kind",
+        "human",
+        *unit,
+    )
+    assert declared == {"type": "oracle.declared", "unit": "u1", "seq": 0}
+    assert (
+        run(
+            "verdict",
+            "produced",
+            "u1",
+            "--producer",
+            "p",
+            "--producer-kind",
+            "agent",
+            "--content-identity",
+            "sha:a",
+            *unit,
+        )["seq"]
+        == 1
+    )
+    assert (
+        run(
+            "verdict",
+            "ran",
+            "u1",
+            "--oracle",
+            "t",
+            "--passed",
+            "--runner",
+            "r",
+            "--runner-kind",
+            "kernel",
+            "--content-identity",
+            "sha:a",
+            *unit,
+        )["seq"]
+        == 2
+    )
+    cp = run("checkpoint", "--key", key, *unit)
+    assert cp["size"] == 3 and cp["note"].splitlines()[1] == "3"
+    proof = run("prove", "1", *unit)
+    text = CliRunner().invoke(main, ["prove", "1", *unit]).stdout
+    assert proof["tlog_proof"] == text and proof["size"] == 3 and proof["root"] == cp["root"]
+    (units_file := tmp_path / "u.jsonl").write_text('{"type": "admit", "unit": "u1"}\n')
+    recorded = run("verdict", "record", str(units_file), *unit)["recorded"]
+    assert [(r["type"], r["unit"]) for r in recorded] == [("admit", "u1")]
+    rep = run("report", "--out", str(tmp_path / "r.html"), *unit)
+    assert rep["events"] == 4 and rep["units"] == 1 and (tmp_path / "r.html").exists()
+
+
+def test_parquet_is_never_written_to_a_terminal(tmp_path: Path, monkeypatch) -> None:
+    import ledger.cli.analytics as sql_cli
+
+    monkeypatch.setattr(sql_cli, "is_terminal", lambda: True)
+    assert CliRunner().invoke(main, ["init", "--ledger", str(tmp_path / "L")]).exit_code == 0
+    res = CliRunner().invoke(
+        main, ["sql", "--ledger", str(tmp_path / "L"), "SELECT 1 AS one", "--format", "parquet"]
+    )
+    assert res.exit_code == 2 and res.stdout_bytes == b""
+    assert "--out FILE" in res.stderr
