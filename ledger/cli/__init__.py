@@ -1,29 +1,60 @@
 """The ``vledger`` command line: thin shells over the Python API (STYLE.md, sqlite-utils).
 
-Each area's commands live in their own module and attach themselves to ``main``; the
-imports at the bottom are the whole registry.
+Each area's commands live in their own module and attach themselves to ``main``.
+``COMMANDS`` is the registry: a command's module is imported only when that command runs
+(or help lists it), so ``vledger retrace`` never pays for the report, curation or the
+inspect importer. ``tests/test_cli_registry.py`` pins it to what the modules register.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
 
 import click
-import duckdb
 
 from ledger.cli.options import GROUP_LEDGER
+
+# command name -> the ledger.cli module that defines it
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(
+        ("init", "append", "log", "keygen", "checkpoint", "prove", "seal", "verify", "repair"),
+        "store",
+    ),
+    **dict.fromkeys(("admissions", "receipt", "verdict"), "verdict"),
+    **dict.fromkeys(("reconcile", "validate"), "reconcile"),
+    **dict.fromkeys(("report", "sql"), "analytics"),
+    "curate": "curate",
+    "demo": "demo",
+    "export": "export",
+    "grade": "grade",
+    "ingest": "ingest",
+    "retrace": "retrace",
+}
 
 
 class _Main(click.Group):
     """The command group; a DuckDB error no command translated (a damaged block of the
     store read mid-command) becomes one ``Error:`` line naming the file, never a traceback."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if cmd_name not in self.commands and module is not None:
+            importlib.import_module(f"ledger.cli.{module}")  # it registers itself on main
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except duckdb.Error as exc:
+        except Exception as exc:
+            duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
+            if duckdb is None or not isinstance(exc, duckdb.Error):
+                raise
             from ledger.store import damaged_store_error
 
             click.echo(f"Error: {damaged_store_error(exc)}", err=True)
@@ -63,16 +94,3 @@ def _group_ledger(ctx: click.Context, _param: click.Parameter, value: Path | Non
 )
 def main() -> None:
     """verdict-ledger: an immutable, provable event log for AI-agent evaluations."""
-
-
-# Command modules register themselves on ``main``; keep one import per area.
-from ledger.cli import analytics as _analytics  # noqa: E402,F401
-from ledger.cli import curate as _curate  # noqa: E402,F401
-from ledger.cli import demo as _demo  # noqa: E402,F401
-from ledger.cli import export as _export  # noqa: E402,F401
-from ledger.cli import grade as _grade  # noqa: E402,F401
-from ledger.cli import ingest as _ingest  # noqa: E402,F401
-from ledger.cli import reconcile as _reconcile  # noqa: E402,F401
-from ledger.cli import retrace as _retrace  # noqa: E402,F401
-from ledger.cli import store as _store  # noqa: E402,F401
-from ledger.cli import verdict as _verdict  # noqa: E402,F401
