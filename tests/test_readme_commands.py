@@ -22,6 +22,9 @@ import pytest
 
 from tests.readme_blocks import Command, blocks, doc_files, is_setup, readme_commands
 
+# one xdist worker builds the demo copy the commands run in (make test: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("readme")
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TIMEOUT = 300

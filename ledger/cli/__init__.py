@@ -51,6 +51,11 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # the reader stopped early (`vledger log --json | head`): it has what it wanted,
+            # which is success, not an error; nothing more may be written to the pipe
+            _silence_stdout()
+            ctx.exit(0)
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):
@@ -59,11 +64,6 @@ class _Main(click.Group):
 
             click.echo(f"Error: {damaged_store_error(exc)}", err=True)
             ctx.exit(1)
-        except BrokenPipeError:
-            # the reader stopped early (`vledger log --json | head`): it has what it wanted,
-            # which is success, not an error; nothing more may be written to the pipe
-            _silence_stdout()
-            ctx.exit(0)
 
 
 def _silence_stdout() -> None:
