@@ -21,7 +21,11 @@ _ENTRY = "import sys; from ledger.cli import main; sys.exit(main(prog_name='vled
 
 
 def vledger(
-    *args: str | Path, home: Path | None = None, timeout: float = 120
+    *args: str | Path,
+    home: Path | None = None,
+    timeout: float = 120,
+    stdin: str | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``vledger ARGS`` from this checkout (PYTHONPATH=ROOT) in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -34,11 +38,14 @@ def vledger(
         env=env,
         timeout=timeout,
         check=False,
+        input=stdin,
+        cwd=cwd,
     )
 
 
 def no_traceback(res: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout, res.stderr[-2000:]
+    out = res.stdout + res.stderr
+    assert "Traceback" not in out, out[-3000:]
 
 
 def refused(res: subprocess.CompletedProcess[str], code: int, *named: str) -> None:

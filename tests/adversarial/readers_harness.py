@@ -9,56 +9,13 @@ machine, and a refusal that changed no byte cannot change what verify says.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import duckdb
+from tests.adversarial.harness import ROOT, event_count, file_hashes, no_traceback, vledger
 
-ROOT = Path(__file__).resolve().parents[2]
-_ENTRY = "import sys; from ledger.cli import main; sys.exit(main(prog_name='vledger'))"
 SECRET = "TOP-SECRET-7f3a"  # the content of every file planted outside an input
-
-
-def vledger(
-    *args: str | Path, timeout: float = 120, stdin: str | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``vledger ARGS`` from this checkout in a fresh process."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-c", _ENTRY, *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-        input=stdin,
-        cwd=cwd,
-    )
-
-
-def no_traceback(res: subprocess.CompletedProcess[str]) -> None:
-    out = res.stdout + res.stderr
-    assert "Traceback" not in out, out[-3000:]
-
-
-def file_hashes(directory: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
-
-
-def event_count(ledger: Path) -> int:
-    con = duckdb.connect(str(ledger / "events.duckdb"), read_only=True)
-    try:
-        return int(con.execute("SELECT count(*) FROM events").fetchone()[0])
-    finally:
-        con.close()
 
 
 def refused_unchanged(
