@@ -5,7 +5,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-BUILD_INPUTS := pyproject.toml setup.py ledger/_native.c
+BUILD_INPUTS := pyproject.toml setup.py ledger/log/native.c
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 

@@ -39,7 +39,7 @@ import orjson
 import pyarrow as pa
 import yaml
 
-from ledger import analytics
+from ledger.analytics import sql as analytics
 from schemas.envelope import ARROW_SCHEMA
 from schemas.events import validate_payload
 from schemas.gvc import COUNTER_NAMES

@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.curate import curate_from_runs
+from ledger.app.curate import curate_from_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITERION = "checked_before_acting"

@@ -4,7 +4,7 @@
 
 The floor reads and parses every file ingest reads (the bundles' YAML and corpus.yaml)
 with PyYAML's C loader (``yaml.CSafeLoader``) and does nothing else. The ingest column
-is the whole ``ledger.ingest.ingest`` call into a fresh ledger: detection, bounded
+is the whole ``ledger.app.ingest.ingest`` call into a fresh ledger: detection, bounded
 loading, shape checks, the timeline, event ids, payload validation and the one atomic
 append (Merkle leaves included). Target (issue 3): ingest ≤ 2 × the parse floor.
 Best of ``--repeat`` runs for each column; both measured in this process, same files.
@@ -21,9 +21,9 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.importers.tolokaforge import OPTIONAL_FILES
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
+from ledger.sources.tolokaforge import OPTIONAL_FILES
 
 
 def parse_floor(files: list[Path]) -> float:

@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.reconcile_cmd import Invocation, run_reconcile
+from ledger.app.reconcile import Invocation, run_reconcile
 from reconcile.inputs import (
     CandidateEvaluation,
     ConstraintDecl,

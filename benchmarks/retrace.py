@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from benchmarks.generate_corpus import generate
+from ledger.app.ingest import ingest
+from ledger.app.retrace import retrace
 from ledger.engines.trials import TRIAL_PREFIX, group_trials
-from ledger.ingest import ingest
-from ledger.retrace_cmd import retrace
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"

@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 
 from benchmarks.generate_corpus import generate
+from ledger.app.ingest import ingest
+from ledger.app.retrace import _config_record, outputs_digest, replay_events
 from ledger.engines import TrialSelection
 from ledger.engines.local import LocalEngine
 from ledger.engines.ray_engine import RayEngine
 from ledger.engines.segment_task import read_verified, trial_events
 from ledger.engines.trials import group_trials
-from ledger.ingest import ingest
-from ledger.retrace_cmd import _config_record, outputs_digest, replay_events
-from ledger.segments import load_manifest, segment_dir
-from ledger.store import open_ledger
+from ledger.log.segments import load_manifest, segment_dir
+from ledger.log.store import open_ledger
 from replay.retrace import Override, build_report, retrace_trial
 from schemas.envelope import NewEvent
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ledger import hashing, merkle
-from ledger.store import _DDL, NODE_MIN_LEVEL, _node_table, duckdb_memory_limit, init_ledger
+from ledger.log import hashing, merkle
+from ledger.log.store import _DDL, NODE_MIN_LEVEL, _node_table, duckdb_memory_limit, init_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
@@ -157,7 +157,7 @@ def bench_append(
 
 
 def bench_verify(ledger_dir: Path, reps: int) -> tuple[float, float, float, int]:
-    from ledger.store import open_ledger
+    from ledger.log.store import open_ledger
 
     with open_ledger(ledger_dir) as lg:
         entries = [e.entry() for e in lg.read()]
@@ -184,7 +184,7 @@ MEMORY_CHILD = """
 import sys, time
 from pathlib import Path
 from benchmarks.store import make_batch
-from ledger.store import init_ledger
+from ledger.log.store import init_ledger
 total = int(sys.argv[2])
 lg = init_ledger(Path(sys.argv[1]))
 spent = 0.0  # in append only: generating each batch is not the ledger's time
@@ -231,7 +231,7 @@ def main() -> None:
         v_ours, v_sha, v_stream, nbytes = bench_verify(ledger_dir, args.reps)
         rate, marks = bench_memory(tmp, args.memory_events) if args.memory_events else (0.0, {})
     n = args.events
-    accel = "native accelerator" if hashing.NATIVE else "pure Python (no ledger._native)"
+    accel = "native accelerator" if hashing.NATIVE else "pure Python (no ledger.log.native)"
     print(
         f"Store benchmarks: {n} events in {n // BATCH} batches of {BATCH}, {nbytes / n:.0f} canonical bytes/event, "
         f"best of {args.reps} alternating runs per side, {accel}\n"

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import orjson
 
-from ledger.receipts import verify_run_dir
-from ledger.verdicts import load_ladder
+from ledger.app.receipts import verify_run_dir
+from ledger.app.verdicts import load_ladder
 from replay.verdict import UnitEvent, derive, derive_verdict, unit_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,8 +120,8 @@ def bench_ledger(units: int) -> list[str]:
     JSONL path does; then re-derive them all."""
     import tempfile
 
-    from ledger import verdicts
-    from ledger.store import init_ledger
+    from ledger.app import verdicts
+    from ledger.log.store import init_ledger
     from schemas.envelope import NewEvent
 
     rng = random.Random(7)

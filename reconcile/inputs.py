@@ -1,6 +1,6 @@
 """The values reconciliation reads: a pack's view, and one observation per recorded trial.
 
-Everything here is plain frozen data built by the caller (``ledger/reconcile_cmd.py`` from
+Everything here is plain frozen data built by the caller (``ledger/app/reconcile.py`` from
 bundles and packs, tests by hand). Reconciliation never opens a file: a trial arrives as
 its recorded grade, the rubric it recorded, and the verdicts the trace-check projection
 recomputed over it under the *pack's* constraints.

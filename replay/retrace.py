@@ -3,7 +3,7 @@
 Given each trial's re-derived grade beside its recorded one, this module decides three
 things and nothing else: whether the trial agrees with what was recorded, how each
 declared constraint separated the corpus, and what the corpus could prove. Reading the
-ledger, choosing configs and appending results live in ``ledger/retrace_cmd.py``.
+ledger, choosing configs and appending results live in ``ledger/app/retrace.py``.
 """
 
 from __future__ import annotations

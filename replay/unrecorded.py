@@ -1,6 +1,6 @@
 """Constraints a trial's recorder cannot measure: they read a field it never recorded.
 
-A recorder other than Tolokaforge (an inspect_ai log, ledger.importers.inspect_log) fills
+A recorder other than Tolokaforge (an inspect_ai log, ledger.sources.inspect_log) fills
 every timeline field the record's shape requires, but some of them are the importer's
 default rather than evidence: inspect records no tool executor, so ``executor`` is
 written ``agent`` for every call. ``trial.registered`` lists such fields under

@@ -2,7 +2,7 @@
 
 Closed at the top level (a misspelt key is refused at append), open inside the grade,
 the configs and the receipt, which carry shapes their own projections define. A receipt
-may sit under ``receipt`` or at the top level (``ledger/receipts.py`` reads both); a
+may sit under ``receipt`` or at the top level (``ledger/app/receipts.py`` reads both); a
 malformed or missing one is appended and then *named* by ``vledger verify`` and
 ``vledger receipt verify``, rather than never existing.
 """

@@ -52,7 +52,7 @@ class TrialRegistered(_Closed):
     corpus: str
     # provenance: always filled by ingest; optional so a trial registered through the API
     # (not read from a bundle) can say it has none
-    bundle_path: str | None = None  # see ledger.importers.tolokaforge.bundle_location
+    bundle_path: str | None = None  # see ledger.sources.tolokaforge.bundle_location
     files: list[str] = []  # the bundle files read, relative to the bundle directory
     record_view: bool  # False = no tool_log record at all ("no record view", not [])
     met: bool | None = None

@@ -1,7 +1,7 @@
 """Small hand-built ledgers for the analytics tests: events in the payload shapes of issues
 3 (trial events), 6 (grade.replayed / replay.completed) and 8 (verdict.admitted).
 
-``write_ledger`` appends through ``ledger.store`` when it is importable, so the views are
+``write_ledger`` appends through ``ledger.log.store`` when it is importable, so the views are
 tested over exactly what the store writes; otherwise it writes the envelope rows itself
 (same columns, same leaf hashes).
 """
@@ -293,7 +293,7 @@ def admission(unit: str, grade: str, **extra: Any) -> Event:
 def write_ledger(path: Path, events: list[Event], *, via_store: bool = True) -> Path:
     """Create a ledger directory holding ``events`` (appended in order)."""
     try:
-        from ledger.store import init_ledger  # noqa: PLC0415
+        from ledger.log.store import init_ledger  # noqa: PLC0415
     except ImportError:
         via_store = False
     if via_store:

@@ -16,8 +16,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ledger.keys import keygen, load_verifier, pub_path
-from ledger.store import init_ledger, open_ledger
+from ledger.log.keys import keygen, load_verifier, pub_path
+from ledger.log.store import init_ledger, open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ledger import merkle
 from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
+from ledger.log import merkle
 from schemas.envelope import NewEvent, envelope_bytes
 from tests import merkle_oracle
 

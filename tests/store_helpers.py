@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger.keys import keygen, load_signer
-from ledger.note import Signer, Verifier
-from ledger.store import DB_FILE, Ledger, init_ledger
+from ledger.log.keys import keygen, load_signer
+from ledger.log.note import Signer, Verifier
+from ledger.log.store import DB_FILE, Ledger, init_ledger
 from schemas.envelope import NewEvent
 
 
@@ -53,7 +53,7 @@ def raw(ledger_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 def core_checks_only() -> Iterator[None]:
     """Run verify without other areas' EXTRA_CHECKS: these tests pin the store's core
     checks, and other areas' checks have their own rules about stream names and types."""
-    from ledger import verify
+    from ledger.log import verify
 
     saved = list(verify.EXTRA_CHECKS)
     verify.EXTRA_CHECKS.clear()

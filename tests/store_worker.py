@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from ledger.errors import LedgerBusy
-from ledger.keys import load_signer
-from ledger.store import open_ledger
+from ledger.log.keys import load_signer
+from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
 
 

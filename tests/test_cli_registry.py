@@ -23,7 +23,7 @@ def test_running_one_command_does_not_import_the_others() -> None:
         "from ledger.cli import main\n"
         "try:\n    main(['init', '--help'])\nexcept SystemExit:\n    pass\n"
         "print('LOADED:' + ' '.join(m for m in ('ledger.cli.analytics', 'ledger.cli.curate', "
-        "'ledger.cli.demo', 'ledger.importers.inspect_log') if m in sys.modules))"
+        "'ledger.cli.demo', 'ledger.sources.inspect_log') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "LOADED:", out.stdout

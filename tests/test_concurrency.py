@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import LedgerBusy
-from ledger.store import init_ledger, open_ledger
+from ledger.log.store import init_ledger, open_ledger
 from tests.process_harness import ROOT, release, two_writers, worker
 from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
 

@@ -17,10 +17,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from ledger.app.curate import CurationError, curate_from_ledger, curate_from_runs, render_manifest
+from ledger.app.ingest import ingest
 from ledger.cli import main
-from ledger.curate import CurationError, curate_from_ledger, curate_from_runs, render_manifest
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 from tests.curate_support import (
     AGENT,
     CRITERION,

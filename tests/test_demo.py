@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ledger.cli import main
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 
 @pytest.fixture(scope="module")

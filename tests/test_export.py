@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from ledger.app.export import ExportError, export_parquet
+from ledger.app.ingest import ingest
 from ledger.cli import main
 from ledger.errors import StreamSealed
-from ledger.export import ExportError, export_parquet
-from ledger.ingest import ingest
-from ledger.segments import load_manifest, segment_dir
-from ledger.store import open_ledger
+from ledger.log.segments import load_manifest, segment_dir
+from ledger.log.store import open_ledger
 from schemas.envelope import ARROW_SCHEMA, NewEvent
 
 ROOT = Path(__file__).resolve().parents[1]

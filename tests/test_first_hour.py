@@ -47,8 +47,8 @@ def _make_dry_run(target: str, tmp_path: Path) -> str:
 
     for name in ("Makefile", "pyproject.toml", "setup.py"):
         shutil.copyfile(ROOT / name, tmp_path / name)
-    (tmp_path / "ledger").mkdir(exist_ok=True)
-    shutil.copyfile(ROOT / "ledger" / "_native.c", tmp_path / "ledger" / "_native.c")
+    (tmp_path / "ledger" / "log").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "ledger" / "log" / "native.c", tmp_path / "ledger" / "log" / "native.c")
     proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.generate_corpus import generate, main
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 from replay.timeline import build_trial_timeline
 from replay.trial_inputs import trial_inputs
 

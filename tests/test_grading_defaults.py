@@ -18,8 +18,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from ledger.app.reconcile import read_pack, recorded_grading, validate_pack
 from ledger.cli import main
-from ledger.reconcile_cmd import read_pack, recorded_grading, validate_pack
 from schemas.grading import load_grading_config
 from tests.grading_support import write_bundle, write_yaml
 

@@ -71,7 +71,7 @@ def test_unnamed_counter_expects_zero() -> None:
 def test_shipped_registration_matches_canonical_identity_fields() -> None:
     """§ 9.1: identical in exactly schema_version and ordered_grades."""
     ours = Registration.model_validate_json(
-        (ROOT / "ledger" / "verdict-grade-registration.json").read_bytes()
+        (ROOT / "ledger" / "app" / "verdict-grade-registration.json").read_bytes()
     )
     canon = canonical_registration()
     assert (ours.schema_version, ours.ordered_grades) == (

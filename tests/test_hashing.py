@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import hashing
+from ledger.log import hashing
 from schemas.envelope import envelope_bytes, leaf_hash
 
 native = pytest.mark.skipif(
-    not hashing.NATIVE, reason="ledger._native was not built (no C compiler or OpenSSL headers)"
+    not hashing.NATIVE, reason="ledger.log.native was not built (no C compiler or OpenSSL headers)"
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,8 +133,8 @@ def test_pure_python_ledger_has_the_same_tree(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys
-        from ledger import hashing
-        from ledger.store import open_ledger
+        from ledger.log import hashing
+        from ledger.log.store import open_ledger
         from schemas.envelope import NewEvent
         with open_ledger(sys.argv[1], create=True) as lg:
             if lg.size() == 0:

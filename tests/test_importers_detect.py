@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.importers.detect import DetectError, PathKind, detect, discover_bundles
+from ledger.sources.detect import DetectError, PathKind, detect, discover_bundles
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"

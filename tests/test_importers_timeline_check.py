@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ledger.importers.timeline_check import check_timelines
-from ledger.importers.tolokaforge import BundleContext, bundle_events, read_bundle
-from ledger.ingest import ingest
-from ledger.store import open_ledger
-from ledger.verify import DEEP_CHECKS, EXTRA_CHECKS, verify_ledger
+from ledger.app.ingest import ingest
+from ledger.app.timeline_check import check_timelines
+from ledger.log.store import open_ledger
+from ledger.log.verify import DEEP_CHECKS, EXTRA_CHECKS, verify_ledger
+from ledger.sources.tolokaforge import BundleContext, bundle_events, read_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
@@ -22,7 +22,7 @@ def _plan():
 
 
 def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
-    # registered by importing ledger.ingest, as a --deep check (it re-runs the projection)
+    # registered by importing ledger.app.ingest, as a --deep check (it re-runs the projection)
     assert check_timelines in DEEP_CHECKS and check_timelines not in EXTRA_CHECKS
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [NOTES])

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.importers.yaml_safe import (
+from ledger.sources.yaml_safe import (
     YamlAliasBomb,
     YamlLimits,
     YamlLoadError,

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.importers.verdict_core import reassemble_events_file
-from ledger.importers.yaml_safe import YamlLimits
-from ledger.ingest import IngestError, ingest
-from ledger.store import Ledger, open_ledger
+from ledger.app.ingest import IngestError, ingest
+from ledger.log.store import Ledger, open_ledger
+from ledger.sources.verdict_core import reassemble_events_file
+from ledger.sources.yaml_safe import YamlLimits
 from schemas.canonical import parse_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from ledger.cli import main
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -82,7 +82,7 @@ def test_progress_bar_reports_every_input(tmp_path: Path) -> None:
     from rich.console import Console
 
     from ledger.cli.ingest import _with_progress
-    from ledger.importers.yaml_safe import YamlLimits
+    from ledger.sources.yaml_safe import YamlLimits
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)
@@ -93,7 +93,7 @@ def test_progress_bar_reports_every_input(tmp_path: Path) -> None:
 
 
 def test_progress_callback_counts_up_to_the_total(tmp_path: Path) -> None:
-    from ledger.ingest import ingest
+    from ledger.app.ingest import ingest
 
     seen: list[tuple[int, int]] = []
     with open_ledger(tmp_path / "lg", create=True) as ledger:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.generate_corpus import generate
-from ledger.ingest import IngestError, ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import IngestError, ingest
+from ledger.log.store import open_ledger
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -68,7 +68,7 @@ def test_enumerations_and_nested_shapes_are_closed(type_: str, change: dict, fie
 
 
 def test_reingest_compares_every_type_ingest_writes() -> None:
-    from ledger.ingest import INGEST_TYPES
+    from ledger.app.ingest import INGEST_TYPES
     from schemas import trial_events
 
     written = (set(trial_events.PAYLOADS) - {"ingest.skipped"}) | {"run.event", "receipt.issued"}

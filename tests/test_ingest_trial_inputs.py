@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 from replay.timeline import build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.timeline import Role

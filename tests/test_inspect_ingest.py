@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ledger.app.ingest import IngestError, ingest
 from ledger.cli import main
-from ledger.importers.inspect_log import score_value
-from ledger.ingest import IngestError, ingest
-from ledger.store import Ledger, open_ledger
+from ledger.log.store import Ledger, open_ledger
+from ledger.sources.inspect_log import score_value
 from replay.timeline import build_trial_timeline
 from replay.trial_inputs import trial_inputs
 from tests.inspect_support import (

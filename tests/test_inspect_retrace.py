@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger.analytics import query
+from ledger.analytics.sql import query
 from ledger.cli import main
 from replay.unrecorded import fields_read, unmeasured_constraints
 from schemas.trace_checks import load_trace_checks

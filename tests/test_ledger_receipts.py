@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger import receipts as rc
+from ledger.app import receipts as rc
 from ledger.cli import main
-from ledger.store import Ledger, init_ledger
+from ledger.log.store import Ledger, init_ledger
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
 from schemas.gvc import Party
@@ -63,7 +63,7 @@ def test_receipt_found_by_event_id_and_nested_body(lg: Ledger) -> None:
 
 
 def test_empty_checkpoint_needs_the_empty_root(lg: Ledger) -> None:
-    from ledger import merkle
+    from ledger.log import merkle
 
     assert rc.verify_ledger_receipt(lg, str(_receipt(lg, size=0, root=merkle.EMPTY_ROOT))).ok
     bad = rc.verify_ledger_receipt(lg, str(_receipt(lg, size=0, root=b"\x01" * 32)))
@@ -172,8 +172,8 @@ def _copy_run(tmp_path: Path) -> Path:
 
 
 def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
-    from ledger.ingest import ingest
-    from ledger.verify import verify_ledger
+    from ledger.app.ingest import ingest
+    from ledger.log.verify import verify_ledger
 
     ingest(lg, [DEMO])
     files = rc.ingested_run_files(lg, "run/demo-run")
@@ -184,8 +184,8 @@ def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
 
 def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
     """A run whose receipt was edited before ingest: `vledger verify` names the stream."""
-    from ledger.ingest import ingest
-    from ledger.verify import verify_ledger
+    from ledger.app.ingest import ingest
+    from ledger.log.verify import verify_ledger
 
     run = _copy_run(tmp_path)
     receipt = json.loads((run / "receipt.json").read_text())
@@ -199,8 +199,8 @@ def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) ->
 
 
 def test_verify_runs_the_admission_check(lg: Ledger) -> None:
-    from ledger import verdicts as vd
-    from ledger.verify import verify_ledger
+    from ledger.app import verdicts as vd
+    from ledger.log.verify import verify_ledger
 
     author = {"identity": "a", "kind": "agent", "chain_id": "c1"}
     vd.declare(lg, "u", "t", "interop", Party(**author))
@@ -219,7 +219,7 @@ def test_verify_runs_the_admission_check(lg: Ledger) -> None:
 
 
 def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) -> None:
-    from ledger.ingest import ingest
+    from ledger.app.ingest import ingest
 
     run = _copy_run(tmp_path)
     graph = json.loads((run / "graph.json").read_text())
@@ -238,7 +238,7 @@ def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) ->
 
 
 def test_receipt_checked_against_signed_checkpoint_notes(lg: Ledger) -> None:
-    from ledger.note import generate_signer
+    from ledger.log.note import generate_signer
 
     signer = generate_signer("test.example/key")
     lg.checkpoint(signer)  # a signed note at size 5
@@ -260,7 +260,7 @@ def test_receipt_checked_against_signed_checkpoint_notes(lg: Ledger) -> None:
 
 
 def test_receipt_root_differing_from_the_signed_note(lg: Ledger) -> None:
-    from ledger.note import generate_signer
+    from ledger.log.note import generate_signer
 
     lg.checkpoint(generate_signer("test.example/key"))
     bad = _receipt(lg, size=5, root=b"\x01" * 32)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ledger import merkle
 from ledger.errors import ProofError
+from ledger.log import merkle
 from tests import merkle_oracle
 
 VECTORS_PATH = (

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle
 from ledger.errors import ProofError
+from ledger.log import merkle
 from tests import merkle_oracle
 
 MAX = 200

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import note
-from ledger.note import (
+from ledger.log import note
+from ledger.log.note import (
     BadKey,
     Checkpoint,
     InvalidSignature,

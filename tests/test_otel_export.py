@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ledger.app.ingest import ingest
 from ledger.cli import main
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 from tests.inspect_support import SAMPLES, TOOL_ERROR, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs
 

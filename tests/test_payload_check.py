@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from ledger.cli import main
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 from schemas.events import PAYLOAD_MODELS
 from schemas.payload_check import payload_checker, plain_schema
 

@@ -18,11 +18,11 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from benchmarks.generate_corpus import generate  # noqa: E402
+from ledger.app.ingest import ingest  # noqa: E402
+from ledger.app.retrace import RetraceError, recompute_replay, retrace  # noqa: E402
 from ledger.engines.ray_engine import RayEngine  # noqa: E402
-from ledger.ingest import ingest  # noqa: E402
-from ledger.retrace_cmd import RetraceError, recompute_replay, retrace  # noqa: E402
-from ledger.segments import load_manifest, segment_dir  # noqa: E402
-from ledger.store import open_ledger  # noqa: E402
+from ledger.log.segments import load_manifest, segment_dir  # noqa: E402
+from ledger.log.store import open_ledger  # noqa: E402
 from replay.retrace import retrace_trial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +251,7 @@ def test_cli_retrace_engine_ray(ray_session, template, tmp_path):
 
 
 def test_core_cli_import_does_not_import_ray():
-    code = "import sys, ledger.cli, ledger.engines, ledger.retrace_cmd; print('ray' in sys.modules)"
+    code = "import sys, ledger.cli, ledger.engines, ledger.app.retrace; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert out.stdout.strip() == "False"
@@ -264,10 +264,10 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
 
     from click.testing import CliRunner
 
+    from ledger.app.reconcile import Invocation
     from ledger.cli import main
     from ledger.engines.reconcile_ray import engine_evaluator
-    from ledger.reconcile_cmd import Invocation
-    from ledger.store import init_ledger
+    from ledger.log.store import init_ledger
 
     packs = SHARED / "corpora" / "packs"
     docs = {}

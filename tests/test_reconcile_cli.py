@@ -18,14 +18,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger.cli import main
-from ledger.reconcile_cmd import (
+from ledger.app.reconcile import (
     Invocation,
     ReconcileError,
     resolve_corpus,
     run_reconcile,
 )
-from ledger.store import init_ledger, open_ledger
+from ledger.cli import main
+from ledger.log.store import init_ledger, open_ledger
 from schemas.canonical import canonical_json, digest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -706,8 +706,8 @@ def test_a_recorded_reconciliation_recomputes_from_the_log_alone(tmp_path: Path)
 
 
 def test_a_tampered_receipt_config_fails_recompute(tmp_path: Path) -> None:
-    from ledger import receipts
-    from ledger.reconcile_cmd import recompute_reconcile
+    from ledger.app import receipts
+    from ledger.app.reconcile import recompute_reconcile
 
     init_ledger(tmp_path / "lg").close()
     make_pack(tmp_path, migration())

@@ -483,7 +483,7 @@ def test_reconciliation_reaches_no_llm_client() -> None:
     import sys
 
     probe = (
-        "import sys, ledger.reconcile_cmd, ledger.cli.reconcile\n"
+        "import sys, ledger.app.reconcile, ledger.cli.reconcile\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'openai', 'anthropic', 'httpx', 'requests', 'litellm', 'aiohttp'})\n"
         "print(','.join(bad))\n"

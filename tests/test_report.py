@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger import report
+from ledger.analytics import report
 from ledger.cli import main
 from tests.analytics_fixtures import (
     admission,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import report
+from ledger.analytics import report
 from tests.analytics_fixtures import (
     check,
     recorded_grade,

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.generate_corpus import generate
+from ledger.app.ingest import ingest
+from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
-from ledger.ingest import ingest
-from ledger.retrace_cmd import RetraceError, retrace
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -156,7 +156,7 @@ def test_cli_json_contract_and_receipt_verifies(tmp_path: Path) -> None:
 
 
 def test_verify_rechecks_replay_receipts_and_names_a_forged_one(notes_ledger) -> None:
-    from ledger.receipts import verify_projection_receipts
+    from ledger.app.receipts import verify_projection_receipts
     from schemas.envelope import NewEvent
 
     result = retrace(notes_ledger)

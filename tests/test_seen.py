@@ -1,4 +1,4 @@
-"""The id and stream filters that spare append its lookups (``ledger.seen``): never a miss,
+"""The id and stream filters that spare append its lookups (``ledger.log.seen``): never a miss,
 never trusted when stale, and what they spare is what the store would have found anyway."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import hashing, seen, store
-from ledger.store import init_ledger, open_ledger
+from ledger.log import hashing, seen, store
+from ledger.log.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent
 
 pytestmark = pytest.mark.skipif(
-    not hashing.NATIVE, reason="the filters need ledger._native (not built here)"
+    not hashing.NATIVE, reason="the filters need ledger.log.native (not built here)"
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def test_a_stale_filter_is_rebuilt_when_another_process_appended(tmp_path: Path)
     script = textwrap.dedent(
         """
         import sys
-        from ledger.store import open_ledger
+        from ledger.log.store import open_ledger
         from schemas.envelope import NewEvent
         with open_ledger(sys.argv[1]) as lg:
             lg.append([NewEvent("other", "ext.x", {"i": 2}, event_id="id-2")])

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.app.ingest import ingest
+from ledger.app.retrace import retrace
 from ledger.errors import StreamSealed
-from ledger.ingest import ingest
-from ledger.retrace_cmd import retrace
-from ledger.segments import cut_points, load_manifest
-from ledger.store import open_ledger
+from ledger.log.segments import cut_points, load_manifest
+from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
 
 ROOT = Path(__file__).resolve().parents[1]

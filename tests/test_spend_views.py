@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.analytics import query
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.analytics.sql import query
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 from tests.inspect_support import CALL_COST, CALL_INPUT, EPOCHS, SAMPLES, TASK, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs
 

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from ledger import analytics, views
+from ledger.analytics import sql as analytics
+from ledger.analytics import views
 from ledger.cli import main
 from tests.analytics_fixtures import envelope_table, recorded_grade, trial_events, write_ledger
 
@@ -250,8 +251,8 @@ def test_parquet_to_stdout(ledger: Path) -> None:
 
 def test_segments_sealed_by_the_store_are_read_while_it_is_held(tmp_path: Path) -> None:
     """Same as above, with the store's own ``seal`` writing the segments."""
-    from ledger.segments import seal  # noqa: PLC0415
-    from ledger.store import open_ledger  # noqa: PLC0415
+    from ledger.log.segments import seal  # noqa: PLC0415
+    from ledger.log.store import open_ledger  # noqa: PLC0415
 
     lg_dir = write_ledger(tmp_path / "lg", _events())
     with open_ledger(lg_dir) as lg:

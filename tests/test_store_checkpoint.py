@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle, note
 from ledger.cli.store import prove_text
 from ledger.errors import CheckpointError, LedgerError
-from ledger.store import checkpoint_file, init_ledger
+from ledger.log import merkle, note
+from ledger.log.store import checkpoint_file, init_ledger
 from tests.store_helpers import (
     make_key,
     no_extra_checks,  # noqa: F401  (fixture)

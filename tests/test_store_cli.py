@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
-from ledger.store import init_ledger, open_ledger
+from ledger.log.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent, envelope_bytes
 from tests.store_helpers import no_extra_checks  # noqa: F401  (fixture)
 

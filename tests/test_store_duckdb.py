@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import InvalidEvent
-from ledger.store import Ledger, init_ledger, open_ledger
+from ledger.log.store import Ledger, init_ledger, open_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent
 from tests.store_contract import StoreContract
@@ -78,7 +78,7 @@ def test_non_finite_floats_are_refused_not_rewritten(tmp_path: Path, bad: float)
 
 def test_open_refuses_an_unknown_format_version(tmp_path: Path) -> None:
     from ledger.errors import LedgerError
-    from ledger.store import open_ledger
+    from ledger.log.store import open_ledger
     from tests.store_helpers import raw
 
     init_ledger(tmp_path / "l").close()
@@ -91,8 +91,8 @@ def test_open_refuses_an_unknown_format_version(tmp_path: Path) -> None:
 def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path) -> None:
     """Format 1 stored every interior node; opening drops those below NODE_MIN_LEVEL (they
     are recomputed from leaves) and the roots, proofs and verify are unchanged."""
-    from ledger import merkle
-    from ledger.store import NODE_MIN_LEVEL, open_ledger
+    from ledger.log import merkle
+    from ledger.log.store import NODE_MIN_LEVEL, open_ledger
     from tests.store_helpers import raw
 
     with init_ledger(tmp_path / "l") as lg:

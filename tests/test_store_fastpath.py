@@ -1,6 +1,6 @@
 """The fast paths of ``verify`` give the same answers as the plain Python definitions.
 
-``ledger.store.ENTRY_SQL`` assembles ``0x00 || envelope_bytes`` inside DuckDB for rows whose
+``ledger.log.store.ENTRY_SQL`` assembles ``0x00 || envelope_bytes`` inside DuckDB for rows whose
 strings need no JSON escaping and yields NULL for the others, which verify then encodes in
 Python. A wrong SQL entry could only ever make a clean log look tampered *or*, worse, let a
 leaf hash computed over the wrong bytes pass, so the equality is pinned here for arbitrary
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import verify as verify_mod
-from ledger.store import _DDL, ENTRY_SQL, JSON_ESCAPED_RE, init_ledger
+from ledger.log import verify as verify_mod
+from ledger.log.store import _DDL, ENTRY_SQL, JSON_ESCAPED_RE, init_ledger
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
 # Characters that matter for JSON string escaping, mixed into arbitrary text.

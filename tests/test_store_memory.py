@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger.memory_store import MemoryLedger
+from ledger.log.memory_store import MemoryLedger
 from tests.store_contract import StoreContract
 
 

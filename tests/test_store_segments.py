@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import LedgerBusy, StreamSealed
-from ledger.segments import cut_points, load_manifest, read_sealed
-from ledger.store import init_ledger, open_ledger
+from ledger.log.segments import cut_points, load_manifest, read_sealed
+from ledger.log.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from tests import merkle_oracle
 from tests.process_harness import release, worker

@@ -16,10 +16,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ledger import merkle, note
 from ledger.errors import LedgerError
-from ledger.memory_store import MemoryLedger
-from ledger.store import init_ledger, open_ledger
+from ledger.log import merkle, note
+from ledger.log.memory_store import MemoryLedger
+from ledger.log.store import init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from tests.store_helpers import core_checks_only
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ledger.app.receipts import read_run_dir, verify_run_dir
 from ledger.cli import main
-from ledger.receipts import read_run_dir, verify_run_dir
 from replay.vcore_receipt import rebuild_from_files
 
 # ------------------------------------------------------------------- the run's graph

@@ -1,6 +1,6 @@
 """Verdict grades over the ledger: recording units, admitting them, listing and verifying.
 
-State is built through the Python API (ledger.verdicts) or, for streams the API would
+State is built through the Python API (ledger.app.verdicts) or, for streams the API would
 refuse, through the store's raw ``append``; then the API, ``verify_admissions`` or the
 CLI is checked against expectations taken from the GVC spec.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger import verdicts as vd
+from ledger.app import verdicts as vd
 from ledger.cli import main
 from ledger.errors import InvalidEvent
-from ledger.store import Ledger, init_ledger, open_ledger
+from ledger.log.store import Ledger, init_ledger, open_ledger
 from schemas.envelope import NewEvent
 from schemas.gvc import COUNTER_NAMES, Party
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import verdicts as vd
-from ledger.memory_store import MemoryLedger
+from ledger.app import verdicts as vd
+from ledger.log.memory_store import MemoryLedger
 from replay.verdict import derive, unit_evidence
 from tests.gvc_support import ladder
 

@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from ledger import verify as verify_mod
 from ledger.cli import main
-from ledger.note import sign_note
-from ledger.store import DB_FILE, init_ledger, open_ledger
-from ledger.verify import Problem
+from ledger.log import verify as verify_mod
+from ledger.log.note import sign_note
+from ledger.log.store import DB_FILE, init_ledger, open_ledger
+from ledger.log.verify import Problem
 from schemas.envelope import NewEvent
 from tests.store_helpers import (
     make_key,
@@ -182,7 +182,7 @@ def test_changed_payload_in_sealed_segment_names_segment_and_seq(tmp_path: Path)
 
 def test_segment_rewritten_with_rehashed_leaf_is_caught_against_store(tmp_path: Path) -> None:
     """Changing the payload *and* its leaf hash in the segment still differs from the store."""
-    from ledger.segments import recomputed_leaves
+    from ledger.log.segments import recomputed_leaves
 
     path, _, verifier = clean_ledger(tmp_path)
     with open_ledger(path) as lg:
@@ -285,7 +285,7 @@ def test_unreadable_segment_file_is_named(tmp_path: Path) -> None:
 def test_altered_stored_node_is_named(tmp_path: Path) -> None:
     """A stored interior node (level >= NODE_MIN_LEVEL) changed on disk: verify rebuilds
     the tree from the events and names the node by the last leaf it covers."""
-    from ledger.store import NODE_MIN_LEVEL
+    from ledger.log.store import NODE_MIN_LEVEL
 
     path, _, verifier = clean_ledger(tmp_path, n=200)
     with raw(path) as con:

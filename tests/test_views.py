@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import analytics, views
+from ledger.analytics import sql as analytics
+from ledger.analytics import views
 from tests.analytics_fixtures import (
     admission,
     check,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import analytics
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.analytics import sql as analytics
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 NOTES = SHARED / "corpora" / "notes_duplicate_check"
@@ -112,7 +112,7 @@ CONSTRAINT = "the_notes_were_listed_before_the_note_was_added"
 @pytest.fixture(scope="module")
 def retraced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The notes corpus, ingested, then retraced twice with the narrowed pack's constraint."""
-    from ledger.retrace_cmd import retrace  # noqa: PLC0415
+    from ledger.app.retrace import retrace  # noqa: PLC0415
 
     if not NARROWED.is_file():
         pytest.skip(f"narrowed pack not found at {NARROWED}")

@@ -13,10 +13,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from ledger.analytics.frames import UnknownView, view, view_pandas
+from ledger.app.ingest import ingest
 from ledger.cli import main
-from ledger.frames import UnknownView, view, view_pandas
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 NOTES = Path(__file__).resolve().parents[1] / "corpora" / "notes_duplicate_check"
 PASS_AT_K = "SELECT * FROM pass_at_k ORDER BY ALL"

@@ -7,8 +7,8 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ledger.importers.yaml_emit import emit_yaml
-from ledger.importers.yaml_safe import load_yaml_bytes
+from ledger.sources.yaml_emit import emit_yaml
+from ledger.sources.yaml_safe import load_yaml_bytes
 from tests.curate_support import NOTES
 
 _scalars = (

@@ -15,7 +15,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ledger import analytics, views
+from ledger.analytics import sql as analytics
+from ledger.analytics import views
+from ledger.app.outputs import check_output_path
 from ledger.cli import main
 from ledger.cli.options import (
     emit_json,
@@ -26,7 +28,6 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.cli.output import is_terminal, render_table, terminal_width
-from ledger.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -257,7 +258,7 @@ def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     Example:
       vledger report --out report.html
     """
-    from ledger import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
+    from ledger.analytics import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
 
     try:
         counts = report.write_report_counts(resolve_ledger(ledger_dir), out)

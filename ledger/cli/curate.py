@@ -1,5 +1,5 @@
-"""``vledger curate``: a thin shell over :func:`ledger.curate.curate_from_runs` /
-:func:`ledger.curate.curate_from_ledger`."""
+"""``vledger curate``: a thin shell over :func:`ledger.app.curate.curate_from_runs` /
+:func:`ledger.app.curate.curate_from_ledger`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from ledger.app.curate import CurateResult, CurationError, curate_from_ledger, curate_from_runs
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import result as out
-from ledger.curate import CurateResult, CurationError, curate_from_ledger, curate_from_runs
 from ledger.errors import LedgerError, exit_code
 
 EXIT_REFUSED = 1

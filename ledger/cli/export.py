@@ -1,4 +1,4 @@
-"""``vledger export --parquet DIR``: a thin shell over :func:`ledger.export.export_parquet`."""
+"""``vledger export --parquet DIR``: a thin shell over :func:`ledger.app.export.export_parquet`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
+from ledger.app.export import ExportError, export_parquet
+from ledger.app.otel import OtelExportError, export_otel
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
-from ledger.export import ExportError, export_parquet
-from ledger.otel import OtelExportError, export_otel
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
 
 
 @main.command("export")

@@ -20,11 +20,11 @@ import click
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
-from ledger.importers.files import InputError
-from ledger.importers.in_memory import as_stored, plan_bundle
-from ledger.importers.shape import BundleError as ImporterBundleError
-from ledger.importers.yaml_safe import load_yaml
-from ledger.store import open_ledger
+from ledger.log.store import open_ledger
+from ledger.sources.files import InputError
+from ledger.sources.in_memory import as_stored, plan_bundle
+from ledger.sources.shape import BundleError as ImporterBundleError
+from ledger.sources.yaml_safe import load_yaml
 from replay.grade import (
     Grade,
     GradeInputs,

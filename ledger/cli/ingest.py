@@ -1,4 +1,4 @@
-"""``vledger ingest PATH…``: a thin shell over :func:`ledger.ingest.ingest`."""
+"""``vledger ingest PATH…``: a thin shell over :func:`ledger.app.ingest.ingest`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ledger.app.ingest import IngestError, IngestReport, ingest
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -19,8 +20,7 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.errors import LedgerError, exit_code
-from ledger.importers.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
-from ledger.ingest import IngestError, IngestReport, ingest
+from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 
 EXIT_ABORTED = 1
 
@@ -77,7 +77,7 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
-    from ledger.store import open_ledger
+    from ledger.log.store import open_ledger
 
     err = Console(stderr=True)
     limits = YamlLimits(max_bytes=max_file_bytes)

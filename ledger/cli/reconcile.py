@@ -1,4 +1,4 @@
-"""``vledger reconcile`` and ``vledger validate``: shells over ``ledger.reconcile_cmd``.
+"""``vledger reconcile`` and ``vledger validate``: shells over ``ledger.app.reconcile``.
 
 Exit codes (one place):
 
@@ -23,11 +23,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.engines import Engine, EngineError, get_engine
-from ledger.errors import LedgerError
-from ledger.reconcile_cmd import (
+from ledger.app.reconcile import (
     Invocation,
     MigrationLoadError,
     Outcome,
@@ -36,7 +32,11 @@ from ledger.reconcile_cmd import (
     run_reconcile,
     validate_pack,
 )
-from ledger.store import open_ledger
+from ledger.cli import main
+from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.engines import Engine, EngineError, get_engine
+from ledger.errors import LedgerError
+from ledger.log.store import open_ledger
 from reconcile.report import render_text
 from schemas.migration import MigrationFile
 

@@ -1,4 +1,4 @@
-"""``vledger retrace``: a thin shell over :func:`ledger.retrace_cmd.retrace`."""
+"""``vledger retrace``: a thin shell over :func:`ledger.app.retrace.retrace`."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ledger.app.ingest import IngestError, ingest
+from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
 from ledger.engines import get_engine
 from ledger.errors import LedgerError, exit_code
-from ledger.ingest import IngestError, ingest
-from ledger.memory_store import MemoryLedger
-from ledger.retrace_cmd import RetraceError, retrace
-from ledger.store import open_ledger
+from ledger.log.memory_store import MemoryLedger
+from ledger.log.store import open_ledger
 
 
 @main.command("retrace")

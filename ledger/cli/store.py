@@ -20,7 +20,7 @@ import click
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ledger import segments
+from ledger.app.outputs import check_output_path
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -33,13 +33,13 @@ from ledger.cli.options import (
 )
 from ledger.cli.output import write_json_rows
 from ledger.errors import InvalidEvent, LedgerError, exit_code
-from ledger.importers import strict_json
-from ledger.importers.files import InputError, read_input
-from ledger.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
-from ledger.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.outputs import check_output_path
-from ledger.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
-from ledger.verify import OutsideCheckpoint
+from ledger.log import segments
+from ledger.log.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
+from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
+from ledger.log.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
+from ledger.log.verify import OutsideCheckpoint
+from ledger.sources import strict_json
+from ledger.sources.files import InputError, read_input
 from schemas.envelope import NewEvent
 from schemas.events import PROJECTION_WRITERS
 

@@ -14,15 +14,15 @@ from typing import Any, NoReturn
 import click
 from pydantic import ValidationError
 
-from ledger import receipts as receipts_mod
-from ledger import verdicts
+from ledger.app import receipts as receipts_mod
+from ledger.app import verdicts
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
-from ledger.importers import strict_json
-from ledger.importers.files import InputError, read_input
-from ledger.keys import load_verifier
-from ledger.store import open_ledger
+from ledger.log.keys import load_verifier
+from ledger.log.store import open_ledger
+from ledger.sources import strict_json
+from ledger.sources.files import InputError, read_input
 from replay.vcore_receipt import ABSENT, RebuildError, rebuild_from_files
 from replay.verdict_cases import case_mismatches, derive_case, derived_view
 from schemas.gvc import COUNTER_NAMES, CaseFile, Party

@@ -4,7 +4,7 @@ The driver (this process) makes sure every trial event it will read is sealed, l
 segments from the manifest, and submits one task per unit. Each task reads its own
 segment files, verifies them against the manifest (:mod:`ledger.engines.segment_task`),
 and runs the same per-trial projection the local engine runs. Segments hold whole trials
-(``ledger.segments``), so nothing shuffles; results come back to the driver, which sorts
+(``ledger.log.segments``), so nothing shuffles; results come back to the driver, which sorts
 them by stream — identical to the local engine for any partitioning. Workers never write
 the ledger: the caller appends on the driver, and only once every task has succeeded.
 
@@ -33,7 +33,7 @@ from ledger.engines.segment_task import (
     SegmentTaskError,
     run_segments,
 )
-from ledger.segments import SegmentInfo, load_manifest
+from ledger.log.segments import SegmentInfo, load_manifest
 
 DEFAULT_MAX_RETRIES = 2
 

@@ -1,7 +1,7 @@
 """``reconcile --engine …``: the candidate projection of every trial, run on an engine.
 
 Reconciliation's per-trial projection is the pack's trace checks over the trial's
-timeline (:func:`ledger.reconcile_cmd.trace_evaluator`, pure and total: a problem is an
+timeline (:func:`ledger.app.reconcile.trace_evaluator`, pure and total: a problem is an
 ``Unavailable`` candidate, never an exception). This module ingests the corpora the
 invocation reads (idempotent, exactly the ingest ``run_reconcile`` does itself), runs that
 evaluator on every trial of a task that has a pack through an :class:`Engine` (one Ray
@@ -17,9 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.engines import Engine, TrialSelection
-from ledger.ingest import IngestError, ingest
-from ledger.reconcile_cmd import (  # _packs_by_task: the same refusal run_reconcile makes
+from ledger.app.ingest import IngestError, ingest
+from ledger.app.reconcile import (  # _packs_by_task: the same refusal run_reconcile makes
     Evaluator,
     Invocation,
     Pack,
@@ -30,6 +29,7 @@ from ledger.reconcile_cmd import (  # _packs_by_task: the same refusal run_recon
     pool_claims,
     trace_evaluator,
 )
+from ledger.engines import Engine, TrialSelection
 from reconcile.inputs import Candidate
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 

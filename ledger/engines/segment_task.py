@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from ledger.engines import TrialFn, TrialSelection
 from ledger.engines.trials import TRIAL_PREFIX, group_trials
-from ledger.segments import SegmentInfo, segment_root
+from ledger.log.segments import SegmentInfo, segment_root
 from schemas.envelope import ARROW_SCHEMA, StoredEvent
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import analytics
-from ledger.store import open_ledger
+from ledger.analytics import sql as analytics
+from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
 from schemas.events import PROJECTION_WRITERS
 from tests.adversarial.conftest import Built

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.ingest import ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import ingest
+from ledger.log.store import open_ledger
 from tests.adversarial.readers_harness import (
     ROOT,
     SECRET,

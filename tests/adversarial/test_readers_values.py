@@ -18,13 +18,13 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ledger.importers import strict_json
-from ledger.importers.files import InputError, read_input
-from ledger.importers.shape import BundleError
-from ledger.importers.verdict_core import parse_events_file
-from ledger.importers.yaml_safe import load_yaml_bytes
-from ledger.ingest import IngestError, ingest
-from ledger.store import open_ledger
+from ledger.app.ingest import IngestError, ingest
+from ledger.log.store import open_ledger
+from ledger.sources import strict_json
+from ledger.sources.files import InputError, read_input
+from ledger.sources.shape import BundleError
+from ledger.sources.verdict_core import parse_events_file
+from ledger.sources.yaml_safe import load_yaml_bytes
 from tests.adversarial.readers_harness import SECRET, bundle_copy, pack_copy, run_copy
 
 
@@ -349,8 +349,8 @@ def test_append_and_receipt_verify_refuse_devices_links_and_deep_documents(
 ) -> None:
     import click
 
+    from ledger.app.receipts import verify_run_dir
     from ledger.cli.store import read_jsonl
-    from ledger.receipts import verify_run_dir
 
     with pytest.raises(click.ClickException, match="character device"):
         read_jsonl(Path("/dev/zero"))

@@ -1,0 +1,1 @@
+"""Read-only analytics over the log: the documented views, SQL, dataframes, the report."""

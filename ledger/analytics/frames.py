@@ -1,0 +1,49 @@
+"""Views as dataframes for notebooks: any documented view as a pyarrow Table or pandas.
+
+Same views, same read-only connection as ``vledger sql`` (``ledger.analytics.sql``); pandas is
+optional and only imported when asked for.
+
+Example::
+
+    from ledger.analytics.frames import view, view_pandas
+    spend = view(".vledger", "spend")                 # pyarrow.Table
+    df = view_pandas(".vledger", "pass_at_k")         # pandas.DataFrame (needs pandas)
+    df[df.level == "task"].pivot(index="task_id", columns="k", values="pass_at_k")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ledger.analytics import sql as analytics
+from ledger.analytics import views
+
+
+class UnknownView(ValueError):
+    """A name that is not a documented view; lists the ones there are."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        known = ", ".join(v.name for v in views.PUBLIC_VIEWS)
+        super().__init__(f"no view {name!r}; the documented views are: {known}")
+
+
+def view(ledger_dir: Path | str, name: str) -> pa.Table:
+    """Every row of the documented view ``name`` as a pyarrow Table."""
+    if name not in {v.name for v in views.PUBLIC_VIEWS}:
+        raise UnknownView(name)
+    return analytics.query(ledger_dir, f"SELECT * FROM {name}")
+
+
+def view_pandas(ledger_dir: Path | str, name: str) -> Any:
+    """The same as :func:`view`, as a pandas DataFrame; needs pandas installed."""
+    try:
+        import pandas  # noqa: F401 - pyarrow's to_pandas needs it
+    except ImportError:
+        raise ImportError(
+            "view_pandas needs pandas (pip install pandas); view() returns a pyarrow Table"
+        ) from None
+    return view(ledger_dir, name).to_pandas()

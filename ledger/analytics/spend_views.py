@@ -1,0 +1,101 @@
+"""Token and cost views: ``usage`` (one row per trial) and ``spend`` (per task and model).
+
+Wherever the evidence carries usage: a Tolokaforge bundle's ``metrics.yaml`` (``usage`` and
+``cost_usd``) and its grade.yaml's ``judge_usage``; an inspect_ai sample's model events,
+which ledger.sources.inspect_log writes under the same metrics.yaml key names, and its
+scorers' calls as the grade's ``judge_usage``. So one JSON path per column reads both.
+
+Kept apart from ``ledger.analytics.views`` (which appends these to its list) so the two change
+independently; each entry is ``(name, sql, doc, columns)`` over the same ``_ev`` relation.
+"""
+
+from __future__ import annotations
+
+# The latest trial.registered and grade.recorded of each trial (a re-scored inspect log
+# appends a newer grade.recorded; the latest is the recorded grade, as replay reads it).
+_LATEST_REGISTERED = (
+    "SELECT stream, body FROM _ev WHERE type = 'trial.registered' "
+    "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
+)
+_LATEST_GRADE = (
+    "SELECT stream, body FROM _ev WHERE type = 'grade.recorded' "
+    "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
+)
+
+
+def _num(body: str, path: str, kind: str = "BIGINT") -> str:
+    return f"TRY_CAST(json_extract_string({body}, '{path}') AS {kind})"
+
+
+USAGE_SQL = (
+    "SELECT r.stream AS trial, json_extract_string(r.body, '$.task_id') AS task_id, "
+    "json_extract_string(r.body, '$.corpus') AS corpus, "
+    "json_extract_string(r.body, '$.models.agent') AS agent_model, "
+    "json_extract_string(r.body, '$.models.judge') AS judge_model, "
+    "coalesce(json_extract_string(r.body, '$.metrics.recorder'), "
+    "CASE WHEN json_extract(r.body, '$.metrics') IS NOT NULL "
+    "AND json_type(json_extract(r.body, '$.metrics')) = 'OBJECT' THEN 'metrics.yaml' END) "
+    "AS usage_source, "
+    f"{_num('r.body', '$.metrics.usage.prompt_tokens')} AS prompt_tokens, "
+    f"{_num('r.body', '$.metrics.usage.completion_tokens')} AS completion_tokens, "
+    f"{_num('r.body', '$.metrics.usage.reasoning_tokens')} AS reasoning_tokens, "
+    f"{_num('r.body', '$.metrics.usage.cached_tokens')} AS cached_tokens, "
+    f"{_num('r.body', '$.metrics.cost_usd', 'DOUBLE')} AS cost_usd, "
+    f"{_num('g.body', '$.grade.judge_usage.prompt_tokens')} AS judge_prompt_tokens, "
+    f"{_num('g.body', '$.grade.judge_usage.completion_tokens')} AS judge_completion_tokens, "
+    f"{_num('g.body', '$.grade.judge_usage.cost_usd', 'DOUBLE')} AS judge_cost_usd "
+    f"FROM ({_LATEST_REGISTERED}) r LEFT JOIN ({_LATEST_GRADE}) g USING (stream)"
+)
+
+SPEND_SQL = (
+    "SELECT task_id, agent_model, count(*)::BIGINT AS trials, "
+    "count(cost_usd)::BIGINT AS trials_with_cost, "
+    "sum(prompt_tokens)::BIGINT AS prompt_tokens, "
+    "sum(completion_tokens)::BIGINT AS completion_tokens, "
+    "sum(cost_usd) AS agent_cost_usd, sum(judge_cost_usd) AS judge_cost_usd, "
+    "CASE WHEN count(cost_usd) + count(judge_cost_usd) = 0 THEN NULL "
+    "ELSE coalesce(sum(cost_usd), 0) + coalesce(sum(judge_cost_usd), 0) END AS total_cost_usd, "
+    "sum(cost_usd) / nullif(count(cost_usd), 0) AS cost_per_trial "
+    "FROM usage GROUP BY task_id, agent_model"
+)
+
+SPEND_VIEWS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        "usage",
+        USAGE_SQL,
+        "one row per trial: the agent's and the judge's tokens and cost, where recorded",
+        (
+            ("trial", "trial stream"),
+            ("task_id", "task"),
+            ("corpus", "corpus name"),
+            ("agent_model", "agent model"),
+            ("judge_model", "judge model (inspect: the grader model role)"),
+            ("usage_source", "inspect_ai, metrics.yaml, or null when nothing was recorded"),
+            ("prompt_tokens", "agent input tokens, cached included (metrics usage.prompt_tokens)"),
+            ("completion_tokens", "agent output tokens (usage.completion_tokens)"),
+            ("reasoning_tokens", "agent reasoning tokens, where reported"),
+            ("cached_tokens", "agent input tokens read from a cache"),
+            ("cost_usd", "agent cost in USD (metrics cost_usd)"),
+            ("judge_prompt_tokens", "judge input tokens (latest grade's judge_usage)"),
+            ("judge_completion_tokens", "judge output tokens"),
+            ("judge_cost_usd", "judge cost in USD"),
+        ),
+    ),
+    (
+        "spend",
+        SPEND_SQL,
+        "spend per task and agent model, over the usage view",
+        (
+            ("task_id", "task"),
+            ("agent_model", "agent model"),
+            ("trials", "trials of this task and model"),
+            ("trials_with_cost", "of them, trials that recorded an agent cost"),
+            ("prompt_tokens", "sum of agent input tokens"),
+            ("completion_tokens", "sum of agent output tokens"),
+            ("agent_cost_usd", "sum of agent cost (null: none recorded)"),
+            ("judge_cost_usd", "sum of judge cost (null: none recorded)"),
+            ("total_cost_usd", "agent + judge cost (null when neither was recorded)"),
+            ("cost_per_trial", "agent cost per trial that recorded one"),
+        ),
+    ),
+)

@@ -1,0 +1,269 @@
+"""Read-only SQL over a ledger: the documented views on an in-memory DuckDB.
+
+``query(ledger_dir, sql)`` opens a fresh in-memory connection, attaches the ledger's
+``events.duckdb`` READ_ONLY (or, when a writer holds it, reads the sealed Parquet segments
+under ``segments/``), creates the views of :mod:`ledger.analytics.views` over it, and runs one
+statement — only after DuckDB's own parser has classified every statement of the text as a
+read. A write statement is refused before anything runs, so nothing changes; and the store
+is attached read-only besides, so even a statement the check missed could not change it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ledger.analytics import views
+
+try:  # the store's error base (ledger/errors.py, branch store) — a plain base until it lands
+    from ledger.errors import LedgerError
+except ImportError:  # pragma: no cover
+
+    class LedgerError(Exception):  # type: ignore[no-redef]
+        """Base of every error the ledger raises on purpose."""
+
+
+DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
+SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
+
+# Statement types that only read. EXPLAIN is a read unless it is EXPLAIN ANALYZE of a
+# write (which executes it), so its inner statement is classified too.
+_READ_TYPES = frozenset({"SELECT", "EXPLAIN"})
+_EXPLAIN_PREFIX = re.compile(r"^\s*explain(\s+analy[sz]e)?\s+", re.IGNORECASE)
+
+_EMPTY_EVENTS = (
+    "SELECT NULL::UBIGINT AS seq, NULL::VARCHAR AS stream, NULL::UINTEGER AS stream_version, "
+    "NULL::VARCHAR AS event_id, NULL::VARCHAR AS type, NULL::USMALLINT AS schema_version, "
+    "NULL::TIMESTAMPTZ AS recorded_at, NULL::BLOB AS payload, NULL::BLOB AS leaf_hash WHERE false"
+)
+_ENVELOPE_COLUMNS = (
+    "seq, stream, stream_version, event_id, type, schema_version, "
+    "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
+)
+
+
+class SqlRefused(LedgerError):
+    """A statement that is not a read; names it and says what to run instead."""
+
+    def __init__(self, statement_type: str, statement: str) -> None:
+        self.statement_type = statement_type
+        self.statement = statement
+        short = " ".join(statement.split())[:80]
+        super().__init__(
+            f"refused: `vledger sql` is read-only and this is a {statement_type} statement "
+            f"({short!r}); nothing was changed. Query the views with SELECT (or EXPLAIN); "
+            "the log itself changes only through `vledger` commands that append events"
+        )
+
+
+class SqlQueryError(LedgerError):
+    """The query did not parse, bind or run; carries DuckDB's message."""
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        super().__init__(
+            f"query failed: {message} (list views and columns with `vledger sql --schema`)"
+        )
+
+
+class NoLedger(LedgerError):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"no ledger at {str(path)!r}: neither {DB_FILE} nor sealed segments found; "
+            "pass --ledger DIR or set VLEDGER_HOME"
+        )
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the rows came from: the store itself, or only its sealed segments."""
+
+    kind: str  # "store" | "segments" | "empty"
+    detail: str
+    relation: str = ""  # the SQL of the envelope rows the views were created over
+
+
+def check_read_only(sql: str) -> list[str]:
+    """Classify every statement with DuckDB's parser; raise :class:`SqlRefused` on a write.
+
+    Returns the statements' texts. Raises :class:`SqlQueryError` when the text does not parse.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SqlQueryError(str(exc).strip()) from None
+    if not statements:
+        raise SqlQueryError("no statement given")
+    texts = []
+    for st in statements:
+        kind = st.type.name
+        text = st.query
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN_PREFIX.sub("", text, count=1)
+            if inner != text:
+                try:
+                    inner_types = [s.type.name for s in duckdb.extract_statements(inner)]
+                except duckdb.Error:
+                    inner_types = ["UNKNOWN"]
+                bad = [t for t in inner_types if t not in _READ_TYPES]
+                if bad:
+                    raise SqlRefused(f"EXPLAIN {bad[0]}", text)
+        if kind not in _READ_TYPES:
+            raise SqlRefused(kind, text)
+        texts.append(text)
+    return texts
+
+
+def _segment_files(ledger_dir: Path) -> list[Path]:
+    return sorted((ledger_dir / SEGMENTS_DIR).glob("seg-*.parquet"))
+
+
+def _sql_path(p: Path) -> str:
+    return "'" + str(p).replace("'", "''") + "'"
+
+
+def _parquet_relation(files: list[Path]) -> str:
+    listing = ", ".join(_sql_path(f) for f in files)
+    return f"SELECT {_ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
+
+
+# DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
+# also match "block" in a checksum failure, and read a damaged store as a busy one.
+_LOCK_ERROR = re.compile(r"\block\b|conflicting|already", re.IGNORECASE)
+
+
+def _is_lock_error(exc: duckdb.Error) -> bool:
+    return _LOCK_ERROR.search(str(exc)) is not None
+
+
+def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str, Source]:
+    """Attach the ledger read-only and return the SQL relation of its envelope rows."""
+    db = ledger_dir / DB_FILE
+    segments = _segment_files(ledger_dir)
+    if db.exists():
+        try:
+            con.execute(f"ATTACH {_sql_path(db)} AS store (READ_ONLY)")
+        except duckdb.Error as exc:
+            if not _is_lock_error(exc):
+                raise SqlQueryError(f"cannot open {db}: {exc}") from None
+            if not segments:
+                raise SqlQueryError(
+                    f"{db} is held by a writer and no sealed segment exists yet under "
+                    f"{ledger_dir / SEGMENTS_DIR}; retry when the writer is done"
+                ) from None
+            return _parquet_relation(segments), Source(
+                "segments", f"{len(segments)} sealed segment(s); the store is held by a writer"
+            )
+        rel = f"SELECT {_ENVELOPE_COLUMNS} FROM store.events"
+        if segments:
+            # A store that drops sealed rows keeps them only in segments: take those below
+            # the store's first seq, never a row twice.
+            rel = (
+                f"{rel} UNION ALL SELECT * FROM ({_parquet_relation(segments)}) "
+                "WHERE seq < coalesce((SELECT min(seq) FROM store.events), 18446744073709551615)"
+            )
+        return rel, Source("store", str(db))
+    if segments:
+        return _parquet_relation(segments), Source("segments", f"{len(segments)} sealed segment(s)")
+    if not ledger_dir.exists():
+        raise NoLedger(ledger_dir)
+    return _EMPTY_EVENTS, Source("empty", "no events yet")
+
+
+class SqlSandboxed(LedgerError):
+    """A query that reached for a file, URL or extension outside the ledger's views."""
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        super().__init__(
+            f"refused: `vledger sql` reads only the ledger's views; files, URLs and extensions "
+            f"outside them are off (read_csv, read_text, read_blob, glob, read_parquet of a "
+            f"path or URL, …) — {message}; nothing was read. Query the views "
+            "(`vledger sql --schema`)"
+        )
+
+
+def _sandbox(con: duckdb.DuckDBPyConnection, readable: list[Path]) -> None:
+    """Close the connection to everything but the views' own sources, for good.
+
+    The store is already attached and the views defined, so external access can go: a
+    query may then read only the files in ``readable`` (the sealed segments the views
+    name), never a host file or a URL, nor install or load an extension (DuckDB would
+    download one into $HOME). ``lock_configuration`` keeps a query from turning it back.
+    """
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET allowed_paths = ?", [[str(p) for p in readable]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+@contextmanager
+def connect(ledger_dir: Path | str) -> Iterator[tuple[duckdb.DuckDBPyConnection, Source]]:
+    """An in-memory connection with every view defined over the ledger, closed on exit.
+
+    Sandboxed (:func:`_sandbox`) before it is handed out: only the views' sources are
+    readable through it."""
+    con = duckdb.connect(":memory:")
+    try:
+        rel, source = attach_source(con, Path(ledger_dir))
+        views.create_views(con, rel)
+        _sandbox(con, _segment_files(Path(ledger_dir)) if "read_parquet" in rel else [])
+        yield con, Source(source.kind, source.detail, rel)
+    finally:
+        con.close()
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """Run a read-only query on a connection from :func:`connect`."""
+    texts = check_read_only(sql)
+    try:
+        for text in texts[:-1]:
+            con.execute(text)
+        rel = con.sql(texts[-1])
+        if rel is None:  # a statement that returns no relation (never a read, but be safe)
+            return pa.table({})
+        return _mark_json(rel.to_arrow_table(), [str(t) for t in rel.types])
+    except duckdb.PermissionException as exc:
+        raise SqlSandboxed(str(exc).strip().splitlines()[0]) from None
+    except duckdb.Error as exc:
+        raise SqlQueryError(str(exc).strip()) from None
+
+
+JSON_METADATA = {b"duckdb_type": b"JSON"}
+
+
+def _mark_json(table: pa.Table, types: list[str]) -> pa.Table:
+    """Tag JSON-typed columns in the Arrow schema so printers can emit them as JSON values."""
+    fields = [
+        f.with_metadata(JSON_METADATA) if t == "JSON" else f
+        for f, t in zip(table.schema, types, strict=True)
+    ]
+    return table.cast(pa.schema(fields))
+
+
+def is_json_field(field: pa.Field) -> bool:
+    return bool(field.metadata) and field.metadata.get(b"duckdb_type") == b"JSON"
+
+
+def query(ledger_dir: Path | str, sql: str) -> pa.Table:
+    """Run one read-only query over the ledger's views and return the rows as Arrow.
+
+    >>> query(".vledger", "SELECT task_id, k, pass_at_k FROM pass_at_k WHERE level='task'")
+    """
+    check_read_only(sql)  # refuse before opening anything
+    with connect(ledger_dir) as (con, _source):
+        return run(con, sql)
+
+
+def query_with_source(ledger_dir: Path | str, sql: str) -> tuple[pa.Table, Source]:
+    check_read_only(sql)
+    with connect(ledger_dir) as (con, source):
+        return run(con, sql), source

@@ -1,0 +1,409 @@
+"""``curate``: a judge-labelled corpus from run directories or from the log (the I/O side).
+
+RUBRIC_MIGRATION.md, "Building a corpus". Two doors, one rule: run directories are read
+through the project's one importer (``plan_bundle``: bounded YAML, shape checks, the
+bundle → events mapping ``ingest`` uses), the log is read as events, and either way each
+trial reaches :mod:`replay.curation` as :class:`~replay.trial_inputs.TrialInputs` — the
+reading ``retrace`` uses — and its files are rendered by
+:func:`ledger.sources.export_bundle.bundle_files`. That is why curating runs, ingesting
+them and curating the same criterion ``--from-ledger`` writes the same bytes.
+
+The destination rules are the reference's: ``--into`` may not nest with a source (nor
+with the ledger), must be a directory, and is either empty, absent, or a corpus rewritten
+whole with ``replace`` — a corpus is never a half-refresh. The corpus is built beside the
+destination and renamed into place, so an interrupted curation leaves the old corpus or
+the new one, never a mixture. A dry run classifies and reports and writes nothing.
+
+Every written curation appends one ``corpus.curated`` event (stream
+``curation/<criterion>``) naming what was admitted and rejected and the SHA-256 of the
+written ``corpus.yaml``, so what a migration was measured over is itself in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ledger.analytics import sql as analytics
+from ledger.engines.trials import group_trials
+from ledger.log.store import open_ledger
+from ledger.sources.detect import discover_bundles
+from ledger.sources.export_bundle import ExportError, bundle_files
+from ledger.sources.files import InputError
+from ledger.sources.in_memory import as_stored, plan_bundle
+from ledger.sources.shape import BundleError
+from ledger.sources.tolokaforge import in_run_layout
+from replay.curation import Candidate, Curation, CurationError, curate, recorded_location
+from replay.trial_inputs import TrialInputsError, trial_inputs
+from schemas.canonical import canonical_json
+from schemas.curation import MANIFEST_FILE, CorpusCurated
+from schemas.envelope import NewEvent, StoredEvent
+
+try:
+    _ManifestDumper: type = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - libyaml missing
+    _ManifestDumper = yaml.SafeDumper
+
+__all__ = ["CurateResult", "CurationError", "curate_from_ledger", "curate_from_runs"]
+
+EVENT_TYPE = "corpus.curated"
+# what the rule and the renderer read; timeline events are derived and not needed here
+_TRIAL_TYPES = (
+    "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "grade.recorded",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CurateResult:
+    """What one curation classified, wrote and appended; ``report()`` is ``--json``."""
+
+    curation: Curation
+    into: Path
+    origin: str  # "runs" | "ledger"
+    sources: tuple[str, ...]
+    where: str | None
+    dry_run: bool
+    written: bool
+    manifest_bytes: bytes
+    streams: Mapping[str, str] = field(default_factory=dict)  # candidate label -> trial stream
+    event: Mapping[str, Any] | None = None
+
+    @property
+    def manifest_digest(self) -> str:
+        return hashlib.sha256(self.manifest_bytes).hexdigest()
+
+    @property
+    def admitted_nothing(self) -> bool:
+        return not self.curation.admitted
+
+    def report(self) -> dict[str, Any]:
+        m = self.curation.manifest
+        return {
+            "criterion": m.criterion,
+            "into": str(self.into),
+            "origin": self.origin,
+            "sources": list(self.sources),
+            "where": self.where,
+            "dry_run": self.dry_run,
+            "written": self.written,
+            "admitted": [e.model_dump(mode="json") for e in m.bundles],
+            "rejected": [r.model_dump(mode="json") for r in m.excluded],
+            "manifest": m.document(),
+            "manifest_digest": self.manifest_digest,
+            "event": dict(self.event) if self.event else None,
+            "exit_code": 1 if self.admitted_nothing else 0,
+        }
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def now_utc() -> str:
+    """The curation time as the reference writes ``curated_at``: ISO-8601, UTC, ``Z``."""
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def render_manifest(document: Mapping[str, Any]) -> bytes:
+    # The reference writes corpus.yaml with yaml.safe_dump(..., sort_keys=False); the same
+    # emitter settings give the same bytes for the same manifest (pinned by a test against
+    # a manifest the reference wrote).
+    return yaml.dump(dict(document), Dumper=_ManifestDumper, sort_keys=False).encode("utf-8")
+
+
+def _nests(one: Path, other: Path) -> bool:
+    a, b = one.resolve(), other.resolve()
+    return a == b or a in b.parents or b in a.parents
+
+
+def check_destination(into: Path, *, replace: bool, nests_with: Iterable[tuple[str, Path]]) -> None:
+    """Refuse a ``--into`` this command may not write (RUBRIC_MIGRATION.md, ``--replace``)."""
+    for flag, path in nests_with:
+        if _nests(into, path):
+            raise CurationError(
+                f"--into {into} and {flag} {path} nest, and --replace rewrites the whole "
+                "destination; curate into a directory outside every source and the ledger"
+            )
+    if not into.exists():
+        return
+    if not into.is_dir():
+        raise CurationError(f"--into {into} is a file; name a directory for the corpus")
+    if not (into / MANIFEST_FILE).exists():
+        if any(into.iterdir()):
+            raise CurationError(
+                f"--into {into} is not empty and holds no {MANIFEST_FILE}, so it is not a "
+                "corpus this command wrote; curate into a new or empty directory"
+            )
+        return
+    if not replace:
+        raise CurationError(
+            f"--into {into} already holds {MANIFEST_FILE}; pass --replace to rewrite the "
+            "whole corpus (a corpus is never a half-refresh), or choose another --into"
+        )
+
+
+def _write(into: Path, files: Mapping[str, Mapping[str, bytes]], manifest: bytes) -> None:
+    """Build the corpus beside ``into`` and rename it into place (old corpus removed last)."""
+    into.parent.mkdir(parents=True, exist_ok=True)
+    fresh = into.parent / f".{into.name}.curating-{os.getpid()}"
+    old = into.parent / f".{into.name}.replaced-{os.getpid()}"
+    for stale in (fresh, old):
+        if stale.exists():
+            shutil.rmtree(stale)
+    fresh.mkdir()
+    try:
+        for directory, bundle in files.items():
+            (fresh / directory).mkdir()
+            for name, data in bundle.items():
+                (fresh / directory / name).write_bytes(data)
+        (fresh / MANIFEST_FILE).write_bytes(manifest)
+        if into.exists():
+            into.rename(old)
+        fresh.rename(into)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        if old.exists() and not into.exists():
+            old.rename(into)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _event(result: CurateResult, log_size: int | None) -> NewEvent:
+    m = result.curation.manifest
+    admitted = [
+        {"directory": e.directory, "trial": result.streams.get(c.label), "met": e.met}
+        for c, e in result.curation.admitted
+    ]
+    rejected = [
+        {"trial": result.streams.get(c.label), **r.model_dump(mode="json")}
+        for c, r in result.curation.rejected
+    ]
+    payload = CorpusCurated(
+        criterion=m.criterion,
+        into=str(result.into),
+        origin=result.origin,
+        sources=list(result.sources),
+        where=result.where,
+        log_size=log_size,
+        curated_at=m.curated_at,
+        admitted=admitted,
+        rejected=rejected,
+        manifest_digest=result.manifest_digest,
+    ).model_dump(mode="json")
+    stream = f"curation/{m.criterion.replace('%', '%25').replace('/', '%2F')}"
+    event_id = hashlib.sha256(canonical_json([stream, EVENT_TYPE, payload])).hexdigest()[:32]
+    return NewEvent(stream, EVENT_TYPE, payload, event_id=event_id)
+
+
+def _finish(
+    result: CurateResult,
+    events: Mapping[str, Sequence[StoredEvent]],
+    *,
+    ledger_dir: Path,
+    create_ledger: bool,
+    log_size: int | None,
+) -> CurateResult:
+    """Render, write and record — unless dry or nothing was admitted (then nothing at all)."""
+    files: dict[str, dict[str, bytes]] = {}
+    for candidate, entry in result.curation.admitted:
+        try:
+            files[entry.directory] = bundle_files(events[candidate.label])
+        except ExportError as exc:
+            raise CurationError(f"{candidate.label}: {exc}") from None
+    if result.dry_run or result.admitted_nothing:
+        return result
+    _write(result.into, files, result.manifest_bytes)
+    event = _event(result, log_size)
+    with open_ledger(ledger_dir, create=create_ledger) as lg:
+        done = lg.append([event])
+    recorded = {"stream": event.stream, "event_id": event.event_id, "seq": done.seqs[0]}
+    return dataclasses.replace(result, written=True, event=recorded)
+
+
+def _result(
+    curation: Curation,
+    *,
+    into: Path,
+    origin: str,
+    sources: Sequence[str],
+    where: str | None,
+    dry_run: bool,
+    streams: Mapping[str, str],
+) -> CurateResult:
+    return CurateResult(
+        curation=curation,
+        into=into,
+        origin=origin,
+        sources=tuple(sources),
+        where=where,
+        dry_run=dry_run,
+        written=False,
+        manifest_bytes=render_manifest(curation.manifest.document()),
+        streams=streams,
+    )
+
+
+# --------------------------------------------------------------------------- from runs
+
+
+def _corpus_name(bundle: Path) -> str:
+    # the corpus name ingest gives a run directory's bundles: the run directory's name
+    resolved = bundle.resolve()
+    return resolved.parent.parent.parent.name if in_run_layout(resolved) else resolved.parent.name
+
+
+def _discovered(sources: Sequence[Path]) -> list[Path]:
+    # overlapping sources (a run and one bundle inside it) discover a bundle once
+    seen: set[Path] = set()
+    out: list[Path] = []
+    for source in sources:
+        if not source.is_dir():
+            raise CurationError(f"--source {source} is not a directory; name a run or bundle dir")
+        for bundle in discover_bundles(source):
+            if bundle.resolve() not in seen:
+                seen.add(bundle.resolve())
+                out.append(bundle)
+    return out
+
+
+def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
+    label = str(bundle)
+    try:
+        plan = plan_bundle(bundle, label, _corpus_name(bundle))
+        events = as_stored(plan.events)
+        inputs = trial_inputs(events)
+    except (BundleError, InputError, TrialInputsError) as exc:
+        raise CurationError(f"{label} cannot be read as a recorded trial: {exc}") from None
+    return Candidate(inputs, label, frozenset({str(bundle.resolve())})), events
+
+
+def curate_from_runs(
+    sources: Sequence[Path],
+    *,
+    criterion: str,
+    into: Path,
+    exclusions: Mapping[str, str] | None = None,
+    replace: bool = False,
+    dry_run: bool = False,
+    ledger_dir: Path,
+) -> CurateResult:
+    """Curate the trials under run directories or bundle directories.
+
+    ``exclusions`` maps a bundle directory (any spelling of its path) to the author's
+    reason. Appends ``corpus.curated`` to the ledger at ``ledger_dir`` (created if absent,
+    as ``ingest`` does) when a corpus is written.
+
+    >>> curate_from_runs([Path("results/run-a")], criterion="checked_duplicates_first",
+    ...                  into=Path("corpora/x/met"), ledger_dir=Path(".vledger"))
+    """
+    sources = [Path(s) for s in sources]
+    check_destination(
+        into,
+        replace=replace,
+        nests_with=[*(("--source", s) for s in sources), ("--ledger", ledger_dir)],
+    )
+    excluded = {str(Path(k).resolve()): v for k, v in (exclusions or {}).items()}
+    candidates: list[Candidate] = []
+    events: dict[str, list[StoredEvent]] = {}
+    for bundle in _discovered(sources):
+        candidate, evs = _read_run_bundle(bundle)
+        candidates.append(candidate)
+        events[candidate.label] = evs
+    curation = curate(candidates, criterion=criterion, curated_at=now_utc(), exclusions=excluded)
+    streams = {c.label: c.inputs.stream for c in candidates}
+    result = _result(
+        curation,
+        into=into,
+        origin="runs",
+        sources=[str(s) for s in sources],
+        where=None,
+        dry_run=dry_run,
+        streams=streams,
+    )
+    return _finish(result, events, ledger_dir=ledger_dir, create_ledger=True, log_size=None)
+
+
+# --------------------------------------------------------------------------- from the log
+
+
+def selected_trials(ledger_dir: Path, where: str | None) -> frozenset[str] | None:
+    """The trial streams the ``--where`` predicate selects over the ``trials`` view."""
+    if where is None:
+        return None
+    sql = f"SELECT trial FROM trials WHERE ({where})"
+    try:
+        table = analytics.query(ledger_dir, sql)
+    except analytics.SqlRefused as exc:
+        raise CurationError(
+            f"--where {where!r}: {exc}; write a predicate over the trials view, e.g. "
+            "\"corpus = 'run-a' AND task_id = 'notes_add_note'\""
+        ) from None
+    except analytics.SqlQueryError as exc:
+        raise CurationError(
+            f"--where {where!r} is not a predicate over the trials view: {exc}; "
+            "e.g. \"corpus = 'run-a'\""
+        ) from None
+    return frozenset(table.column("trial").to_pylist())
+
+
+def _ledger_candidate(stream: str, evs: Sequence[StoredEvent]) -> Candidate:
+    try:
+        inputs = trial_inputs(evs)
+    except TrialInputsError as exc:
+        raise CurationError(f"{stream} cannot be read as a recorded trial: {exc}") from None
+    keys = {stream, recorded_location(inputs).source}
+    return Candidate(inputs, stream, frozenset(keys))
+
+
+def curate_from_ledger(
+    ledger_dir: Path,
+    *,
+    criterion: str,
+    into: Path,
+    where: str | None = None,
+    exclusions: Mapping[str, str] | None = None,
+    replace: bool = False,
+    dry_run: bool = False,
+) -> CurateResult:
+    """Curate trials already ingested: the bundles are rebuilt from their events.
+
+    ``where`` is an SQL predicate over the ``trials`` view; ``exclusions`` maps a trial
+    stream or its recorded source path (``<run-id>/trials/<task-id>/<index>``) to a reason.
+
+    >>> curate_from_ledger(Path(".vledger"), criterion="checked_duplicates_first",
+    ...                    into=Path("corpora/x/met"), where="corpus = 'run-a'")
+    """
+    check_destination(into, replace=replace, nests_with=[("--ledger", ledger_dir)])
+    selected = selected_trials(ledger_dir, where)
+    with open_ledger(ledger_dir) as lg:
+        size = lg.size()
+        read = lg.read(stream_prefix="trial/", types=_TRIAL_TYPES, to_seq=size - 1)
+        groups = group_trials(read, streams=selected)
+    candidates = [_ledger_candidate(stream, evs) for stream, evs in groups.items()]
+    if not candidates:
+        raise CurationError(
+            f"no trial in the ledger at {ledger_dir}"
+            + (f" matches --where {where!r}" if where else "")
+            + "; ingest the runs first (`vledger ingest RUN_DIR`) or curate with --source"
+        )
+    curation = curate(
+        candidates, criterion=criterion, curated_at=now_utc(), exclusions=exclusions or {}
+    )
+    result = _result(
+        curation,
+        into=into,
+        origin="ledger",
+        sources=[],
+        where=where,
+        dry_run=dry_run,
+        streams={c.label: c.label for c in candidates},
+    )
+    return _finish(result, groups, ledger_dir=ledger_dir, create_ledger=False, log_size=size)

@@ -1,0 +1,139 @@
+"""``vledger export --parquet DIR``: the sealed segments plus their manifest, for other engines.
+
+The export is the ledger's own segment files, copied byte for byte after each is verified
+against the manifest (row count, seq range, Merkle root: a corrupted segment is never
+shipped), and ``_manifest.json`` beside them. The files are plain Parquet in the envelope's
+``ARROW_SCHEMA`` (``seq``, ``stream``, ``stream_version``, ``event_id``, ``type``,
+``schema_version``, ``recorded_at``, ``payload`` — canonical JSON bytes — and
+``leaf_hash``), readable without conversion by DuckDB (``read_parquet('DIR/*.parquet')``),
+``pyarrow.dataset``, Spark, DataFusion or Daft; the manifest ties each file to its seq
+range, its own root and the log root at its end. The manifest is written as
+``_manifest.json`` (the ledger's ``segments/manifest.json``, same content): dataset readers
+skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.
+
+The export never changes the ledger unless asked: events not yet sealed (the tail) are
+written as one more Parquet file, ``seg-<first>-<last>-tail.parquet`` in the same schema, so
+DIR still holds the whole log, and the trial streams stay open for more events. Sealing
+is a decision with a consequence (a sealed trial stream takes no more events,
+``ledger.log.segments``), so ``seal=True`` (``vledger export --seal``) seals the tail first,
+as ``vledger seal`` would; ``tail=False`` exports the sealed segments only.
+
+Example::
+
+    with open_ledger(".vledger") as lg:
+        res = export_parquet(lg, Path("out"))
+    duckdb.sql("SELECT type, count(*) FROM read_parquet('out/*.parquet') GROUP BY type")
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ledger.analytics.views_sql import write_views_sql
+from ledger.app.outputs import check_output_path
+from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.log.segments import load_manifest, segment_dir
+
+# Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
+EXPORT_MANIFEST = "_manifest.json"
+
+
+class ExportError(Exception):
+    """An export that cannot be written: a non-empty target, a segment failing its check."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    directory: Path
+    segments: int
+    rows: int
+    sealed_upto: int
+    unsealed: int  # events after the last segment, not exported
+    tail_file: str | None = None  # the unsealed events, written beside the segments
+    tail_rows: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "segments": self.segments,
+            "rows": self.rows,
+            "sealed_upto": self.sealed_upto,
+            "tail": {"file": self.tail_file, "rows": self.tail_rows} if self.tail_file else None,
+            "unsealed_not_exported": self.unsealed,
+        }
+
+
+def export_parquet(
+    lg: Any,
+    out: Path,
+    *,
+    seal: bool = False,
+    tail: bool = True,
+    max_rows: int | None = None,
+    max_bytes: int | None = None,
+) -> ExportResult:
+    """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new),
+    plus (``tail``) the unsealed events as one Parquet file; ``seal`` seals the tail first."""
+    out = Path(out)
+    check_output_path(out, Path(lg.path) if hasattr(lg, "path") else None, what="export directory")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(
+            f"{out}: exists and is not an empty directory; export into a new or empty one "
+            "(a reader globbing DIR/*.parquet must see only this ledger's segments)"
+        )
+    if not hasattr(lg, "seal"):
+        raise ExportError(f"{lg.path}: an in-memory log has no segments to export")
+    if seal:
+        lg.seal(max_rows, max_bytes)
+    src = segment_dir(Path(lg.path))
+    manifest = load_manifest(Path(lg.path))
+    out.mkdir(parents=True, exist_ok=True)
+    rows = 0
+    for info in manifest.segments:
+        try:
+            read_verified(src, info)
+        except SegmentFailure as exc:
+            raise ExportError(f"{exc}; nothing more was exported (run `vledger verify`)") from None
+        shutil.copyfile(src / info.file, out / info.file)
+        rows += info.rows
+    # the manifest as the reader of this export needs it (also when nothing is sealed yet)
+    (out / EXPORT_MANIFEST).write_bytes(manifest.model_dump_json(indent=2).encode())
+    size = lg.size()
+    tail_file = None
+    if tail and size > manifest.sealed_upto:
+        tail_file = tail_name(manifest.sealed_upto, size - 1)
+        pq.write_table(
+            lg.read_arrow(from_seq=manifest.sealed_upto, to_seq=size - 1), out / tail_file
+        )
+    write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
+    _fsync_dir(out)
+    tail_rows = size - manifest.sealed_upto if tail_file else 0
+    return ExportResult(
+        out,
+        len(manifest.segments),
+        rows + tail_rows,
+        manifest.sealed_upto,
+        size - manifest.sealed_upto - tail_rows,
+        tail_file,
+        tail_rows,
+    )
+
+
+def tail_name(first_seq: int, last_seq: int) -> str:
+    """The tail's file name: the segments' pattern (``seg-*.parquet``, which ``_views.sql``
+    and readers glob) marked ``-tail``, as it is not a sealed, manifest-listed segment."""
+    return f"seg-{first_seq}-{last_seq}-tail.parquet"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,429 @@
+"""Receipt verification at the file/ledger seam.
+
+* verdict-core run directories: read ``receipt.json``, ``events.jsonl``, ``graph.json``
+  and ``review.json`` and hand their bytes to the pure verifier in
+  ``replay.vcore_receipt`` (FORMAT.md § 7).
+* our own receipts: a ``replay.completed`` / ``reconcile.completed`` (or
+  ``receipt.issued``) event carries ``{checkpoint: {size, root}, config_digest,
+  outputs_digest}`` (at the top level or under ``receipt``). Verifying one checks that
+  the receipt event is included in the current log (RFC 9162 § 2.1.3), that the
+  checkpoint it read is consistent with the current log (§ 2.1.4), and, with
+  ``recompute``, that re-running the projection gives the same outputs digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ledger.errors import LedgerError, ProofError
+from ledger.log import merkle
+from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
+from ledger.log.verify import EXTRA_CHECKS, Problem
+from ledger.sources.files import InputError, present, read_input
+from ledger.sources.verdict_core import MAX_JSON_BYTES, reassemble_events_file
+from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
+from schemas.envelope import StoredEvent, leaf_hash
+
+
+def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
+    """(bytes, None) when readable, (None, None) when absent, (None, error) otherwise.
+
+    Through the one confined, bounded reader: a run file that is a link out of the run
+    directory, a device (``receipt.json -> /dev/zero``) or over the size limit is an
+    error naming the file, never read."""
+    if not present(path):
+        return None, None
+    try:
+        return read_input(
+            path,
+            max_bytes=MAX_JSON_BYTES,
+            name=path.name,
+            root=path.parent,
+            what="the run directory",
+        ), None
+    except InputError as exc:
+        return None, exc.problem
+
+
+def read_run_dir(run_dir: Path) -> RunFiles:
+    """The files of a verdict-core run directory, as the verifier needs them."""
+    run_dir = Path(run_dir)
+    receipt, receipt_err = _read_optional(run_dir / "receipt.json")
+    # An unreadable events.jsonl reads as missing (§ 7 step 4): there is nothing to hash.
+    events, _ = _read_optional(run_dir / "events.jsonl")
+    graph_path = run_dir / "graph.json"
+    graph, graph_err = _read_optional(graph_path)
+    if graph is None:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
+        why = graph_err or str(FileNotFoundError(2, "No such file or directory", str(graph_path)))
+        graph_err = f"cannot read graph.json: {why}"
+    review, review_err = _read_optional(run_dir / "review.json")
+    return RunFiles(
+        name=run_dir.resolve().name,
+        receipt=receipt,
+        events=events,
+        graph=graph,
+        graph_error=graph_err,
+        review=review,
+        review_error=None if review_err is None else f"cannot read review.json: {review_err}",
+        receipt_error=receipt_err,
+        events_label=str(run_dir / "events.jsonl"),
+    )
+
+
+# What a verdict-core receipt.json that verifies does and does not show (`receipt verify`
+# prints it in text and JSON): it carries no signature, so it binds files, not authors.
+RUN_RECEIPT_TRUST: dict[str, object] = {
+    "signed": False,
+    "proves": (
+        "events.jsonl and graph.json are exactly the files receipt.json describes: "
+        "they were not changed after the receipt was written"
+    ),
+    "does_not_prove": (
+        "who wrote the run or the receipt: receipt.json is unsigned, so whoever edits "
+        "events.jsonl and recomputes receipt.json gets a receipt that verifies"
+    ),
+    "detects_later_edits": (
+        "once the run is ingested, `vledger verify` re-verifies it against the ledger's "
+        "copy, so edits made after ingest are caught there"
+    ),
+}
+
+# A ledger receipt (replay / reconcile) is an event of the log: as trustworthy as the log.
+LEDGER_RECEIPT_TRUST: dict[str, object] = {
+    "signed": False,
+    "proves": (
+        "the receipt event is in the current log and the checkpoint it read is a prefix of it"
+    ),
+    "does_not_prove": (
+        "that the log itself is genuine: the receipt carries no signature of its own; "
+        "`vledger verify --pub KEY --checkpoint FILE` ties the log to a key and an outside "
+        "checkpoint"
+    ),
+}
+
+
+def trust_lines(trust: dict[str, object]) -> list[str]:
+    """The trust note as text lines (the same facts the JSON carries)."""
+    return [
+        "unsigned: this receipt carries no signature",
+        f"  proves: {trust['proves']}",
+        f"  does not prove: {trust['does_not_prove']}",
+        *([f"  later edits: {trust['detects_later_edits']}"] if "detects_later_edits" in trust else []),
+    ]
+
+
+def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
+    """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
+    return check_run_dir(run_dir, strict).problems
+
+
+def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
+    """The problems, each differing leaf (path, both values) and the rebuilt receipt."""
+    return check_run_files(read_run_dir(Path(run_dir)), strict=strict)
+
+
+# ------------------------------------------------- ingested verdict-core runs (verify)
+
+RUN_PREFIX = "run/"
+
+
+def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
+    """A run directory as ``vledger ingest`` recorded it in ``stream``: the exact
+    events.jsonl bytes are reassembled from the ``run.event`` lines and the layout kept
+    on ``receipt.issued``. ``None`` when the run was ingested without a receipt."""
+    run_events: list[dict[str, Any]] = []
+    issued: dict[str, Any] | None = None
+    for ev in lg.read(stream=stream):
+        if ev.type == "run.event":
+            run_events.append(ev.data())
+        elif ev.type == "receipt.issued":
+            data = ev.data()
+            if isinstance(data.get("events_file"), dict) and "receipt_raw" in data:
+                issued = data
+    if issued is None:
+        return None
+    try:
+        events: bytes | None = reassemble_events_file(run_events, issued["events_file"])
+    except (KeyError, TypeError, ValueError):
+        events = None  # reported by the verifier as ``missing events.jsonl``
+    graph, review = issued.get("graph"), issued.get("review")
+    return RunFiles(
+        name=str(issued.get("run_dir") or stream[len(RUN_PREFIX) :]),
+        receipt=str(issued["receipt_raw"]).encode(),
+        events=events,
+        # graph_digest binds graph.json's canonical content, not its bytes (FORMAT.md § 3)
+        graph=None if graph is None else orjson.dumps(graph),
+        graph_error="cannot read graph.json: not present when the run was ingested"
+        if graph is None
+        else None,
+        review=None if review is None else orjson.dumps(review),
+        events_label=f"{stream}/events.jsonl",
+    )
+
+
+def verify_ingested_runs(lg: Any) -> list[Problem]:
+    """``vledger verify`` hook: every ingested verdict-core run re-verifies from the log."""
+    problems: list[Problem] = []
+    for stream in lg.streams(prefix=RUN_PREFIX):
+        files = ingested_run_files(lg, stream)
+        if files is not None:
+            problems.extend(Problem(stream, p) for p in verify_run_files(files))
+    return problems
+
+
+if verify_ingested_runs not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_ingested_runs)
+
+
+# ------------------------------------------------------------- our own receipts (ledger)
+
+RECEIPT_TYPES = ("replay.completed", "reconcile.completed", "receipt.issued")
+
+# Projections register how to recompute their outputs digest from the ledger, keyed by
+# the receipt event type: ``fn(ledger, receipt_event) -> "sha256:…"``. Kept as a
+# registry so ledger/app/receipts.py never imports the projections that write receipts.
+Recompute = Callable[[Any, StoredEvent], str]
+RECOMPUTERS: dict[str, Recompute] = {}
+
+
+def register_recompute(event_type: str, fn: Recompute) -> None:
+    RECOMPUTERS[event_type] = fn
+
+
+class ReceiptNotFound(LedgerError):
+    def __init__(self, ident: str) -> None:
+        self.ident = ident
+        super().__init__(
+            f"no receipt event with seq or event_id {ident!r}; receipts are the "
+            f"{', '.join(RECEIPT_TYPES)} events (see `vledger sql 'select * from receipts'`)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerReceipt:
+    event: StoredEvent
+    size: int
+    root: bytes
+    config_digest: str | None
+    outputs_digest: str | None
+
+
+@dataclass
+class ReceiptCheck:
+    receipt: LedgerReceipt | None
+    problems: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def find_receipt_event(lg: Any, ident: str) -> StoredEvent:
+    """The receipt event named by its seq (decimal) or its event_id."""
+    if ident.isdigit():
+        seq = int(ident)
+        found = list(lg.read(from_seq=seq, to_seq=seq)) if seq < lg.size() else []
+    else:
+        found = [ev for ev in lg.read(types=list(RECEIPT_TYPES)) if ev.event_id == ident]
+    if not found or found[0].type not in RECEIPT_TYPES:
+        raise ReceiptNotFound(ident)
+    return found[0]
+
+
+def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
+    """Read ``{checkpoint: {size, root}, …}`` from a receipt event's payload."""
+    data = ev.data()
+    body = data.get("receipt") if isinstance(data.get("receipt"), dict) else data
+    cp = body.get("checkpoint") if isinstance(body, dict) else None
+    where = f"{ev.type} at seq {ev.seq}"
+    if (
+        not isinstance(cp, dict)
+        or not isinstance(cp.get("size"), int)
+        or not isinstance(cp.get("root"), str)
+    ):
+        raise ValueError(
+            f"{where} carries no checkpoint receipt: want "
+            "{'checkpoint': {'size': int, 'root': hex}, 'config_digest', 'outputs_digest'}"
+        )
+    try:
+        root = bytes.fromhex(cp["root"])
+    except ValueError:
+        raise ValueError(f"{where}: checkpoint.root {cp['root']!r} is not hex") from None
+    return LedgerReceipt(
+        event=ev,
+        size=cp["size"],
+        root=root,
+        config_digest=body.get("config_digest") or body.get("inputs_digest"),
+        outputs_digest=body.get("outputs_digest"),
+    )
+
+
+def verify_ledger_receipt(
+    lg: Any, ident: str, recompute: bool = False, pub: Verifier | None = None
+) -> ReceiptCheck:
+    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute.
+
+    When the ledger holds signed checkpoint notes, the receipt's checkpoint is also
+    compared with the note of the same size, and the receipt event is proved included
+    in the latest note covering it (signatures checked when ``pub`` is given).
+    """
+    ev = find_receipt_event(lg, ident)
+    size = lg.size()
+    if ev.type == "receipt.issued" and isinstance(ev.data().get("events_file"), dict):
+        return _check_ingested_run(lg, ev, size)
+    try:
+        rc = parse_ledger_receipt(ev)
+    except ValueError as exc:
+        return ReceiptCheck(None, [str(exc)])
+    check = ReceiptCheck(rc)
+    _check_inclusion(lg, ev, size, check)
+    _check_checkpoint(lg, rc, size, check)
+    _check_signed_notes(lg, rc, check, pub)
+    if recompute:
+        _check_recompute(lg, rc, check)
+    return check
+
+
+def _check_ingested_run(lg: Any, ev: StoredEvent, size: int) -> ReceiptCheck:
+    """An imported verdict-core receipt: its event is in the log, and the run it
+    describes re-verifies from the log alone (FORMAT.md § 7)."""
+    check = ReceiptCheck(None)
+    _check_inclusion(lg, ev, size, check)
+    files = ingested_run_files(lg, ev.stream)
+    problems = verify_run_files(files) if files is not None else ["missing receipt.json"]
+    check.problems.extend(problems)
+    if not problems:
+        check.checked.append(f"verdict-core run {ev.stream} rebuilds to its stored receipt")
+    return check
+
+
+def _check_inclusion(lg: Any, ev: StoredEvent, size: int, check: ReceiptCheck) -> None:
+    leaf = leaf_hash(ev.entry())
+    if leaf != ev.leaf_hash:
+        check.problems.append(
+            f"receipt event seq {ev.seq}: stored leaf hash does not match its content"
+        )
+        return
+    try:
+        merkle.check_inclusion(ev.seq, size, leaf, lg.prove_inclusion(ev.seq, size), lg.root(size))
+    except ProofError as exc:
+        check.problems.append(
+            f"receipt event seq {ev.seq} is not included in the log of {size} events: {exc}"
+        )
+        return
+    check.checked.append(f"receipt event seq {ev.seq} is included in the log of {size} events")
+
+
+def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck) -> None:
+    seq = rc.event.seq
+    if rc.size > seq:
+        check.problems.append(
+            f"checkpoint size {rc.size} includes the receipt event itself (seq {seq}); "
+            "a receipt binds the log as it stood before it was written"
+        )
+        return
+    try:
+        if rc.size == 0:
+            if rc.root != merkle.EMPTY_ROOT:
+                raise ProofError("a size-0 checkpoint must carry the empty-tree root")
+        else:
+            proof = lg.prove_consistency(rc.size, size)
+            merkle.check_consistency(rc.size, size, rc.root, lg.root(size), proof)
+    except ProofError as exc:
+        check.problems.append(
+            f"checkpoint (size {rc.size}, root {rc.root.hex()}) is not consistent with the "
+            f"current log ({size} events): {exc}"
+        )
+        return
+    check.checked.append(
+        f"checkpoint size {rc.size} is consistent with the current log ({size} events)"
+    )
+
+
+def _signed_notes(lg: Any, pub: Verifier | None) -> list[tuple[Path, Any, str]]:
+    """(file, checkpoint body, how it was checked) for each stored note that parses and,
+    with ``pub``, carries a valid signature by it; bad notes are left to ``verify``."""
+    out = []
+    for path, note in lg.checkpoints():
+        try:
+            if pub is not None:
+                open_note(note, [pub])
+            cp = parse_checkpoint(note_text(note))
+        except NoteError:
+            continue
+        out.append((path, cp, "signature checked" if pub is not None else "signature not checked"))
+    return out
+
+
+def _check_signed_notes(
+    lg: Any, rc: LedgerReceipt, check: ReceiptCheck, pub: Verifier | None
+) -> None:
+    notes = _signed_notes(lg, pub)
+    for path, cp, how in notes:
+        if cp.size == rc.size:
+            if cp.root != rc.root:
+                check.problems.append(
+                    f"checkpoint size {rc.size}: root {rc.root.hex()} differs from the signed "
+                    f"note {path.name} ({cp.root.hex()})"
+                )
+            else:
+                check.checked.append(f"checkpoint matches the signed note {path.name} ({how})")
+    covering = [n for n in notes if n[1].size > rc.event.seq]
+    if not covering:
+        return
+    path, cp, how = covering[-1]
+    leaf = leaf_hash(rc.event.entry())
+    try:
+        proof = lg.prove_inclusion(rc.event.seq, cp.size)
+        merkle.check_inclusion(rc.event.seq, cp.size, leaf, proof, cp.root)
+    except ProofError as exc:
+        check.problems.append(
+            f"receipt event seq {rc.event.seq} is not included in {path.name}: {exc}"
+        )
+        return
+    check.checked.append(
+        f"receipt event seq {rc.event.seq} is included in the signed note {path.name} ({how})"
+    )
+
+
+def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
+    fn = RECOMPUTERS.get(rc.event.type)
+    if fn is None:
+        check.problems.append(
+            f"cannot recompute: no projection registered for {rc.event.type} "
+            f"(registered: {sorted(RECOMPUTERS) or 'none'})"
+        )
+        return
+    got = fn(lg, rc.event)
+    if got != rc.outputs_digest:
+        check.problems.append(
+            f"outputs_digest mismatch: recorded {rc.outputs_digest}, recomputed {got}"
+        )
+    else:
+        check.checked.append(f"outputs_digest recomputed: {got}")
+
+
+# ------------------------------------------------------- verify hook: projection receipts
+
+PROJECTION_RECEIPTS = ("replay.completed", "reconcile.completed")
+
+
+def verify_projection_receipts(lg: Any) -> list[Problem]:
+    """``vledger verify`` hook: every replay / reconcile receipt is included in the log and
+    its checkpoint is consistent with the current tree (recomputing the outputs is
+    ``vledger receipt verify ID --recompute``: it re-runs the projection)."""
+    problems: list[Problem] = []
+    for ev in lg.read(types=list(PROJECTION_RECEIPTS)):
+        check = verify_ledger_receipt(lg, str(ev.seq))
+        problems.extend(Problem(f"{ev.type} at seq {ev.seq}", p) for p in check.problems)
+    return problems
+
+
+if verify_projection_receipts not in EXTRA_CHECKS:
+    EXTRA_CHECKS.append(verify_projection_receipts)

@@ -1,0 +1,65 @@
+"""Signing keys for checkpoints, kept outside the ledger directory.
+
+``vledger keygen --out FILE`` writes the private key in the C2SP/x-mod signer format
+(``PRIVATE+KEY+name+keyid+base64``, mode 0600) to FILE and the verifier key
+(``name+keyid+base64``) to ``FILE.pub``. Whoever holds the ledger directory must not hold
+the key: a key inside the ledger would let anyone who can rewrite the log re-sign it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ledger.app.outputs import check_output_path
+from ledger.errors import LedgerError
+from ledger.log.note import Signer, Verifier, generate_signer, parse_signer_key, parse_verifier_key
+
+DEFAULT_KEY_NAME = "vledger"
+
+
+class KeyFileError(LedgerError):
+    """A key file that cannot be written or read; names the file."""
+
+
+def pub_path(key_file: Path) -> Path:
+    return key_file.with_name(key_file.name + ".pub")
+
+
+def keygen(out: Path, name: str = DEFAULT_KEY_NAME, *, ledger_dir: Path | None = None) -> Verifier:
+    """Write a new Ed25519 signer to ``out`` and its verifier to ``out.pub``; never overwrite,
+    never inside a ledger directory (``ledger_dir`` or any other)."""
+    check_output_path(out, ledger_dir, what="private key")
+    check_output_path(pub_path(out), ledger_dir, what="public key")
+    pub = pub_path(out)
+    for p in (out, pub):
+        if p.exists():
+            raise KeyFileError(
+                f"{str(p)!r} exists; refusing to overwrite a key (choose another --out)"
+            )
+    signer = generate_signer(name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(signer.format() + "\n")
+    verifier = signer.verifier()
+    pub.write_text(verifier.format() + "\n")
+    return verifier
+
+
+def load_signer(path: Path) -> Signer:
+    try:
+        return parse_signer_key(path.read_text())
+    except OSError as exc:
+        raise KeyFileError(f"cannot read key file {str(path)!r}: {exc.strerror}") from None
+
+
+def load_verifier(path: Path) -> Verifier:
+    """A verifier key from ``path`` (a ``.pub`` file; a private key file also works)."""
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise KeyFileError(f"cannot read public key file {str(path)!r}: {exc.strerror}") from None
+    if text.startswith("PRIVATE+KEY+"):
+        return parse_signer_key(text).verifier()
+    return parse_verifier_key(text)

@@ -1,0 +1,204 @@
+"""An in-memory reference store passing the same contract (``tests/store_contract.py``).
+
+Plain lists and dicts, no I/O: a fixture for projection tests and the oracle the DuckDB
+store is checked against in the stateful test. It shares the pure append rules
+(validation, expected versions, idempotence) with :mod:`ledger.log.store`, so the two differ
+only in where rows live.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from ledger.errors import CheckpointError, EventIdConflict, ProofError
+from ledger.log import merkle
+from ledger.log.note import (
+    Checkpoint,
+    Signer,
+    format_checkpoint,
+    note_text,
+    parse_checkpoint,
+    sign_note,
+)
+from ledger.log.store import (
+    AppendResult,
+    Duplicate,
+    _Prepared,
+    check_expected,
+    content_differences,
+    prepare_event,
+)
+from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
+
+
+class MemoryLedger:
+    """The reference store. ``path`` is only a label; nothing is written."""
+
+    def __init__(self, path: Path | str = "memory", origin: str = "vledger.local/memory") -> None:
+        self.path = Path(path)
+        self.origin = origin
+        self._events: list[StoredEvent] = []
+        self._by_id: dict[str, StoredEvent] = {}
+        self._versions: dict[str, int] = {}
+        self._tree = merkle.MemoryHashes()
+        self._notes: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> MemoryLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # appending
+
+    def append(self, events: Iterable[NewEvent]) -> AppendResult:
+        batch = [prepare_event(i, ev) for i, ev in enumerate(events)]
+        if not batch:
+            return AppendResult(None, None, 0, (), ())
+        with self._lock:
+            return self._append(batch)
+
+    def _append(self, batch: list[_Prepared]) -> AppendResult:
+        size = len(self._events)
+        seqs: list[int] = []
+        dups: list[Duplicate] = []
+        new: list[_Prepared] = []
+        seen: dict[str, tuple[_Prepared, int]] = {}
+        for i, p in enumerate(batch):
+            if p.event_id in self._by_id:
+                e = self._by_id[p.event_id]
+                differs = content_differences(p, (e.stream, e.type, e.schema_version, e.payload))
+                if differs:
+                    raise EventIdConflict(p.event_id, e.seq, differs)
+                dups.append(Duplicate(i, p.event_id, e.seq))
+                seqs.append(e.seq)
+            elif p.event_id in seen:
+                first, seq = seen[p.event_id]
+                differs = content_differences(
+                    p, (first.stream, first.type, first.schema_version, first.payload)
+                )
+                if differs:
+                    raise EventIdConflict(p.event_id, None, differs)
+                dups.append(Duplicate(i, p.event_id, seq))
+                seqs.append(seq)
+            else:
+                seen[p.event_id] = (p, size + len(new))
+                seqs.append(size + len(new))
+                new.append(p)
+        for p in new:  # all checks before any change: the batch is atomic
+            check_expected(p.stream, p.expected, self._versions.get(p.stream))
+        now = datetime.now(UTC)
+        for k, p in enumerate(new):
+            seq = size + k
+            version = self._versions.get(p.stream, -1) + 1
+            self._versions[p.stream] = version
+            entry = envelope_bytes(
+                seq, p.stream, version, p.event_id, p.type, p.schema_version, p.payload
+            )
+            leaf = merkle.leaf_hash(entry)
+            ev = StoredEvent(
+                seq, p.stream, version, p.event_id, p.type, p.schema_version, now, p.payload, leaf
+            )
+            self._events.append(ev)
+            self._by_id[p.event_id] = ev
+            self._tree.append(leaf)
+        if not new:
+            return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
+        return AppendResult(size, size + len(new) - 1, len(new), tuple(dups), tuple(seqs))
+
+    # reading
+
+    def size(self) -> int:
+        return len(self._events)
+
+    def stream_version(self, stream: str) -> int | None:
+        return self._versions.get(stream)
+
+    def streams(self, prefix: str | None = None) -> list[str]:
+        return sorted(s for s in self._versions if prefix is None or s.startswith(prefix))
+
+    def read(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> Iterator[StoredEvent]:
+        lo = max(from_seq or 0, 0)
+        hi = len(self._events) - 1 if to_seq is None else to_seq
+        for e in self._events[lo : hi + 1]:
+            if stream is not None and e.stream != stream:
+                continue
+            if stream_prefix is not None and not e.stream.startswith(stream_prefix):
+                continue
+            if type is not None and e.type != type:
+                continue
+            if types is not None and e.type not in types:
+                continue
+            yield e
+
+    def read_arrow(self, **filters: object) -> pa.Table:
+        rows = [
+            {f: getattr(e, f) for f in ARROW_SCHEMA.names}
+            for e in self.read(**filters)  # type: ignore[arg-type]
+        ]
+        return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+    # Merkle tree
+
+    def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
+        return self._tree.read_hashes(indexes)
+
+    def root(self, size: int | None = None) -> bytes:
+        if size is None:
+            return self._tree.root()
+        if not 0 <= size <= self.size():
+            raise ProofError(f"root(size={size}): the log has {self.size()} events")
+        return merkle.tree_hash(size, self._tree)
+
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
+        size = self.size() if size is None else size
+        if size > self.size():
+            raise ProofError(f"prove_inclusion: size {size} exceeds the log's {self.size()} events")
+        return merkle.prove_inclusion(seq, size, self._tree)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
+        new = self.size() if new is None else new
+        if new > self.size():
+            raise ProofError(
+                f"prove_consistency: size {new} exceeds the log's {self.size()} events"
+            )
+        return merkle.prove_consistency(old, new, self._tree)
+
+    # checkpoints
+
+    def checkpoint(self, signer: Signer) -> str:
+        cp = Checkpoint(self.origin, self.size(), self.root())
+        for size, note in self._notes.items():
+            old = parse_checkpoint(note_text(note))
+            if old.size > cp.size or (old.size and self.root(old.size) != old.root):
+                raise CheckpointError(
+                    f"refusing to sign: stored checkpoint of size {size} is not a prefix"
+                )
+        note = sign_note(format_checkpoint(cp), [signer])
+        self._notes[cp.size] = note
+        return note
+
+    def checkpoints(self) -> list[tuple[Path, str]]:
+        return [(Path(f"{s:020d}.note"), self._notes[s]) for s in sorted(self._notes)]
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        if not self._notes:
+            return None
+        return parse_checkpoint(note_text(self._notes[max(self._notes)]))

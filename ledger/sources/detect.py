@@ -1,0 +1,192 @@
+"""What a PATH handed to ``vledger ingest`` is (FORMATS.md § 1, verdict-core FORMAT.md).
+
+Detection looks only at names on disk, never at file contents, so it is cheap and
+predictable; the importers then read and validate the files. The kinds, in the order
+they are tried for a directory:
+
+=================  ============================================================
+``bundle``         directly holds ``trajectory.yaml``
+``verdict_run``    holds ``events.jsonl`` (verdict-core run directory)
+``corpus``         holds ``corpus.yaml`` beside its bundle directories
+``multi_corpus``   every immediate subdirectory that is not hidden holds ``corpus.yaml``
+``pack``           holds ``task.yaml``, ``grading.yaml`` or ``migration.yaml``
+``pack_set``       its immediate subdirectories are packs (and it holds no bundle)
+``run_dir``        holds ``trials/<task_id>/<trial_index>/`` bundles
+``collection``     anything else with bundles, packs or runs somewhere below it
+``inspect_logs``   inspect_ai logs (``*.eval``, timestamped ``*.json``) and none of the above
+=================  ============================================================
+
+A ``.eval`` or ``.json`` file PATH (other than the run files below) is an
+``inspect_log``; its samples are read by ``ledger.sources.inspect_log``.
+
+A file PATH names its directory: ``trajectory.yaml`` → that bundle, ``corpus.yaml`` →
+that corpus, ``events.jsonl``/``receipt.json``/``graph.json`` → that run,
+``task.yaml``/``grading.yaml``/``migration.yaml`` → that pack.
+
+Bundle discovery below a directory is recursive; a subtree under a directory named
+``trace_replay`` or ``replays`` is never discovered (FORMATS.md § 1), nor are hidden
+directories or symlinked ones (a link loop must not make discovery endless; pass the
+link itself as PATH to ingest what it points to).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from ledger.sources.inspect_log import discover_logs, is_log_file
+
+TRAJECTORY = "trajectory.yaml"
+CORPUS_FILE = "corpus.yaml"
+PACK_FILES = ("task.yaml", "grading.yaml", "migration.yaml")
+RUN_FILES = ("events.jsonl", "receipt.json", "graph.json")
+NEVER_DISCOVERED = frozenset({"trace_replay", "replays"})
+
+
+class PathKind(StrEnum):
+    BUNDLE = "bundle"
+    VERDICT_RUN = "verdict_run"
+    CORPUS = "corpus"
+    MULTI_CORPUS = "multi_corpus"
+    PACK = "pack"
+    PACK_SET = "pack_set"
+    RUN_DIR = "run_dir"
+    COLLECTION = "collection"
+    INSPECT_LOG = "inspect_log"  # issue 19: one inspect_ai log file
+    INSPECT_LOGS = "inspect_logs"  # issue 19: a directory of inspect_ai logs
+
+
+class DetectError(ValueError):
+    """PATH is not something ingest can read; names the path and what was looked for."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class Detected:
+    """A PATH and what it is; ``path`` is always the directory the kind describes."""
+
+    kind: PathKind
+    path: Path
+
+
+def _is_dir_with(path: Path, name: str) -> bool:
+    return (path / name).is_file()
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [
+        Path(e.path)
+        for e in entries
+        if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+    ]
+
+
+def is_pack(path: Path) -> bool:
+    return not _is_dir_with(path, TRAJECTORY) and any(_is_dir_with(path, f) for f in PACK_FILES)
+
+
+def detect(path: Path) -> Detected:
+    """Say what ``path`` is, or raise :class:`DetectError` naming what was looked for."""
+    if not path.exists():
+        raise DetectError(path, "no such file or directory")
+    if path.is_file():
+        return _detect_file(path)
+    if _is_dir_with(path, TRAJECTORY):
+        return Detected(PathKind.BUNDLE, path)
+    if _is_dir_with(path, "events.jsonl"):
+        return Detected(PathKind.VERDICT_RUN, path)
+    if _is_dir_with(path, CORPUS_FILE):
+        return Detected(PathKind.CORPUS, path)
+    subs = _subdirs(path)
+    if subs and all(_is_dir_with(s, CORPUS_FILE) for s in subs):
+        return Detected(PathKind.MULTI_CORPUS, path)
+    if is_pack(path):
+        return Detected(PathKind.PACK, path)
+    if subs and all(is_pack(s) for s in subs):
+        return Detected(PathKind.PACK_SET, path)
+    if (path / "trials").is_dir():
+        return Detected(PathKind.RUN_DIR, path)
+    if any(True for _ in discover(path)):
+        return Detected(PathKind.COLLECTION, path)
+    if discover_logs(path):
+        return Detected(PathKind.INSPECT_LOGS, path)
+    raise DetectError(
+        path,
+        "no trial bundle (a directory holding trajectory.yaml), corpus (corpus.yaml), "
+        "task pack (task.yaml / grading.yaml / migration.yaml), verdict-core run "
+        "(events.jsonl) or inspect_ai log (*.eval, *.json) found here",
+    )
+
+
+def _detect_file(path: Path) -> Detected:
+    name = path.name
+    parent = path.parent
+    if name == TRAJECTORY:
+        return Detected(PathKind.BUNDLE, parent)
+    if name == CORPUS_FILE:
+        return Detected(PathKind.CORPUS, parent)
+    if name in RUN_FILES:
+        if not _is_dir_with(parent, "events.jsonl"):
+            raise DetectError(path, "a verdict-core run directory needs events.jsonl beside it")
+        return Detected(PathKind.VERDICT_RUN, parent)
+    if name in PACK_FILES:
+        return Detected(PathKind.PACK, parent)
+    if is_log_file(path) or path.suffix == ".json":
+        return Detected(PathKind.INSPECT_LOG, path)
+    raise DetectError(
+        path,
+        "not a file ingest reads; pass a directory, or one of trajectory.yaml, corpus.yaml, "
+        "task.yaml, grading.yaml, migration.yaml, events.jsonl, receipt.json, graph.json, "
+        "or an inspect_ai log (*.eval, *.json)",
+    )
+
+
+def discover(root: Path):
+    """Yield ``(kind, path)`` for every bundle, pack and verdict-core run under ``root``.
+
+    What a collection holds: the walk does not descend into what it found (a bundle, a
+    pack or a run directory), nor into ``trace_replay`` / ``replays`` subtrees.
+    """
+    if _is_dir_with(root, TRAJECTORY):
+        yield PathKind.BUNDLE, root
+        return
+    if _is_dir_with(root, "events.jsonl"):
+        yield PathKind.VERDICT_RUN, root
+        return
+    if is_pack(root):
+        yield PathKind.PACK, root
+        return
+    for sub in _subdirs(root):
+        if sub.name not in NEVER_DISCOVERED:
+            yield from discover(sub)
+
+
+def discover_bundles(root: Path):
+    """Yield every bundle directory under ``root`` (``root`` included), in sorted order.
+
+    A bundle's own subdirectories are not searched further: a bundle does not nest.
+    """
+    if _is_dir_with(root, TRAJECTORY):
+        yield root
+        return
+    for sub in _subdirs(root):
+        if sub.name in NEVER_DISCOVERED:
+            continue
+        yield from discover_bundles(sub)
+
+
+def discover_packs(root: Path) -> list[Path]:
+    """The packs of a pack set (immediate subdirectories), or ``[root]`` for one pack."""
+    if is_pack(root):
+        return [root]
+    return [s for s in _subdirs(root) if is_pack(s)]

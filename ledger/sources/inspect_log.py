@@ -1,0 +1,494 @@
+"""inspect_ai evaluation logs → trial events (docs/readme/inspect.md).
+
+inspect_ai (the optional ``inspect`` extra) writes one log per task run: a ``.eval`` zip or
+a ``.json`` document holding every sample × epoch. Each sample × epoch becomes one trial
+stream ``trial/<corpus>/<task>/<sample id>_epoch<N>_<eval id>`` holding the same event
+types a Tolokaforge bundle does, so the timeline, trace checks, retrace and the views read
+it unchanged:
+
+* ``trial.registered`` — task, model, epoch (``trial_index`` = epoch − 1), sample id, and the
+  agent's token usage under ``metrics`` in metrics.yaml's key names;
+* ``trial.message`` × messages, ``trial.tool_call`` × the log's tool events (errors and
+  timings from there), ``trial.ended``, then the derived ``timeline.event``s;
+* ``grade.recorded`` — the sample's scores, one component per scorer.
+
+Reading goes through inspect_ai's own ``read_eval_log`` (the only I/O here, and the only
+import of inspect_ai, done lazily so the rest of the ledger never needs the extra); the
+mapping from its objects to payloads is pure.
+
+**Scores are history, not content.** inspect rewrites a log in place when it is re-scored.
+The trial's core events get position-derived ids as a bundle's do (re-import appends
+nothing; a changed transcript is *changed*), but a ``grade.recorded`` is identified by its
+content alone (``SCORES_POSITION``), so a re-scored log adds its new scores beside the old
+ones instead of reading as a changed trial; the latest one is the trial's recorded grade.
+Only the solver phase (events before the ``scorers`` span) feeds the transcript and the
+usage, because re-scoring appends scorer events and must not touch the trial's core.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ledger.sources.shape import BundleError
+from ledger.sources.tolokaforge import PlannedEvent, event_id, to_events, trial_stream
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
+from replay.trial_inputs import message_from_payload, recorded_call_from_payload
+from schemas.canonical import canonical_json
+from schemas.timeline import Role, TimelineInconsistencyError
+
+EXTRA = "inspect"
+INSTALL_HINT = "pip install 'verdict-ledger[inspect]'"
+RECORDER = "inspect_ai"
+# inspect_ai's own rule for what a log file is named (inspect_ai.log._file.log_file_pattern):
+# any ``.eval``; a ``.json`` only under its timestamped name, so a directory's other JSON
+# (a pack's fixtures/tools.json, a run's receipt.json) is never taken for a log.
+_JSON_LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}.*\.json$")
+# The trace-check fields an inspect log does not record. Every tool call inspect logs was
+# requested by the model under evaluation and run by inspect's harness; there is no
+# simulated user with tools of its own, so ``executor`` is written "agent" to satisfy the
+# record's shape, and a constraint reading it is not_measured (it would measure our
+# default, not the log).
+UNRECORDED_FIELDS: tuple[str, ...] = ("executor",)
+# The position a grade.recorded's id is derived with: a name, not a stream position, so the
+# same scores get the same id whenever they are read and new scores a new one.
+SCORES_POSITION = "scores"
+# inspect_ai.scorer's letter values (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers, as
+# its value_to_float reads them.
+_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+# ToolCallError.type -> the record's status vocabulary; any other type is a plain error.
+_ERROR_STATUS = {"timeout": "timeout", "parsing": "invalid_arguments"}
+
+
+class InspectUnavailable(RuntimeError):
+    """inspect_ai is not installed; the message names the extra that provides it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: reading inspect_ai logs needs the optional '{EXTRA}' extra "
+            f"({INSTALL_HINT}); nothing was ingested"
+        )
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def is_log_file(path: Path) -> bool:
+    """A name inspect_ai would list as a log (see ``_JSON_LOG_NAME``)."""
+    return path.suffix == ".eval" or bool(_JSON_LOG_NAME.match(path.name))
+
+
+def discover_logs(root: Path) -> list[Path]:
+    """Every log file under ``root``, sorted; hidden and symlinked directories are skipped."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if not d.startswith(".") and not os.path.islink(os.path.join(dirpath, d))
+        )  # fmt: skip
+        found += [Path(dirpath, f) for f in sorted(filenames) if is_log_file(Path(f))]
+    return found
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_log(path: Path, label: str) -> Any:
+    """The whole log through inspect_ai's ``read_eval_log`` (attachments resolved).
+
+    Raises :class:`InspectUnavailable` without the extra, and :class:`BundleError` naming
+    the file when inspect_ai cannot read it.
+    """
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InspectUnavailable(label) from None
+    try:
+        return read_eval_log(str(path), resolve_attachments=True)
+    except Exception as exc:  # inspect's reader raises many types; each becomes one named error
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise BundleError(
+            label,
+            None,
+            "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
+            f"{type(exc).__name__}: {first}",
+        ) from None
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return (end - start).total_seconds()
+    return None
+
+
+def _text(value: Any) -> str:
+    """A tool result or message content as text: strings as they are, content blocks'
+    text joined, anything else as canonical JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return canonical_json(value).decode()
+    if isinstance(value, list):
+        return "".join(_text(v) for v in value)
+    text = getattr(value, "text", None)
+    if isinstance(text, str):
+        return text
+    dump = getattr(value, "model_dump", None)
+    return canonical_json(dump(mode="json") if dump else str(value)).decode()
+
+
+def _dump(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if dump else value
+
+
+def score_value(value: Any) -> float | None:
+    """One scorer's value as a number, the way inspect's ``value_to_float`` reads it; None
+    for a value that is not one number (a dict or list of values) or is not finite."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def solver_events(events: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The sample's events split at its ``scorers`` span: (solver phase, scoring phase)."""
+    for i, ev in enumerate(events):
+        if getattr(ev, "event", None) == "span_begin" and getattr(ev, "type", None) == "scorers":
+            return list(events[:i]), list(events[i:])
+    return list(events), []
+
+
+def _of(events: Iterable[Any], kind: str) -> list[Any]:
+    return [e for e in events if getattr(e, "event", None) == kind]
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+def message_payload(index: int, m: Any) -> dict[str, Any]:
+    """One ChatMessage as a ``trial.message`` payload (keys of trajectory.yaml's messages)."""
+    payload: dict[str, Any] = {"index": index, "role": m.role, "content": m.text}
+    if not isinstance(m.content, str):
+        payload["content_blocks"] = [_dump(c) for c in m.content]
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        payload["tool_calls"] = [
+            {"id": c.id, "name": c.function, "arguments": dict(c.arguments or {})} for c in calls
+        ]
+    if m.role == "tool" and getattr(m, "tool_call_id", None) is not None:
+        payload["tool_call_id"] = m.tool_call_id
+    return payload
+
+
+def tool_status(error: Any) -> str:
+    if error is None:
+        return "success"
+    return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
+
+
+def record_payload(index: int, ev: Any) -> dict[str, Any]:
+    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields).
+
+    A failed call's output is its error message when the tool returned nothing (inspect
+    keeps the error apart from the result), so the failure text reaches the timeline.
+    """
+    output = _text(ev.result)
+    if ev.error is not None and not output:
+        output = ev.error.message
+    latency = _seconds(ev.timestamp, getattr(ev, "completed", None))
+    return {
+        "index": index,
+        "call_id": ev.id,
+        "sequence": index,
+        "tool_name": ev.function,
+        "arguments": dict(ev.arguments or {}),
+        "executor": "agent",  # see UNRECORDED_FIELDS
+        "status": tool_status(ev.error),
+        "output": output,
+        "latency_seconds": latency if latency is not None else ev.working_time,
+        "timestamp": _iso(ev.timestamp),
+    }
+
+
+def _call_usage(ev: Any) -> dict[str, Any]:
+    """One ModelEvent's usage in metrics.yaml's ``usage.calls[]`` key names."""
+    u = getattr(ev.output, "usage", None)
+    read = (u.input_tokens_cache_read or 0) if u else 0
+    write = (u.input_tokens_cache_write or 0) if u else 0
+    return {
+        "model": ev.model,
+        # inspect's input_tokens excludes cached input; a prompt is all of it
+        "prompt_tokens": (u.input_tokens + read + write) if u else None,
+        "completion_tokens": u.output_tokens if u else None,
+        "reasoning_tokens": u.reasoning_tokens if u else None,
+        "cached_tokens": read if u else None,
+        "cache_creation_input_tokens": write if u else None,
+        "cache_read_input_tokens": read if u else None,
+        "cost_usd": u.total_cost if u else None,
+        "cost_source": RECORDER if u and u.total_cost is not None else None,
+        "latency_s": _seconds(ev.timestamp, getattr(ev, "completed", None)),
+        "started_at": _iso(ev.timestamp),
+        "error": ev.error,
+    }
+
+
+def _total(calls: Sequence[Mapping[str, Any]], key: str) -> int | float | None:
+    values = [c[key] for c in calls if c.get(key) is not None]
+    return sum(values) if values else None
+
+
+def usage_from_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    keys = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
+            "cache_creation_input_tokens", "cache_read_input_tokens")  # fmt: skip
+    return {**{k: _total(calls, k) for k in keys}, "calls": list(calls)}
+
+
+def _usage_from_summary(model_usage: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per-model totals as calls, for a log recorded without model events."""
+    out = []
+    for model, u in sorted(model_usage.items()):
+        read, write = u.input_tokens_cache_read or 0, u.input_tokens_cache_write or 0
+        out.append({
+            "model": model, "prompt_tokens": u.input_tokens + read + write,
+            "completion_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
+            "cached_tokens": read, "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read, "cost_usd": u.total_cost,
+            "cost_source": RECORDER if u.total_cost is not None else None,
+            "latency_s": None, "started_at": None, "error": None, "summary": True,
+        })  # fmt: skip
+    return out
+
+
+def metrics_payload(sample: Any, solver: Sequence[Any]) -> dict[str, Any]:
+    """The agent's usage in metrics.yaml's key names (the views read both alike)."""
+    model_events = _of(solver, "model")
+    if model_events:
+        calls, source = [_call_usage(e) for e in model_events], "model_events"
+    else:
+        calls, source = _usage_from_summary(sample.model_usage or {}), "model_usage"
+    return {
+        "recorder": RECORDER,
+        "usage_source": source,
+        "usage": usage_from_calls(calls),
+        "cost_usd": _total(calls, "cost_usd"),
+        "api_calls": len(model_events) if model_events else None,
+        "latency_total_s": sample.total_time,
+        "working_time_s": sample.working_time,
+        "tool_calls": len(_of(solver, "tool")),
+    }
+
+
+def grade_payload(scores: Mapping[str, Any], scoring: Sequence[Any]) -> dict[str, Any] | None:
+    """The sample's scores as a recorded grade: one component per scorer.
+
+    ``score`` is the mean of the numeric components and ``binary_pass`` that every one of
+    them is 1.0 (inspect's CORRECT); every Score is kept whole under ``scores``. The
+    scoring phase's model calls are the judge's usage, as grade.yaml's ``judge_usage``.
+    """
+    if not scores:
+        return None
+    components = {name: score_value(s.value) for name, s in scores.items()}
+    numeric = [v for v in components.values() if v is not None]
+    grade: dict[str, Any] = {
+        "binary_pass": bool(numeric) and all(v == 1.0 for v in numeric),
+        "score": sum(numeric) / len(numeric) if numeric else 0.0,
+        "components": components,
+        "reasons": " | ".join(
+            f"{name}: {s.explanation}" for name, s in scores.items() if s.explanation
+        ),
+        "scores": {name: _dump(s.model_copy(update={"history": []})) for name, s in scores.items()},
+    }
+    judge = [_call_usage(e) for e in _of(scoring, "model")]
+    if judge:
+        grade["judge_usage"] = {
+            "calls": len(judge),
+            "prompt_tokens": _total(judge, "prompt_tokens"),
+            "completion_tokens": _total(judge, "completion_tokens"),
+            "reasoning_tokens": _total(judge, "reasoning_tokens"),
+            "cost_usd": _total(judge, "cost_usd"),
+        }
+    return {"source": RECORDER, "grade": grade}
+
+
+def _judge_model(spec: Any) -> str | None:
+    roles = getattr(spec, "model_roles", None) or {}
+    grader = roles.get("grader")
+    if isinstance(grader, list):
+        grader = grader[0] if grader else None
+    return getattr(grader, "model", None)
+
+
+def trial_name(sample: Any, eval_id: str) -> str:
+    return f"{sample.id}_epoch{sample.epoch}_{eval_id}"
+
+
+def registered_payload(
+    spec: Any, sample: Any, corpus: str, log_name: str, record_view: bool, metrics: dict
+) -> dict[str, Any]:
+    """Who the trial is (task, model, epoch, sample) and where it came from."""
+    return {
+        "task_id": spec.task,
+        "trial_index": sample.epoch - 1,
+        "trial": trial_name(sample, spec.eval_id),
+        "corpus": corpus,
+        "bundle_path": f"{log_name}#{sample.id}/{sample.epoch}",
+        "files": [],  # a log is one file, named (without its format) in bundle_path
+        "record_view": record_view,
+        "models": {"agent": spec.model, "user": None, "judge": _judge_model(spec)},
+        "task": {
+            "task_id": spec.task,
+            "task_version": spec.task_version,
+            "task_file": spec.task_file,
+            "task_registry_name": spec.task_registry_name,
+            "dataset": getattr(spec.dataset, "name", None),
+            "sample": {
+                "id": sample.id,
+                "epoch": sample.epoch,
+                "input": sample.input if isinstance(sample.input, str) else None,
+                "target": sample.target,
+                "choices": sample.choices,
+                "metadata": sample.metadata or {},
+            },
+        },
+        "task_source": RECORDER,
+        "trajectory_meta": {
+            "recorder": RECORDER,
+            "log": log_name,
+            "eval_id": spec.eval_id,
+            "run_id": spec.run_id,
+            "task_id": spec.task_id,
+            "inspect_version": (spec.packages or {}).get("inspect_ai"),
+            "sample_uuid": sample.uuid,
+            "unrecorded_fields": list(UNRECORDED_FIELDS),
+        },
+        "metrics": metrics,
+    }
+
+
+def ended_payload(sample: Any) -> dict[str, Any]:
+    """How the sample ended: an error, a limit (``<type>_limit``), or completed."""
+    if sample.error is not None:
+        status, reason = "error", "error"
+    elif sample.limit is not None:
+        status, reason = "completed", f"{sample.limit.type}_limit"
+    else:
+        status, reason = "completed", "completed"
+    return {
+        "status": status,
+        "termination_reason": reason,
+        "grading_error": None,
+        "grading_error_recorded": False,
+        "start_ts": _iso(sample.started_at),
+        "end_ts": _iso(sample.completed_at),
+    }
+
+
+def timeline_payloads(
+    messages: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]] | None,
+    termination_reason: str | None,
+) -> tuple[list[dict[str, Any]], TimelineInconsistencyError | None]:
+    """The derived timeline, or the one event recording why the views disagree (G6b/G7),
+    exactly as a bundle's (ledger.sources.tolokaforge)."""
+    msgs = [message_from_payload(p) for p in messages]
+    calls = None if records is None else [recorded_call_from_payload(p) for p in records]
+    try:
+        timeline = build_trial_timeline(msgs, calls, termination_reason)
+    except TimelineInconsistencyError as exc:
+        conversation = (Role.USER, Role.ASSISTANT)
+        return [
+            {
+                "timeline_version": TIMELINE_VERSION,
+                "message_view_present": any(m.role in conversation for m in msgs),
+                "records_present": calls is not None,
+                "inconsistency": {"message": str(exc), "call_id": exc.call_id, "where": exc.where},
+            }
+        ], exc
+    return timeline_to_payloads(timeline), None
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True, slots=True)
+class SamplePlan:
+    """One sample × epoch: its core events (position ids) and its scores (content ids)."""
+
+    stream: str
+    label: str
+    events: tuple[PlannedEvent, ...]
+    scores: tuple[PlannedEvent, ...]
+    inconsistency: TimelineInconsistencyError | None = None
+
+
+def sample_plan(spec: Any, sample: Any, corpus: str, label: str, log_name: str) -> SamplePlan:
+    """One EvalSample → its stream's events (module docstring)."""
+    where = f"{label}#{sample.id}/{sample.epoch}"
+    solver, scoring = solver_events(sample.events or [])
+    msgs = [message_payload(i, m) for i, m in enumerate(sample.messages)]
+    # no events at all: the log carries no record view (the messages are all there is)
+    tools = _of(solver, "tool")
+    records = [record_payload(i, e) for i, e in enumerate(tools)] if sample.events else None
+    metrics = metrics_payload(sample, solver)
+    registered = registered_payload(spec, sample, corpus, log_name, records is not None, metrics)
+    ended = ended_payload(sample)
+    timeline, inconsistency = timeline_payloads(msgs, records, ended["termination_reason"])
+    typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
+    typed += [("trial.message", p) for p in msgs]
+    typed += [("trial.tool_call", p) for p in records or ()]
+    typed.append(("trial.ended", ended))
+    typed += [("timeline.event", p) for p in timeline]
+    stream = trial_stream(corpus, spec.task, registered["trial"])
+    events = to_events(stream, typed, where)
+    grade = grade_payload(sample.scores or {}, scoring)
+    scores = () if grade is None else (_scores_event(stream, grade, where),)
+    return SamplePlan(stream, where, events, scores, inconsistency)
+
+
+def _scores_event(stream: str, grade: dict[str, Any], where: str) -> PlannedEvent:
+    (planned,) = to_events(stream, [("grade.recorded", grade)], where)
+    # appended beside earlier scores of the same trial, never as a stream's first event
+    return PlannedEvent(
+        stream, planned.type, event_id(stream, SCORES_POSITION, "grade.recorded", grade),  # type: ignore[arg-type]
+        planned.body,
+    )  # fmt: skip
+
+
+def log_name(path: Path) -> str:
+    """A log's name without its format suffix: ``inspect log convert`` between .eval and
+    .json changes the container, not the evidence, so both read as the same trials."""
+    return path.name.removesuffix(".eval").removesuffix(".json")
+
+
+def log_plans(log: Any, corpus: str, label: str, log_name: str) -> list[SamplePlan]:
+    """Every sample × epoch of a read log, in the log's order (``log_name``: see above)."""
+    return [sample_plan(log.eval, s, corpus, label, log_name) for s in log.samples or ()]

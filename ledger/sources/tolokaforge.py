@@ -1,0 +1,745 @@
+"""Tolokaforge trial bundles, corpora and packs → events (FORMATS.md §§ 1–7).
+
+Reading (``read_bundle``, ``read_corpus``, ``read_pack``) is the only I/O here; turning
+parsed documents into events (``bundle_events``, ``pack_events``) is pure, so the
+generator's bundles, the shared corpus and hand-written dicts in tests all go through
+one path.
+
+**Stream and trial naming.** A bundle is the stream ``trial/<corpus>/<task_id>/<trial>``.
+``<trial>`` is the bundle directory's name (a curated corpus names it
+``<run-id>_trial<index>``), except for a bundle in a run directory's
+``trials/<task_id>/<trial_index>/`` layout, which is named ``<run-dir>_trial<index>`` —
+the name ``tolokaforge curate`` gives the same trial. ``/`` and ``%`` inside a
+component are percent-encoded so a stream always splits back into four parts.
+
+**Event ids** are content-derived: the first 32 hex digits of SHA-256 over the
+canonical JSON of ``[stream, position, type]``, a newline, and the canonical payload. Re-ingesting identical
+material therefore appends nothing; a bundle whose content changed yields different ids
+at some position, which ``ledger.app.ingest`` reports as *changed* instead of merging.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.sources.files import OutsideRoot, confine, present
+from ledger.sources.shape import (
+    BundleError,
+    check_keys,
+    check_type,
+    describe,
+    need_list,
+    need_mapping,
+    opt_str,
+)
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_yaml
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
+from replay.trial_inputs import message_from_payload, recorded_call_from_payload
+from schemas.canonical import canonical_json, parse_json
+from schemas.envelope import NewEvent
+from schemas.timeline import (
+    Role,
+    TimelineInconsistencyError,
+    ToolExecutionStatus,
+    ToolExecutorIdentity,
+)
+
+# Every top-level key Tolokaforge 0.33.1's Trajectory model writes. A key outside this set
+# (a newer recorder) does not make the bundle unreadable: like every other top-level key
+# it is kept verbatim in trial.registered's trajectory_meta, and named in unknown_keys.
+TRAJECTORY_KEYS = frozenset(
+    {
+        "task_id", "trial_index", "attempt_id", "simulator_schema_version", "start_ts",
+        "end_ts", "status", "termination_reason", "grading_error", "messages",
+        "snapshot_status", "first_user_message_source", "user_reply_guard_events",
+        "provision_stage", "tool_log", "final_env_state", "metrics", "simulation_steps",
+        "environment_errors", "grade", "grading_judge_usage", "grading_state_snapshots",
+        "grading_state_diff", "grading_comparison_view",
+    }
+)  # fmt: skip
+END_KEYS = ("status", "termination_reason", "grading_error")
+TIME_KEYS = ("start_ts", "end_ts")  # on trial.ended: when the trial ran, beside how it ended
+# Message keys of Tolokaforge 0.33.1; tool_status is the completed tool outcome the recorder
+# knew for a role: tool message. An unknown key is kept under the payload's "unrecognized"
+# mapping (verbatim, unread) and named in trial.registered's unknown_keys.
+MESSAGE_KEYS = frozenset(
+    {"role", "content", "content_blocks", "tool_calls", "tool_call_id", "tool_status",
+     "reasoning", "ts", "openrouter_generation_id"}
+)  # fmt: skip
+DECL_KEYS = frozenset({"id", "name", "arguments"})
+RECORD_KEYS = frozenset(
+    {"call_id", "sequence", "tool_name", "arguments", "executor", "status", "output",
+     "latency_seconds", "timestamp"}
+)  # fmt: skip
+RECORD_REQUIRED = ("call_id", "sequence", "tool_name", "executor", "status")
+CORPUS_KEYS = frozenset(
+    {"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"}
+)
+CORPUS_ENTRY_KEYS = frozenset(
+    {"directory", "source_run", "task_id", "agent_model", "judge_model", "met", "record_carried"}
+)
+MIGRATION_KEYS = frozenset({"migrations"})
+ROLES = tuple(r.value for r in Role)
+EXECUTORS = tuple(e.value for e in ToolExecutorIdentity)
+STATUSES = tuple(s.value for s in ToolExecutionStatus)
+
+_CONVERSATION = (Role.USER, Role.ASSISTANT)
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def _escape(component: str) -> str:
+    return component.replace("%", "%25").replace("/", "%2F")
+
+
+def trial_stream(corpus: str, task_id: str, trial: str) -> str:
+    return f"trial/{_escape(corpus)}/{_escape(task_id)}/{_escape(trial)}"
+
+
+def pack_stream(pack: str) -> str:
+    return f"pack/{_escape(pack)}"
+
+
+def event_id(stream: str, position: int, type: str, payload: Any) -> str:
+    """Content-derived id: SHA-256 over ``[stream, position, type]`` and the canonical payload."""
+    return _event_id(stream, position, type, canonical_json(payload))
+
+
+def _event_id(stream: str, position: int, type: str, body: bytes) -> str:
+    head = canonical_json([stream, position, type])
+    return hashlib.sha256(head + b"\n" + body).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEvent:
+    """An event ready to append, its payload held as canonical JSON bytes.
+
+    Compact on purpose: ingest plans a whole corpus before its one append, and holding
+    parsed payload trees for tens of thousands of trials costs gigabytes; the bytes are
+    the payload's canonical form, so decoding them gives back an equal payload.
+    """
+
+    stream: str
+    type: str
+    event_id: str
+    body: bytes
+    expected_version: int | str = "any"
+    schema_version: int = 1  # NewEvent's attribute surface, so callers may read either
+
+    @property
+    def payload(self) -> Any:
+        return parse_json(self.body)
+
+    def new_event(self) -> NewEvent:
+        return NewEvent(
+            self.stream,
+            self.type,
+            parse_json(self.body),
+            event_id=self.event_id,
+            schema_version=self.schema_version,
+            expected_version=self.expected_version,
+        )
+
+
+def to_events(
+    stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str
+) -> tuple[PlannedEvent, ...]:
+    """Number and id a stream's events; the first expects a new stream.
+
+    A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
+    naming the input, not a crash.
+    """
+    out = []
+    for i, (t, p) in enumerate(typed):
+        try:
+            # orjson's result keeps its ~4 KiB growth buffer; an exact copy is what a plan
+            # of a whole corpus can afford to hold (measured: 305 MiB -> 22 MiB at 2,000 trials)
+            body = bytes(memoryview(canonical_json(p)))
+        except TypeError as exc:
+            raise BundleError(
+                label,
+                f"<{t} payload>",
+                "values canonical JSON can carry (integers within 64 bits, string keys)",
+                str(exc),
+            ) from None
+        out.append(
+            PlannedEvent(
+                stream, t, _event_id(stream, i, t, body), body, "no_stream" if i == 0 else "any"
+            )
+        )
+    return tuple(out)
+
+
+def in_run_layout(bundle_dir: Path) -> bool:
+    """``<run>/trials/<task_id>/<trial_index>/``: the layout a run writes."""
+    return bundle_dir.name.isdigit() and bundle_dir.parent.parent.name == "trials"
+
+
+def trial_name(bundle_dir: Path) -> str:
+    """The stream's ``<trial>`` component for a bundle directory (module docstring)."""
+    if in_run_layout(bundle_dir):
+        return f"{bundle_dir.parent.parent.parent.name}_trial{bundle_dir.name}"
+    return bundle_dir.name
+
+
+def bundle_location(bundle_dir: Path) -> str:
+    """The bundle's recorded source path, the same however the PATH named it.
+
+    ``<corpus dir>/<bundle>`` beside a corpus.yaml, ``trials/<task_id>/<index>`` in a run
+    layout, else the bundle directory's name. It is part of ``trial.registered``'s
+    content, so it must not depend on whether a corpus, its part or the bundle itself
+    was passed (that would read as a changed bundle on re-ingest).
+    """
+    if (bundle_dir.parent / "corpus.yaml").is_file():
+        return f"{bundle_dir.parent.name}/{bundle_dir.name}"
+    if in_run_layout(bundle_dir):
+        return f"trials/{bundle_dir.parent.name}/{bundle_dir.name}"
+    return bundle_dir.name
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class RawBundle:
+    """The parsed files of one bundle; ``label`` is how errors name its directory."""
+
+    label: str
+    trajectory: dict[str, Any]
+    tool_log: Any = None  # parsed tool_log.yaml; meaningful only when has_tool_log
+    has_tool_log: bool = False
+    task: Any = None
+    task_source: str | None = None
+    grade: Any = None
+    has_grade: bool = False
+    metrics: Any = None
+    tools_schemas: Any = None
+    env: Any = None
+    files: tuple[str, ...] = ()
+
+
+OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "metrics.yaml",
+                  "tools_schemas.yaml", "env.yaml")  # fmt: skip
+
+
+def _confined_yaml(directory: Path, name: str, label: str, what: str, limits: YamlLimits) -> Any:
+    """One file of a bundle, pack or corpus directory: read only if it stays inside it."""
+    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
+
+
+def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawBundle:
+    """Parse a bundle's files (absent optional files stay absent, never empty).
+
+    The bundle directory is the root: a file that resolves outside it is refused by name
+    (``ledger.sources.files``), and an optional file that is present in any form (a
+    dangling link, a device) is read and refused, never taken as absent."""
+    what = f"the bundle {label}"
+    docs: dict[str, Any] = {
+        "trajectory.yaml": _confined_yaml(path, "trajectory.yaml", label, what, limits)
+    }
+    for name in OPTIONAL_FILES:
+        if present(path / name):
+            docs[name] = _confined_yaml(path, name, label, what, limits)
+    task_source = (
+        "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
+    )
+    return RawBundle(
+        label=label,
+        trajectory=docs["trajectory.yaml"],
+        tool_log=docs.get("tool_log.yaml"),
+        has_tool_log="tool_log.yaml" in docs,
+        task=docs.get(task_source) if task_source else None,
+        task_source=task_source,
+        grade=docs.get("grade.yaml"),
+        has_grade="grade.yaml" in docs,
+        metrics=docs.get("metrics.yaml"),
+        tools_schemas=docs.get("tools_schemas.yaml"),
+        env=docs.get("env.yaml"),
+        files=tuple(sorted(docs)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """A parsed corpus.yaml: the criterion and each listed bundle's row by directory."""
+
+    label: str
+    criterion: str | None
+    entries: Mapping[str, dict[str, Any]]
+
+
+def read_corpus(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Corpus:
+    file = f"{label}/corpus.yaml"
+    doc = need_mapping(
+        _confined_yaml(path, "corpus.yaml", label, f"the corpus {label}", limits), file, None
+    )
+    return parse_corpus(doc, file)
+
+
+def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
+    check_keys(doc, CORPUS_KEYS, file, required=("bundles",))
+    opt_str(doc, "criterion", file, "")
+    entries: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(need_list(doc["bundles"], file, "bundles")):
+        key = f"bundles[{i}]"
+        row = need_mapping(row, file, key)
+        check_keys(row, CORPUS_ENTRY_KEYS, file, key, required=("directory",))
+        check_type(row["directory"], (str,), file, f"{key}.directory", "a bundle directory name")
+        for flag in ("met", "record_carried"):
+            if row.get(flag) is not None:
+                check_type(row[flag], (bool,), file, f"{key}.{flag}", "true, false or null")
+        if row["directory"] in entries:
+            raise BundleError(
+                file,
+                f"{key}.directory",
+                "each directory listed once",
+                f"{row['directory']!r} listed twice",
+            )
+        entries[row["directory"]] = row
+    return Corpus(label=file.rsplit("/", 1)[0], criterion=doc.get("criterion"), entries=entries)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _unknown(doc: Mapping[str, Any], known: frozenset[str], prefix: str) -> list[str]:
+    return [f"{prefix}{k}" for k in doc if k not in known]
+
+
+def _split_unknown(
+    doc: Mapping[str, Any], known: frozenset[str], prefix: str, unknown: list[str]
+) -> dict[str, Any]:
+    """``doc`` minus the keys a newer recorder wrote, which move under ``unrecognized``
+    (kept verbatim, read by nothing) and are named on ``unknown``. A document carrying no
+    such key comes back unchanged, so its payload and event ids are what they always were."""
+    extra = [k for k in doc if k not in known]
+    if not extra:
+        return dict(doc)
+    unknown.extend(f"{prefix}{k}" for k in extra)
+    kept = {k: v for k, v in doc.items() if k in known}
+    kept["unrecognized"] = {k: doc[k] for k in extra}
+    return kept
+
+
+def _check_trajectory(doc: Any, file: str) -> dict[str, Any]:
+    doc = need_mapping(doc, file, None)
+    check_keys(doc, doc.keys() | TRAJECTORY_KEYS, file, required=("task_id", "messages"))
+    check_type(doc["task_id"], (str,), file, "task_id", "the task id as a string")
+    if doc.get("trial_index") is not None:
+        check_type(doc["trial_index"], (int,), file, "trial_index", "a 0-based integer")
+    for k in (*END_KEYS, *TIME_KEYS):
+        opt_str(doc, k, file, "")
+    need_list(doc["messages"], file, "messages")
+    return doc
+
+
+def _message_payload(index: int, m: Any, file: str, unknown: list[str]) -> dict[str, Any]:
+    key = f"messages[{index}]"
+    m = _split_unknown(need_mapping(m, file, key), MESSAGE_KEYS, f"trajectory.{key}.", unknown)
+    check_keys(m, MESSAGE_KEYS | {"unrecognized"}, file, key, required=("role",))
+    if m["role"] not in ROLES:
+        raise BundleError(file, f"{key}.role", "one of " + ", ".join(ROLES), describe(m["role"]))
+    for k in ("content", "tool_call_id", "ts", "openrouter_generation_id"):
+        opt_str(m, k, file, key)
+    status = m.get("tool_status")
+    if status is not None and status not in STATUSES:
+        raise BundleError(
+            file,
+            f"{key}.tool_status",
+            "one of " + ", ".join(STATUSES) + " or null",
+            describe(status),
+        )
+    payload = {"index": index, **m}
+    calls = m.get("tool_calls")
+    if calls is not None:
+        for j, c in enumerate(need_list(calls, file, f"{key}.tool_calls")):
+            ck = f"{key}.tool_calls[{j}]"
+            c = need_mapping(c, file, ck)
+            check_keys(c, DECL_KEYS, file, ck, required=("id", "name"))
+            check_type(c["id"], (str,), file, f"{ck}.id", "the call id as a string")
+            check_type(c["name"], (str,), file, f"{ck}.name", "the tool name as a string")
+            if "arguments" in c:
+                need_mapping(c["arguments"], file, f"{ck}.arguments")
+    return payload
+
+
+def _record_payload(index: int, r: Any, file: str, unknown: list[str]) -> dict[str, Any]:
+    key = f"[{index}]"
+    r = _split_unknown(need_mapping(r, file, key), RECORD_KEYS, f"tool_log{key}.", unknown)
+    check_keys(r, RECORD_KEYS | {"unrecognized"}, file, key, required=RECORD_REQUIRED)
+    check_type(r["call_id"], (str,), file, f"{key}.call_id", "the call id as a string")
+    check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
+    check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
+    if r["executor"] not in EXECUTORS:
+        raise BundleError(
+            file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"])
+        )
+    if r["status"] not in STATUSES:
+        raise BundleError(
+            file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"])
+        )
+    if "arguments" in r:
+        need_mapping(r["arguments"], file, f"{key}.arguments")
+    for k in ("output", "timestamp"):
+        opt_str(r, k, file, key)
+    lat = r.get("latency_seconds")
+    if lat is not None:
+        check_type(lat, (int, float), file, f"{key}.latency_seconds", "a number of seconds or null")
+    payload = {"index": index, **r}
+    payload.setdefault("arguments", {})
+    return payload
+
+
+def _record_view(raw: RawBundle, traj: Mapping[str, Any]) -> tuple[list[Any] | None, str | None]:
+    """The record as a list (None = no record view) and the file it came from."""
+    inline = traj.get("tool_log")
+    if raw.has_tool_log:
+        file = f"{raw.label}/tool_log.yaml"
+        if raw.tool_log is None or not isinstance(raw.tool_log, list):
+            # FORMATS.md § 3: present but not a list (e.g. truncated) is an error, never "absent"
+            raise BundleError(
+                file,
+                None,
+                "a YAML list of recorded tool calls ([] if none)",
+                describe(raw.tool_log),
+            )
+        if inline is not None and inline != raw.tool_log:
+            raise BundleError(
+                f"{raw.label}/trajectory.yaml",
+                "tool_log",
+                "no inline record, or one equal to tool_log.yaml",
+                "a different inline record",
+            )
+        return raw.tool_log, file
+    if inline is not None:
+        file = f"{raw.label}/trajectory.yaml"
+        return need_list(inline, file, "tool_log"), file
+    return None, None
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class BundleContext:
+    """Where a bundle sits: its corpus name, trial name, path, corpus row."""
+
+    corpus: str
+    trial: str
+    bundle_path: str
+    corpus_file: str | None = None
+    criterion: str | None = None
+    entry: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BundlePlan:
+    """The events one bundle becomes, and the views' disagreement if they had one."""
+
+    stream: str
+    label: str
+    events: tuple[PlannedEvent, ...]
+    inconsistency: TimelineInconsistencyError | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def new_events(self) -> list[NewEvent]:
+        return [e.new_event() for e in self.events]
+
+
+def _models(task: Any) -> dict[str, str | None]:
+    mc = task.get("model_config") if isinstance(task, Mapping) else None
+    out: dict[str, str | None] = {"agent": None, "user": None, "judge": None}
+    if isinstance(mc, Mapping):
+        for role in out:
+            m = mc.get(role)
+            if isinstance(m, Mapping) and isinstance(m.get("name"), str):
+                out[role] = m["name"]
+    return out
+
+
+def _membership(raw: RawBundle, ctx: BundleContext, task_id: str, record_view: bool) -> dict | None:
+    if ctx.corpus_file is None:
+        return None
+    entry = dict(ctx.entry) if ctx.entry is not None else None
+    if entry is not None:
+        file = ctx.corpus_file
+        if entry.get("task_id") not in (None, task_id):
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].task_id",
+                f"the bundle's own task_id {task_id!r}",
+                describe(entry["task_id"]),
+            )
+        carried = entry.get("record_carried")
+        if carried is not None and carried != record_view:
+            raise BundleError(
+                file,
+                f"bundles[{entry['directory']}].record_carried",
+                f"{str(record_view).lower()} (tool_log.yaml is "
+                f"{'present' if record_view else 'absent'} in {raw.label})",
+                describe(carried),
+            )
+    return {
+        "corpus_file": ctx.corpus_file,
+        "criterion": ctx.criterion,
+        "entry": entry,
+        "met": entry.get("met") if entry else None,
+        "record_carried": entry.get("record_carried") if entry else None,
+    }
+
+
+def _registered(
+    raw: RawBundle, ctx: BundleContext, traj: Mapping[str, Any], record_view: bool
+) -> dict:
+    task_id = traj["task_id"]
+    task = raw.task
+    if task is not None:
+        tfile = f"{raw.label}/{raw.task_source}"
+        task = need_mapping(task, tfile, None)
+        if task.get("task_id") not in (None, task_id):
+            raise BundleError(
+                tfile, "task_id", f"the trajectory's task_id {task_id!r}", describe(task["task_id"])
+            )
+        if task.get("grading_config") is not None:
+            need_mapping(task["grading_config"], tfile, "grading_config")
+    metrics = raw.metrics
+    if metrics is not None:
+        metrics = need_mapping(metrics, f"{raw.label}/metrics.yaml", None)
+    stamp = metrics.get("schema_version") if metrics else None
+    if stamp is not None:
+        check_type(stamp, (int,), f"{raw.label}/metrics.yaml", "schema_version", "an integer stamp")
+    if raw.tools_schemas is not None:
+        need_list(raw.tools_schemas, f"{raw.label}/tools_schemas.yaml", None)
+    membership = _membership(raw, ctx, task_id, record_view)
+    meta = {
+        k: v for k, v in traj.items() if k not in ("messages", "tool_log", *END_KEYS, *TIME_KEYS)
+    }
+    return {
+        "task_id": task_id,
+        "trial_index": traj.get("trial_index"),
+        "trial": ctx.trial,
+        "corpus": ctx.corpus,
+        "bundle_path": ctx.bundle_path,
+        "files": list(raw.files),
+        "record_view": record_view,
+        "met": membership["met"] if membership else None,
+        "membership": membership,
+        "models": _models(task),
+        "task": task,
+        "task_source": raw.task_source,
+        "trajectory_meta": meta,
+        "metrics": metrics,
+        "schema_version_stamp": stamp,
+        "redacted": bool(metrics and metrics.get("redaction") is not None),
+        "tool_schemas": raw.tools_schemas,
+    }
+
+
+def _states(raw: RawBundle, task: Any) -> list[dict[str, Any]]:
+    out = []
+    if isinstance(task, Mapping) and task.get("initial_state") is not None:
+        out.append(
+            {
+                "which": "initial",
+                "source": f"{raw.task_source}:initial_state",
+                "state": task["initial_state"],
+            }
+        )
+    if raw.env is not None:
+        out.append({"which": "final", "source": "env.yaml", "state": raw.env})
+    return out
+
+
+def _grade(raw: RawBundle) -> dict[str, Any] | None:
+    if not raw.has_grade:
+        return None
+    file = f"{raw.label}/grade.yaml"
+    g = need_mapping(raw.grade, file, None)
+    for k in ("binary_pass", "score"):
+        if k not in g:
+            raise BundleError(
+                file, k, "this key to be present (every grade.yaml has it)", "nothing"
+            )
+    check_type(g["binary_pass"], (bool,), file, "binary_pass", "true or false")
+    check_type(g["score"], (int, float), file, "score", "a number between 0.0 and 1.0")
+    comps = g.get("components")
+    if comps is not None:
+        for name, v in need_mapping(comps, file, "components").items():
+            if v is not None:
+                check_type(v, (int, float), file, f"components.{name}", "a number or null")
+    for k in ("criterion_results", "trace_check_results"):
+        if g.get(k) is not None:
+            for i, row in enumerate(need_list(g[k], file, k)):
+                need_mapping(row, file, f"{k}[{i}]")
+    if g.get("trace_checks_summary") is not None:
+        need_mapping(g["trace_checks_summary"], file, "trace_checks_summary")
+    for k in ("reasons", "judge_status"):
+        opt_str(g, k, file, "")
+    return {"source": "grade.yaml", "grade": g}
+
+
+def _timeline_payloads(
+    msg_payloads: Sequence[Mapping[str, Any]],
+    rec_payloads: Sequence[Mapping[str, Any]] | None,
+    termination_reason: str | None,
+) -> tuple[list[dict[str, Any]], TimelineInconsistencyError | None]:
+    """The derived ``timeline.event`` payloads, or the one record of why there are none."""
+    messages = [message_from_payload(p) for p in msg_payloads]
+    calls = None if rec_payloads is None else [recorded_call_from_payload(p) for p in rec_payloads]
+    try:
+        timeline = build_trial_timeline(messages, calls, termination_reason)
+    except TimelineInconsistencyError as exc:
+        record = {
+            "timeline_version": TIMELINE_VERSION,
+            "message_view_present": any(m.role in _CONVERSATION for m in messages),
+            "records_present": calls is not None,
+            "inconsistency": {"message": str(exc), "call_id": exc.call_id, "where": exc.where},
+        }
+        return [record], exc
+    return timeline_to_payloads(timeline), None
+
+
+def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
+    """One bundle → its stream's events, in the order the module docstring gives.
+
+    Raises :class:`BundleError` for a wrong shape. A G6b/G7 disagreement between the
+    views does not raise: the plan carries it (``inconsistency``) and its last event
+    records it, and the caller decides whether that aborts the ingest.
+    """
+    tfile = f"{raw.label}/trajectory.yaml"
+    traj = _check_trajectory(raw.trajectory, tfile)
+    unknown = _unknown(traj, TRAJECTORY_KEYS, "trajectory.")
+    msgs = [_message_payload(i, m, tfile, unknown) for i, m in enumerate(traj["messages"])]
+    records, rfile = _record_view(raw, traj)
+    recs = (
+        None
+        if records is None
+        else [_record_payload(i, r, rfile or "", unknown) for i, r in enumerate(records)]
+    )
+    registered = _registered(raw, ctx, traj, records is not None)
+    if unknown:  # only then: a bundle with none keeps the payload (and ids) it always had
+        registered["unknown_keys"] = sorted(dict.fromkeys(unknown))
+    ended = {k: traj.get(k) for k in END_KEYS}
+    ended["grading_error_recorded"] = "grading_error" in traj
+    for k in TIME_KEYS:
+        if traj.get(k) is not None:
+            ended[k] = traj[k]
+    grade = _grade(raw)
+    timeline, inconsistency = _timeline_payloads(msgs, recs, traj.get("termination_reason"))
+    typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
+    typed += [("trial.message", p) for p in msgs]
+    typed += [("trial.tool_call", p) for p in recs or ()]
+    typed.append(("trial.ended", ended))
+    typed += [("state.recorded", s) for s in _states(raw, registered["task"])]
+    if grade is not None:
+        typed.append(("grade.recorded", grade))
+    typed += [("timeline.event", p) for p in timeline]
+    stream = trial_stream(ctx.corpus, traj["task_id"], ctx.trial)
+    events = to_events(stream, typed, raw.label)
+    counts = {"messages": len(msgs), "tool_calls": len(recs or ()), "timeline": len(timeline)}
+    return BundlePlan(stream, raw.label, events, inconsistency, counts)
+
+
+# --------------------------------------------------------------------------- packs
+
+
+@dataclass(frozen=True, slots=True)
+class RawPack:
+    label: str
+    name: str
+    task: Any = None
+    grading: Any = None
+    grading_file: str | None = None
+    migration: Any = None
+    has_migration: bool = False
+    files: tuple[str, ...] = ()
+
+
+def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawPack:
+    """Parse a pack's task.yaml, its grading file and migration.yaml (each optional).
+
+    The pack directory is the root: the grading file task.yaml names must resolve inside
+    it (ingest has no --allow-outside: what goes into the log comes from the pack)."""
+    what = f"the pack {label}"
+
+    def read(name: str) -> Any:
+        return _confined_yaml(path, name, label, what, limits) if present(path / name) else None
+
+    task = read("task.yaml")
+    grading_file = "grading.yaml"
+    if isinstance(task, dict) and isinstance(task.get("grading"), str):
+        grading_file = task["grading"]
+        try:
+            confine(path / grading_file, path, f"{label}/task.yaml: key 'grading'", what)
+        except OutsideRoot as exc:
+            raise OutsideRoot(exc.path, "names a grading file that " + exc.problem) from None
+    grading = read(grading_file)
+    has_migration = present(path / "migration.yaml")
+    migration = read("migration.yaml")
+    files = [
+        f
+        for f, found in (
+            ("task.yaml", task is not None),
+            (grading_file, grading is not None),
+            ("migration.yaml", has_migration),
+        )
+        if found
+    ]
+    return RawPack(
+        label=label,
+        name=path.name,
+        task=task,
+        grading=grading,
+        grading_file=grading_file if grading is not None else None,
+        migration=migration,
+        has_migration=has_migration,
+        files=tuple(files),
+    )
+
+
+def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[PlannedEvent, ...]]:
+    """A pack → ``pack.registered`` (+ ``migration.declared``) on ``pack/<name>``."""
+    task = None
+    if raw.task is not None:
+        task = need_mapping(raw.task, f"{raw.label}/task.yaml", None)
+    grading, source = None, None
+    if raw.grading is not None:
+        grading = need_mapping(raw.grading, f"{raw.label}/{raw.grading_file}", None)
+        source = raw.grading_file
+    elif task is not None and isinstance(task.get("grading_config"), dict):
+        grading, source = task["grading_config"], "task.yaml:grading_config"
+    task_id = task.get("task_id") if task else None
+    if task_id is not None:
+        check_type(task_id, (str,), f"{raw.label}/task.yaml", "task_id", "the task id as a string")
+    typed: list[tuple[str, dict[str, Any]]] = [
+        (
+            "pack.registered",
+            {
+                "pack": raw.name,
+                "pack_path": pack_path,
+                "task_id": task_id,
+                "task": task,
+                "grading": grading,
+                "grading_source": source,
+                "files": list(raw.files),
+            },
+        )
+    ]
+    if raw.has_migration:
+        mfile = f"{raw.label}/migration.yaml"
+        decl = need_mapping(raw.migration, mfile, None)
+        check_keys(decl, MIGRATION_KEYS, mfile, required=("migrations",))
+        need_list(decl["migrations"], mfile, "migrations")
+        typed.append(
+            (
+                "migration.declared",
+                {"pack": raw.name, "file": "migration.yaml", "declaration": decl},
+            )
+        )
+    stream = pack_stream(raw.name)
+    return stream, to_events(stream, typed, raw.label)

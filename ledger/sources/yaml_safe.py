@@ -1,0 +1,387 @@
+"""Bounded, safe YAML loading: one loader every importer reads through.
+
+Its bounds, each refusing the file by name rather than degrading:
+
+* **size** — the file is read through ``ledger.sources.files.read_input`` (regular
+  files only, at most ``max_bytes``, confined to a root when the caller names one);
+* **alias expansion** — YAML aliases share one object in memory, but every consumer
+  downstream (canonical JSON, hashing, grading) walks the document as a tree, so a
+  "billion laughs" file that loads in microseconds would expand exponentially later.
+  The document's size *as a tree* (each alias counted as a full copy) must stay under
+  ``max_nodes`` nodes *and* under :func:`expansion_limit` characters of text: one long
+  scalar aliased a few thousand times stays far under any node limit while expanding a
+  1 MB file to gigabytes. A recursive alias is refused outright;
+* **faithful values** — only JSON-shaped values come out, each exactly as written or
+  refused with its line: timestamps stay the strings the file wrote (``ts:
+  2026-08-03T06:30:20Z`` is evidence text, not a datetime); ``!!binary``, ``!!set``,
+  ``!!omap``, ``!!pairs``, non-finite floats (``.nan``, ``.inf``, ``1.0e+400``),
+  integers outside the signed 64-bit range and a key written twice in one mapping are
+  refused, since canonical JSON cannot carry them without rewriting them;
+* **depth** — nesting deeper than ``strict_json.MAX_DEPTH`` levels is refused (canonical
+  JSON cannot store it; libyaml itself stops at 1,000).
+
+The parser is PyYAML's C loader (``CSafeLoader``); the tree walk only runs when the
+bytes contain an anchor (``&``), which every alias needs. Two Python-side costs of that
+loader are trimmed, since ingest spends most of its time here (benchmarks/ingest.py):
+tag resolution skips the path-resolver bookkeeping no safe loader uses, and documents
+holding only the JSON-shaped core tags are built from the composed node graph by one
+small recursive function instead of PyYAML's generator-based constructor. Any other tag,
+a merge key (``<<``) or an unhashable key falls back to the full SafeConstructor, so
+both paths give the same value (pinned by tests/test_importers_yaml.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ledger.sources.files import COPY_IT_IN, InputError, InputTooLarge, read_input
+from ledger.sources.strict_json import INT64_MAX, INT64_MIN, MAX_DEPTH, depth_exceeds, too_deep
+
+try:  # the C loader is a declared dependency (DESIGN.md § 9); fall back only so errors stay typed
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _BaseLoader = yaml.SafeLoader
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_NODES = 2_000_000
+# aliases may expand a document to this many times its size on disk (or 1 MiB of text,
+# whichever is larger): generous for YAML that reuses a block, far short of a bomb
+DEFAULT_MAX_EXPANSION = 16
+MIN_EXPANDED_CHARS = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class YamlLimits:
+    """Bounds for one file: its size on disk and its size as an expanded tree."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_nodes: int = DEFAULT_MAX_NODES
+    max_expansion: int = DEFAULT_MAX_EXPANSION
+
+
+DEFAULT_LIMITS = YamlLimits()
+
+
+def expansion_limit(size: int, limits: YamlLimits) -> int:
+    """Characters of text a document of ``size`` bytes may expand to through aliases."""
+    return max(size * limits.max_expansion, MIN_EXPANDED_CHARS)
+
+
+class YamlLoadError(InputError):
+    """A YAML file that cannot be read as bounded, JSON-shaped data; names the file."""
+
+
+# the size refusal is the file reader's, for every format; kept under its old name
+YamlTooLarge = InputTooLarge
+
+
+class YamlAliasBomb(YamlLoadError):
+    """Aliases expand the document past the node limit, or an alias refers to itself."""
+
+
+def _refuse(tag: str):
+    def construct(loader: Any, node: yaml.Node) -> Any:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"tag {tag!r} is not allowed here: write plain JSON-shaped YAML",
+            node.start_mark,
+        )
+
+    return construct
+
+
+def _timestamp_as_text(loader: Any, node: yaml.Node) -> str:
+    return loader.construct_scalar(node)
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _int_in_range(loader: Any, node: yaml.Node) -> int:
+    value = loader.construct_yaml_int(node)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise YamlLoadError(
+            loader.name,
+            f"integer {node.value[:30]} is outside the signed 64-bit range; quote it as a string",
+            line=_line(node),
+        )
+    return value
+
+
+def _finite_float(loader: Any, node: yaml.Node) -> float:
+    value = loader.construct_yaml_float(node)
+    if not math.isfinite(value):
+        raise YamlLoadError(
+            loader.name,
+            f"non-finite number {node.value[:30]!r}: canonical JSON cannot carry it; "
+            "write null or a string",
+            line=_line(node),
+        )
+    return value
+
+
+def _duplicate(loader: Any, key: Any, node: yaml.Node) -> YamlLoadError:
+    return YamlLoadError(
+        loader.name,
+        f"key {str(key)[:60]!r} is written twice in one mapping; keep one of them",
+        line=_line(node),
+    )
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader whose constructors only produce JSON-shaped values."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        # the full constructor's path (merge keys, other tags): an explicit key written
+        # twice is refused; a key a merge (<<) brings in may be overridden, as YAML says
+        if isinstance(node, yaml.MappingNode):
+            explicit = sum(1 for k_node, _ in node.value if k_node.tag != _T + "merge")
+            self.flatten_mapping(node)  # merged pairs first, then the explicit ones
+            seen: set[Any] = set()
+            for k_node, _ in node.value[len(node.value) - explicit :]:
+                if isinstance(k_node, yaml.ScalarNode):
+                    k = self.construct_object(k_node)
+                    if k in seen:
+                        raise _duplicate(self, k, k_node)
+                    seen.add(k)
+        return super().construct_mapping(node, deep=deep)
+
+
+_T = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP = (
+    _T + t for t in ("str", "int", "float", "bool", "null", "timestamp")
+)
+_SEQ, _MAP = _T + "seq", _T + "map"
+_IMPLICIT = {
+    k: tuple(v) + tuple(_BaseLoader.yaml_implicit_resolvers.get(None, ()))
+    for k, v in _BaseLoader.yaml_implicit_resolvers.items()
+    if k is not None
+}
+_WILDCARD = tuple(_BaseLoader.yaml_implicit_resolvers.get(None, ()))
+
+
+def _resolve(self: Any, kind: type, value: Any, implicit: Any) -> str:
+    """``BaseResolver.resolve`` for a loader with no path resolvers (a safe loader)."""
+    if kind is yaml.ScalarNode:
+        if implicit[0]:
+            for tag, regexp in _IMPLICIT.get(value[0] if value else "", _WILDCARD):
+                if regexp.match(value):
+                    return tag
+        return _STR
+    return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+def _no_path(self: Any, *args: Any) -> None:
+    return None
+
+
+_Loader.resolve = _resolve
+_Loader.descend_resolver = _no_path
+_Loader.ascend_resolver = _no_path
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_Loader.add_constructor(_INT, _int_in_range)
+_Loader.add_constructor(_FLOAT, _finite_float)
+
+
+class _Fallback(Exception):
+    """The document needs the full SafeConstructor (a tag or key the fast path leaves alone)."""
+
+
+def _construct_fast(loader: Any, node: yaml.Node) -> Any:
+    """Build a document of core tags from its node graph; aliases stay shared objects."""
+    memo: dict[int, Any] = {}
+    active: set[int] = set()
+    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
+
+    def conv(n: yaml.Node, depth: int) -> Any:
+        if n.__class__ is scalar:
+            tag = n.tag
+            if tag in (_STR, _TIMESTAMP):
+                return n.value
+            if tag == _NULL:
+                return None
+            if tag == _INT:
+                return _int_in_range(loader, n)
+            if tag == _FLOAT:
+                return _finite_float(loader, n)
+            if tag == _BOOL:
+                return loader.construct_yaml_bool(n)
+            raise _Fallback
+        key = id(n)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise YamlAliasBomb(
+                loader.name, "an alias refers to a node containing itself (recursive alias)"
+            )
+        if depth > MAX_DEPTH:
+            raise YamlLoadError(loader.name, too_deep(), line=_line(n))
+        active.add(key)
+        depth += 1
+        if n.__class__ is sequence:
+            if n.tag != _SEQ:
+                raise _Fallback
+            value: Any = [conv(c, depth) for c in n.value]
+        else:
+            if n.tag != _MAP:
+                raise _Fallback
+            value = {}
+            for k_node, v_node in n.value:
+                k = conv(k_node, depth)
+                if isinstance(k, (dict, list)) or k_node.tag == _T + "merge":
+                    raise _Fallback
+                if k in value:
+                    raise _duplicate(loader, k, k_node)
+                value[k] = conv(v_node, depth)
+        active.discard(key)
+        memo[key] = value
+        return value
+
+    try:
+        return conv(node, 1)
+    finally:
+        # ``conv`` refers to itself through its closure: break that cycle so the memo (and
+        # the whole document) is freed by reference counting, even with the GC paused
+        conv = None  # type: ignore[assignment]  # noqa: F841
+        memo.clear()
+
+
+def _parse(data: bytes, path: Path | str) -> Any:
+    loader = _Loader(data)
+    loader.name = str(path)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return _construct_fast(loader, node)
+        except _Fallback:
+            value = loader.construct_document(node)
+        except RecursionError:
+            raise YamlLoadError(path, too_deep()) from None
+        if depth_exceeds(value):  # the full constructor's path does not count levels
+            raise YamlLoadError(path, too_deep())
+        return value
+    finally:
+        loader.dispose()
+
+
+for _tag in ("binary", "set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(f"!!{_tag}"))
+
+
+def load_yaml_bytes(data: bytes, path: Path | str, limits: YamlLimits = DEFAULT_LIMITS) -> Any:
+    """Parse ``data`` (the bytes of ``path``) within ``limits``; errors name ``path``."""
+    if len(data) > limits.max_bytes:
+        raise InputTooLarge(path, len(data), limits.max_bytes)
+    try:
+        value = _parse(data, path)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise YamlLoadError(path, f"not valid YAML: {exc.problem or exc}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise YamlLoadError(path, f"not valid YAML: {exc}") from None
+    if b"&" in data:
+        _check_tree_size(value, path, limits, len(data))
+    return value
+
+
+def load_yaml(
+    path: Path,
+    limits: YamlLimits = DEFAULT_LIMITS,
+    *,
+    root: Path | None = None,
+    name: str | None = None,
+    what: str = "its directory",
+    allow: Sequence[Path] = (),
+    hint: str = COPY_IT_IN,
+) -> Any:
+    """Read (``files.read_input``: regular, bounded, confined to ``root`` when given) and
+    parse one YAML file within ``limits``; errors name ``name`` (default: the path)."""
+    shown = name or str(path)
+    data = read_input(
+        path, max_bytes=limits.max_bytes, name=shown, root=root, what=what, allow=allow, hint=hint
+    )
+    return load_yaml_bytes(data, shown, limits)
+
+
+def tree_size(value: Any) -> int:
+    """Nodes in ``value`` read as a tree (shared sub-objects counted once per reference)."""
+    return tree_extent(value)[0]
+
+
+def tree_extent(value: Any) -> tuple[int, int]:
+    """``(nodes, characters)`` of ``value`` read as a tree: shared sub-objects counted once
+    per reference; characters are those of every string (keys included), one per other
+    scalar.
+
+    Memoised per container identity, so the walk is linear in the number of *distinct*
+    objects even when the expanded count is astronomically large. Raises ``RecursionError``
+    on a cycle (a recursive alias).
+    """
+    memo: dict[int, tuple[int, int]] = {}
+    active: set[int] = set()
+
+    def scalar(v: Any) -> int:
+        return len(v) if isinstance(v, str) else 1
+
+    def size(v: Any) -> tuple[int, int]:
+        if isinstance(v, dict):
+            children: Any = v.values()
+            chars = sum(scalar(k) for k in v)
+        elif isinstance(v, list):
+            children, chars = v, 0
+        else:
+            return 1, scalar(v)
+        key = id(v)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise RecursionError("recursive alias")
+        active.add(key)
+        nodes = 1
+        for c in children:
+            n, k = size(c)
+            nodes += n
+            chars += k
+        active.discard(key)
+        memo[key] = (nodes, chars)
+        return nodes, chars
+
+    try:
+        return size(value)
+    finally:
+        size = None  # type: ignore[assignment]  # noqa: F841  (break the closure cycle)
+
+
+def _check_tree_size(value: Any, path: Path | str, limits: YamlLimits, size: int) -> None:
+    max_nodes, max_chars = limits.max_nodes, expansion_limit(size, limits)
+    try:
+        n, chars = tree_extent(value)
+    except RecursionError:
+        raise YamlAliasBomb(
+            path, "an alias refers to a node containing itself (recursive alias)"
+        ) from None
+    if n > max_nodes:
+        raise YamlAliasBomb(
+            path,
+            f"aliases expand the document to {n} nodes, over the {max_nodes}-node limit; "
+            "write the repeated data out or raise the limit",
+        )
+    if chars > max_chars:
+        raise YamlAliasBomb(
+            path,
+            f"aliases expand the document to {chars} characters of text, over the "
+            f"{max_chars}-character limit ({limits.max_expansion} times its size on disk, "
+            "at least 1 MiB); "
+            "write the repeated data out",
+        )
