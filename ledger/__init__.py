@@ -13,8 +13,39 @@ from typing import Any
 
 # public name -> "module:attribute"; tests/test_api.py checks every entry resolves
 API: dict[str, str] = {
+    # the log
     "open": "ledger.log.store:open_ledger",
     "init": "ledger.log.store:init_ledger",
+    "append": "ledger.app.store_ops:append",
+    "events": "ledger.app.store_ops:events",  # `vledger log` (ledger.log is the package)
+    "keygen": "ledger.app.store_ops:keygen",
+    "checkpoint": "ledger.app.store_ops:checkpoint",
+    "prove": "ledger.app.store_ops:prove",
+    "seal": "ledger.app.store_ops:seal",
+    "repair": "ledger.app.store_ops:repair",
+    "verify": "ledger.app.verify:verify",
+    # evidence in, projections out
+    "ingest": "ledger.app.ingest:ingest",
+    "grade": "ledger.app.grade:grade",
+    "retrace": "ledger.app.retrace:retrace",
+    "reconcile": "ledger.app.reconcile:reconcile",
+    "validate": "ledger.app.validate:validate",
+    "curate": "ledger.app.curate:curate",
+    "export": "ledger.app.export:export",
+    # analytics
+    "sql": "ledger.analytics.sql:sql",
+    "view": "ledger.analytics.frames:view",
+    "report": "ledger.analytics.report:report",
+    # verdict grades and receipts
+    "verdict_declare": "ledger.app.verdicts:verdict_declare",
+    "verdict_ran": "ledger.app.verdicts:verdict_ran",
+    "verdict_produced": "ledger.app.verdicts:verdict_produced",
+    "verdict_admit": "ledger.app.verdicts:verdict_admit",
+    "verdict_record": "ledger.app.verdicts:verdict_record",
+    "verdict_derive": "ledger.app.verdicts:verdict_derive",
+    "admissions": "ledger.app.verdicts:admissions",
+    "receipt_verify": "ledger.app.receipts:receipt_verify",
+    "receipt_show": "ledger.app.receipts:receipt_show",
     "LedgerError": "ledger.errors:LedgerError",
 }
 
