@@ -27,7 +27,7 @@ def ledger_path(ledger: LedgerArg) -> Path:
         return default_ledger_path()
     if isinstance(ledger, (str, os.PathLike)):
         return Path(ledger)
-    return Path(ledger.root)
+    return Path(ledger.path)
 
 
 @contextmanager
