@@ -28,7 +28,7 @@ from pathlib import Path
 import orjson
 
 from ledger.app.receipts import verify_run_dir
-from ledger.app.verdicts import load_ladder
+from ledger.app.units import load_ladder
 from replay.verdict import UnitEvent, derive, derive_verdict, unit_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +120,7 @@ def bench_ledger(units: int) -> list[str]:
     JSONL path does; then re-derive them all."""
     import tempfile
 
-    from ledger.app import verdicts
+    from ledger.app import units as verdicts
     from ledger.log.store import init_ledger
     from schemas.envelope import NewEvent
 

@@ -199,7 +199,7 @@ def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) ->
 
 
 def test_verify_runs_the_admission_check(lg: Ledger) -> None:
-    from ledger.app import verdicts as vd
+    from ledger.app import units as vd
     from ledger.log.verify import verify_ledger
 
     author = {"identity": "a", "kind": "agent", "chain_id": "c1"}

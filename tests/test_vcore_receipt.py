@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.app.receipts import read_run_dir, verify_run_dir
+from ledger.app.receipts import verify_run_dir
+from ledger.app.run_files import read_run_dir
 from ledger.cli import main
 from replay.vcore_receipt import (
     RebuildError,

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ledger.app.receipts import read_run_dir, verify_run_dir
+from ledger.app.receipts import verify_run_dir
+from ledger.app.run_files import read_run_dir
 from ledger.cli import main
 from replay.vcore_receipt import rebuild_from_files
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.app import verdicts as vd
+from ledger.app import units as vd
 from ledger.cli import main
 from ledger.errors import InvalidEvent
 from ledger.log.store import Ledger, init_ledger, open_ledger

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.app import verdicts as vd
+from ledger.app import units as vd
 from ledger.log.memory_store import MemoryLedger
 from replay.verdict import derive, unit_evidence
 from tests.gvc_support import ladder

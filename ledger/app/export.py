@@ -18,10 +18,9 @@ is a decision with a consequence (a sealed trial stream takes no more events,
 ``ledger.log.segments``), so ``seal=True`` (``vledger export --seal``) seals the tail first,
 as ``vledger seal`` would; ``tail=False`` exports the sealed segments only.
 
-Example::
+Example (``export`` is the API of ``vledger export``; ``export_parquet`` takes an open log)::
 
-    with open_ledger(".vledger") as lg:
-        res = export_parquet(lg, Path("out"))
+    ledger.export(".vledger", parquet="out")
     duckdb.sql("SELECT type, count(*) FROM read_parquet('out/*.parquet') GROUP BY type")
 """
 
@@ -36,20 +35,24 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ledger.analytics.views_sql import write_views_sql
+from ledger.app.context import LedgerArg, opened
+from ledger.app.otel import OtelResult, export_otel
 from ledger.app.outputs import check_output_path
+from ledger.app.result import Result
 from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.errors import LedgerError
 from ledger.log.segments import load_manifest, segment_dir
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
 EXPORT_MANIFEST = "_manifest.json"
 
 
-class ExportError(Exception):
+class ExportError(LedgerError):
     """An export that cannot be written: a non-empty target, a segment failing its check."""
 
 
 @dataclass(frozen=True)
-class ExportResult:
+class ExportResult(Result):
     directory: Path
     segments: int
     rows: int
@@ -58,7 +61,7 @@ class ExportResult:
     tail_file: str | None = None  # the unsealed events, written beside the segments
     tail_rows: int = 0
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "directory": str(self.directory),
             "segments": self.segments,
@@ -67,6 +70,35 @@ class ExportResult:
             "tail": {"file": self.tail_file, "rows": self.tail_rows} if self.tail_file else None,
             "unsealed_not_exported": self.unsealed,
         }
+
+
+@dataclass(frozen=True)
+class Exported(Result):
+    """``vledger export --json``: the Parquet export's fields, then the OTLP file's."""
+
+    parquet: ExportResult | None
+    otel: OtelResult | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**(self.parquet.to_json() if self.parquet else {}),
+                **(self.otel.to_json() if self.otel else {})}  # fmt: skip
+
+
+def export(
+    ledger: LedgerArg = None, *, parquet: str | Path | None = None, otel: str | Path | None = None,
+    seal: bool = False, sealed_only: bool = False, segment_rows: int | None = None,
+    segment_bytes: int | None = None,
+) -> Exported:  # fmt: skip
+    """The segments into the directory ``parquet`` (``export_parquet``), every trial as
+    OTLP/JSON into the file ``otel`` (``ledger.app.otel``), or both; only ``seal`` writes."""
+    if parquet is None and otel is None:
+        raise ExportError("pass parquet=DIR, otel=FILE or both")
+    with opened(ledger) as lg:
+        res = None if parquet is None else export_parquet(
+            lg, Path(parquet), seal=seal, tail=not sealed_only, max_rows=segment_rows,
+            max_bytes=segment_bytes)  # fmt: skip
+        traces = export_otel(lg, Path(otel)) if otel is not None else None
+    return Exported(res, traces)
 
 
 def export_parquet(

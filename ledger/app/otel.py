@@ -22,7 +22,7 @@ ones where the evidence has them (``start_ts``/``end_ts``, a record's ``timestam
 ``latency_seconds``, a model call's ``started_at``/``latency_s``); an event with none is
 placed at the trial's start with no duration.
 
-Example::
+Example (or ``ledger.export(otel="traces.json")``, the API of ``vledger export --otel``)::
 
     with open_ledger(".vledger") as lg:
         result = export_otel(lg, Path("traces.json"))
@@ -39,6 +39,8 @@ from typing import Any
 
 import orjson
 
+from ledger.app.result import Result
+from ledger.errors import LedgerError
 from replay.timeline import attempted_calls, build_trial_timeline
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.envelope import StoredEvent
@@ -50,17 +52,17 @@ STATUS_ERROR = 2  # Status.StatusCode.STATUS_CODE_ERROR
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 
 
-class OtelExportError(Exception):
+class OtelExportError(LedgerError):
     """The export cannot be written (the target exists, or cannot be created)."""
 
 
 @dataclass(frozen=True)
-class OtelResult:
+class OtelResult(Result):
     path: Path
     traces: int
     spans: int
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"otel": str(self.path), "traces": self.traces, "spans": self.spans}
 
 

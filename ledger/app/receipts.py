@@ -9,6 +9,8 @@
   the receipt event is included in the current log (RFC 9162 § 2.1.3), that the
   checkpoint it read is consistent with the current log (§ 2.1.4), and, with
   ``recompute``, that re-running the projection gives the same outputs digest.
+
+``receipt_verify`` and ``receipt_show`` are the API of ``vledger receipt verify|show``.
 """
 
 from __future__ import annotations
@@ -18,62 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ledger.app.context import LedgerArg, opened
+from ledger.app.result import Result
+from ledger.app.run_files import RUN_PREFIX, ingested_run_files, read_run_dir
 from ledger.errors import LedgerError, ProofError
 from ledger.log import merkle
+from ledger.log.keys import load_verifier
 from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
 from ledger.log.verify import EXTRA_CHECKS, Problem
-from ledger.sources.files import InputError, present, read_input
-from ledger.sources.verdict_core import MAX_JSON_BYTES, reassemble_events_file
-from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
+from replay.vcore_receipt import (
+    Difference,
+    RebuildError,
+    Verification,
+    check_run_files,
+    rebuild_from_files,
+    verify_run_files,
+)
 from schemas.envelope import StoredEvent, leaf_hash
-
-
-def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
-    """(bytes, None) when readable, (None, None) when absent, (None, error) otherwise.
-
-    Through the one confined, bounded reader: a run file that is a link out of the run
-    directory, a device (``receipt.json -> /dev/zero``) or over the size limit is an
-    error naming the file, never read."""
-    if not present(path):
-        return None, None
-    try:
-        return read_input(
-            path,
-            max_bytes=MAX_JSON_BYTES,
-            name=path.name,
-            root=path.parent,
-            what="the run directory",
-        ), None
-    except InputError as exc:
-        return None, exc.problem
-
-
-def read_run_dir(run_dir: Path) -> RunFiles:
-    """The files of a verdict-core run directory, as the verifier needs them."""
-    run_dir = Path(run_dir)
-    receipt, receipt_err = _read_optional(run_dir / "receipt.json")
-    # An unreadable events.jsonl reads as missing (§ 7 step 4): there is nothing to hash.
-    events, _ = _read_optional(run_dir / "events.jsonl")
-    graph_path = run_dir / "graph.json"
-    graph, graph_err = _read_optional(graph_path)
-    if graph is None:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
-        why = graph_err or str(FileNotFoundError(2, "No such file or directory", str(graph_path)))
-        graph_err = f"cannot read graph.json: {why}"
-    review, review_err = _read_optional(run_dir / "review.json")
-    return RunFiles(
-        name=run_dir.resolve().name,
-        receipt=receipt,
-        events=events,
-        graph=graph,
-        graph_error=graph_err,
-        review=review,
-        review_error=None if review_err is None else f"cannot read review.json: {review_err}",
-        receipt_error=receipt_err,
-        events_label=str(run_dir / "events.jsonl"),
-    )
-
 
 # What a verdict-core receipt.json that verifies does and does not show (`receipt verify`
 # prints it in text and JSON): it carries no signature, so it binds files, not authors.
@@ -129,43 +92,6 @@ def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
 
 # ------------------------------------------------- ingested verdict-core runs (verify)
 
-RUN_PREFIX = "run/"
-
-
-def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
-    """A run directory as ``vledger ingest`` recorded it in ``stream``: the exact
-    events.jsonl bytes are reassembled from the ``run.event`` lines and the layout kept
-    on ``receipt.issued``. ``None`` when the run was ingested without a receipt."""
-    run_events: list[dict[str, Any]] = []
-    issued: dict[str, Any] | None = None
-    for ev in lg.read(stream=stream):
-        if ev.type == "run.event":
-            run_events.append(ev.data())
-        elif ev.type == "receipt.issued":
-            data = ev.data()
-            if isinstance(data.get("events_file"), dict) and "receipt_raw" in data:
-                issued = data
-    if issued is None:
-        return None
-    try:
-        events: bytes | None = reassemble_events_file(run_events, issued["events_file"])
-    except (KeyError, TypeError, ValueError):
-        events = None  # reported by the verifier as ``missing events.jsonl``
-    graph, review = issued.get("graph"), issued.get("review")
-    return RunFiles(
-        name=str(issued.get("run_dir") or stream[len(RUN_PREFIX) :]),
-        receipt=str(issued["receipt_raw"]).encode(),
-        events=events,
-        # graph_digest binds graph.json's canonical content, not its bytes (FORMAT.md § 3)
-        graph=None if graph is None else orjson.dumps(graph),
-        graph_error="cannot read graph.json: not present when the run was ingested"
-        if graph is None
-        else None,
-        review=None if review is None else orjson.dumps(review),
-        events_label=f"{stream}/events.jsonl",
-    )
-
-
 def verify_ingested_runs(lg: Any) -> list[Problem]:
     """``vledger verify`` hook: every ingested verdict-core run re-verifies from the log."""
     problems: list[Problem] = []
@@ -193,6 +119,10 @@ RECOMPUTERS: dict[str, Recompute] = {}
 
 def register_recompute(event_type: str, fn: Recompute) -> None:
     RECOMPUTERS[event_type] = fn
+
+
+class ReceiptMalformed(LedgerError, ValueError):
+    """A receipt event whose payload carries no readable checkpoint receipt."""
 
 
 class ReceiptNotFound(LedgerError):
@@ -247,14 +177,14 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
         or not isinstance(cp.get("size"), int)
         or not isinstance(cp.get("root"), str)
     ):
-        raise ValueError(
+        raise ReceiptMalformed(
             f"{where} carries no checkpoint receipt: want "
             "{'checkpoint': {'size': int, 'root': hex}, 'config_digest', 'outputs_digest'}"
         )
     try:
         root = bytes.fromhex(cp["root"])
     except ValueError:
-        raise ValueError(f"{where}: checkpoint.root {cp['root']!r} is not hex") from None
+        raise ReceiptMalformed(f"{where}: checkpoint.root {cp['root']!r} is not hex") from None
     return LedgerReceipt(
         event=ev,
         size=cp["size"],
@@ -407,6 +337,97 @@ def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
         )
     else:
         check.checked.append(f"outputs_digest recomputed: {got}")
+
+
+# ----------------------------------------------------------------------------- the API
+
+
+@dataclass(frozen=True)
+class ReceiptVerified(Result):
+    """What ``vledger receipt verify`` found, with the trust note of the receipt's kind."""
+
+    problems: list[str]
+    trust: dict[str, object]
+    checked: list[str] | None = None  # a ledger receipt: each check that passed
+    differences: list[Difference] | None = None  # a run directory: each differing leaf
+    verdict: str | None = None  # a run directory: ``OUTCOME: reason`` of its evidence
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        found = (
+            {"checked": self.checked}
+            if self.differences is None
+            else {"differences": [d.as_json() for d in self.differences]}
+        )
+        return {"ok": self.ok, "problems": self.problems, **found, **self.trust}
+
+
+def receipt_verify(
+    target: str, *, recompute: bool = False, strict: bool = False,
+    pub: str | Path | None = None, ledger: LedgerArg = None,
+) -> ReceiptVerified:  # fmt: skip
+    """A verdict-core run directory (``strict``: receipt.json byte-identical to the rebuilt
+    one), else a ledger receipt by seq / event_id (``pub``: a .pub key for signed notes)."""
+    if Path(target).is_dir():
+        run = check_run_dir(Path(target), strict=strict)
+        verdict = run_verdict(Path(target), run.rebuilt)
+        return ReceiptVerified(run.problems, RUN_RECEIPT_TRUST, None, run.differences, verdict)
+    with opened(ledger) as lg:
+        verifier = load_verifier(Path(pub)) if pub is not None else None
+        check = verify_ledger_receipt(lg, target, recompute=recompute, pub=verifier)
+    return ReceiptVerified(check.problems, LEDGER_RECEIPT_TRUST, check.checked)
+
+
+def run_verdict(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:
+    """``OUTCOME: reason`` of the evidence (FORMAT.md § 7's CLI), even when verification
+    stopped before rebuilding (e.g. no receipt.json to compare with)."""
+    try:
+        if rebuilt is None:
+            rebuilt = rebuild_from_files(read_run_dir(run_dir))
+    except RebuildError as exc:
+        return f"UNKNOWN: cannot rebuild receipt: {exc}"
+    return f"{rebuilt['outcome']}: {rebuilt['reason']}"
+
+
+@dataclass(frozen=True)
+class ReceiptShown(Result):
+    """A receipt event and what it carries (``vledger receipt show --json``)."""
+
+    seq: int
+    event_id: str
+    stream: str
+    type: str
+    receipt: dict[str, Any]  # a verdict-core run's summary, or our checkpoint receipt
+
+    def to_json(self) -> dict[str, Any]:
+        head = {"seq": self.seq, "event_id": self.event_id, "stream": self.stream}
+        return {**head, "type": self.type, **self.receipt}
+
+
+def receipt_show(ident: str, *, ledger: LedgerArg = None) -> ReceiptShown:
+    """The receipt carried by the event with seq or event_id ``ident``."""
+    with opened(ledger) as lg:
+        ev = find_receipt_event(lg, ident)
+        return ReceiptShown(ev.seq, ev.event_id, ev.stream, ev.type, _receipt_fields(ev))
+
+
+def _receipt_fields(ev: StoredEvent) -> dict[str, Any]:
+    data = ev.data()
+    stored = data.get("receipt")
+    if ev.type == "receipt.issued" and isinstance(data.get("events_file"), dict):
+        # an imported verdict-core run receipt (verify it with `receipt verify SEQ`)
+        stored = stored if isinstance(stored, dict) else {}
+        keys = ("run_id", "outcome", "reason", "events_digest", "graph_digest", "event_count")
+        return {"verdict_core_receipt": {k: stored.get(k) for k in keys}}
+    rc = parse_ledger_receipt(ev)
+    return {
+        "checkpoint": {"size": rc.size, "root": rc.root.hex()},
+        "config_digest": rc.config_digest,
+        "outputs_digest": rc.outputs_digest,
+    }
 
 
 # ------------------------------------------------------- verify hook: projection receipts

@@ -1,484 +1,210 @@
-"""Verdict grades over the ledger: record a unit's evidence, admit it, list and verify.
+"""The verdict verbs of the API: ``vledger verdict …`` and ``vledger admissions``.
 
-A unit lives in the stream ``unit/<unit_id>``: ``oracle.declared`` events first (judges
-are declared before delegation, GVC § 4), then ``work.produced`` and ``oracle.ran`` in
-any order, and finally exactly one ``verdict.admitted``, the record
-``replay.verdict.derive`` computes at admission (§ 6: derived once, by the consumer).
-
-Every write re-checks the whole stream (with the new event at its end) before it is
-appended, and appends with the stream version it checked against, so a concurrent
-writer cannot slip an event between the check and the append. ``verify_admissions``
-re-derives every recorded admission and names each unit whose stream or record is off.
+Each takes the command's arguments as keywords and returns a Result whose ``to_json()`` is
+the command's ``--json``; the unit streams they check and write are ``ledger.app.units``.
+Grades state evidence strength, never correctness (GVC § 1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from pydantic import ValidationError
+
+from ledger.app import units
+from ledger.app.context import LedgerArg, opened
+from ledger.app.result import Result
+from ledger.app.units import (
+    AdmissionRow,
+    Written,
+    admit,
+    declare,
+    load_ladder,
+    pending_units,
+    produced,
+    ran,
+    record_jsonl,
+    unit_problems,
+    unit_stream,
+)
+from ledger.errors import LedgerError
 from ledger.log.verify import EXTRA_CHECKS, Problem
 from ledger.sources import strict_json
-from ledger.sources.files import InputError
-from replay.verdict import (
-    Admission,
-    UnitEvent,
-    UnitEvidenceError,
-    check_stream,
-    check_unit_events,
-    derive,
-    unit_evidence,
-)
-from schemas.canonical import canonical_json
-from schemas.envelope import NewEvent, StoredEvent
-from schemas.gvc import Ladder, Party, Registration
-from schemas.verdict_events import VerdictAdmitted
+from ledger.sources.files import InputError, read_input
+from replay.verdict import Admission
+from replay.verdict_cases import case_mismatches, derive_case, derived_view
+from schemas.gvc import CaseFile, Party
 
-UNIT_PREFIX = "unit/"
-ADMITTED = "verdict.admitted"
-REGISTRATION_FILE = Path(__file__).with_name("verdict-grade-registration.json")
+MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real one
 
 
-class LedgerLike(Protocol):
-    """The slice of ``ledger.log.store.Ledger`` this module uses."""
-
-    def append(self, events: Iterable[NewEvent]) -> Any: ...
-    def read(
-        self, stream: str | None = None, type: str | None = None, stream_prefix: str | None = None
-    ) -> Iterable[StoredEvent]: ...
-    def stream_version(self, stream: str) -> int | None: ...
-    def streams(self, prefix: str | None = None) -> list[str]: ...
+class VerdictInputError(LedgerError):
+    """A JSONL or cases file that cannot be read; names the file and why."""
 
 
-class UnitRejected(ValueError):
-    """An event refused before it reached the log; names the unit and every problem."""
+@dataclass(frozen=True)
+class Recorded(Result):
+    """One evidence event written (``verdict declare|ran|produced --json``)."""
 
-    def __init__(self, unit: str, problems: list[str]) -> None:
-        self.unit = unit
-        self.problems = problems
-        super().__init__(f"unit {unit!r}: " + "; ".join(problems))
-
-
-# ------------------------------------------------------------------------ the ladder
-
-
-def load_registration(path: Path | None = None) -> Registration:
-    """The grade vocabulary registration (GVC § 2), by default the copy shipped with us,
-    which tests assert identical to the canonical one in its identity fields (§ 9.1)."""
-    source = REGISTRATION_FILE if path is None else Path(path)
-    try:
-        return Registration.model_validate_json(source.read_bytes())
-    except OSError as exc:
-        raise FileNotFoundError(
-            f"cannot read the grade registration {str(source)!r}: {exc}"
-        ) from None
-
-
-def load_ladder(path: Path | None = None) -> Ladder:
-    return load_registration(path).ladder()
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def unit_stream(unit: str) -> str:
-    if not unit or "\n" in unit:
-        raise ValueError(f"unit id {unit!r} must be a non-empty single line")
-    return UNIT_PREFIX + unit
-
-
-def unit_of(stream: str) -> str:
-    return stream[len(UNIT_PREFIX) :]
-
-
-def as_unit_event(ev: StoredEvent) -> UnitEvent:
-    return UnitEvent(ev.type, ev.data(), seq=ev.seq, stream_version=ev.stream_version)
-
-
-def read_unit(lg: LedgerLike, unit: str) -> list[UnitEvent]:
-    return [as_unit_event(ev) for ev in lg.read(stream=unit_stream(unit))]
-
-
-# --------------------------------------------------------------------------- writing
-
-
-ADMIT = "admit"  # the pseudo-type of an admission request in a batch
-WRITE_TYPES = ("oracle.declared", "work.produced", "oracle.ran", ADMIT)
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """What one requested write became: its seq (the original one for an idempotent
-    repeat of identical content), and the admission when it was an admit."""
-
-    unit: str
     type: str
-    seq: int
-    duplicate: bool = False
-    admission: Admission | None = None
-
-
-class _Stream:
-    """A unit's stream as it will stand once the pending batch is appended: its check
-    state, the content already stored or pending (for idempotence) and its versions."""
-
-    def __init__(self, unit: str, events: list[UnitEvent]) -> None:
-        self.unit = unit
-        self.base = events[-1].stream_version if events else None
-        self.pending = 0
-        self.seq_of: dict[tuple[str, bytes], int] = {
-            _content_key(e.type, e.data): e.seq for e in events if e.seq is not None
-        }
-        self.pending_at: dict[tuple[str, bytes], int] = {}  # key -> index in the batch
-        self.check = check_stream(unit, events)
-        self.through = -1  # version of the last evidence event (before any admission)
-        for e in events:
-            if e.type == ADMITTED:
-                break
-            self.through = e.stream_version
-
-    def next_version(self) -> int:
-        return (-1 if self.base is None else self.base) + self.pending + 1
-
-    def expected(self) -> int | str:
-        """The store checks only a stream's first event in a batch against this."""
-        if self.pending:
-            return "any"
-        return "no_stream" if self.base is None else self.base
-
-
-def _content_key(type: str, data: Any) -> tuple[str, bytes]:
-    return type, canonical_json(dict(data))
-
-
-def write_units(
-    lg: LedgerLike,
-    items: Iterable[tuple[str, str, dict[str, Any]]],
-    registration: Registration | None = None,
-) -> list[Written]:
-    """Check every ``(type, unit, payload)`` in order and append them as ONE atomic batch.
-
-    ``type`` is oracle.declared, work.produced, oracle.ran, or ``admit`` (derive the
-    unit's record from its stream as it stands at that point and append
-    ``verdict.admitted``). Each event is checked against its stream with every earlier
-    item applied; the first refusal raises ``ItemRejected`` (naming the item) and
-    nothing is appended. Identical content already in the stream is an idempotent
-    no-op, as in the store. Each stream is appended with the version it was checked
-    against, so a concurrent writer turns into a conflict, never an unchecked event.
-    """
-    registration = registration or load_registration()
-    ladder = registration.ladder()
-    items = list(items)
-    streams: dict[str, _Stream] = {}
-    # One query for which units exist, so a batch of fresh units reads nothing more.
-    existing = set(lg.streams(prefix=UNIT_PREFIX)) if len(items) > 1 else None
-    batch: list[NewEvent] = []
-    plan: list[tuple[int | None, Written]] = []  # (batch index or None, result)
-    for index, (type, unit, payload) in enumerate(items):
-        st = streams.get(unit)
-        if st is None:
-            known = existing is None or unit_stream(unit) in existing
-            st = streams[unit] = _Stream(unit, read_unit(lg, unit) if known else [])
-        try:
-            body, admission = _checked(st, type, payload, registration, ladder)
-        except UnitRejected as exc:
-            raise ItemRejected(index, unit, exc.problems) from None
-        event_type = ADMITTED if type == ADMIT else type
-        key = _content_key(event_type, body)
-        if key in st.seq_of:  # identical content already stored: the store's no-op
-            plan.append((None, Written(unit, type, st.seq_of[key], True, admission)))
-            continue
-        if key in st.pending_at:  # identical content earlier in this batch
-            plan.append((st.pending_at[key], Written(unit, type, -1, True, admission)))
-            continue
-        batch.append(NewEvent(unit_stream(unit), event_type, body, expected_version=st.expected()))
-        if event_type == ADMITTED:
-            st.check.feed(UnitEvent(ADMITTED, body))
-        else:
-            st.through = st.next_version()
-        st.pending_at[key] = len(batch) - 1
-        st.pending += 1
-        plan.append((len(batch) - 1, Written(unit, type, -1, False, admission)))
-    seqs = lg.append(batch).seqs if batch else ()
-    out = []
-    for at, written in plan:
-        if at is not None:
-            written = replace(written, seq=seqs[at])
-        out.append(written)
-    return out
-
-
-def _checked(
-    st: _Stream, type: str, payload: dict[str, Any], registration: Registration, ladder: Ladder
-) -> tuple[dict[str, Any], Admission | None]:
-    if type == ADMIT:
-        try:
-            admission = derive(st.check.evidence(), ladder)
-        except UnitEvidenceError as exc:
-            raise UnitRejected(st.unit, list(exc.problems)) from None
-        body = admission_payload(st.unit, admission, registration.schema_version, st.through)
-        key = _content_key(ADMITTED, body)
-        if st.check.admitted_where and key not in st.seq_of and key not in st.pending_at:
-            # admitted once already, and not to this same record: never re-admit
-            raise UnitRejected(st.unit, [f"unit already admitted ({st.check.admitted_where})"])
-        return body, admission
-    if type not in WRITE_TYPES:
-        raise UnitRejected(st.unit, [f"type {type!r} is not one of {', '.join(WRITE_TYPES)}"])
-    body = {**payload, "unit": st.unit}
-    key = _content_key(type, body)
-    if key in st.seq_of or key in st.pending_at:
-        return body, None  # an identical repeat: the store treats it as a no-op
-    if st.check.problems:  # the stream is already broken: add nothing to it
-        raise UnitRejected(st.unit, list(st.check.problems))
-    problems = st.check.feed(UnitEvent(type, body))
-    if problems:
-        raise UnitRejected(st.unit, problems)
-    return body, None
-
-
-def record(lg: LedgerLike, unit: str, type: str, payload: dict[str, Any]) -> int:
-    """Check and append one evidence event to ``unit/<unit>``; return its seq.
-
-    Refuses (``UnitRejected``) an event that would make the stream unsound: a malformed
-    payload, an oracle run but never declared, a declaration after the work was
-    produced, or anything after the unit's admission. Identical content already in the
-    stream is a no-op that returns the original seq.
-    """
-    return write_units(lg, [(type, unit, payload)])[0].seq
-
-
-def declare(
-    lg: LedgerLike,
-    unit: str,
-    oracle_id: str,
-    tier: str,
-    author: Party,
-    command: str | None = None,
-) -> int:
-    payload: dict[str, Any] = {"oracle_id": oracle_id, "tier": tier, "author": author.model_dump()}
-    if command is not None:
-        payload["command"] = command
-    return record(lg, unit, "oracle.declared", payload)
-
-
-def ran(
-    lg: LedgerLike,
-    unit: str,
-    oracle_id: str,
-    passed: bool,
-    runner: Party,
-    content_identity: str = "",
-    exit_code: int | None = None,
-    evidence: str | None = None,
-) -> int:
-    payload: dict[str, Any] = {
-        "oracle_id": oracle_id,
-        "passed": passed,
-        "runner": runner.model_dump(),
-        "content_identity": content_identity,
-    }
-    if exit_code is not None:
-        payload["exit_code"] = exit_code
-    if evidence is not None:
-        payload["evidence"] = evidence
-    return record(lg, unit, "oracle.ran", payload)
-
-
-def produced(
-    lg: LedgerLike,
-    unit: str,
-    producer: Party,
-    content_identity: str = "",
-    producer_supplied_grade: str | None = None,
-) -> int:
-    payload: dict[str, Any] = {
-        "producer": producer.model_dump(),
-        "content_identity": content_identity,
-    }
-    if producer_supplied_grade is not None:
-        payload["producer_supplied_grade"] = producer_supplied_grade
-    return record(lg, unit, "work.produced", payload)
-
-
-def admission_payload(
-    unit: str, admission: Admission, registration: str, through_version: int
-) -> dict[str, Any]:
-    payload = {
-        "unit": unit,
-        **admission.record(),
-        "registration": registration,
-        "through_version": through_version,
-    }
-    VerdictAdmitted.model_validate(payload)  # our own record must fit the closed schema
-    return payload
-
-
-def derive_unit(events: list[UnitEvent], unit: str, ladder: Ladder) -> Admission:
-    """The admission of a unit from its evidence events (refuses a broken stream)."""
-    return derive(unit_evidence(unit, events), ladder)
-
-
-def admit(lg: LedgerLike, unit: str, registration: Registration | None = None) -> Admission:
-    """Derive the unit's record and append it as ``verdict.admitted`` — exactly once.
-
-    A unit with no ``work.produced`` is admitted fail-closed (``unverified``,
-    provenance ``missing_admission_fact``, GVC § 8), never skipped. A broken stream,
-    or one already admitted, is refused with every problem named (``UnitRejected``).
-    """
-    written = write_units(lg, [(ADMIT, unit, {})], registration)[0]
-    assert written.admission is not None
-    return written.admission
-
-
-class ItemRejected(UnitRejected):
-    """A refused item of a ``write_units`` batch; ``index`` is its position."""
-
-    def __init__(self, index: int, unit: str, problems: list[str]) -> None:
-        self.index = index
-        super().__init__(unit, problems)
-
-
-class LineRejected(ValueError):
-    """A JSONL line that could not be recorded; names the source, the line and why."""
-
-    def __init__(self, source: str, lineno: int, detail: str) -> None:
-        self.source, self.lineno, self.detail = source, lineno, detail
-        super().__init__(f"{source}:{lineno}: {detail}")
-
-
-def parse_jsonl(text: str, source: str = "<stdin>") -> list[tuple[int, tuple[str, str, dict]]]:
-    """``(line number, (type, unit, payload))`` per non-blank line, or ``LineRejected``."""
-    items = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:  # faithful or refused: duplicate keys, NaN, 65-bit integers, deep nesting
-            obj = strict_json.loads(line, source, line=lineno)
-        except InputError as exc:
-            raise LineRejected(source, lineno, exc.problem) from None
-        if not isinstance(obj, dict) or obj.get("type") not in WRITE_TYPES:
-            raise LineRejected(
-                source, lineno, f"want an object whose type is one of {', '.join(WRITE_TYPES)}"
-            )
-        unit = obj.get("unit")
-        if not isinstance(unit, str) or not unit:
-            raise LineRejected(source, lineno, "missing 'unit' (a non-empty string)")
-        body = {k: v for k, v in obj.items() if k not in ("type", "unit")}
-        if obj["type"] == ADMIT and body:
-            raise LineRejected(source, lineno, "an admit line carries only 'type' and 'unit'")
-        items.append((lineno, (obj["type"], unit, body)))
-    return items
-
-
-def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[Written]:
-    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
-    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
-
-    All or nothing: every line is checked in order (with the lines before it applied)
-    and the whole file is appended as one atomic batch; the first refused line raises
-    ``LineRejected`` naming it, and nothing is recorded.
-    """
-    parsed = parse_jsonl(text, source)
-    try:
-        return write_units(lg, [item for _, item in parsed])
-    except ItemRejected as exc:
-        raise LineRejected(source, parsed[exc.index][0], str(exc)) from None
-
-
-# -------------------------------------------------------------------- listing, verify
-
-
-@dataclass(frozen=True, slots=True)
-class AdmissionRow:
     unit: str
     seq: int
-    record: dict[str, Any]
 
 
-def admissions(lg: LedgerLike, ladder: Ladder | None = None) -> list[AdmissionRow]:
-    """Every recorded admission, weakest evidence first (then flagged failures first,
-    then unit id), so the least-evidenced work surfaces before confident summaries."""
-    ladder = ladder or load_ladder()
-    rows = [
-        AdmissionRow(unit_of(ev.stream), ev.seq, ev.data())
-        for ev in lg.read(type=ADMITTED)
-        if ev.stream.startswith(UNIT_PREFIX)
-    ]
-    return sorted(
-        rows,
-        key=lambda r: (
-            ladder.rank(r.record.get("effective_grade", "")),
-            not r.record.get("failed_declared_evidence", False),
-            r.unit,
-        ),
-    )
+def _party(identity: str, kind: str, chain: str) -> Party:
+    return Party(identity=identity, kind=kind, chain_id=chain)
 
 
-def pending_units(lg: LedgerLike) -> list[str]:
-    """Units with evidence but no admission yet (surfaced, never silently dropped)."""
-    admitted = {ev.stream for ev in lg.read(type=ADMITTED)}
-    return [unit_of(s) for s in lg.streams(prefix=UNIT_PREFIX) if s not in admitted]
+def verdict_declare(
+    unit: str, *, oracle: str, tier: str, author: str, author_kind: str, author_chain: str = "",
+    command: str | None = None, ledger: LedgerArg = None,
+) -> Recorded:  # fmt: skip
+    """Declare a judge for ``unit`` (before the work is produced, GVC § 4)."""
+    with opened(ledger) as lg:
+        seq = declare(lg, unit, oracle, tier, _party(author, author_kind, author_chain), command)
+    return Recorded("oracle.declared", unit, seq)
 
 
-def verify_admissions(lg: LedgerLike, registration: Registration | None = None) -> list[str]:
-    """Re-derive every recorded admission; one problem string per thing that is off.
-
-    Checks each ``unit/`` stream for soundness (malformed events, undeclared oracles,
-    late declarations, events after admission) and compares every ``verdict.admitted``
-    payload with the record re-derived from the evidence before it.
-    """
-    return [f"unit {unit!r}: {what}" for unit, what in _unit_problems(lg, registration)]
-
-
-def _unit_problems(lg: LedgerLike, registration: Registration | None) -> list[tuple[str, str]]:
-    registration = registration or load_registration()
-    ladder = registration.ladder()
-    problems: list[tuple[str, str]] = []
-    by_stream: dict[str, list[UnitEvent]] = {}
-    for ev in lg.read(stream_prefix=UNIT_PREFIX):  # one scan, grouped in seq order
-        by_stream.setdefault(ev.stream, []).append(as_unit_event(ev))
-    for stream in sorted(by_stream):
-        unit, events = unit_of(stream), by_stream[stream]
-        problems.extend((unit, p) for p in check_unit_events(unit, events))
-        for i, ev in enumerate(events):
-            if ev.type == ADMITTED:
-                problems.extend(
-                    (unit, p) for p in _check_admission(unit, events[:i], ev, registration, ladder)
-                )
-    return problems
+def verdict_ran(
+    unit: str, *, oracle: str, passed: bool, runner: str, runner_kind: str,
+    runner_chain: str = "", content_identity: str = "", exit_code: int | None = None,
+    evidence: str | None = None, ledger: LedgerArg = None,
+) -> Recorded:  # fmt: skip
+    """Record an observed run of a declared judge of ``unit``."""
+    runner_party = _party(runner, runner_kind, runner_chain)
+    with opened(ledger) as lg:
+        seq = ran(lg, unit, oracle, passed, runner_party, content_identity, exit_code, evidence)
+    return Recorded("oracle.ran", unit, seq)
 
 
-def verify_hook(lg: LedgerLike) -> list[Problem]:
+def verdict_produced(
+    unit: str, *, producer: str, producer_kind: str, producer_chain: str = "",
+    content_identity: str = "", grade: str | None = None, ledger: LedgerArg = None,
+) -> Recorded:  # fmt: skip
+    """Record the work delivered for ``unit`` (``grade``: producer-supplied, never admitted)."""
+    party = _party(producer, producer_kind, producer_chain)
+    with opened(ledger) as lg:
+        seq = produced(lg, unit, party, content_identity, grade)
+    return Recorded("work.produced", unit, seq)
+
+
+@dataclass(frozen=True)
+class Admitted(Result):
+    """A unit's admission (``verdict admit --json``: the unit, then its record)."""
+
+    unit: str
+    admission: Admission
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unit": self.unit, **self.admission.record()}
+
+
+def verdict_admit(unit: str, *, ledger: LedgerArg = None) -> Admitted:
+    """Derive ``unit``'s grade from its evidence and record it, once (``units.admit``)."""
+    with opened(ledger) as lg:
+        return Admitted(unit, admit(lg, unit))
+
+
+@dataclass(frozen=True)
+class RecordedBatch(Result):
+    """What ``verdict record`` wrote, one entry per line of the file."""
+
+    recorded: tuple[Written, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recorded": [
+            {"type": w.type, "unit": w.unit, "seq": w.seq, "duplicate": w.duplicate,
+             "effective_grade": w.admission.effective_grade if w.admission else None}
+            for w in self.recorded
+        ]}  # fmt: skip
+
+
+def verdict_record(jsonl: str | Path, *, ledger: LedgerArg = None) -> RecordedBatch:
+    """Record units from a JSONL file (``"-"``: stdin) as one atomic batch (``record_jsonl``)."""
+    source = "<stdin>" if str(jsonl) == "-" else str(jsonl)
+    try:  # the one bounded reader: a regular file, or a pipe only when named as -
+        data = read_input(Path(jsonl), max_bytes=MAX_RECORD_BYTES, name=source, allow_stdin=True)
+        text = data.decode("utf-8")
+    except InputError as exc:
+        raise VerdictInputError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise VerdictInputError(f"{source}: not UTF-8 text ({exc.reason})") from None
+    with opened(ledger) as lg:
+        return RecordedBatch(tuple(record_jsonl(lg, text, source)))
+
+
+@dataclass(frozen=True)
+class DerivedCase:
+    name: str
+    derived: dict[str, Any]  # replay.verdict_cases.derived_view
+    expects: bool  # the case states an expectation
+    mismatches: list[str]  # each expectation missed
+
+
+@dataclass(frozen=True)
+class Derivations(Result):
+    """Every case of a gvc-derivation-cases/v1 file through the derivation."""
+
+    cases: tuple[DerivedCase, ...]
+    check: bool = False
+
+    @property
+    def failing(self) -> list[str]:
+        return [c.name for c in self.cases if c.mismatches]
+
+    @property
+    def ok(self) -> bool:
+        """False when ``check`` was asked and a case misses its expectation (exit 1)."""
+        return not (self.check and self.failing)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": [{"name": c.name, "derived": c.derived} for c in self.cases]}
+
+
+def verdict_derive(
+    cases_file: str | Path, *, registration: str | Path | None = None, check: bool = False
+) -> Derivations:
+    """Run every case of ``cases_file`` through the derivation (no ledger involved)."""
+    try:
+        raw = read_input(Path(cases_file), max_bytes=MAX_RECORD_BYTES)
+        cases = CaseFile.model_validate(strict_json.loads(raw, str(cases_file)))
+    except (ValueError, ValidationError) as exc:
+        raise VerdictInputError(
+            f"{cases_file}: not a gvc-derivation-cases/v1 file: {exc}"
+        ) from None
+    ladder = load_ladder(None if registration is None else Path(registration))
+    derived = []
+    for case in cases.cases:
+        adm = derive_case(case, ladder)
+        view, misses = derived_view(adm), case_mismatches(case, adm)
+        derived.append(DerivedCase(case.name, view, case.expect is not None, misses))
+    return Derivations(tuple(derived), check)
+
+
+@dataclass(frozen=True)
+class Admissions(Result):
+    """Admitted units, weakest evidence first, and the units still pending admission."""
+
+    admissions: tuple[AdmissionRow, ...]
+    pending: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        rows = [{"unit": r.unit, "seq": r.seq, **r.record} for r in self.admissions]
+        return {"admissions": rows, "pending": self.pending}
+
+
+def admissions(ledger: LedgerArg = None) -> Admissions:
+    """``vledger admissions``: what ``units.admissions`` and ``units.pending_units`` list."""
+    with opened(ledger) as lg:
+        return Admissions(tuple(units.admissions(lg)), pending_units(lg))
+
+
+def verify_hook(lg: Any) -> list[Problem]:
     """``vledger verify`` hook: the admission checks, one Problem per finding."""
-    return [Problem(unit_stream(unit), what) for unit, what in _unit_problems(lg, None)]
+    return [Problem(unit_stream(unit), what) for unit, what in unit_problems(lg, None)]
 
 
 if verify_hook not in EXTRA_CHECKS:
     EXTRA_CHECKS.append(verify_hook)
-
-
-def _check_admission(
-    unit: str,
-    before: list[UnitEvent],
-    admitted: UnitEvent,
-    registration: Registration,
-    ladder: Ladder,
-) -> list[str]:
-    where = f"verdict.admitted at seq {admitted.seq}"
-    evidence = [e for e in before if e.type != ADMITTED]
-    try:
-        admission = derive_unit(evidence, unit, ladder)
-    except UnitEvidenceError as exc:
-        return [
-            f"{where} was derived from evidence that cannot be admitted: {'; '.join(exc.problems)}"
-        ]
-    through = evidence[-1].stream_version if evidence else -1
-    expected = admission_payload(unit, admission, registration.schema_version, through)
-    recorded = dict(admitted.data)
-    diffs = [
-        f"{k} recorded {recorded.get(k)!r}, re-derived {expected.get(k)!r}"
-        for k in sorted(set(expected) | set(recorded))
-        if recorded.get(k) != expected.get(k)
-    ]
-    return [f"{where} differs from its re-derivation: " + "; ".join(diffs)] if diffs else []

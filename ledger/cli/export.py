@@ -1,4 +1,4 @@
-"""``vledger export --parquet DIR``: a thin shell over :func:`ledger.app.export.export_parquet`."""
+"""``vledger export --parquet DIR`` / ``--otel FILE``: a thin shell over :func:`ledger.app.export.export`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from pathlib import Path
 
 import click
 
-from ledger.app.export import ExportError, export_parquet
-from ledger.app.otel import OtelExportError, export_otel
+from ledger.app.export import export
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
-from ledger.log.store import open_ledger
 
 
 @main.command("export")
@@ -47,44 +45,23 @@ def export_command(parquet_dir: Path | None, seal: bool, sealed_only: bool,
     """
     if parquet_dir is None and otel_file is None:
         raise click.UsageError("pass --parquet DIR, --otel FILE or both")
-    if parquet_dir is None:
-        _export_otel_only(otel_file, ledger_dir, as_json)
-        return
     try:
-        with open_ledger(resolve_ledger(ledger_dir)) as lg:
-            res = export_parquet(lg, parquet_dir, seal=seal, tail=not sealed_only,
-                                 max_rows=segment_rows, max_bytes=segment_bytes)
-            otel = export_otel(lg, otel_file) if otel_file is not None else None
-    except (ExportError, OtelExportError) as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+        res = export(resolve_ledger(ledger_dir), parquet=parquet_dir, otel=otel_file, seal=seal,
+                     sealed_only=sealed_only, segment_rows=segment_rows,
+                     segment_bytes=segment_bytes)  # fmt: skip
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exit_code(exc))
     if as_json:
-        emit_json({**res.as_json(), **(otel.as_json() if otel else {})})
+        emit_json(res.to_json())
         return
-    if otel is not None:
-        click.echo(f"wrote {otel.traces} trace(s), {otel.spans} span(s) to {otel.path}")
-    tail = f" and the unsealed tail as {res.tail_file}" if res.tail_file else ""
-    click.echo(f"exported {res.segments} segment(s){tail}: {res.rows} event(s), and "
-               f"_manifest.json, to {res.directory}")
-    if res.unsealed:
-        click.echo(f"{res.unsealed} unsealed event(s) not exported (drop --sealed-only to include them)")
-
-
-def _export_otel_only(otel_file: Path, ledger_dir: Path | None, as_json: bool) -> None:
-    """``--otel`` alone: read the log, seal nothing."""
-    try:
-        with open_ledger(resolve_ledger(ledger_dir)) as lg:
-            res = export_otel(lg, otel_file)
-    except OtelExportError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    except LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(exit_code(exc))
-    if as_json:
-        emit_json(res.as_json())
+    if res.otel is not None:
+        click.echo(f"wrote {res.otel.traces} trace(s), {res.otel.spans} span(s) to {res.otel.path}")
+    pq = res.parquet
+    if pq is None:  # --otel alone: the log was only read
         return
-    click.echo(f"wrote {res.traces} trace(s), {res.spans} span(s) to {res.path}")
+    tail = f" and the unsealed tail as {pq.tail_file}" if pq.tail_file else ""
+    click.echo(f"exported {pq.segments} segment(s){tail}: {pq.rows} event(s), and "
+               f"_manifest.json, to {pq.directory}")
+    if pq.unsealed:
+        click.echo(f"{pq.unsealed} unsealed event(s) not exported (drop --sealed-only to include them)")

@@ -8,27 +8,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
-from pydantic import ValidationError
 
-from ledger.app import receipts as receipts_mod
-from ledger.app import verdicts
+from ledger.app import receipts, verdicts
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
-from ledger.log.keys import load_verifier
-from ledger.log.store import open_ledger
-from ledger.sources import strict_json
-from ledger.sources.files import InputError, read_input
-from replay.vcore_receipt import ABSENT, RebuildError, rebuild_from_files
-from replay.verdict_cases import case_mismatches, derive_case, derived_view
-from schemas.gvc import COUNTER_NAMES, CaseFile, Party
+from replay.vcore_receipt import ABSENT
+from schemas.gvc import COUNTER_NAMES
 
 ANTI_CLAIM = "grades state evidence strength, not correctness"
 KINDS = click.Choice(["human", "agent", "kernel"])
+T = TypeVar("T")
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -36,25 +31,12 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def _open(ledger_dir: Path | None) -> Any:
+def _call(api: Callable[..., T], *args: Any, **kw: Any) -> T:
+    """The one API call of a command; a LedgerError is ``Error: …`` and its exit code."""
     try:
-        return open_ledger(resolve_ledger(ledger_dir))
+        return api(*args, **kw)
     except LedgerError as exc:
         _fail(str(exc), exit_code(exc))
-
-
-def _write(ledger_dir: Path | None, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with _open(ledger_dir) as lg:
-        try:
-            return fn(lg, *args, **kwargs)
-        except verdicts.UnitRejected as exc:
-            _fail(str(exc))
-        except LedgerError as exc:
-            _fail(str(exc), exit_code(exc))
-
-
-def _party(identity: str, kind: str, chain: str) -> Party:
-    return Party(identity=identity, kind=kind, chain_id=chain)
 
 
 def _flag(record: dict[str, Any]) -> str:
@@ -94,12 +76,10 @@ def declare_cmd(
     author_kind: str, author_chain: str, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Declare a judge for UNIT (before the work is produced)."""
-    seq = _write(
-        ledger_dir, verdicts.declare, unit, oracle_id, tier,
-        _party(author, author_kind, author_chain), command,
-    )  # fmt: skip
-    _written(as_json, "oracle.declared", unit, seq,
-             f"declared oracle {oracle_id!r} for unit {unit!r} at seq {seq}")
+    res = _call(verdicts.verdict_declare, unit, oracle=oracle_id, tier=tier, author=author,
+                author_kind=author_kind, author_chain=author_chain, command=command,
+                ledger=resolve_ledger(ledger_dir))  # fmt: skip
+    _written(as_json, res, f"declared oracle {oracle_id!r} for unit {unit!r} at seq {res.seq}")
 
 
 @verdict.command("ran")
@@ -120,12 +100,12 @@ def ran_cmd(
     evidence: str | None, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Record an observed run of a declared judge of UNIT."""
-    seq = _write(
-        ledger_dir, verdicts.ran, unit, oracle_id, passed,
-        _party(runner, runner_kind, runner_chain), content_identity, exit_code, evidence,
-    )  # fmt: skip
-    _written(as_json, "oracle.ran", unit, seq,
-             f"recorded {'pass' if passed else 'failure'} of {oracle_id!r} at seq {seq}")
+    res = _call(verdicts.verdict_ran, unit, oracle=oracle_id, passed=passed, runner=runner,
+                runner_kind=runner_kind, runner_chain=runner_chain,
+                content_identity=content_identity, exit_code=exit_code, evidence=evidence,
+                ledger=resolve_ledger(ledger_dir))  # fmt: skip
+    outcome = "pass" if passed else "failure"
+    _written(as_json, res, f"recorded {outcome} of {oracle_id!r} at seq {res.seq}")
 
 
 @verdict.command("produced")
@@ -142,17 +122,16 @@ def produced_cmd(
     content_identity: str, grade: str | None, ledger_dir: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Record the work delivered for UNIT."""
-    seq = _write(
-        ledger_dir, verdicts.produced, unit,
-        _party(producer, producer_kind, producer_chain), content_identity, grade,
-    )  # fmt: skip
-    _written(as_json, "work.produced", unit, seq, f"recorded work for unit {unit!r} at seq {seq}")
+    res = _call(verdicts.verdict_produced, unit, producer=producer, producer_kind=producer_kind,
+                producer_chain=producer_chain, content_identity=content_identity, grade=grade,
+                ledger=resolve_ledger(ledger_dir))  # fmt: skip
+    _written(as_json, res, f"recorded work for unit {unit!r} at seq {res.seq}")
 
 
-def _written(as_json: bool, type_: str, unit: str, seq: int, text: str) -> None:
+def _written(as_json: bool, res: verdicts.Recorded, text: str) -> None:
     """What a recording verb prints: ``{type, unit, seq}`` with --json, else one line."""
     if as_json:
-        emit_json({"type": type_, "unit": unit, "seq": seq})
+        emit_json(res.to_json())
     else:
         click.echo(text)
 
@@ -163,11 +142,11 @@ def _written(as_json: bool, type_: str, unit: str, seq: int, text: str) -> None:
 @json_option
 def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Derive UNIT's grade from its evidence and record it (once)."""
-    admission = _write(ledger_dir, verdicts.admit, unit)
-    rec = admission.record()
+    res = _call(verdicts.verdict_admit, unit, ledger=resolve_ledger(ledger_dir))
     if as_json:
-        emit_json({"unit": unit, **rec})
+        emit_json(res.to_json())
         return
+    rec = res.admission.record()
     ops = ", ".join(rec["applied_rank_ops"]) or "none"
     click.echo(f"unit {unit}: {rec['effective_grade']} ({ANTI_CLAIM})")
     click.echo(f"  evidence kind {rec['evidence_kind']}; rank ops: {ops}")
@@ -175,9 +154,6 @@ def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
     click.echo(f"  conflicting_evidence: {str(rec['conflicting_evidence']).lower()}")
     if rec["provenance"] != "derived":
         click.echo(f"  provenance: {rec['provenance']}")
-
-
-MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real one
 
 
 @verdict.command("record")
@@ -198,29 +174,11 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
     All or nothing: the whole file is checked, then appended as one atomic batch; the
     first refused line is named (exit 1) and nothing is recorded.
     """
-    source = "<stdin>" if str(jsonl) == "-" else str(jsonl)
-    try:  # the one bounded reader: a regular file, or a pipe only when named as -
-        data = read_input(jsonl, max_bytes=MAX_RECORD_BYTES, name=source, allow_stdin=True)
-        text = data.decode("utf-8")
-    except InputError as exc:
-        _fail(str(exc))
-    except UnicodeDecodeError as exc:
-        _fail(f"{source}: not UTF-8 text ({exc.reason})")
-    with _open(ledger_dir) as lg:
-        try:
-            done = verdicts.record_jsonl(lg, text, source)
-        except verdicts.LineRejected as exc:
-            _fail(str(exc))
-        except LedgerError as exc:
-            _fail(str(exc), exit_code(exc))
+    res = _call(verdicts.verdict_record, jsonl, ledger=resolve_ledger(ledger_dir))
     if as_json:
-        emit_json({"recorded": [
-            {"type": w.type, "unit": w.unit, "seq": w.seq, "duplicate": w.duplicate,
-             "effective_grade": w.admission.effective_grade if w.admission else None}
-            for w in done
-        ]})  # fmt: skip
+        emit_json(res.to_json())
         return
-    for w in done:
+    for w in res.recorded:
         what = (
             f"admitted {w.unit}: {w.admission.effective_grade}"
             if w.admission
@@ -237,30 +195,23 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
 @json_option
 def derive_cmd(cases_file: Path, registration: Path | None, check: bool, as_json: bool) -> None:
     """Run every case of a gvc-derivation-cases/v1 file through the derivation."""
-    try:
-        raw = read_input(cases_file, max_bytes=MAX_RECORD_BYTES)
-        cases = CaseFile.model_validate(strict_json.loads(raw, str(cases_file)))
-    except (ValueError, ValidationError) as exc:
-        _fail(f"{cases_file}: not a gvc-derivation-cases/v1 file: {exc}")
-    ladder = verdicts.load_ladder(registration)
-    results = [(c, derive_case(c, ladder)) for c in cases.cases]
-    misses = {c.name: case_mismatches(c, a) for c, a in results}
+    res = _call(verdicts.verdict_derive, cases_file, registration=registration, check=check)
     if as_json:
-        emit_json({"cases": [{"name": c.name, "derived": derived_view(a)} for c, a in results]})
+        emit_json(res.to_json())
     else:
-        _print_cases(results, misses)
-    failing = [n for n, m in misses.items() if m]
-    if check and failing:
+        _print_cases(res.cases)
+    if not res.ok:
         click.echo(
-            f"{len(failing)} case(s) differ from their expectation: {', '.join(failing)}", err=True
+            f"{len(res.failing)} case(s) differ from their expectation: {', '.join(res.failing)}",
+            err=True,
         )
         sys.exit(1)
 
 
-def _print_cases(results: list[Any], misses: dict[str, list[str]]) -> None:
-    click.echo(f"# {len(results)} case(s); {ANTI_CLAIM}")
-    for case, adm in results:
-        d = derived_view(adm)
+def _print_cases(cases: tuple[verdicts.DerivedCase, ...]) -> None:
+    click.echo(f"# {len(cases)} case(s); {ANTI_CLAIM}")
+    for case in cases:
+        d = case.derived
         click.echo(f"{case.name}: {d['effective_grade']} (evidence kind {d['evidence_kind']})")
         click.echo(f"  rank ops: {', '.join(d['applied_rank_ops']) or 'none'}")
         click.echo(
@@ -268,8 +219,8 @@ def _print_cases(results: list[Any], misses: dict[str, list[str]]) -> None:
             f"failed_declared_evidence={str(d['failed_declared_evidence']).lower()}"
         )
         click.echo("  counters: " + " ".join(f"{k}={d['counters'][k]}" for k in COUNTER_NAMES))
-        if case.expect is not None:
-            problems = misses[case.name]
+        if case.expects:
+            problems = case.mismatches
             click.echo(
                 "  expectation: " + ("met" if not problems else "NOT met: " + "; ".join(problems))
             )
@@ -283,17 +234,11 @@ def _print_cases(results: list[Any], misses: dict[str, list[str]]) -> None:
 @json_option
 def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """List admitted units, weakest evidence first, and units still pending admission."""
-    with _open(ledger_dir) as lg:
-        rows = verdicts.admissions(lg)
-        pending = verdicts.pending_units(lg)
+    res = _call(verdicts.admissions, resolve_ledger(ledger_dir))
     if as_json:
-        emit_json(
-            {
-                "admissions": [{"unit": r.unit, "seq": r.seq, **r.record} for r in rows],
-                "pending": pending,
-            }
-        )
+        emit_json(res.to_json())
         return
+    rows, pending = res.admissions, res.pending
     click.echo(f"# {len(rows)} admitted unit(s), weakest first; {ANTI_CLAIM}")
     width = max([len(r.unit) for r in rows] + [4])
     click.echo(f"{'unit':<{width}}  {'grade':<17}  {'evidence kind':<17}  flags / rank ops")
@@ -343,68 +288,29 @@ def receipt_verify_cmd(
     A run directory is rebuilt from events.jsonl + graph.json (+ review.json) and
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
-    if Path(target).is_dir():
-        _verify_run_dir(Path(target), as_json, strict)
-        return
-    with _open(ledger_dir) as lg:
-        try:
-            pub = load_verifier(pub_file) if pub_file is not None else None
-            check = receipts_mod.verify_ledger_receipt(lg, target, recompute=recompute, pub=pub)
-        except LedgerError as exc:
-            _fail(str(exc), exit_code(exc))
-    trust = receipts_mod.LEDGER_RECEIPT_TRUST
+    res = _call(receipts.receipt_verify, target, recompute=recompute, strict=strict,
+                pub=pub_file, ledger=resolve_ledger(ledger_dir))  # fmt: skip
     if as_json:
-        emit_json(
-            {"ok": check.ok, "problems": check.problems, "checked": check.checked, **trust}
-        )
-    else:
-        for line in check.checked:
+        emit_json(res.to_json())
+    elif res.differences is None:  # a ledger receipt
+        for line in res.checked or []:
             click.echo(f"ok: {line}")
-        for line in check.problems:
+        for line in res.problems:
             click.echo(f"problem: {line}")
-        click.echo("receipt: OK" if check.ok else "receipt: FAILED")
-        for line in receipts_mod.trust_lines(trust):
-            click.echo(line)
-    if not check.ok:
-        sys.exit(1)
-
-
-def _verify_run_dir(run_dir: Path, as_json: bool, strict: bool) -> None:
-    result = receipts_mod.check_run_dir(run_dir, strict=strict)
-    problems = result.problems
-    trust = receipts_mod.RUN_RECEIPT_TRUST
-    if as_json:
-        emit_json(
-            {
-                "ok": not problems,
-                "problems": problems,
-                "differences": [d.as_json() for d in result.differences],
-                **trust,
-            }
-        )
-    else:
-        click.echo(_verdict_line(run_dir, result.rebuilt))
-        if problems:
-            click.echo("integrity: " + "; ".join(problems))
+        click.echo("receipt: OK" if res.ok else "receipt: FAILED")
+    else:  # a verdict-core run directory
+        click.echo(res.verdict)
+        if res.problems:
+            click.echo("integrity: " + "; ".join(res.problems))
         else:
             click.echo("integrity: OK (events digest verified; receipt unsigned)")
-        for line in difference_lines(result.differences):
+        for line in difference_lines(res.differences):
             click.echo(line)
-        for line in receipts_mod.trust_lines(trust):
+    if not as_json:
+        for line in receipts.trust_lines(res.trust):
             click.echo(line)
-    if problems:
+    if not res.ok:
         sys.exit(1)
-
-
-def _verdict_line(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:
-    """``OUTCOME: reason`` of the evidence (FORMAT.md § 7's CLI), even when verification
-    stopped before rebuilding (e.g. no receipt.json to compare with)."""
-    try:
-        if rebuilt is None:
-            rebuilt = rebuild_from_files(receipts_mod.read_run_dir(run_dir))
-    except RebuildError as exc:
-        return f"UNKNOWN: cannot rebuild receipt: {exc}"
-    return f"{rebuilt['outcome']}: {rebuilt['reason']}"
 
 
 SHOWN_DIFFERENCES = 20
@@ -440,38 +346,9 @@ def _shown(value: Any) -> str:
 @json_option
 def receipt_show_cmd(ident: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Show the receipt carried by the event with seq or event_id IDENT."""
-    with _open(ledger_dir) as lg:
-        try:
-            ev = receipts_mod.find_receipt_event(lg, ident)
-            shown = {
-                "seq": ev.seq,
-                "event_id": ev.event_id,
-                "stream": ev.stream,
-                "type": ev.type,
-                **_receipt_fields(ev),
-            }
-        except LedgerError as exc:
-            _fail(str(exc), exit_code(exc))
-        except ValueError as exc:
-            _fail(str(exc))
+    shown = _call(receipts.receipt_show, ident, ledger=resolve_ledger(ledger_dir)).to_json()
     if as_json:
         emit_json(shown)
         return
     for key, value in shown.items():
         click.echo(f"{key:<15} {value if not isinstance(value, dict) else json.dumps(value)}")
-
-
-def _receipt_fields(ev: Any) -> dict[str, Any]:
-    data = ev.data()
-    stored = data.get("receipt")
-    if ev.type == "receipt.issued" and isinstance(data.get("events_file"), dict):
-        # an imported verdict-core run receipt (verify it with `receipt verify SEQ`)
-        stored = stored if isinstance(stored, dict) else {}
-        keys = ("run_id", "outcome", "reason", "events_digest", "graph_digest", "event_count")
-        return {"verdict_core_receipt": {k: stored.get(k) for k in keys}}
-    rc = receipts_mod.parse_ledger_receipt(ev)
-    return {
-        "checkpoint": {"size": rc.size, "root": rc.root.hex()},
-        "config_digest": rc.config_digest,
-        "outputs_digest": rc.outputs_digest,
-    }
