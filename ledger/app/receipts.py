@@ -143,15 +143,28 @@ class LedgerReceipt:
     outputs_digest: str | None
 
 
-@dataclass
-class ReceiptCheck:
+@dataclass(frozen=True)
+class ReceiptCheck(Result):
+    """What verifying a receipt found (``vledger receipt verify``), with its kind's trust note."""
+
     receipt: LedgerReceipt | None
     problems: list[str] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
+    checked: list[str] | None = field(default_factory=list)  # ledger receipts: checks passed
+    trust: dict[str, object] = field(default_factory=lambda: LEDGER_RECEIPT_TRUST)
+    differences: list[Difference] | None = None  # a run directory: each differing leaf
+    verdict: str | None = None  # a run directory: ``OUTCOME: reason`` of its evidence
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        found = (
+            {"checked": self.checked}
+            if self.differences is None
+            else {"differences": [d.as_json() for d in self.differences]}
+        )
+        return {"ok": self.ok, "problems": self.problems, **found, **self.trust}
 
 
 def find_receipt_event(lg: Any, ident: str) -> StoredEvent:
@@ -342,43 +355,19 @@ def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
 # ----------------------------------------------------------------------------- the API
 
 
-@dataclass(frozen=True)
-class ReceiptVerified(Result):
-    """What ``vledger receipt verify`` found, with the trust note of the receipt's kind."""
-
-    problems: list[str]
-    trust: dict[str, object]
-    checked: list[str] | None = None  # a ledger receipt: each check that passed
-    differences: list[Difference] | None = None  # a run directory: each differing leaf
-    verdict: str | None = None  # a run directory: ``OUTCOME: reason`` of its evidence
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def to_json(self) -> dict[str, Any]:
-        found = (
-            {"checked": self.checked}
-            if self.differences is None
-            else {"differences": [d.as_json() for d in self.differences]}
-        )
-        return {"ok": self.ok, "problems": self.problems, **found, **self.trust}
-
-
 def receipt_verify(
     target: str, *, recompute: bool = False, strict: bool = False,
     pub: str | Path | None = None, ledger: LedgerArg = None,
-) -> ReceiptVerified:  # fmt: skip
+) -> ReceiptCheck:  # fmt: skip
     """A verdict-core run directory (``strict``: receipt.json byte-identical to the rebuilt
     one), else a ledger receipt by seq / event_id (``pub``: a .pub key for signed notes)."""
     if Path(target).is_dir():
         run = check_run_dir(Path(target), strict=strict)
         verdict = run_verdict(Path(target), run.rebuilt)
-        return ReceiptVerified(run.problems, RUN_RECEIPT_TRUST, None, run.differences, verdict)
+        return ReceiptCheck(None, run.problems, None, RUN_RECEIPT_TRUST, run.differences, verdict)
     with opened(ledger) as lg:
         verifier = load_verifier(Path(pub)) if pub is not None else None
-        check = verify_ledger_receipt(lg, target, recompute=recompute, pub=verifier)
-    return ReceiptVerified(check.problems, LEDGER_RECEIPT_TRUST, check.checked)
+        return verify_ledger_receipt(lg, target, recompute=recompute, pub=verifier)
 
 
 def run_verdict(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:

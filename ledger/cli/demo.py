@@ -1,15 +1,13 @@
 """``vledger demo``: the guided tour that ``make demo`` runs.
 
-It drives the real commands in-process, in the order a user would type them, over the
-corpora the project ships, and prints one line per step plus the next commands to try.
-Each step is the same ``vledger`` verb documented in the README, so the demo doubles as an
-end-to-end smoke test of the CLI (tests/test_demo.py runs it).
+It calls the Python API (docs/readme/api.md) over the corpora the project ships, in the
+order a user would type the commands, and prints one line per step plus the next commands
+to try. Each step is the API function under the ``vledger`` verb of the same name, so the
+demo doubles as an end-to-end smoke test of the API (tests/test_demo.py runs it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
 import sys
 from collections.abc import Callable
@@ -17,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
+import ledger
 from ledger.cli import main
-from ledger.cli.output import fmt_number
+from ledger.cli.output import fmt_number, json_text
 from ledger.cli.retrace import status_counts
+from ledger.errors import LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_LEDGER = Path(".vledger-demo")
@@ -33,24 +32,18 @@ class DemoStepFailed(click.ClickException):
     pass
 
 
-def _invoke(args: list[str]) -> tuple[int, str]:
-    """Run ``vledger ARGS`` in-process; return (exit code, captured stdout)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main.main(args=args, prog_name="vledger", standalone_mode=False)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        except click.ClickException as exc:
-            exc.show()
-            code = exc.exit_code
-    return code, out.getvalue() + ("\n" + err.getvalue() if code else "")
-
-
-def _json(text: str) -> Any:
-    start = text.find("{")
-    return orjson.loads(text[start:]) if start >= 0 else {}
+def _run(title: str, call: Callable[[], Any]) -> dict[str, Any]:
+    """``call()``'s ``to_json()``; a step that raises, or whose result says it failed
+    (``ok`` false, or the nonzero ``exit_code`` its command would exit with), stops the demo."""
+    try:
+        result = call()
+    except LedgerError as exc:
+        raise DemoStepFailed(f"demo step '{title}' failed: {exc}") from None
+    body = result.to_json() if hasattr(result, "to_json") else {}
+    if body.get("ok", True) is False or body.get("exit_code", 0) != 0:
+        click.echo(json_text(body), err=True)
+        raise DemoStepFailed(f"demo step '{title}' failed: {body.get('problems', body)}")
+    return body
 
 
 @main.command()
@@ -88,75 +81,43 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
             )
         shutil.rmtree(ledger_dir)
     key = ledger_dir.with_name(ledger_dir.name + ".key")
-    led = ["--ledger", str(ledger_dir)]
     notes = corpora / "notes_duplicate_check"
     packs = corpora / "packs"
     narrowed = packs / "notes_duplicate_check_narrowed" / "grading.yaml"
-    facts: dict[str, Any] = {}
+    at = {"ledger": ledger_dir}
 
-    def step(title: str, args: list[str], summarise: Callable[[str], str], ok_codes=(0,)) -> str:
-        code, out = _invoke(args)
-        if code not in ok_codes:
-            click.echo(out, err=True)
-            raise DemoStepFailed(
-                f"demo step '{title}' failed (exit {code}): vledger {' '.join(args)}"
-            )
-        line = summarise(out)
-        click.echo(f"  {click.style('✓', fg='green')} {title}: {line}")
-        return out
+    def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) -> dict:
+        body = _run(title, call)
+        click.echo(f"  {click.style('✓', fg='green')} {title}: {summarise(body)}")
+        return body
 
     click.echo(click.style("verdict-ledger demo", bold=True) + f" — ledger {ledger_dir}\n")
-    step("init", ["init", *led], lambda o: "empty ledger created")
-    step(
-        "ingest",
-        [
-            "ingest",
-            *led,
-            "--json",
-            str(notes),
-            str(packs),
-            str(corpora / "verdict-core" / "demo-run"),
-        ],
-        lambda o: _ingest_line(_json(o)),
-    )
-    step(
-        "record units",
-        ["verdict", "record", *led, str(corpora / "units" / "demo_units.jsonl")],
-        lambda o: f"{o.count('admitted')} units admitted from their oracle evidence",
-    )
+    step("init", lambda: ledger.init(ledger_dir).close(), lambda b: "empty ledger created")
+    run_dir = corpora / "verdict-core" / "demo-run"
+    step("ingest", lambda: ledger.ingest(str(notes), str(packs), str(run_dir), **at), _ingest_line)
+    units = corpora / "units" / "demo_units.jsonl"
+    step("record units", lambda: ledger.verdict_record(units, **at), _units_line)
     if key.exists():
         key.unlink()
         key.with_name(key.name + ".pub").unlink(missing_ok=True)
     step(
         "keygen",
-        ["keygen", "--out", str(key)],
-        lambda o: f"Ed25519 key at {key} (outside the ledger)",
+        lambda: ledger.keygen(out=key, **at),
+        lambda b: f"Ed25519 key at {key} (outside the ledger)",
     )
-    step("checkpoint", ["checkpoint", *led, "--key", str(key)], _checkpoint_line)
-    out = step(
-        "retrace",
-        ["retrace", *led, "--json", "--constraints", str(narrowed)],
-        lambda o: _retrace_line(_json(o)),
-    )
-    facts["replay_id"] = _json(out).get("replay_id")
-    step(
-        "reconcile",
-        ["reconcile", *led, "--json", "--packs", str(packs), "--base", str(ROOT)],
-        lambda o: _reconcile_line(_json(o)),
-    )
-    step("admissions", ["admissions", *led, "--json"], lambda o: _admissions_line(_json(o)))
-    step("checkpoint", ["checkpoint", *led, "--key", str(key)], _checkpoint_line)
-    step(
-        "verify",
-        ["verify", *led, "--deep", "--pub", str(key) + ".pub", "--json"],
-        lambda o: _verify_line(_json(o)),
-    )
+    step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
+    retraced = step("retrace", lambda: ledger.retrace(constraints=narrowed, **at), _retrace_line)
+    step("reconcile", lambda: ledger.reconcile(packs=[packs], base=ROOT, **at), _reconcile_line)
+    step("admissions", lambda: ledger.admissions(**at), _admissions_line)
+    step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
+    pub = key.with_name(key.name + ".pub")
+    step("verify", lambda: ledger.verify(deep=True, pub=pub, **at), _verify_line)
     step(
         "receipt",
-        ["receipt", "verify", *led, "--recompute", f"{facts['replay_id']}:completed"],
-        lambda o: "the retrace receipt re-verifies and its outputs recompute",
+        lambda: ledger.receipt_verify(f"{retraced['replay_id']}:completed", recompute=True, **at),
+        lambda b: "the retrace receipt re-verifies and its outputs recompute",
     )
-    step("report", ["report", *led, "--out", str(report_path)], lambda o: f"wrote {report_path}")
+    step("report", lambda: ledger.report(out=report_path, **at), lambda b: f"wrote {report_path}")
     click.echo(
         "\n" + _path_hint() + "Next, try:\n"
         f"  vledger log --ledger {ledger_dir} --type grade.replayed --json | head\n"
@@ -181,9 +142,9 @@ def _path_hint() -> str:
     )
 
 
-def _checkpoint_line(text: str) -> str:
+def _checkpoint_line(body: dict[str, Any]) -> str:
     """A C2SP checkpoint note: origin, tree size, base64 root, blank line, signatures."""
-    lines = text.strip().splitlines()
+    lines = body["note"].strip().splitlines()
     return (
         f"signed note over tree size {lines[1]}, root {lines[2][:12]}…"
         if len(lines) > 2
@@ -201,6 +162,11 @@ def _ingest_line(r: dict[str, Any]) -> str:
     )
 
 
+def _units_line(r: dict[str, Any]) -> str:
+    admitted = sum(1 for w in r["recorded"] if w["type"] == "admit")
+    return f"{admitted} units admitted from their oracle evidence"
+
+
 def _retrace_line(r: dict[str, Any]) -> str:
     classes = sorted({f"{c['task_id']}: {c['class']}" for c in r.get("constraints", [])})
     return "; ".join([f"{status_counts(r.get('trials', []))} trials", *classes])
@@ -215,9 +181,8 @@ def _reconcile_line(r: dict[str, Any]) -> str:
     return "; ".join(parts) or "no migration declared"
 
 
-def _admissions_line(r: Any) -> str:
-    rows = r.get("admissions", r) if isinstance(r, dict) else r
-    grades = [row.get("effective_grade") for row in rows] if isinstance(rows, list) else []
+def _admissions_line(r: dict[str, Any]) -> str:
+    grades = [row.get("effective_grade") for row in r["admissions"]]
     return f"{len(grades)} units, weakest first: {', '.join(map(str, grades))}"
 
 
