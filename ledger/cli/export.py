@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,7 +15,7 @@ from ledger.errors import LedgerError, exit_code
 
 
 @main.command("export")
-@click.option("--parquet", "parquet_dir", default=None,
+@click.option("--parquet", default=None,
               type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write the segments and _manifest.json into (new or empty).")
 @click.option("--seal", is_flag=True,
@@ -26,14 +27,12 @@ from ledger.errors import LedgerError, exit_code
               help="With --seal: target rows per segment (a trial is never split).")
 @click.option("--segment-bytes", type=click.IntRange(min=1), default=None,
               help="With --seal: target uncompressed bytes per segment.")
-@click.option("--otel", "otel_file", default=None, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--otel", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Also (or only) write every trial as OTLP/JSON traces in the GenAI "
                    "conventions to this new file.")
 @ledger_option
 @json_option
-def export_command(parquet_dir: Path | None, seal: bool, sealed_only: bool,
-                   segment_rows: int | None, segment_bytes: int | None, otel_file: Path | None,
-                   ledger_dir: Path | None, as_json: bool) -> None:
+def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Write the sealed Parquet segments plus their manifest for other engines.
 
     The ledger is not changed: unsealed events go into one more Parquet file beside the
@@ -43,12 +42,10 @@ def export_command(parquet_dir: Path | None, seal: bool, sealed_only: bool,
 
     Example: vledger export --parquet out/   (or --otel traces.json)
     """
-    if parquet_dir is None and otel_file is None:
+    if kw["parquet"] is None and kw["otel"] is None:
         raise click.UsageError("pass --parquet DIR, --otel FILE or both")
     try:
-        res = export(resolve_ledger(ledger_dir), parquet=parquet_dir, otel=otel_file, seal=seal,
-                     sealed_only=sealed_only, segment_rows=segment_rows,
-                     segment_bytes=segment_bytes)  # fmt: skip
+        res = export(resolve_ledger(ledger_dir), **kw)
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exit_code(exc))

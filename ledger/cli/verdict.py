@@ -63,7 +63,7 @@ def verdict() -> None:
 
 @verdict.command("declare")
 @click.argument("unit")
-@click.option("--oracle", "oracle_id", required=True, help="Oracle id, unique in the unit.")
+@click.option("--oracle", required=True, help="Oracle id, unique in the unit.")
 @click.option("--tier", required=True, help="Grade the judge grants when it passes.")
 @click.option("--command", default=None, help="How to re-run the judge.")
 @click.option("--author", required=True, help="Author identity.")
@@ -71,20 +71,15 @@ def verdict() -> None:
 @click.option("--author-chain", default="", help="Author's delegation chain ('' = none).")
 @ledger_option
 @json_option
-def declare_cmd(
-    unit: str, oracle_id: str, tier: str, command: str | None, author: str,
-    author_kind: str, author_chain: str, ledger_dir: Path | None, as_json: bool,
-) -> None:  # fmt: skip
+def declare_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Declare a judge for UNIT (before the work is produced)."""
-    res = _call(verdicts.verdict_declare, unit, oracle=oracle_id, tier=tier, author=author,
-                author_kind=author_kind, author_chain=author_chain, command=command,
-                ledger=resolve_ledger(ledger_dir))  # fmt: skip
-    _written(as_json, res, f"declared oracle {oracle_id!r} for unit {unit!r} at seq {res.seq}")
+    res = _call(verdicts.verdict_declare, ledger=resolve_ledger(ledger_dir), **kw)
+    _written(as_json, res, f"declared oracle {kw['oracle']!r} for unit {res.unit!r} at seq {res.seq}")
 
 
 @verdict.command("ran")
 @click.argument("unit")
-@click.option("--oracle", "oracle_id", required=True)
+@click.option("--oracle", required=True)
 @click.option("--passed/--failed", required=True, help="The observed result.")
 @click.option("--runner", required=True, help="Runner identity.")
 @click.option("--runner-kind", type=KINDS, required=True)
@@ -94,18 +89,11 @@ def declare_cmd(
 @click.option("--evidence", default=None, help="Reference to the execution transcript.")
 @ledger_option
 @json_option
-def ran_cmd(
-    unit: str, oracle_id: str, passed: bool, runner: str, runner_kind: str,
-    runner_chain: str, content_identity: str, exit_code: int | None,
-    evidence: str | None, ledger_dir: Path | None, as_json: bool,
-) -> None:  # fmt: skip
+def ran_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record an observed run of a declared judge of UNIT."""
-    res = _call(verdicts.verdict_ran, unit, oracle=oracle_id, passed=passed, runner=runner,
-                runner_kind=runner_kind, runner_chain=runner_chain,
-                content_identity=content_identity, exit_code=exit_code, evidence=evidence,
-                ledger=resolve_ledger(ledger_dir))  # fmt: skip
-    outcome = "pass" if passed else "failure"
-    _written(as_json, res, f"recorded {outcome} of {oracle_id!r} at seq {res.seq}")
+    res = _call(verdicts.verdict_ran, ledger=resolve_ledger(ledger_dir), **kw)
+    outcome = "pass" if kw["passed"] else "failure"
+    _written(as_json, res, f"recorded {outcome} of {kw['oracle']!r} at seq {res.seq}")
 
 
 @verdict.command("produced")
@@ -117,15 +105,10 @@ def ran_cmd(
 @click.option("--grade", default=None, help="A producer-supplied grade (never admitted).")
 @ledger_option
 @json_option
-def produced_cmd(
-    unit: str, producer: str, producer_kind: str, producer_chain: str,
-    content_identity: str, grade: str | None, ledger_dir: Path | None, as_json: bool,
-) -> None:  # fmt: skip
+def produced_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record the work delivered for UNIT."""
-    res = _call(verdicts.verdict_produced, unit, producer=producer, producer_kind=producer_kind,
-                producer_chain=producer_chain, content_identity=content_identity, grade=grade,
-                ledger=resolve_ledger(ledger_dir))  # fmt: skip
-    _written(as_json, res, f"recorded work for unit {unit!r} at seq {res.seq}")
+    res = _call(verdicts.verdict_produced, ledger=resolve_ledger(ledger_dir), **kw)
+    _written(as_json, res, f"recorded work for unit {res.unit!r} at seq {res.seq}")
 
 
 def _written(as_json: bool, res: verdicts.Recorded, text: str) -> None:
@@ -193,9 +176,9 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
               default=None, help="Grade registration (default: the shipped v1 copy).")  # fmt: skip
 @click.option("--check", is_flag=True, help="Exit 1 if a case's expectation is not met.")
 @json_option
-def derive_cmd(cases_file: Path, registration: Path | None, check: bool, as_json: bool) -> None:
+def derive_cmd(as_json: bool, **kw: Any) -> None:
     """Run every case of a gvc-derivation-cases/v1 file through the derivation."""
-    res = _call(verdicts.verdict_derive, cases_file, registration=registration, check=check)
+    res = _call(verdicts.verdict_derive, **kw)
     if as_json:
         emit_json(res.to_json())
     else:
@@ -271,25 +254,17 @@ def receipt() -> None:
 @click.option("--recompute", is_flag=True, help="Re-run the projection; compare outputs digest.")
 @click.option("--strict", is_flag=True,
               help="Run dirs: also require receipt.json to be byte-identical to the rebuilt one.")  # fmt: skip
-@click.option("--pub", "pub_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--pub", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Public key (.pub) to check signed checkpoint notes with.")  # fmt: skip
 @ledger_option
 @json_option
-def receipt_verify_cmd(
-    target: str,
-    recompute: bool,
-    strict: bool,
-    pub_file: Path | None,
-    ledger_dir: Path | None,
-    as_json: bool,
-) -> None:
+def receipt_verify_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Verify TARGET: a verdict-core run directory, or a ledger receipt's seq / event_id.
 
     A run directory is rebuilt from events.jsonl + graph.json (+ review.json) and
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
-    res = _call(receipts.receipt_verify, target, recompute=recompute, strict=strict,
-                pub=pub_file, ledger=resolve_ledger(ledger_dir))  # fmt: skip
+    res = _call(receipts.receipt_verify, ledger=resolve_ledger(ledger_dir), **kw)
     if as_json:
         emit_json(res.to_json())
     elif res.differences is None:  # a ledger receipt
