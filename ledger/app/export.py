@@ -3,10 +3,8 @@
 The export is the ledger's own segment files, copied byte for byte after each is verified
 against the manifest (row count, seq range, Merkle root: a corrupted segment is never
 shipped), and ``_manifest.json`` beside them. The files are plain Parquet in the envelope's
-``ARROW_SCHEMA`` (``seq``, ``stream``, ``stream_version``, ``event_id``, ``type``,
-``schema_version``, ``recorded_at``, ``payload`` — canonical JSON bytes — and
-``leaf_hash``), readable without conversion by DuckDB (``read_parquet('DIR/*.parquet')``),
-``pyarrow.dataset``, Spark, DataFusion or Daft; the manifest ties each file to its seq
+``ARROW_SCHEMA``, readable without conversion by DuckDB (``read_parquet('DIR/*.parquet')``),
+``pyarrow.dataset``, Spark, DataFusion or Daft (docs/readme/ray.md); the manifest ties each file to its seq
 range, its own root and the log root at its end. The manifest is written as
 ``_manifest.json`` (the ledger's ``segments/manifest.json``, same content): dataset readers
 skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.

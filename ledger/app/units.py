@@ -248,57 +248,35 @@ def record(lg: LedgerLike, unit: str, type: str, payload: dict[str, Any]) -> int
     return write_units(lg, [(type, unit, payload)])[0].seq
 
 
+def _given(**optional: Any) -> dict[str, Any]:
+    """The optional payload fields that were given (an absent one is not written as null)."""
+    return {k: v for k, v in optional.items() if v is not None}
+
+
 def declare(
-    lg: LedgerLike,
-    unit: str,
-    oracle_id: str,
-    tier: str,
-    author: Party,
-    command: str | None = None,
+    lg: LedgerLike, unit: str, oracle_id: str, tier: str, author: Party, command: str | None = None
 ) -> int:
-    payload: dict[str, Any] = {"oracle_id": oracle_id, "tier": tier, "author": author.model_dump()}
-    if command is not None:
-        payload["command"] = command
-    return record(lg, unit, "oracle.declared", payload)
+    payload = {"oracle_id": oracle_id, "tier": tier, "author": author.model_dump()}
+    return record(lg, unit, "oracle.declared", {**payload, **_given(command=command)})
 
 
 def ran(
-    lg: LedgerLike,
-    unit: str,
-    oracle_id: str,
-    passed: bool,
-    runner: Party,
-    content_identity: str = "",
-    exit_code: int | None = None,
-    evidence: str | None = None,
-) -> int:
-    payload: dict[str, Any] = {
-        "oracle_id": oracle_id,
-        "passed": passed,
-        "runner": runner.model_dump(),
-        "content_identity": content_identity,
-    }
-    if exit_code is not None:
-        payload["exit_code"] = exit_code
-    if evidence is not None:
-        payload["evidence"] = evidence
-    return record(lg, unit, "oracle.ran", payload)
+    lg: LedgerLike, unit: str, oracle_id: str, passed: bool, runner: Party,
+    content_identity: str = "", exit_code: int | None = None, evidence: str | None = None,
+) -> int:  # fmt: skip
+    payload = {"oracle_id": oracle_id, "passed": passed, "runner": runner.model_dump(),
+               "content_identity": content_identity}  # fmt: skip
+    optional = _given(exit_code=exit_code, evidence=evidence)
+    return record(lg, unit, "oracle.ran", {**payload, **optional})
 
 
 def produced(
-    lg: LedgerLike,
-    unit: str,
-    producer: Party,
-    content_identity: str = "",
+    lg: LedgerLike, unit: str, producer: Party, content_identity: str = "",
     producer_supplied_grade: str | None = None,
-) -> int:
-    payload: dict[str, Any] = {
-        "producer": producer.model_dump(),
-        "content_identity": content_identity,
-    }
-    if producer_supplied_grade is not None:
-        payload["producer_supplied_grade"] = producer_supplied_grade
-    return record(lg, unit, "work.produced", payload)
+) -> int:  # fmt: skip
+    payload = {"producer": producer.model_dump(), "content_identity": content_identity}
+    optional = _given(producer_supplied_grade=producer_supplied_grade)
+    return record(lg, unit, "work.produced", {**payload, **optional})
 
 
 def admission_payload(

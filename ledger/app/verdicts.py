@@ -139,8 +139,7 @@ def verdict_record(jsonl: str | Path, *, ledger: LedgerArg = None) -> RecordedBa
 class DerivedCase:
     name: str
     derived: dict[str, Any]  # replay.verdict_cases.derived_view
-    expects: bool  # the case states an expectation
-    mismatches: list[str]  # each expectation missed
+    mismatches: list[str] | None  # each expectation missed; None: the case states none
 
 
 @dataclass(frozen=True)
@@ -179,7 +178,7 @@ def verdict_derive(
     for case in cases.cases:
         adm = derive_case(case, ladder)
         view, misses = derived_view(adm), case_mismatches(case, adm)
-        derived.append(DerivedCase(case.name, view, case.expect is not None, misses))
+        derived.append(DerivedCase(case.name, view, None if case.expect is None else misses))
     return Derivations(tuple(derived), check)
 
 

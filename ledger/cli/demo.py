@@ -24,7 +24,6 @@ from ledger.errors import LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_LEDGER = Path(".vledger-demo")
-DEMO_KEY = Path(".vledger-demo.key")
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
@@ -189,7 +188,3 @@ def _admissions_line(r: dict[str, Any]) -> str:
 def _verify_line(r: dict[str, Any]) -> str:
     state = "clean" if r.get("ok") else f"{len(r.get('problems', []))} problem(s)"
     return f"{r.get('events')} events, {r.get('checkpoints')} signed checkpoints: {state}"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -26,21 +26,13 @@ KINDS = click.Choice(["human", "agent", "kernel"])
 T = TypeVar("T")
 
 
-def _fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(code)
-
-
 def _call(api: Callable[..., T], *args: Any, **kw: Any) -> T:
     """The one API call of a command; a LedgerError is ``Error: …`` and its exit code."""
     try:
         return api(*args, **kw)
     except LedgerError as exc:
-        _fail(str(exc), exit_code(exc))
-
-
-def _flag(record: dict[str, Any]) -> str:
-    return "FAILED-DECLARED-EVIDENCE" if record.get("failed_declared_evidence") else "-"
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exit_code(exc))
 
 
 # --------------------------------------------------------------------------- verdict
@@ -202,8 +194,7 @@ def _print_cases(cases: tuple[verdicts.DerivedCase, ...]) -> None:
             f"failed_declared_evidence={str(d['failed_declared_evidence']).lower()}"
         )
         click.echo("  counters: " + " ".join(f"{k}={d['counters'][k]}" for k in COUNTER_NAMES))
-        if case.expects:
-            problems = case.mismatches
+        if (problems := case.mismatches) is not None:
             click.echo(
                 "  expectation: " + ("met" if not problems else "NOT met: " + "; ".join(problems))
             )
@@ -228,7 +219,7 @@ def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     for r in rows:
         rec = r.record
         ops = ",".join(rec.get("applied_rank_ops", [])) or "-"
-        flags = [_flag(rec)] if rec.get("failed_declared_evidence") else []
+        flags = ["FAILED-DECLARED-EVIDENCE"] if rec.get("failed_declared_evidence") else []
         if rec.get("conflicting_evidence"):
             flags.append("CONFLICTING")
         if rec.get("provenance") not in (None, "derived"):
