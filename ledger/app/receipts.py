@@ -92,6 +92,7 @@ def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
 
 # ------------------------------------------------- ingested verdict-core runs (verify)
 
+
 def verify_ingested_runs(lg: Any) -> list[Problem]:
     """``vledger verify`` hook: every ingested verdict-core run re-verifies from the log."""
     problems: list[Problem] = []
@@ -247,20 +248,23 @@ def _check_ingested_run(lg: Any, ev: StoredEvent, size: int) -> ReceiptCheck:
 
 
 def _check_inclusion(lg: Any, ev: StoredEvent, size: int, check: ReceiptCheck) -> None:
-    leaf = leaf_hash(ev.entry())
-    if leaf != ev.leaf_hash:
+    if leaf_hash(ev.entry()) != ev.leaf_hash:
         check.problems.append(
             f"receipt event seq {ev.seq}: stored leaf hash does not match its content"
         )
-        return
+    elif _included(lg, ev, size, lg.root(size), where := f"the log of {size} events", check):
+        check.checked.append(f"receipt event seq {ev.seq} is included in {where}")
+
+
+def _included(lg: Any, ev: StoredEvent, size: int, root: bytes, where: str, check: Any) -> bool:
+    """``ev`` is a leaf of the tree of ``size`` with ``root`` (RFC 9162 § 2.1.3), or a problem."""
     try:
-        merkle.check_inclusion(ev.seq, size, leaf, lg.prove_inclusion(ev.seq, size), lg.root(size))
+        proof = lg.prove_inclusion(ev.seq, size)
+        merkle.check_inclusion(ev.seq, size, leaf_hash(ev.entry()), proof, root)
     except ProofError as exc:
-        check.problems.append(
-            f"receipt event seq {ev.seq} is not included in the log of {size} events: {exc}"
-        )
-        return
-    check.checked.append(f"receipt event seq {ev.seq} is included in the log of {size} events")
+        check.problems.append(f"receipt event seq {ev.seq} is not included in {where}: {exc}")
+        return False
+    return True
 
 
 def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck) -> None:
@@ -321,18 +325,10 @@ def _check_signed_notes(
     if not covering:
         return
     path, cp, how = covering[-1]
-    leaf = leaf_hash(rc.event.entry())
-    try:
-        proof = lg.prove_inclusion(rc.event.seq, cp.size)
-        merkle.check_inclusion(rc.event.seq, cp.size, leaf, proof, cp.root)
-    except ProofError as exc:
-        check.problems.append(
-            f"receipt event seq {rc.event.seq} is not included in {path.name}: {exc}"
+    if _included(lg, rc.event, cp.size, cp.root, path.name, check):
+        check.checked.append(
+            f"receipt event seq {rc.event.seq} is included in the signed note {path.name} ({how})"
         )
-        return
-    check.checked.append(
-        f"receipt event seq {rc.event.seq} is included in the signed note {path.name} ({how})"
-    )
 
 
 def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
