@@ -25,9 +25,9 @@ from typing import Any
 
 from replay.trace_checks import evaluate_constraint
 from replay.trace_checks.bind import collect_candidates
-from replay.trace_checks.load import load_trace_checks
 from replay.trace_checks.matching import UNKNOWN, TimelineIndex, prepare, read_field, resolve
 from replay.trace_checks.operators import apply_operator
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
 from schemas.trace_checks import Constraint
 

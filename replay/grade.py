@@ -31,7 +31,7 @@ from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_ju
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.components.state_checks import StateEvidence, evaluate_state_checks
 from replay.components.transcript_rules import evaluate_transcript_rules
-from replay.grading_load import load_grading_config
+from replay.grading_rules import load_grading_config
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks

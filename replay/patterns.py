@@ -1,5 +1,4 @@
-"""Compiling a grading pattern under its declared engine, and running backtracking ones under a
-time budget: a pattern may be slow, never endless.
+"""Grading patterns under their declared engine; a backtracking one may be slow, never endless.
 
 ``regex_engine: linear`` (RE2, the default) cannot backtrack, so it cannot hang.
 ``regex_engine: backtracking`` exists for patterns RE2 refuses (backreferences,

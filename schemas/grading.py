@@ -1,12 +1,7 @@
 """The grading.yaml models (GRADING.md § Which keys a grading block refuses, § What shape a
 grading key must be, § Score Combination, § Turn bounds, § Folding the hash verdict with
-jsonpaths).
-
-Inside the five typed blocks (combine, state_checks, transcript_rules, trace_checks,
-llm_judge) every model is closed, so an unknown key is a load error; the rules a single model
-checks at construction are on it, called through :func:`schemas.reading.rule_broken` so a
-recorded read keeps them as advisories. Reading a whole file — the lenient block-name tier,
-the pre-run gate, component ↔ weight naming — is ``replay.grading_load``.
+jsonpaths). Each typed block is closed; a rule one model checks sits on it, through
+``schemas.reading.rule_broken``. Reading a whole file is ``replay.grading_rules``.
 """
 
 from __future__ import annotations
@@ -14,14 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.reading import rule_broken
 from schemas.trace_checks import TraceChecksConfig
@@ -56,11 +44,6 @@ TurnBound = Annotated[int, Field(strict=True)]
 
 class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _off_when_null(value: Any) -> Any:
-    # "null or absent" is the flag a run reads as off (§ What is validated before a run)
-    return False if value is None else value
 
 
 # ---------------------------------------------------------------------------- combine
@@ -99,7 +82,8 @@ class StateHashConfig(_Closed):
     @field_validator("enabled", "expect_initial_state", mode="before")
     @classmethod
     def _null_is_off(cls, value: Any) -> Any:
-        return _off_when_null(value)
+        # "null or absent" is the flag a run reads as off (§ What is validated before a run)
+        return False if value is None else value
 
     @model_validator(mode="before")
     @classmethod

@@ -1,9 +1,6 @@
-"""The trace_checks config model (GRADING.md § Trace Checks, § What is validated before a run).
-
-Every model is closed (``extra="forbid"``) so a misspelled kind or constraint field is a load
-error rather than an unset key; the matchers they hold are ``schemas.trace_matchers``. The
-rules that read a block as a whole (ids, routes, bindings, patterns under the declared
-engine) run after parsing, beside the evaluator: ``replay.trace_checks.rules``.
+"""The trace_checks config model (GRADING.md § Trace Checks): closed models, so a misspelled
+kind or constraint field is a load error rather than an unset key. The rules that read a
+block as a whole run after parsing: ``replay.trace_checks.rules``.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ KIND_NAMES: tuple[str, ...] = (
     "any_of",
     "negate",
 )
-COMPOSITE_KINDS: frozenset[str] = frozenset({"all_of", "any_of", "negate"})
 # Kinds whose verdict is the match itself: on_missing over a tree holding one is refused.
 MATCH_VERDICT_KINDS: frozenset[str] = frozenset({"present", "absent", "count"})
 # Fields a bind.values[*].field may address, per matcher kind (§ Correlating arguments).

@@ -1,8 +1,5 @@
-"""The trace_checks matcher vocabulary: operators, predicates, matchers (GRADING.md § Matchers,
-§ Operators, § What a matcher resolves to).
-
-Every model is closed (``extra="forbid"``) so a misspelled operator or matcher field is a load
-error rather than an unset key; the constraint models around them are ``schemas.trace_checks``.
+"""The trace_checks matcher vocabulary (GRADING.md § Matchers, § Operators): closed models, so a
+misspelled operator or matcher field is a load error rather than an unset key.
 """
 
 from __future__ import annotations
@@ -60,9 +57,6 @@ RECORDED_OPERATORS: tuple[str, ...] = (
 ALL_OPERATORS: tuple[str, ...] = OPERATORS + RECORDED_OPERATORS
 BINDING_OPERATORS: tuple[str, ...] = ("equals_binding", "contains_binding")
 REGEX_OPERATORS: tuple[str, ...] = ("regex", "not_regex")
-# Operators that read whether a value is there at all, so they are applied to a None
-# (is_null) or an argument the call never sent (omitted) rather than failing on it.
-NULLNESS_OPERATORS: tuple[str, ...] = ("exists", "is_null", "omitted")
 
 # Which fields a matcher of each kind may carry a predicate on (§ Matchers).
 MATCHABLE_FIELDS: dict[str, tuple[str, ...]] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay.grading_load import (
+from replay.grading_rules import (
     GradingConfigError,
     effective_combine,
     load_grading_config,

@@ -15,7 +15,7 @@ import pytest
 
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
-from replay.trace_checks.load import load_trace_checks
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (
     Message,
     RecordedToolCall,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from replay.trace_checks.load import TraceChecksConfigError, load_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from tests.trace_builders import side, tc
 
 PRESENT = {"present": {"match": tc("read")}}

@@ -15,7 +15,7 @@ import pytest
 
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
-from replay.trace_checks.load import TraceChecksConfigError, load_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.reading import ReadNotes
 from schemas.timeline import (
     Message,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.trace_checks.load import load_trace_checks
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (
     ToolExecutionStatus,
     ToolExecutorIdentity,

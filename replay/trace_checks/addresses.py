@@ -1,6 +1,5 @@
-"""Where each part of a trace_checks block sits: the addresses the load rules and the authoring
-gate report at — ``trace_checks.<id>`` (shared) or ``trace_checks.<path>.<id>`` (in a route),
-then ``.require.<kind>…`` down the require tree and ``.bind.match`` for the binder.
+"""The addresses the load rules and the authoring gate report at: ``trace_checks.<id>`` (or
+``trace_checks.<path>.<id>`` in a route), then ``.require.<kind>…`` and ``.bind.match``.
 """
 
 from __future__ import annotations
@@ -18,15 +17,6 @@ def iter_constraints(cfg: TraceChecksConfig) -> Iterator[tuple[str, Constraint]]
     for path in cfg.paths:
         for c in path.constraints:
             yield f"trace_checks.{path.id}.{c.id}", c
-
-
-def iter_kinds(req: Require, address: str) -> Iterator[tuple[str, str]]:
-    """(kind, address) for every node of a require tree, depth-first."""
-    kind = req.kind
-    yield kind, f"{address}.{kind}"
-    for i, child in enumerate(req.children()):
-        sub = f"{address}.{kind}[{i}]" if kind != "negate" else f"{address}.negate"
-        yield from iter_kinds(child, sub)
 
 
 def iter_nodes(req: Require, address: str) -> Iterator[tuple[Require, str]]:

@@ -14,7 +14,7 @@ tool whose schema did not resolve maps to ``None``, and an unresolvable tool set
   surfaced so a gate that checked nothing never reads as a clean bill of health.
 
 Regex compilation, the model's own refusals, and everything not about tools are answered
-earlier, by :func:`replay.trace_checks.load.load_trace_checks`.
+earlier, by :func:`replay.trace_checks.rules.load_trace_checks`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from replay.patterns import RegexBudgetExceeded
 from replay.trace_checks import kinds
 from replay.trace_checks.bind import collect_candidates, fold_bound
 from replay.trace_checks.kleene import Truth, Verdict, kleene_and, kleene_not, kleene_or
-from replay.trace_checks.load import load_trace_checks
 from replay.trace_checks.matching import (
     PreparedMatcher,
     Resolution,
@@ -25,6 +24,7 @@ from replay.trace_checks.matching import (
     resolve,
 )
 from replay.trace_checks.results import ConstraintResult, TraceChecksResult, TraceChecksSummary
+from replay.trace_checks.rules import load_trace_checks
 from replay.trace_checks.scoring import score_flat, score_paths
 from schemas.timeline import TrialTimeline
 from schemas.trace_checks import Constraint, OnMissing, Require, TraceChecksConfig, Within

@@ -1,29 +1,102 @@
-"""The trace_checks rules that read a block as a whole (GRADING.md § What is validated before
-a run): ids, routes, weights and gates, on_missing, bindings, constant shapes, and every
-pattern compiled under the engine the block declares — so a pattern the engine refuses is a
-load error and never a raise inside the evaluator after the trial was paid for.
-
-Each is a :class:`Problem`; the loader (``replay.trace_checks.load``) raises them on an
-authored read and keeps the advisory ones as advisories on a recorded read (issue 15). The
-rules a single model checks at construction stay on the models (``schemas.trace_checks``).
+"""The trace_checks load-time rules (GRADING.md § What is validated before a run) and the load
+that applies them: the closed models, then every rule that reads the block as a whole — ids,
+routes, gates, on_missing, bindings, constant shapes, and each pattern compiled under its
+declared engine (a refused pattern is a load error, never a raise after the trial was paid
+for). All refusals of a block arrive in one error, one line per defect naming its key; a
+recorded read (``schemas.reading``) keeps those the evaluator can run past as advisories.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
 
 from replay.patterns import compile_pattern
 from replay.trace_checks.addresses import (
     constraint_matchers,
     iter_constraints,
-    iter_kinds,
     iter_matchers,
     iter_nodes,
 )
 from replay.trace_checks.matching import VIEW_KINDS
-from schemas.trace_checks import MATCH_VERDICT_KINDS, Constraint, Require, TraceChecksConfig
+from schemas.reading import ReadNotes, read_model
+from schemas.trace_checks import (
+    KIND_NAMES,
+    MATCH_VERDICT_KINDS,
+    Constraint,
+    Require,
+    TraceChecksConfig,
+)
 from schemas.trace_matchers import REGEX_OPERATORS, Predicate, RegexEngine
+
+
+class TraceChecksConfigError(ValueError):
+    """A trace_checks block the model refuses; ``problems`` holds one line per defect."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            "trace_checks cannot be loaded:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+_MISSING_HINTS = {
+    "quantifier": "quantifier: any | all | first | last (an anchor takes first | last)",
+    "match": "match: {kind: …, …} — the matcher this side selects events with",
+    "require": "require: {<one of " + ", ".join(KIND_NAMES) + ">: …}",
+    "id": "id: <a name unique across the block>",
+    "forbidden": "forbidden: {kind: …, …} — a bare matcher",
+    "left": "left: {quantifier: …, match: …}",
+    "right": "right: {quantifier: …, match: …}",
+    "anchor": "anchor: {quantifier: first | last, match: …}",
+    "start": "start: {quantifier: first | last, match: …}",
+    "end": "end: {quantifier: first | last, match: …}",
+    "values": "values: {<name>: {field: …}}",
+    "field": "field: tool | text | result | args | args.<dotted path>",
+    "constraints": "constraints: [<constraint>, …]",
+}
+
+
+def load_trace_checks(data: Any, notes: ReadNotes | None = None) -> TraceChecksConfig:
+    """Validate a trace_checks mapping under the read ``notes`` select (none: authored),
+    raising :class:`TraceChecksConfigError` on refusal."""
+    notes = notes or ReadNotes(authored=True)
+    try:
+        cfg = read_model(TraceChecksConfig, data, notes, prefix="trace_checks")
+    except ValidationError as exc:
+        raise TraceChecksConfigError(_described(exc)) from exc
+    problems = block_problems(cfg)
+    if not notes.authored:
+        # Recorded: a rule the evaluator can still run past is an advisory (issue 15); only
+        # what it cannot run (nothing to score, a pattern that does not compile, a reference
+        # to a value nothing binds) is still refused.
+        for problem in problems:
+            if problem.advisory:
+                notes.advise(problem.message)
+        problems = [p for p in problems if not p.advisory]
+    if problems:
+        raise TraceChecksConfigError("\n".join(p.message for p in problems).splitlines())
+    return cfg
+
+
+def _described(exc: ValidationError) -> list[str]:
+    """The models' refusals, each addressed by its dotted location in the block."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {err['loc'][-1]!r}; it is not part of the block's vocabulary"
+        elif err["type"] == "missing":
+            key = str(err["loc"][-1])
+            msg = f"{key} is required; write {_MISSING_HINTS.get(key, f'{key}: …')}"
+        if loc:
+            lines.append(f"trace_checks.{loc}: {msg}")
+        else:  # a block that is not a mapping at all
+            lines.extend(msg.splitlines())
+    return lines
 
 
 class Problem(NamedTuple):
@@ -175,7 +248,7 @@ def _on_missing_problems(c: Constraint, address: str) -> list[Problem]:
     present / count, as the reference does)."""
     assert c.on_missing is not None
     refusing = _REFUSING_ON_MISSING[c.on_missing]
-    verdict_kinds = sorted({k for k, _ in iter_kinds(c.require, "require") if k in refusing})
+    verdict_kinds = sorted({n.kind for n, _ in iter_nodes(c.require, "") if n.kind in refusing})
     if not verdict_kinds:
         return []
     return [
