@@ -24,16 +24,18 @@ from replay.grade import (
     recorded_grade,
     trace_component,
 )
+from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
+from replay.trace_checks.rules import TraceChecksConfigError
 from replay.trial_inputs import trial_inputs
 from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrecorded_fields
 from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
-from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
+from schemas.grading import GradingConfig
 from schemas.timeline import TimelineInconsistencyError
-from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError
+from schemas.trace_checks import TraceChecksConfig
 
 # ---------------------------------------------------------------------------
 # Discrimination: how each declared constraint separated the corpus.

@@ -99,7 +99,7 @@ def test_replaced_components_are_not_compared_and_nor_is_the_fold() -> None:
 
 
 def test_replaced_blocks_names_only_what_changed() -> None:
-    from schemas.grading import load_grading_config
+    from replay.grading_rules import load_grading_config
 
     rec = load_grading_config({"combine": {"method": "weighted", "weights": {"llm_judge": 1.0}}, "llm_judge": {"rubric": {"criteria": [
         {"id": "c", "description": "d", "kind": "binary", "required": True, "weight": 1.0}]}}})
