@@ -35,9 +35,6 @@ from schemas.grading import GradingConfig, GradingConfigError, load_grading_conf
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError
 
-# ---------------------------------------------------------------------------
-# One trial: re-derive, compare, observe.
-
 
 @dataclass(frozen=True, slots=True)
 class ConstraintObservation:

@@ -29,28 +29,26 @@ def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
     inferred"). ``termination_reason`` is not repeated; it travels on ``trial.ended``.
     ``arguments`` is passed through as recorded (JSON-safe when the source was).
     """
-    flags = (TIMELINE_VERSION, timeline.message_view_present, timeline.records_present)
-    payloads = []
-    for e in timeline.events:
-        payloads.append(
-            {
-                "timeline_version": flags[0],
-                "message_view_present": flags[1],
-                "records_present": flags[2],
-                "position": e.position,
-                "turn_index": e.turn_index,
-                "kind": e.kind.value,
-                "text": e.text,
-                "call_id": e.call_id,
-                "tool_name": e.tool_name,
-                "executor": None if e.executor is None else e.executor.value,
-                "arguments": e.arguments,
-                "status": None if e.status is None else e.status.value,
-                "result": e.result,
-                "latency_seconds": e.latency_seconds,
-            }
-        )
-    return payloads
+    view, records = timeline.message_view_present, timeline.records_present
+    return [
+        {
+            "timeline_version": TIMELINE_VERSION,
+            "message_view_present": view,
+            "records_present": records,
+            "position": e.position,
+            "turn_index": e.turn_index,
+            "kind": e.kind.value,
+            "text": e.text,
+            "call_id": e.call_id,
+            "tool_name": e.tool_name,
+            "executor": None if e.executor is None else e.executor.value,
+            "arguments": e.arguments,
+            "status": None if e.status is None else e.status.value,
+            "result": e.result,
+            "latency_seconds": e.latency_seconds,
+        }
+        for e in timeline.events
+    ]
 
 
 def timeline_from_payloads(

@@ -2,8 +2,6 @@
 
 Keys are derived per view (G3); a record no declaration links to, a record naming another
 tool, or (messages-only) a role: tool message answering nothing is raised, never dropped.
-The recorder's shapes and the ``Error: `` prefix are read as ``replay.timeline``'s
-docstring explains.
 """
 
 from __future__ import annotations
@@ -179,7 +177,7 @@ def read_answers(
 
 def user_tool_steps(messages: Sequence[Message]) -> frozenset[int]:
     """Indexes of the user tool steps: a role: user message declaring calls whose every
-    raw id is answered by the run of role: tool messages right after it (``replay.timeline``'s docstring).
+    raw id is answered by the run of role: tool messages right after it (docs/readme/timeline.md).
 
     Read from the transcript's shape alone, as the recorder reads it; a message declaring
     one of a step's raw ids is read as a step as well (the recorder's own test).
@@ -208,6 +206,6 @@ def user_tool_steps(messages: Sequence[Message]) -> frozenset[int]:
 
 def message_result_text(message: Message) -> str:
     """A role: tool message's text as a messages-only result: verbatim, the agent-facing
-    rendering with any ``Error: `` prefix (G6b; ``replay.timeline``'s docstring says why the
+    rendering with any ``Error: `` prefix (G6b; docs/readme/timeline.md says why the
     recorder's stripping is not followed)."""
     return message.content or ""

@@ -114,19 +114,16 @@ class NodeState:
         return row
 
     def dispatch(self, ev: VEvent) -> None:
-        a = ev.data.get("attempt")
-        attempt = a if _positive_int(a) else self.current + 1
-        self.current = attempt
-        self._attempt_event(ev, attempt)
+        self._attempt_event(ev, self._attempt_of(ev, self.current + 1))
 
-    def _attempt_of(self, ev: VEvent) -> int:
+    def _attempt_of(self, ev: VEvent, default: int) -> int:
+        """The event's own positive ``attempt``, else ``default``; it becomes the current one."""
         a = ev.data.get("attempt")
-        attempt = a if _positive_int(a) else (self.current or 1)
-        self.current = attempt
-        return attempt
+        self.current = a if _positive_int(a) else default
+        return self.current
 
     def terminal(self, ev: VEvent) -> None:
-        row = self._attempt_event(ev, self._attempt_of(ev))
+        row = self._attempt_event(ev, self._attempt_of(ev, self.current or 1))
         d = ev.data
         ok = d.get("ok") is True
         row["outcome"] = "success" if ok else "failure"
@@ -144,7 +141,7 @@ class NodeState:
             self.last_success_seq = ev.seq
 
     def failure(self, ev: VEvent) -> None:
-        row = self._attempt_event(ev, self._attempt_of(ev))
+        row = self._attempt_event(ev, self._attempt_of(ev, self.current or 1))
         row["outcome"] = "failure"
         row["failure_category"] = ev.data.get("category") or "unknown"
 

@@ -17,25 +17,10 @@ Every rank operation is recorded only when it actually lowers the grade. The pie
 are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so
 the mutation tests can remove or reorder each one and watch the conformance suite fail.
 
-Where the spec leaves room, the choices are (tests/test_gvc_properties.py pins each):
-
-* **Tied set, several operations.** Each tied oracle runs the whole step-3 pipeline;
-  the record keeps the most favourable *final* outcome, so the grade is always one a
-  real tied oracle earned (never a mix of two oracles' escapes).
-* **Tie selection.** Highest surviving grade first, uncapped before capped, then the
-  lexicographically least ``(author.identity, content_identity)``; the remaining custody
-  fields break any leftover tie so the record never depends on input order.
-* **Observability populations follow the selected base oracle** (the record's
-  attribution), so each counts at most once per derivation (§ 5.1).
-* **"Capped" in the tied-uncap rule** means lowered by a step-3 operation whose
-  predicate depends on the base oracle (same-chain cap or staleness reversion).
-* **Kernel exemption** is counted when it is what kept a same-chain cap off a
-  ``proof`` grade (chains non-empty and equal): the case a relocated ``kind`` lie buys.
-* **Both chains empty** counts both ``same_chain_indeterminate`` and
-  ``author_chain_unbound``: § 5.3.1 makes each a MUST on its own condition.
-* **A same-tier disagreement at base ``unverified``** sets ``conflicting_evidence`` and
-  records nothing: § 5.3.2 defines it at whatever the base tier is, and "``unverified``
-  demotes to itself".
+Where the spec leaves room (the tied set under several operations, tie selection, which
+oracle the populations follow, "capped", the kernel exemption, both chains empty, a
+disagreement at base ``unverified``) the choices are docs/readme/verdict.md's, each pinned
+by a test in tests/test_gvc_properties.py.
 """
 
 from __future__ import annotations

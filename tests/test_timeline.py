@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay.timeline import TIMELINE_VERSION, assistant_texts, attempted_calls, build_trial_timeline
-from replay.timeline_events import call_event, message_event, result_event
+from replay.timeline import (
+    TIMELINE_VERSION,
+    assistant_texts,
+    attempted_calls,
+    build_trial_timeline,
+    call_event,
+    message_event,
+    result_event,
+)
 from replay.timeline_payloads import timeline_from_payloads, timeline_to_payloads
 from replay.timeline_views import (
     ERROR_PREFIX,
