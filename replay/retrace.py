@@ -59,12 +59,8 @@ class Override:
     trace_checks: TraceChecksConfig | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "grading": None if self.grading is None else self.grading.model_dump(mode="json"),
-            "trace_checks": None
-            if self.trace_checks is None
-            else self.trace_checks.model_dump(mode="json"),
-        }
+        blocks = (("grading", self.grading), ("trace_checks", self.trace_checks))
+        return {k: None if b is None else b.model_dump(mode="json") for k, b in blocks}
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +179,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         return TrialRetrace(
             status="not_rechecked",
             reason=problem or f"{reg.stream}: no grading snapshot recorded; pass --grading FILE",
-            regex_refused=bool(problem and _is_regex_problem(problem)),
+            regex_refused=bool(problem and ("regex" in problem or "re2" in problem)),
             **base,
         )
     try:
@@ -197,11 +193,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             **base,
         )
     inputs = inputs_from_trial(trial)
-    trace = (
-        evaluate_trace_checks(timeline, effective.trace_checks)
-        if effective.trace_checks is not None
-        else None
-    )
+    block = effective.trace_checks
+    trace = evaluate_trace_checks(timeline, block) if block is not None else None
     grade, fold_note = _grade(inputs, effective, recorded_cfg, timeline, trace)
     replayed = grade.model_dump(mode="json")
     if fold_note:
@@ -216,7 +209,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             )
             for r in trace.results
         )
-    unmeasured = _unmeasured(effective.trace_checks, reg.payload)
+    unmeasured = _unmeasured(block, reg.payload)
     observations = tuple(o for o in observations if o.constraint_id not in dict(unmeasured))
     if trial.recorded_grade is None:
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
@@ -238,10 +231,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         replayed=replayed,
         winning_path=trace.summary.winning_path if trace else "",
         gate_failed=trace.summary.gate_failed if trace else None,
-        declared=declared_constraints(effective.trace_checks),
-        block_digest=None
-        if effective.trace_checks is None
-        else digest(effective.trace_checks.model_dump(mode="json")),
+        declared=declared_constraints(block),
+        block_digest=None if block is None else digest(block.model_dump(mode="json")),
         observations=observations,
         advisories=recorded_cfg.advisories if recorded_cfg is not None else (),
         # the snapshot's unknown grading keys, then the bundle files' (trajectory, tool log)
@@ -261,10 +252,6 @@ def _unmeasured(
     hits = unmeasured_constraints(block, unrecorded_fields(registered))
     recorder = (registered.get("trajectory_meta") or {}).get("recorder")
     return tuple((cid, not_measured_reason(f, recorder)) for cid, f in hits.items())
-
-
-def _is_regex_problem(text: str) -> bool:
-    return "regex" in text or "re2" in text
 
 
 def _recorded_config(

@@ -1,7 +1,5 @@
-"""Retrace over a corpus: how each declared constraint separated it, which paths won, and
-what it could prove (TRACE_REPLAY.md, FORMATS.md § retrace). One trial's outcome is
-``replay.retrace``'s; this module only folds them.
-"""
+"""Retrace's corpus report: ``replay.retrace``'s trial outcomes folded into how each declared
+constraint separated the corpus, which paths won, and what it could prove (TRACE_REPLAY.md)."""
 
 from __future__ import annotations
 

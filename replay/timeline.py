@@ -11,15 +11,11 @@ Event order, per message in ``messages`` order (G1), skipping ``role: system`` (
     tool_call, tool_result, tool_call, tool_result, …   (executed calls, G8 order)
     tool_call, tool_call, …                              (never executed, declaration order)
 
-Why each result sits right after its own call rather than all results after all calls:
-GRADING.md § Trace Checks (``among``) states it outright — "Events interleave inside a
-turn — a call's own result sits between it and the next call" — and G8 ("the tool_calls
-of one assistant message are emitted in ascending RecordedToolCall.sequence … so an
-'immediately before' or 'nothing between' constraint rests on a guarantee") only holds in
-execution terms if a call's result precedes the next call, which is how the calls ran.
-The messages-only state (G6b) uses the same shape, with declaration order standing in
-for the execution order no record supplies, so one trial read with and without its
-tool_log.yaml differs in fields, never in where a tool_result sits.
+Each result sits right after its own call: GRADING.md § Trace Checks (``among``) says so
+("a call's own result sits between it and the next call"), and G8's ordering guarantee
+only holds in execution terms that way, as the calls ran. Messages-only (G6b) keeps the
+shape, declaration order standing in for execution order, so a trial read with and
+without its tool_log.yaml differs in fields, never in where a tool_result sits.
 
 Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 (the recorder) builds
 them: a *user tool step* (a role: user message whose calls the role: tool run right after
@@ -30,6 +26,7 @@ recorder's ``Error: `` stripping is not followed (G6b); docs/readme/timeline.md 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
@@ -258,8 +255,7 @@ def _emit_recorded_calls(
     and output from the record); then the never-executed ones in declaration order, with
     no result and executor None (G4). Arguments are the declaration's, verbatim."""
     append = events.append
-    executed = []
-    pending = []
+    executed, pending = [], []
     for key, decl in keyed:
         record = records_by_key.get(key)
         if record is None:
@@ -318,3 +314,120 @@ def attempted_calls(timeline: TrialTimeline) -> tuple[tuple[TraceEvent, TraceEve
 def assistant_texts(timeline: TrialTimeline) -> tuple[str, ...]:
     """The text of each assistant generation in order; index k is turn_index k (G2)."""
     return tuple(e.text or "" for e in timeline.events if e.kind is _ASSISTANT_MESSAGE)
+
+
+# --- payloads (timeline.event) ---------------------------------------------------------
+
+_EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(TraceEvent))
+_FLAG_FIELDS = ("timeline_version", "message_view_present", "records_present")
+_PAYLOAD_FIELDS = frozenset(_EVENT_FIELDS + _FLAG_FIELDS)
+
+
+def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
+    """One JSON-safe dict per event, enums as their string values, every field present.
+
+    Each payload also carries the projection version and the two view flags: a
+    ``timeline.event`` read on its own must still say whether a None status is a fact or
+    an absent view ("both degenerate states are reported on the timeline, never
+    inferred"). ``termination_reason`` is not repeated; it travels on ``trial.ended``.
+    ``arguments`` is passed through as recorded (JSON-safe when the source was).
+    """
+    view, records = timeline.message_view_present, timeline.records_present
+    return [
+        {
+            "timeline_version": TIMELINE_VERSION,
+            "message_view_present": view,
+            "records_present": records,
+            "position": e.position,
+            "turn_index": e.turn_index,
+            "kind": e.kind.value,
+            "text": e.text,
+            "call_id": e.call_id,
+            "tool_name": e.tool_name,
+            "executor": None if e.executor is None else e.executor.value,
+            "arguments": e.arguments,
+            "status": None if e.status is None else e.status.value,
+            "result": e.result,
+            "latency_seconds": e.latency_seconds,
+        }
+        for e in timeline.events
+    ]
+
+
+def timeline_from_payloads(
+    payloads: Sequence[Mapping[str, Any]],
+    *,
+    termination_reason: str | None = None,
+    message_view_present: bool | None = None,
+    records_present: bool | None = None,
+) -> TrialTimeline:
+    """Inverse of :func:`timeline_to_payloads`.
+
+    The view flags are read from the payloads; pass them explicitly for a timeline with
+    no events (there is nothing to read them from). Raises ValueError naming the payload
+    index and key for an unknown or missing key, a foreign projection version, flags that
+    disagree, or positions that are not dense.
+    """
+    events = []
+    flags = {"message_view_present": message_view_present, "records_present": records_present}
+    for index, payload in enumerate(payloads):
+        keys = payload.keys()
+        if keys != _PAYLOAD_FIELDS:
+            unknown = sorted(set(keys) - _PAYLOAD_FIELDS)
+            missing = sorted(_PAYLOAD_FIELDS - set(keys))
+            raise ValueError(
+                f"timeline.event payload #{index}: unknown keys {unknown}, missing keys "
+                f"{missing}; expected exactly {sorted(_PAYLOAD_FIELDS)}"
+            )
+        if payload["timeline_version"] != TIMELINE_VERSION:
+            raise ValueError(
+                f"timeline.event payload #{index}: timeline_version "
+                f"{payload['timeline_version']!r} is not {TIMELINE_VERSION!r}; recompute "
+                "the timeline from the trial's raw events instead"
+            )
+        for name in flags:
+            if not isinstance(payload[name], bool):
+                raise ValueError(
+                    f"timeline.event payload #{index}: {name} must be true or false, "
+                    f"not {payload[name]!r}"
+                )
+            if flags[name] is None:
+                flags[name] = payload[name]
+            elif payload[name] != flags[name]:
+                raise ValueError(
+                    f"timeline.event payload #{index}: {name}={payload[name]!r} disagrees "
+                    f"with {flags[name]!r} on the same timeline"
+                )
+        if payload["position"] != index:
+            raise ValueError(
+                f"timeline.event payload #{index}: position {payload['position']!r} "
+                f"should be {index} (positions are dense, G1)"
+            )
+        try:
+            events.append(_event_from_payload(payload))
+        except ValueError as exc:  # an enum field holding a value outside its vocabulary
+            raise ValueError(f"timeline.event payload #{index}: {exc}") from None
+    for name, value in flags.items():
+        if value is None:
+            raise ValueError(f"timeline with no events: pass {name}= explicitly")
+    return TrialTimeline(
+        tuple(events), flags["message_view_present"], flags["records_present"], termination_reason
+    )
+
+
+def _event_from_payload(p: Mapping[str, Any]) -> TraceEvent:
+    executor = p["executor"]
+    status = p["status"]
+    return TraceEvent(
+        p["position"],
+        p["turn_index"],
+        TraceEventKind(p["kind"]),
+        p["text"],
+        p["call_id"],
+        p["tool_name"],
+        None if executor is None else ToolExecutorIdentity(executor),
+        p["arguments"],
+        None if status is None else ToolExecutionStatus(status),
+        p["result"],
+        p["latency_seconds"],
+    )

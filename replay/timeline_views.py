@@ -1,8 +1,5 @@
-"""The two views of a trial the timeline joins, read and checked (GRADING.md G3, G5–G7).
-
-Keys are derived per view (G3); a record no declaration links to, a record naming another
-tool, or (messages-only) a role: tool message answering nothing is raised, never dropped.
-"""
+"""The two views of a trial the timeline joins, read and checked (GRADING.md G3, G5–G7):
+what does not join is raised, never dropped."""
 
 from __future__ import annotations
 
@@ -22,7 +19,6 @@ from schemas.timeline import (
 _ASSISTANT = Role.ASSISTANT
 _USER = Role.USER
 _TOOL = Role.TOOL
-_by_sequence = attrgetter("sequence")
 
 
 # --- failure text (G5) ---------------------------------------------------------------
@@ -93,7 +89,7 @@ def in_sequence_order(recorded_calls: Sequence[RecordedToolCall]) -> Sequence[Re
         previous = record.sequence
     else:
         return recorded_calls
-    ordered = sorted(recorded_calls, key=_by_sequence)
+    ordered = sorted(recorded_calls, key=attrgetter("sequence"))
     for before, record in zip(ordered, ordered[1:], strict=False):
         if record.sequence == before.sequence:
             raise TimelineInconsistencyError(

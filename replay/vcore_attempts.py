@@ -65,9 +65,8 @@ class NodeState:
         self.final_state = "PLANNED"
 
     def _row(self, attempt: int) -> dict[str, Any]:
-        row = self.rows.get(attempt)
-        if row is None:
-            row = {
+        if attempt not in self.rows:
+            self.rows[attempt] = {
                 "attempt": attempt,
                 "route_id": "",
                 "provider": "",
@@ -75,8 +74,7 @@ class NodeState:
                 "outcome": "running",
                 "fault_injected": False,
             }
-            self.rows[attempt] = row
-        return row
+        return self.rows[attempt]
 
     def _touch(self, row: dict[str, Any], data: Mapping[str, Any]) -> None:
         row["route_id"] = data.get("route_id") or row["route_id"]

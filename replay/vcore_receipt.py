@@ -2,16 +2,12 @@
 
 Implements ../shared/reference/verdict-core/FORMAT.md (section numbers in every
 ``replay.vcore_*`` module refer to it). Pure: the caller reads the run directory and hands
-over bytes (``replay.vcore_run.RunFiles``); the log is parsed there, the graph made
-canonical in ``replay.vcore_graph``, node records folded in ``replay.vcore_attempts``, and
-the stored receipt is checked against this rebuild in ``replay.vcore_verify`` (§ 7).
+over bytes (``replay.vcore_run.RunFiles``); node records are ``replay.vcore_attempts``'s,
+and ``replay.vcore_verify`` checks a stored receipt against this rebuild (§ 7).
 
-Where § 4 can be read two ways, the reading is that of verdict-core's own receipt code,
-which wrote every real receipt: an honest receipt must never read as tampered. So a row
-that never saw a ``terminal`` is ``unattested`` whatever ended it, route identity is
-classified after the whole log (a later ``failure`` category counts), a "present" field
-is a non-empty one, and only a ``dispatch`` to another route drops a selection's buffer
-(docs/readme/verdict.md lists them; tests/test_vcore_shapes.py pins them).
+Where § 4 can be read two ways, verdict-core's own receipt code (which wrote every real
+receipt) decides, so an honest receipt never reads as tampered: docs/readme/verdict.md
+lists each reading, each stated where ``replay.vcore_attempts`` applies it.
 
 JSON is parsed with Python's ``json`` module on purpose: the receipt is compared with
 Python semantics (``1 == 1.0 == true``, § 7) and ``graph_digest`` is defined over
@@ -20,15 +16,17 @@ Python semantics (``1 == 1.0 == true``, § 7) and ``graph_digest`` is defined ov
 
 from __future__ import annotations
 
+import hashlib
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from replay.vcore_attempts import NodeState, barrier_name, node_records
-from replay.vcore_graph import canonical_graph, graph_digest
 from replay.vcore_run import RebuildError, RunFiles, VEvent, events_digest, parse_events
 
 RECEIPT_SCHEMA = "verdict.run-receipt/v1"
+GRAPH_SCHEMA = "verdict.orchestration/v1"
 # FORMAT.md § 4 names this field "a fixed sentence" without quoting it. This is the
 # sentence verdict-core writes (its receipt module, MIT): any other text would make every
 # honest receipt with a successful mismatched attempt fail verification.
@@ -37,11 +35,99 @@ ROUTE_IDENTITY_WARNING = (
 )
 
 
-def _free(ev: VEvent, with_node: bool = True) -> dict[str, Any]:
-    head: dict[str, Any] = {"seq": ev.seq, "at": ev.at}
-    if with_node:
-        head["node_id"] = ev.node_id
-    return {**head, **ev.data}
+# ------------------------------------------------------------------ § 3: the graph
+
+NODE_DEFAULTS: dict[str, Any] = {
+    "kind": "implement",
+    "story": "",
+    "depends_on": [],
+    "owned_files": [],
+    "required_context": [],
+    "acceptance": [],
+    "verification_command": [],
+    "barrier": "",
+    "risk": "low",
+    "required_capabilities": ["tools"],
+    "coding": True,
+    "reasoning": False,
+    "min_context_tokens": 32000,
+}
+NODE_FIELDS = ("node_id", "objective", *NODE_DEFAULTS)
+_LIST_FIELDS = ("depends_on", "acceptance", "verification_command", "required_capabilities")
+_PATH_FIELDS = ("owned_files", "required_context")
+
+
+def _as_list(value: Any, field: str, node_id: str) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise RebuildError(
+        f"graph node {node_id!r}: {field} must be a list, got {type(value).__name__}"
+    )
+
+
+def _norm_path(item: Any, field: str, node_id: str) -> str:
+    path = str(item).strip().replace("\\", "/")
+    if path.startswith("/") or ".." in path.split("/"):
+        raise RebuildError(
+            f"graph node {node_id!r}: {field} entry {item!r} must be a relative path inside the repo"
+        )
+    return posixpath.normpath(path)
+
+
+def _barrier(value: Any) -> str:
+    if value is True:
+        return "integration"
+    if value is False or value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def normalise_node(raw: Any) -> dict[str, Any]:
+    """§ 3 step 2: exactly the node fields, defaults filled, values coerced."""
+    if not isinstance(raw, dict):
+        raise RebuildError(f"graph node must be an object, got {type(raw).__name__}")
+    node_id = str(raw.get("node_id", ""))
+    unknown = sorted(set(raw) - set(NODE_FIELDS))
+    if unknown:
+        raise RebuildError(f"graph node {node_id!r}: unknown key(s) {unknown}")
+    if "node_id" not in raw or "objective" not in raw:
+        raise RebuildError(f"graph node {node_id!r}: node_id and objective are required")
+    node = {**NODE_DEFAULTS, **raw}
+    out: dict[str, Any] = {"node_id": node_id, "objective": str(node["objective"])}
+    out["kind"] = str(node["kind"])
+    out["story"] = str(node["story"])
+    for f in _LIST_FIELDS:
+        out[f] = [str(x) for x in _as_list(node[f], f, node_id)]
+    for f in _PATH_FIELDS:
+        out[f] = [_norm_path(x, f, node_id) for x in _as_list(node[f], f, node_id)]
+    out["barrier"] = _barrier(node["barrier"])
+    risk = str(node["risk"]).lower()
+    out["risk"] = risk if risk in ("low", "medium", "high") else "medium"
+    out["coding"] = bool(node["coding"])
+    out["reasoning"] = bool(node["reasoning"])
+    out["min_context_tokens"] = int(node["min_context_tokens"])
+    return {k: out[k] for k in NODE_FIELDS}
+
+
+def canonical_graph(graph: Mapping[str, Any]) -> dict[str, Any]:
+    """§ 3 steps 1–4 (``run_id`` and extra top-level keys such as ``openspec`` dropped)."""
+    nodes = graph.get("nodes") or []
+    if not isinstance(nodes, list):
+        raise RebuildError("graph.json: nodes must be a list")
+    return {
+        "schema_version": GRAPH_SCHEMA,
+        "goal": graph.get("goal", ""),
+        "topology": graph.get("topology") or "PARALLEL_WORK_UNITS",
+        "rationale": graph.get("rationale") or [],
+        "max_parallel": int(graph.get("max_parallel") or 3),
+        "nodes": [normalise_node(n) for n in nodes],
+    }
+
+
+def graph_digest(canonical: Mapping[str, Any]) -> str:
+    """§ 3 step 5."""
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # ------------------------------------------------------ § 4.2, § 4.3: integration, review
@@ -49,10 +135,9 @@ def _free(ev: VEvent, with_node: bool = True) -> dict[str, Any]:
 
 def integration(nodes: Sequence[Mapping[str, Any]], events: Sequence[VEvent]) -> dict[str, Any]:
     barriers: dict[str, dict[str, Any]] = {}
-    for ev in events:
-        if ev.type == "barrier":
-            name = barrier_name(ev)
-            barriers[name] = {"name": name, "ok": ev.data.get("ok") is True, "seq": ev.seq}
+    for ev in _of(events, "barrier"):
+        name = barrier_name(ev)
+        barriers[name] = {"name": name, "ok": ev.data.get("ok") is True, "seq": ev.seq}
     declared = sorted({n["barrier"] for n in nodes if n["barrier"]})
     missing = [name for name in declared if name not in barriers]
     ok = bool(barriers) and not missing and all(b["ok"] for b in barriers.values())
@@ -86,7 +171,7 @@ def _blocking(src: Mapping[str, Any]) -> int:
 
 
 def review(review_json: Any, events: Sequence[VEvent]) -> dict[str, Any]:
-    reviews = [e for e in events if e.type == "review"]
+    reviews = _of(events, "review")
     if review_json is not None:
         if not isinstance(review_json, dict):
             raise RebuildError("review.json must contain a JSON object")
@@ -103,8 +188,7 @@ def review(review_json: Any, events: Sequence[VEvent]) -> dict[str, Any]:
     }
     attempts = [
         {k: e.data[k] for k in _REVIEW_ATTEMPT_FIELDS if e.data.get(k) is not None}
-        for e in events
-        if e.type == "review_attempt"
+        for e in _of(events, "review_attempt")
     ]
     if attempts:
         out["attempts"] = attempts
@@ -183,6 +267,13 @@ def _of(events: Sequence[VEvent], *types: str) -> list[VEvent]:
     return [e for e in events if e.type in types]
 
 
+def _free(ev: VEvent, with_node: bool = True) -> dict[str, Any]:
+    head: dict[str, Any] = {"seq": ev.seq, "at": ev.at}
+    if with_node:
+        head["node_id"] = ev.node_id
+    return {**head, **ev.data}
+
+
 def rebuild_receipt(
     events: Sequence[VEvent],
     events_raw: bytes,
@@ -245,7 +336,7 @@ def _optional_fields(
     out: dict[str, Any] = {}
     if isinstance(started_data.get("retry_budget"), Mapping):
         out["retry_budget"] = started_data["retry_budget"]
-    first_producer = next((e.data.get("producer") for e in _of(events, "run_started")), None)
+    first_producer = started_data.get("producer")
     if isinstance(first_producer, Mapping):
         out["producer"] = {
             k: first_producer.get(k) for k in ("verdict_version", "git_sha", "dirty")
@@ -283,14 +374,15 @@ def rebuild_from_files(files: RunFiles) -> dict[str, Any]:
         raise RebuildError(files.graph_error)
     if files.graph is None:
         raise RebuildError("cannot read graph.json: file not found")
-    graph = _load(files.graph, "graph.json")
+    graph = load_json(files.graph, "graph.json")
     if files.review_error is not None:
         raise RebuildError(files.review_error)
-    review_json = _load(files.review, "review.json") if files.review is not None else None
+    review_json = load_json(files.review, "review.json") if files.review is not None else None
     return rebuild_receipt(events, files.events, graph, review_json, files.name)
 
 
-def _load(raw: bytes, name: str) -> Any:
+def load_json(raw: bytes, name: str) -> Any:
+    """A run file as JSON; one that does not parse reads ``cannot read NAME: …`` (§ 7)."""
     try:
         return json.loads(raw)
     except Exception as exc:

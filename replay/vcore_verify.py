@@ -1,8 +1,5 @@
-"""Verifying a run's ``receipt.json`` against the rebuilt one (FORMAT.md § 7).
-
-``verify_run_files`` returns § 7's problem strings in the order found; ``check_run_files``
-adds where each mismatching field differs. Equality is Python's (``1 == 1.0 == true``).
-"""
+"""Verifying a run's ``receipt.json`` against the rebuilt one: § 7's problem strings, in
+the order found, and where each mismatching field differs."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from replay.vcore_receipt import RECEIPT_SCHEMA, rebuild_from_files, receipt_bytes
+from replay.vcore_receipt import RECEIPT_SCHEMA, load_json, rebuild_from_files, receipt_bytes
 from replay.vcore_run import RebuildError, RunFiles, events_digest
 
 STRICT_BYTES_PROBLEM = (
@@ -80,9 +77,9 @@ def check_run_files(files: RunFiles, strict: bool = False) -> Verification:
     if files.receipt is None:
         return stop("missing receipt.json")
     try:
-        stored = json.loads(files.receipt)
-    except Exception as exc:
-        return stop(f"cannot read receipt.json: {exc}")
+        stored = load_json(files.receipt, "receipt.json")
+    except RebuildError as exc:
+        return stop(str(exc))
     if not isinstance(stored, dict):
         return stop("receipt.json must contain a JSON object")
     problems: list[str] = []

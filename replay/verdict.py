@@ -1,17 +1,11 @@
 """The GVC derivation: a unit's effective grade from its declared and observed oracles.
 
 Graded Verdict Custody spec § 5–8, as a pure function. Grades state evidence strength,
-never correctness. The pipeline, in order:
-
-1. fail-closed admission (§ 8): no admission evidence → ``unverified`` /
-   ``missing_admission_fact``, nothing else evaluated;
-2. base grade (§ 5.1): rank-maximum of the tiers of declared oracles that ran and
-   passed; it is the record's ``evidence_kind`` and never changes afterwards;
-3. unrun-declared cap (§ 5.2);
-4. step-3 rank operations (§ 5.3) — same-chain cap, conflict demotion, staleness
-   reversion — evaluated for every oracle tied at the base tier, then folded by MAX
-   with the tie-selection rule;
-5. producer-mint rejection (§ 6) and the nine counted populations (§ 7).
+never correctness. ``derive`` runs the pipeline in order: fail-closed admission (§ 8),
+base grade (§ 5.1; the record's ``evidence_kind``, never changed afterwards), unrun-declared
+cap (§ 5.2), the step-3 rank operations (§ 5.3) for every oracle tied at the base tier
+folded by MAX with tie selection, then producer-mint rejection (§ 6) and the nine counted
+populations (§ 7).
 
 Every rank operation is recorded only when it actually lowers the grade. The pieces
 are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so

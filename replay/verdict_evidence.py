@@ -1,7 +1,5 @@
-"""The GVC derivation's input: a conformance case, or a ``unit/<id>`` stream's evidence
-events checked and assembled into ``UnitEvidence`` (spec § 4, § 8). The derivation
-itself is ``replay.verdict``'s.
-"""
+"""The GVC derivation's input (``replay.verdict``): a conformance case, or a ``unit/<id>``
+stream's evidence events checked and assembled into ``UnitEvidence`` (spec § 4, § 8)."""
 
 from __future__ import annotations
 
@@ -103,7 +101,7 @@ class UnitStreamCheck:
         if model is None:
             self.problems.append(
                 f"{ev.where()}: type {ev.type!r} does not belong in a unit stream "
-                f"(use oracle.declared, oracle.ran, work.produced or verdict.admitted)"
+                f"(use {', '.join(EVIDENCE_TYPES)} or {ADMITTED})"
             )
             return
         try:

@@ -10,8 +10,7 @@ import yaml
 
 from ledger.app.ingest import ingest
 from ledger.log.store import open_ledger
-from replay.timeline import build_trial_timeline
-from replay.timeline_payloads import timeline_to_payloads
+from replay.timeline import build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.timeline import Role
 

@@ -20,8 +20,9 @@ from replay.timeline import (
     call_event,
     message_event,
     result_event,
+    timeline_from_payloads,
+    timeline_to_payloads,
 )
-from replay.timeline_payloads import timeline_from_payloads, timeline_to_payloads
 from replay.timeline_views import (
     ERROR_PREFIX,
     NO_MESSAGE_FAILURE_TEXT,

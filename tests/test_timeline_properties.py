@@ -21,8 +21,12 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from replay.call_ids import derive_call_ids
-from replay.timeline import attempted_calls, build_trial_timeline
-from replay.timeline_payloads import timeline_from_payloads, timeline_to_payloads
+from replay.timeline import (
+    attempted_calls,
+    build_trial_timeline,
+    timeline_from_payloads,
+    timeline_to_payloads,
+)
 from replay.timeline_views import agent_facing_text
 from schemas.canonical import canonical_json, parse_json
 from schemas.timeline import (

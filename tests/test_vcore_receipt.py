@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 
 from ledger.app.receipts import read_run_dir, verify_run_dir
 from ledger.cli import main
-from replay.vcore_graph import canonical_graph, graph_digest
-from replay.vcore_receipt import rebuild_from_files, receipt_bytes
+from replay.vcore_receipt import canonical_graph, graph_digest, rebuild_from_files, receipt_bytes
 from replay.vcore_run import RebuildError, events_digest, parse_events
 from replay.vcore_verify import verify_run_files
 

@@ -161,7 +161,7 @@ def test_first_unvalidated_node_is_named() -> None:
 
 def test_graph_node_defaults_and_coercions() -> None:
     """§ 3: defaults filled, barrier true → integration, odd risk → medium, paths normalised."""
-    from replay.vcore_graph import normalise_node
+    from replay.vcore_receipt import normalise_node
 
     node = normalise_node(
         {

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ledger.log.verify import Problem
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline
-from replay.timeline_payloads import timeline_to_payloads
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.envelope import StoredEvent
 from schemas.timeline import TimelineInconsistencyError

@@ -38,8 +38,7 @@ from typing import Any
 
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import PlannedEvent, event_id, to_events, trial_stream
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline
-from replay.timeline_payloads import timeline_to_payloads
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json
 from schemas.timeline import Role, TimelineInconsistencyError

@@ -37,8 +37,7 @@ from ledger.sources.shape import (
     opt_str,
 )
 from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_yaml
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline
-from replay.timeline_payloads import timeline_to_payloads
+from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
