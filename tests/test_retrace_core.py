@@ -4,13 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.grade import Difference
-from replay.retrace import (
-    ConstraintObservation,
-    classify,
-    comparable_differences,
-    discrimination,
-    replaced_blocks,
-)
+from replay.retrace import ConstraintObservation, comparable_differences, replaced_blocks
+from replay.retrace_report import classify, discrimination
 
 counts = st.integers(min_value=0, max_value=50)
 

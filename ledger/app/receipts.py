@@ -26,7 +26,8 @@ from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_che
 from ledger.log.verify import EXTRA_CHECKS, Problem
 from ledger.sources.files import InputError, present, read_input
 from ledger.sources.verdict_core import MAX_JSON_BYTES, reassemble_events_file
-from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
+from replay.vcore_run import RunFiles
+from replay.vcore_verify import Verification, check_run_files, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
 
