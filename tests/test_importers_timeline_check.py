@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ledger.app.ingest import ingest
 from ledger.app.timeline_check import check_timelines
-from ledger.log.store import open_ledger
 from ledger.app.verify import CHECKS
 from ledger.app.verify import verify as verify_ledger
+from ledger.log.store import open_ledger
 from ledger.sources.tolokaforge import BundleContext, bundle_events, read_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
