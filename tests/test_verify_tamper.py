@@ -223,7 +223,7 @@ def test_extra_checks_run_after_core_checks(tmp_path: Path) -> None:
         return [Problem("receipt r1", "does not match")]
 
     with open_ledger(path) as lg:
-        report = verify_mod.verify_log(lg, verifier, extra=[check])
+        report = verify_mod.verify_ledger(lg, verifier, extra=[check])
     assert seen == [12]
     assert report.problems == [Problem("receipt r1", "does not match")]
 

@@ -20,10 +20,10 @@ from ledger.app.result import Result
 from ledger.errors import InvalidEvent, LedgerError
 from ledger.log import keys, segments
 from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.log.store import DEFAULT_BUSY_TIMEOUT, StoredEvent, write_atomic
+from ledger.log.store import DEFAULT_BUSY_TIMEOUT, write_atomic
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
-from schemas.envelope import NewEvent
+from schemas.envelope import NewEvent, StoredEvent
 from schemas.events import PROJECTION_WRITERS
 
 PathArg = str | os.PathLike[str]

@@ -20,7 +20,7 @@ from ledger.errors import LedgerError
 from ledger.log.keys import load_verifier
 from ledger.log.note import Verifier
 from ledger.log.store import DEFAULT_BUSY_TIMEOUT
-from ledger.log.verify import LOG_CHECKS, verify_log
+from ledger.log.verify import LOG_CHECKS, verify_ledger
 from ledger.log.verify_report import OutsideCheckpoint, Problem, VerifyReport
 
 # An outside checkpoint is one short note; anything much larger is not one.
@@ -87,7 +87,7 @@ def verify(
     ran = [c for c in CHECKS if deep or not c.deep]
     # read-only: an interrupted seal is reported, not finished (that is `vledger repair`)
     with opened(ledger, read_only=True, busy_timeout=busy_timeout) as lg:
-        report = verify_log(lg, pub, anchor=anchor, extra=[c.run for c in ran])
+        report = verify_ledger(lg, pub, anchor=anchor, extra=[c.run for c in ran])
     return VerifyResult(report, (*LOG_CHECKS, *(c.name for c in ran)))
 
 

@@ -50,22 +50,27 @@ if TYPE_CHECKING:
 
 ExtraCheck = Callable[[Any], list[Problem]]
 
-# the core checks, in the order verify_log runs them (the module docstring's 1-4)
+# the core checks, in the order verify_ledger runs them (the module docstring's 1-4)
 LOG_CHECKS = ("events", "tree", "checkpoints", "segments")
 
 
-def verify_log(
+def verify_ledger(
     lg: Ledger,
     pub: Verifier | None = None,
     *,
     anchor: OutsideCheckpoint | None = None,
     extra: Sequence[ExtraCheck] = (),
+    deep: bool = False,
 ) -> VerifyReport:
     """Run every core check, then each of ``extra`` in order; never raises for bad data.
 
     With ``pub``, some checkpoint signed by it must cover the whole log. With ``anchor``,
     the log at the anchor's size must have its root, and today's log must extend it.
+    ``deep`` checks recompute the application's projections: they are ``ledger.verify``'s
+    (ledger/app/verify.py), so asking for them here is refused, never silently skipped.
     """
+    if deep:
+        raise LedgerError("deep checks recompute application projections: use ledger.verify(...)")
     report = VerifyReport(signatures_checked=pub is not None, anchored=anchor is not None)
     sizes = _checkpoint_sizes(lg)
     if anchor is not None:
@@ -81,21 +86,6 @@ def verify_log(
     except duckdb.Error as exc:  # damaged storage (checksums, unreadable blocks), wherever
         report.add("events.duckdb", f"cannot be read: {exc}")
     return report
-
-
-def verify_ledger(
-    lg: Ledger,
-    pub: Verifier | None = None,
-    *,
-    deep: bool = False,
-    anchor: OutsideCheckpoint | None = None,
-) -> VerifyReport:
-    """``Ledger.verify``: the log's own checks only. The application's checks, ``deep``
-    among them, are :func:`ledger.verify` (ledger/app/verify.py); asking for them here is
-    refused rather than silently skipped."""
-    if deep:
-        raise LedgerError("deep checks recompute application projections: use ledger.verify(...)")
-    return verify_log(lg, pub, anchor=anchor)
 
 
 def _checkpoint_sizes(lg: Ledger) -> set[int]:
