@@ -1,0 +1,102 @@
+"""Where each field the views read lives in its event's payload: one JSON path per field.
+
+The payload models (schemas/trial_events.py, replay_events.py, verdict_events.py) are
+closed and checked at append, so a field has the one path its model gives it. A field has
+a second candidate only where a recorded event can carry it in two places:
+
+* ``trial.registered`` ``trial_index``: ``$.task`` is task.yaml verbatim, and a
+  tolokaforge 0.33.1 task.yaml carries ``trial_index`` (../shared/compat) where the
+  trajectory may not;
+* the receipt fields: ``ReplayCompleted`` / ``ReconcileCompleted`` accept them under
+  ``receipt`` or at the top level (``_ReceiptFields``; ledger/app/receipts.py reads both),
+  and a reconcile receipt names its configuration ``inputs_digest``.
+
+A renamed key is a one-line fix here and nowhere else.
+"""
+
+from __future__ import annotations
+
+PATHS: dict[str, dict[str, list[str]]] = {
+    "trial.registered": {
+        "task_id": ["$.task_id"],
+        "trial_index": ["$.trial_index", "$.task.trial_index"],
+        "corpus": ["$.corpus"],
+        "agent_model": ["$.models.agent"],
+        "user_model": ["$.models.user"],
+        "judge_model": ["$.models.judge"],
+        "met": ["$.met"],
+        "record_view": ["$.record_view"],
+    },
+    "trial.ended": {
+        "status": ["$.status"],
+        "termination_reason": ["$.termination_reason"],
+        "grading_error": ["$.grading_error"],
+        "start_ts": ["$.start_ts"],
+        "end_ts": ["$.end_ts"],
+    },
+    "trial.message": {
+        "position": ["$.index"],
+        "role": ["$.role"],
+        "content": ["$.content"],
+        "tool_call_id": ["$.tool_call_id"],
+        "ts": ["$.ts"],
+    },
+    "trial.message/json": {"tool_calls": ["$.tool_calls"]},
+    "trial.tool_call": {
+        "call_id": ["$.call_id"],
+        "sequence": ["$.sequence"],
+        "tool_name": ["$.tool_name"],
+        "executor": ["$.executor"],
+        "status": ["$.status"],
+        "output": ["$.output"],
+        "latency_seconds": ["$.latency_seconds"],
+        "timestamp": ["$.timestamp"],
+    },
+    "trial.tool_call/json": {"arguments": ["$.arguments"]},
+    "timeline.event": {
+        "projection_version": ["$.timeline_version"],
+        "inconsistency": ["$.inconsistency.message"],
+        "position": ["$.position"],
+        "turn_index": ["$.turn_index"],
+        "kind": ["$.kind"],
+        "text": ["$.text"],
+        "call_id": ["$.call_id"],
+        "tool_name": ["$.tool_name"],
+        "executor": ["$.executor"],
+        "status": ["$.status"],
+        "result": ["$.result"],
+        "latency_seconds": ["$.latency_seconds"],
+    },
+    "timeline.event/json": {"arguments": ["$.arguments"]},
+    # the scalar head of grade.recorded / grade.replayed, read without parsing nested lists
+    "grade.head": {
+        "trial": ["$.trial"],
+        "task_id": ["$.task_id"],
+        "projection_version": ["$.projection_version"],
+        "config_digest": ["$.config_digest"],
+        "replay_id": ["$.replay_id"],
+        "score": ["$.grade.score"],
+        "binary_pass": ["$.grade.binary_pass"],
+        "judge_status": ["$.grade.judge_status"],
+        "replay_status": ["$.status"],
+    },
+    # replay.completed names its run replay_id; reconcile.completed and receipt.issued run_id
+    "receipt": {
+        "replay_id": ["$.replay_id", "$.run_id"],
+        "checkpoint_size": ["$.receipt.checkpoint.size", "$.checkpoint.size"],
+        "checkpoint_root": ["$.receipt.checkpoint.root", "$.checkpoint.root"],
+        "config_digest": ["$.receipt.config_digest", "$.config_digest", "$.receipt.inputs_digest"],
+        "outputs_digest": ["$.receipt.outputs_digest", "$.outputs_digest"],
+    },
+    "verdict.admitted": {
+        "unit": ["$.unit"],
+        "effective_grade": ["$.effective_grade"],
+        "evidence_kind": ["$.evidence_kind"],
+        "conflicting_evidence": ["$.conflicting_evidence"],
+        "failed_declared_evidence": ["$.failed_declared_evidence"],
+    },
+    "verdict.admitted/json": {
+        "applied_rank_ops": ["$.applied_rank_ops"],
+        "counters": ["$.counters"],
+    },
+}
