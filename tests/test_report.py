@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.analytics import report
+from ledger.analytics import report, report_charts
 from ledger.cli import main
 from tests.analytics_fixtures import (
     admission,
@@ -322,11 +322,11 @@ def test_empty_report_renders_in_headless_chromium(
 
 
 def test_long_shared_prefixes_fold_so_labels_stay_distinct() -> None:
-    assert report._distinct(
+    assert report_charts.distinct(
         ["notes_add_note_duplicate_check_gated", "notes_add_note_duplicate_check_policy"]
     ) == ["…gated", "…policy"]
-    assert report._distinct(["task_000", "task_001"]) == [
+    assert report_charts.distinct(["task_000", "task_001"]) == [
         "task_000",
         "task_001",
     ]  # short prefix kept
-    assert report._distinct(["only_one_label_here"]) == ["only_one_label_here"]
+    assert report_charts.distinct(["only_one_label_here"]) == ["only_one_label_here"]

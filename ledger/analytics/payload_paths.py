@@ -16,65 +16,46 @@ A renamed key is a one-line fix here and nowhere else.
 
 from __future__ import annotations
 
+
+def top(*names: str) -> dict[str, list[str]]:
+    """Fields stored under their own name at the payload's top level."""
+    return {n: [f"$.{n}"] for n in names}
+
+
 PATHS: dict[str, dict[str, list[str]]] = {
     "trial.registered": {
-        "task_id": ["$.task_id"],
+        **top("task_id"),
         "trial_index": ["$.trial_index", "$.task.trial_index"],
-        "corpus": ["$.corpus"],
+        **top("corpus"),
         "agent_model": ["$.models.agent"],
         "user_model": ["$.models.user"],
         "judge_model": ["$.models.judge"],
-        "met": ["$.met"],
-        "record_view": ["$.record_view"],
+        **top("met", "record_view"),
     },
-    "trial.ended": {
-        "status": ["$.status"],
-        "termination_reason": ["$.termination_reason"],
-        "grading_error": ["$.grading_error"],
-        "start_ts": ["$.start_ts"],
-        "end_ts": ["$.end_ts"],
-    },
-    "trial.message": {
-        "position": ["$.index"],
-        "role": ["$.role"],
-        "content": ["$.content"],
-        "tool_call_id": ["$.tool_call_id"],
-        "ts": ["$.ts"],
-    },
-    "trial.message/json": {"tool_calls": ["$.tool_calls"]},
-    "trial.tool_call": {
-        "call_id": ["$.call_id"],
-        "sequence": ["$.sequence"],
-        "tool_name": ["$.tool_name"],
-        "executor": ["$.executor"],
-        "status": ["$.status"],
-        "output": ["$.output"],
-        "latency_seconds": ["$.latency_seconds"],
-        "timestamp": ["$.timestamp"],
-    },
-    "trial.tool_call/json": {"arguments": ["$.arguments"]},
+    "trial.ended": top("status", "termination_reason", "grading_error", "start_ts", "end_ts"),
+    "trial.message": {"position": ["$.index"], **top("role", "content", "tool_call_id", "ts")},
+    "trial.message/json": top("tool_calls"),
+    "trial.tool_call": top(
+        "call_id",
+        "sequence",
+        "tool_name",
+        "executor",
+        "status",
+        "output",
+        "latency_seconds",
+        "timestamp",
+    ),
+    "trial.tool_call/json": top("arguments"),
     "timeline.event": {
         "projection_version": ["$.timeline_version"],
         "inconsistency": ["$.inconsistency.message"],
-        "position": ["$.position"],
-        "turn_index": ["$.turn_index"],
-        "kind": ["$.kind"],
-        "text": ["$.text"],
-        "call_id": ["$.call_id"],
-        "tool_name": ["$.tool_name"],
-        "executor": ["$.executor"],
-        "status": ["$.status"],
-        "result": ["$.result"],
-        "latency_seconds": ["$.latency_seconds"],
+        **top("position", "turn_index", "kind", "text", "call_id", "tool_name", "executor"),
+        **top("status", "result", "latency_seconds"),
     },
-    "timeline.event/json": {"arguments": ["$.arguments"]},
+    "timeline.event/json": top("arguments"),
     # the scalar head of grade.recorded / grade.replayed, read without parsing nested lists
     "grade.head": {
-        "trial": ["$.trial"],
-        "task_id": ["$.task_id"],
-        "projection_version": ["$.projection_version"],
-        "config_digest": ["$.config_digest"],
-        "replay_id": ["$.replay_id"],
+        **top("trial", "task_id", "projection_version", "config_digest", "replay_id"),
         "score": ["$.grade.score"],
         "binary_pass": ["$.grade.binary_pass"],
         "judge_status": ["$.grade.judge_status"],
@@ -88,15 +69,12 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "config_digest": ["$.receipt.config_digest", "$.config_digest", "$.receipt.inputs_digest"],
         "outputs_digest": ["$.receipt.outputs_digest", "$.outputs_digest"],
     },
-    "verdict.admitted": {
-        "unit": ["$.unit"],
-        "effective_grade": ["$.effective_grade"],
-        "evidence_kind": ["$.evidence_kind"],
-        "conflicting_evidence": ["$.conflicting_evidence"],
-        "failed_declared_evidence": ["$.failed_declared_evidence"],
-    },
-    "verdict.admitted/json": {
-        "applied_rank_ops": ["$.applied_rank_ops"],
-        "counters": ["$.counters"],
-    },
+    "verdict.admitted": top(
+        "unit",
+        "effective_grade",
+        "evidence_kind",
+        "conflicting_evidence",
+        "failed_declared_evidence",
+    ),
+    "verdict.admitted/json": top("applied_rank_ops", "counters"),
 }

@@ -14,20 +14,18 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 
 from ledger.analytics import views
-
-try:  # the store's error base (ledger/errors.py, branch store) — a plain base until it lands
-    from ledger.errors import LedgerError
-except ImportError:  # pragma: no cover
-
-    class LedgerError(Exception):  # type: ignore[no-redef]
-        """Base of every error the ledger raises on purpose."""
-
+from ledger.app.context import LedgerArg, ledger_path
+from ledger.app.result import Result
+from ledger.errors import LedgerError
 
 DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
@@ -258,12 +256,56 @@ def query(ledger_dir: Path | str, sql: str) -> pa.Table:
 
     >>> query(".vledger", "SELECT task_id, k, pass_at_k FROM pass_at_k WHERE level='task'")
     """
-    check_read_only(sql)  # refuse before opening anything
-    with connect(ledger_dir) as (con, _source):
-        return run(con, sql)
+    return query_with_source(ledger_dir, sql)[0]
 
 
 def query_with_source(ledger_dir: Path | str, sql: str) -> tuple[pa.Table, Source]:
-    check_read_only(sql)
+    check_read_only(sql)  # refuse before opening anything
     with connect(ledger_dir) as (con, source):
         return run(con, sql), source
+
+
+def json_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Row objects with JSON-typed columns embedded as values, not strings."""
+    rows = table.to_pylist()
+    json_cols = [f.name for f in table.schema if is_json_field(f)]
+    for r in rows:
+        for name in json_cols:
+            if r[name] is not None:
+                r[name] = orjson.loads(r[name])
+    return rows
+
+
+def json_default(value: Any) -> Any:
+    """What orjson cannot encode itself: bytes as hex, decimals as floats, the rest as text."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Decimal):
+        return float(value)
+    return str(value)
+
+
+def schema_table() -> pa.Table:
+    """One row per documented view column: view, column, description."""
+    rows = views.schema_rows()
+    return pa.table({k: [r[k] for r in rows] for k in ("view", "column", "description")})
+
+
+@dataclass(frozen=True)
+class SqlResult(Result):
+    """The rows of one query as Arrow, and where they were read from (None: the schema)."""
+
+    table: pa.Table
+    source: Source | None
+
+    def to_json(self) -> Any:
+        """``vledger sql --json``: the rows as JSON values, JSON-typed columns embedded."""
+        return orjson.loads(orjson.dumps(json_rows(self.table), default=json_default))
+
+
+def sql(query: str | None = None, *, ledger: LedgerArg = None, schema: bool = False) -> SqlResult:
+    """Run one read-only ``query`` over the ledger's views; ``schema``: list the views'
+    columns instead. A write is refused (:class:`SqlRefused`) with nothing changed."""
+    if schema:
+        return SqlResult(schema_table(), None)
+    return SqlResult(*query_with_source(ledger_path(ledger), query or ""))
