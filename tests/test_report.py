@@ -283,7 +283,7 @@ def test_report_renders_in_headless_chromium(
     chromium: str, full_ledger: Path, tmp_path: Path
 ) -> None:
     page = tmp_path / "report.html"
-    report.write_report(full_ledger, page)
+    report.report(ledger=full_ledger, out=page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert _console_problems(dom.stderr) == []
@@ -315,7 +315,7 @@ def test_empty_report_renders_in_headless_chromium(
     chromium: str, empty_ledger: Path, tmp_path: Path
 ) -> None:
     page = tmp_path / "empty.html"
-    report.write_report(empty_ledger, page)
+    report.report(ledger=empty_ledger, out=page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and _console_problems(dom.stderr) == []
     assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * len(PANEL_TITLES)

@@ -1,8 +1,8 @@
-"""Where each field the views read lives in its event's payload: one JSON path per field.
+"""Where each field the views read lives in its payload (a renamed key: one line here).
 
 The payload models (schemas/trial_events.py, replay_events.py, verdict_events.py) are
 closed and checked at append, so a field has the one path its model gives it. A field has
-a second candidate only where a recorded event can carry it in two places:
+a second candidate, tried after the first, only where a recorded event can carry it twice:
 
 * ``trial.registered`` ``trial_index``: ``$.task`` is task.yaml verbatim, and a
   tolokaforge 0.33.1 task.yaml carries ``trial_index`` (../shared/compat) where the
@@ -10,8 +10,6 @@ a second candidate only where a recorded event can carry it in two places:
 * the receipt fields: ``ReplayCompleted`` / ``ReconcileCompleted`` accept them under
   ``receipt`` or at the top level (``_ReceiptFields``; ledger/app/receipts.py reads both),
   and a reconcile receipt names its configuration ``inputs_digest``.
-
-A renamed key is a one-line fix here and nowhere else.
 """
 
 from __future__ import annotations

@@ -77,8 +77,3 @@ def report(*, ledger: LedgerArg = None, out: Path | str = Path("report.html")) -
     Path(out).write_text(page, encoding="utf-8")
     keys = ("panels", "panels_with_data", "events", "trials", "replays", "units")
     return ReportResult(Path(out), **{k: s[k] for k in keys})
-
-
-def write_report(ledger_dir: Path | str, out: Path | str) -> str:
-    """Write the report to ``out``; return its one-line summary."""
-    return report(ledger=ledger_dir, out=out).summary_line()

@@ -119,6 +119,17 @@ def fmt(v: float | None, digits: int = 3) -> str:
 # --- chart primitives --------------------------------------------------------------------
 
 
+def _y_axis(left: int, right: int, base: int, plot_h: float, top_v: float) -> list[str]:
+    """The baseline and four grid lines with their values (two decimals up to a top of 2)."""
+    parts = [f'<line class="axis" x1="{left}" y1="{base}" x2="{right}" y2="{base}"/>']
+    for i in range(5):
+        v, y = top_v * i / 4, base - plot_h * i / 4
+        parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}"/>')
+        label = f"{v:g}" if top_v > 2 else f"{v:.2f}"
+        parts.append(_t(left - 4, y + 4, label, anchor="end", cls="muted"))
+    return parts
+
+
 def grouped_bars(
     categories: Sequence[str],
     series: Sequence[tuple[str, Sequence[float]]],
@@ -142,14 +153,7 @@ def grouped_bars(
         y_max if y_max is not None else nice_max(max([0.0] + [v for _, vs in series for v in vs]))
     )
     plot_w, plot_h = w - left - 10, h - bottom - top
-    parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 10}" y2="{h - bottom}"/>']
-    for i in range(5):
-        v = top_v * i / 4
-        y = h - bottom - plot_h * i / 4
-        parts.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{w - 10}" y2="{y:.1f}"/>')
-        parts.append(
-            _t(left - 4, y + 4, f"{v:g}" if top_v > 2 else f"{v:.2f}", anchor="end", cls="muted")
-        )
+    parts = _y_axis(left, w - 10, h - bottom, plot_h, top_v)
     group_w = plot_w / max(len(categories), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
     step = thin_step(len(categories), plot_w) if many else 1
@@ -203,21 +207,7 @@ def line_chart(
     def py(v: float) -> float:
         return h - bottom - plot_h * (v / y_max if y_max else 0)
 
-    parts = [f'<line class="axis" x1="{left}" y1="{h - bottom}" x2="{w - 14}" y2="{h - bottom}"/>']
-    for i in range(5):
-        v = y_max * i / 4
-        parts.append(
-            f'<line class="grid" x1="{left}" y1="{py(v):.1f}" x2="{w - 14}" y2="{py(v):.1f}"/>'
-        )
-        parts.append(
-            _t(
-                left - 4,
-                py(v) + 4,
-                f"{v:.2f}" if y_max <= 2 else f"{v:g}",
-                anchor="end",
-                cls="muted",
-            )
-        )
+    parts = _y_axis(left, w - 14, h - bottom, plot_h, y_max)
     ticks = x_ticks or [f"{x:g}" for x in xs]
     widest = max([len(_short(t, 12)) for t in ticks] + [1])
     step = thin_step(n, plot_w, pitch=CHAR_W * widest + 8)

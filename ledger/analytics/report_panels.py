@@ -5,29 +5,16 @@ A panel with nothing to show says so (``empty_reason``) instead of drawing empty
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 
 import duckdb
 
+from ledger.analytics import report_charts as charts
 from ledger.analytics import report_trials
 from ledger.analytics import sql as analytics
-from ledger.analytics.report_charts import (
-    FAIL,
-    PALETTE,
-    PASS,
-    UNDECIDED,
-    fmt,
-    grouped_bars,
-    heatmap,
-    legend,
-    line_chart,
-    matrix_2x2,
-    nice_max,
-    note,
-    stacked_hbars,
-)
+from ledger.analytics.report_charts import FAIL, PALETTE, PASS, UNDECIDED
 
 MAX_ROWS = 40  # tasks / constraints shown per chart; the note says how many were left out
 
@@ -50,12 +37,8 @@ class Panel:
         )
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    return analytics.run(con, sql).to_pylist()
-
-
 def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(
+    rows = analytics.rows(
         con,
         "SELECT coalesce(t.agent_model, '(unknown)') AS model, "
         "least(floor(cg.score * 10), 9)::INTEGER AS bin, count(*) AS n "
@@ -69,30 +52,31 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     bins = [f"{b / 10:.1f}–{(b + 1) / 10:.1f}" for b in range(10)]
     counts = {(r["model"], r["bin"]): r["n"] for r in rows}
     series = [(m, [float(counts.get((m, b), 0)) for b in range(10)]) for m in models]
-    body = grouped_bars(bins, series, y_label="trials", label="score distribution")
+    body = charts.grouped_bars(bins, series, y_label="trials", label="score distribution")
     return Panel(
         "Score distribution per model",
         what,
-        body + legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]),
+        body + charts.legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]),
     )
 
 
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(
+    rows = analytics.rows(
         con,
-        "SELECT t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
-        "count(*) FILTER (WHERE t.counted) AS n, "
-        "count(*) FILTER (WHERE t.counted AND coalesce(cg.binary_pass, false) "
-        "AND t.outcome_class <> 'ungradeable') AS c, avg(cg.score) AS mean_score "
-        "FROM trials t LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
-        "HAVING count(*) FILTER (WHERE t.counted) > 0 ORDER BY t.task_id, model",
+        # _trial_outcomes holds the pass rule pass_at_k counts (replay.outcomes.tally)
+        "SELECT o.task_id, o.model, count(*) FILTER (WHERE o.counted) AS n, "
+        "count(*) FILTER (WHERE o.counted AND o.pass_current) AS c, avg(cg.score) AS mean_score "
+        "FROM _trial_outcomes o LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
+        "HAVING count(*) FILTER (WHERE o.counted) > 0 ORDER BY o.task_id, o.model",
     )
-    what = (
+    panel = Panel(
+        "Pass rate per task × model",
         "Pass rate c/n per task and model over measured trials (infrastructure aborts "
-        "excluded; a counted trial without a grade counts as not passed)."
+        "excluded; a counted trial without a grade counts as not passed).",
+        "",
     )
     if not rows:
-        return Panel("Pass rate per task × model", what, "")
+        return panel
     tasks = sorted({r["task_id"] or "(no task)" for r in rows})
     models = sorted({r["model"] for r in rows})
     shown = tasks[:MAX_ROWS]
@@ -100,45 +84,47 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         (r["task_id"] or "(no task)", r["model"]): (
             r["c"] / r["n"],
             f"{r['task_id']} · {r['model']}: {r['c']}/{r['n']} passed, mean score "
-            f"{fmt(r['mean_score'], 2)}",
+            f"{charts.fmt(r['mean_score'], 2)}",
         )
         for r in rows
     }
-    body = heatmap(shown, models, cells, label="pass rate per task and model")
+    body = charts.heatmap(shown, models, cells, label="pass rate per task and model")
     if len(tasks) > len(shown):
-        body += note(f"showing {len(shown)} of {len(tasks)} tasks")
-    return Panel("Pass rate per task × model", what, body)
+        body += charts.note(f"showing {len(shown)} of {len(tasks)} tasks")
+    return replace(panel, body=body)
 
 
 def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    curve = _rows(
+    curve = analytics.rows(
         con,
         "SELECT level, k, CASE WHEN level = 'macro' AND tasks < (SELECT count(DISTINCT task_id) "
         "FROM trials WHERE counted) THEN NULL ELSE pass_at_k END AS pass_at_k FROM pass_at_k "
         "WHERE basis = 'current' AND model = '*' AND level IN ('macro', 'micro') ORDER BY level, k",
     )
-    per_task = _rows(
+    per_task = analytics.rows(
         con,
         "SELECT task_id, k, n, c, pass_at_k FROM pass_at_k WHERE basis = 'current' "
         "AND model = '*' AND level = 'task' AND pass_at_k IS NOT NULL ORDER BY task_id, k",
     )
-    what = (
+    panel = Panel(
+        "pass@k per task",
         "pass@k = 1 − C(n−c, k)/C(n, k) over measured trials: macro (mean over tasks, drawn "
         "only where every task has n ≥ k) and micro (all trials pooled) by k, and per task "
-        "at k = 1 and the largest k every task supports."
+        "at k = 1 and the largest k every task supports.",
+        "",
     )
     if not per_task:
-        return Panel("pass@k per task", what, "")
+        return panel
     ks = sorted({r["k"] for r in curve if r["pass_at_k"] is not None})
     by = {(r["level"], r["k"]): r["pass_at_k"] for r in curve}
-    body = line_chart(
+    body = charts.line_chart(
         [float(k) for k in ks],
         [(lvl, [by.get((lvl, k)) for k in ks]) for lvl in ("macro", "micro")],
         x_label="k",
         y_label="pass@k",
         label="pass@k by k",
         x_ticks=[str(k) for k in ks],
-    ) + legend([("macro", PALETTE[0]), ("micro", PALETTE[1])])
+    ) + charts.legend([("macro", PALETTE[0]), ("micro", PALETTE[1])])
     tasks = sorted({r["task_id"] or "(no task)" for r in per_task})
     k_by_task: dict[str, dict[int, float]] = {}
     for r in per_task:
@@ -146,31 +132,31 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     common = set.intersection(*(set(v) for v in k_by_task.values()))
     k_hi = max(common) if common else 1
     shown = tasks[:MAX_ROWS]
-    body += grouped_bars(
+    body += charts.grouped_bars(
         shown,
         [(f"pass@{k}", [k_by_task[t].get(k, 0.0) for t in shown]) for k in sorted({1, k_hi})],
         y_label="pass@k",
         y_max=1.0,
         label="pass@k per task",
-    ) + legend([(f"pass@{k}", PALETTE[i]) for i, k in enumerate(sorted({1, k_hi}))])
+    ) + charts.legend([(f"pass@{k}", PALETTE[i]) for i, k in enumerate(sorted({1, k_hi}))])
     if len(tasks) > len(shown):
-        body += note(f"showing {len(shown)} of {len(tasks)} tasks")
-    return Panel("pass@k per task", what, body)
+        body += charts.note(f"showing {len(shown)} of {len(tasks)} tasks")
+    return replace(panel, body=body)
 
 
 def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(con, "SELECT * FROM constraint_separation ORDER BY task_id, ord, constraint_id")
-    what = (
+    rows = analytics.rows(
+        con, "SELECT * FROM constraint_separation ORDER BY task_id, ord, constraint_id"
+    )
+    panel = Panel(
+        "Constraint separation (latest retrace)",
         "Per task and constraint, over the task's latest retrace: decided passes, failures and "
-        "undecided trials, with the retrace class."
+        "undecided trials, with the retrace class.",
+        "",
+        "no retrace with trace constraints yet — run `vledger retrace`",
     )
     if not rows:
-        return Panel(
-            "Constraint separation (latest retrace)",
-            what,
-            "",
-            "no retrace with trace constraints yet — run `vledger retrace`",
-        )
+        return panel
     shown = rows[:MAX_ROWS]
     bars = [
         (
@@ -184,42 +170,38 @@ def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         )
         for r in shown
     ]
-    body = stacked_hbars(bars, label="constraint separation") + legend(
+    body = charts.stacked_hbars(bars, label="constraint separation") + charts.legend(
         [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)]
     )
     if len(rows) > len(shown):
-        body += note(f"showing {len(shown)} of {len(rows)} constraints")
-    return Panel("Constraint separation (latest retrace)", what, body)
+        body += charts.note(f"showing {len(shown)} of {len(rows)} constraints")
+    return replace(panel, body=body)
 
 
 AGREEMENT_PAIRS = 12  # 2×2 tables shown; the note says how many pairs there are
 
 
 def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(
+    rows = analytics.rows(
         con,
         "SELECT * FROM agreement WHERE task_id = '*' ORDER BY observations DESC, criterion, "
         f"constraint_id LIMIT {AGREEMENT_PAIRS}",
     )
-    ((total,),) = [
-        tuple(r.values())
-        for r in _rows(con, "SELECT count(*) AS n FROM agreement WHERE task_id = '*'")
-    ]
-    what = (
+    (pooled,) = analytics.rows(con, "SELECT count(*) AS n FROM agreement WHERE task_id = '*'")
+    total = pooled["n"]
+    panel = Panel(
+        "Judge vs constraint agreement",
         "Judge criterion (recorded met) against trace constraint (current verdict) over every "
-        "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ."
+        "trial carrying both decided, pooled over tasks: the 2×2 table and Cohen's κ.",
+        "",
+        "no trial carries both a judge criterion and a decided trace constraint yet",
     )
     if not rows:
-        return Panel(
-            "Judge vs constraint agreement",
-            what,
-            "",
-            "no trial carries both a judge criterion and a decided trace constraint yet",
-        )
+        return panel
     body = (
         '<div style="display:flex;flex-wrap:wrap;gap:8px">'
         + "".join(
-            matrix_2x2(
+            charts.matrix_2x2(
                 r["criterion"],
                 r["constraint_id"],
                 r["met_passed"],
@@ -233,8 +215,8 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         + "</div>"
     )
     if total > len(rows):
-        body += note(f"showing {len(rows)} of {total} pairs, the most observed first")
-    return Panel("Judge vs constraint agreement", what, body)
+        body += charts.note(f"showing {len(rows)} of {total} pairs, the most observed first")
+    return replace(panel, body=body)
 
 
 DISAGREEMENT_SQL = (
@@ -264,28 +246,26 @@ DISAGREEMENT_SQL = (
 
 
 def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(con, DISAGREEMENT_SQL)
+    rows = analytics.rows(con, DISAGREEMENT_SQL)
     for r in rows:  # Arrow hands a MAP over as (key, value) pairs
         r["by_component"] = dict(r["by_component"] or [])
-    what = (
+    panel = Panel(
+        "Replay vs recorded disagreements over time",
         "For each replay in log order: the trials retrace found disagreeing with their "
         "recorded grade, and per component how many re-derived component scores differ from "
-        "the recorded ones (a component not measured offline is not counted)."
+        "the recorded ones (a component not measured offline is not counted).",
+        "",
+        "no replay of a recorded grade yet — run `vledger retrace`",
     )
     if not rows:
-        return Panel(
-            "Replay vs recorded disagreements over time",
-            what,
-            "",
-            "no replay of a recorded grade yet — run `vledger retrace`",
-        )
+        return panel
     labels = [r["replay_id"] or f"seq {r['first_seq']}" for r in rows]
     comps = sorted({c for r in rows for c in r["by_component"]})
     series = [("trials disagreed", [float(r["disagreed"]) for r in rows])] + [
         (c, [float(r["by_component"].get(c, 0)) for r in rows]) for c in comps
     ]
-    top = nice_max(max(v for _, vs in series for v in vs))
-    body = line_chart(
+    top = charts.nice_max(max(v for _, vs in series for v in vs))
+    body = charts.line_chart(
         list(range(len(rows))),
         series,
         x_label="replay (log order)",
@@ -293,38 +273,38 @@ def _disagreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         y_max=float(top),
         label="replay vs recorded disagreements",
         x_ticks=labels,
-    ) + legend([(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)])
+    ) + charts.legend([(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)])
     last = rows[-1]
     per = ", ".join(f"{c} {(last['by_component'] or {}).get(c, 0)}" for c in comps) or "none"
-    body += note(
+    body += charts.note(
         f"{len(rows)} replay(s); latest: {labels[-1]} re-derived {last['trials']} trial(s), "
         f"{last['disagreed']} disagreed; differing components: {per}"
     )
-    return Panel("Replay vs recorded disagreements over time", what, body)
+    return replace(panel, body=body)
 
 
 def _verdict_panel(con: duckdb.DuckDBPyConnection) -> Panel:
-    rows = _rows(
+    rows = analytics.rows(
         con,
         "SELECT effective_grade, min(grade_rank) AS rank, count(*) AS units FROM ("
         "SELECT * FROM admissions QUALIFY row_number() OVER (PARTITION BY unit ORDER BY seq DESC) = 1"
         ") GROUP BY effective_grade ORDER BY rank, effective_grade",
     )
-    what = "Latest admission per unit, by verdict grade, strongest first (the registered ladder)."
+    panel = Panel(
+        "Verdict-grade distribution",
+        "Latest admission per unit, by verdict grade, strongest first (the registered ladder).",
+        "",
+        "no admissions yet — record units with `vledger verdict`",
+    )
     if not rows:
-        return Panel(
-            "Verdict-grade distribution",
-            what,
-            "",
-            "no admissions yet — record units with `vledger verdict`",
-        )
-    body = grouped_bars(
+        return panel
+    body = charts.grouped_bars(
         [r["effective_grade"] or "(none)" for r in rows],
         [("units", [float(r["units"]) for r in rows])],
         y_label="units",
         label="verdict grades",
     )
-    return Panel("Verdict-grade distribution", what, body)
+    return replace(panel, body=body)
 
 
 NEVER_SCORED_SQL = (
@@ -336,7 +316,7 @@ NEVER_SCORED_SQL = (
 def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
     """Keys a corpus declared that no replay ever evaluated (issue 22); shown only when the
     list is not empty — a panel saying "none" would be noise on every healthy ledger."""
-    rows = _rows(con, NEVER_SCORED_SQL)
+    rows = analytics.rows(con, NEVER_SCORED_SQL)
     if not rows:
         return None
     shown = rows[:MAX_ROWS]
@@ -348,7 +328,11 @@ def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
             for r in shown
         )
         + "</table>"
-        + (note(f"showing {len(shown)} of {len(rows)} keys") if len(rows) > len(shown) else "")
+        + (
+            charts.note(f"showing {len(shown)} of {len(rows)} keys")
+            if len(rows) > len(shown)
+            else ""
+        )
     )
     return Panel(
         "Keys that never scored",
@@ -359,7 +343,7 @@ def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
-    (s,) = _rows(
+    (s,) = analytics.rows(
         con,
         "SELECT (SELECT count(*) FROM events) AS events, (SELECT max(seq) FROM events) AS last_seq, "
         "(SELECT max(recorded_at) FROM events) AS last_at, (SELECT count(*) FROM trials) AS trials, "

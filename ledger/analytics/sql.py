@@ -23,6 +23,7 @@ import orjson
 import pyarrow as pa
 
 from ledger.analytics import views
+from ledger.analytics.view_kit import sql_str
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
 from ledger.errors import LedgerError
@@ -40,7 +41,7 @@ _EMPTY_EVENTS = (
     "NULL::VARCHAR AS event_id, NULL::VARCHAR AS type, NULL::USMALLINT AS schema_version, "
     "NULL::TIMESTAMPTZ AS recorded_at, NULL::BLOB AS payload, NULL::BLOB AS leaf_hash WHERE false"
 )
-_ENVELOPE_COLUMNS = (
+ENVELOPE_COLUMNS = (
     "seq, stream, stream_version, event_id, type, schema_version, "
     "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
 )
@@ -123,13 +124,9 @@ def _segment_files(ledger_dir: Path) -> list[Path]:
     return sorted((ledger_dir / SEGMENTS_DIR).glob("seg-*.parquet"))
 
 
-def _sql_path(p: Path) -> str:
-    return "'" + str(p).replace("'", "''") + "'"
-
-
 def _parquet_relation(files: list[Path]) -> str:
-    listing = ", ".join(_sql_path(f) for f in files)
-    return f"SELECT {_ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
+    listing = ", ".join(sql_str(str(f)) for f in files)
+    return f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
 
 
 # DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
@@ -147,7 +144,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
     segments = _segment_files(ledger_dir)
     if db.exists():
         try:
-            con.execute(f"ATTACH {_sql_path(db)} AS store (READ_ONLY)")
+            con.execute(f"ATTACH {sql_str(str(db))} AS store (READ_ONLY)")
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
                 raise SqlQueryError(f"cannot open {db}: {exc}") from None
@@ -159,7 +156,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
             return _parquet_relation(segments), Source(
                 "segments", f"{len(segments)} sealed segment(s); the store is held by a writer"
             )
-        rel = f"SELECT {_ENVELOPE_COLUMNS} FROM store.events"
+        rel = f"SELECT {ENVELOPE_COLUMNS} FROM store.events"
         if segments:
             # A store that drops sealed rows keeps them only in segments: take those below
             # the store's first seq, never a row twice.
@@ -251,6 +248,11 @@ def is_json_field(field: pa.Field) -> bool:
     return bool(field.metadata) and field.metadata.get(b"duckdb_type") == b"JSON"
 
 
+def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    """:func:`run` as row dicts, for the report's panels."""
+    return run(con, sql).to_pylist()
+
+
 def query(ledger_dir: Path | str, sql: str) -> pa.Table:
     """Run one read-only query over the ledger's views and return the rows as Arrow.
 
@@ -267,13 +269,13 @@ def query_with_source(ledger_dir: Path | str, sql: str) -> tuple[pa.Table, Sourc
 
 def json_rows(table: pa.Table) -> list[dict[str, Any]]:
     """Row objects with JSON-typed columns embedded as values, not strings."""
-    rows = table.to_pylist()
+    out = table.to_pylist()
     json_cols = [f.name for f in table.schema if is_json_field(f)]
-    for r in rows:
+    for r in out:
         for name in json_cols:
             if r[name] is not None:
                 r[name] = orjson.loads(r[name])
-    return rows
+    return out
 
 
 def json_default(value: Any) -> Any:
@@ -287,8 +289,8 @@ def json_default(value: Any) -> Any:
 
 def schema_table() -> pa.Table:
     """One row per documented view column: view, column, description."""
-    rows = views.schema_rows()
-    return pa.table({k: [r[k] for r in rows] for k in ("view", "column", "description")})
+    docs = views.schema_rows()
+    return pa.table({k: [d[k] for d in docs] for k in ("view", "column", "description")})
 
 
 @dataclass(frozen=True)

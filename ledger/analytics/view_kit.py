@@ -1,7 +1,4 @@
-"""What a view is, and the SQL pieces every view module builds its view from.
-
-A view reads ``_ev``: the raw envelope rows with the payload decoded to text (``body``).
-"""
+"""What a view is, and the SQL pieces views are built from (over ``_ev``: rows + ``body``)."""
 
 from __future__ import annotations
 
@@ -45,11 +42,9 @@ def json_transform(src: str, shape: object) -> str:
 def fields(
     path_key: str, *, as_json: bool = False, src: str = "body"
 ) -> tuple[str, dict[str, str]]:
-    """One extraction for every field of ``PATHS[path_key]`` (one JSON parse per row).
-
-    Returns the select item (``json_extract_string(body, [...]) AS _v``) and, per field, the
-    expression choosing its first non-null candidate.
-    """
+    """One extraction for every field of ``PATHS[path_key]`` (one JSON parse per row): the
+    select item (``json_extract_string(body, [...]) AS _v``) and, per field, the expression
+    choosing its first non-null candidate."""
     by_field = PATHS[path_key]
     flat = [p for paths in by_field.values() for p in paths]
     arr = "[" + ", ".join(sql_str(p) for p in flat) + "]"

@@ -4,11 +4,8 @@ The views read one relation, the raw envelope rows (``seq, stream, stream_versio
 type, schema_version, recorded_at, payload, leaf_hash``) — whether that is the store's
 DuckDB table or sealed Parquet segments is decided by the caller (``ledger.analytics.sql``).
 Nothing here stores state: dropping every view and creating them again over the same
-log gives the same rows, which ``tests/test_views.py`` checks.
-
-Each group of views has its module (views_trials, views_grades, views_verdicts,
-views_metrics, spend_views); this one lists them in creation order (a view reads only
-views before it). Where each field lives in a payload: ``ledger.analytics.payload_paths``.
+log gives the same rows (``tests/test_views.py``). Each group of views has its module; this
+one lists them in creation order (a view reads only views before it).
 """
 
 from __future__ import annotations
@@ -19,13 +16,12 @@ from ledger.analytics import views_grades, views_metrics, views_trials, views_ve
 from ledger.analytics.spend_views import SPEND_VIEWS
 from ledger.analytics.view_kit import View
 
-# issue 19: the token and cost views live in their own module (ledger/analytics/spend_views.py)
 VIEWS: tuple[View, ...] = (
     *views_trials.VIEWS,
     *views_grades.VIEWS,
     *views_verdicts.VIEWS,
     *views_metrics.VIEWS,
-    *(View(name, sql, doc, columns) for name, sql, doc, columns in SPEND_VIEWS),
+    *SPEND_VIEWS,
 )
 PUBLIC_VIEWS: tuple[View, ...] = tuple(v for v in VIEWS if v.public)
 MACROS: tuple[str, ...] = (views_grades.CONSTRAINT_CLASS, views_metrics.PASS_AT_K_VALUE)

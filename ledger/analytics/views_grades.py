@@ -1,11 +1,8 @@
-"""The grade views: grades, current_grades, components, criteria, trace_checks,
-constraint_separation.
+"""The grade views: grades, current_grades, components, criteria, trace_checks, separation.
 
-grade.recorded = {"source": "grade.yaml", "grade": <grade.yaml verbatim>} (issue 3);
-grade.replayed = {"trial", "task_id", "projection_version", "config_digest", "replay_id",
-"grade": {...}} (issue 6). Scalars come from PATHS["grade.head"]; the nested lists are read
-with the json_transform shapes below (FORMATS.md § 4 field names).
-"""
+grade.recorded carries grade.yaml verbatim (issue 3), grade.replayed the re-derived grade
+(issue 6): scalars from PATHS["grade.head"], nested lists through the shapes below
+(FORMATS.md § 4 field names)."""
 
 from __future__ import annotations
 

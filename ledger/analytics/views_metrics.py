@@ -22,9 +22,8 @@ ACCOUNTING_SHAPE: dict[str, str] = {"key": "VARCHAR", "outcome": "VARCHAR", "rea
 
 
 def trial_outcomes() -> View:
-    # Every registered trial with its current and recorded verdicts; a counted trial
-    # without a grade (trial_lost) counts as not passed, and so does an ungradeable one
-    # whatever grade it carries: grading refused, so no verdict exists (replay.outcomes.tally).
+    # Every registered trial's current and recorded verdicts; no grade (trial_lost) is not
+    # passed, nor is an ungradeable trial whatever it carries (replay.outcomes.tally).
     refused = f"t.outcome_class <> '{TrialOutcomeClass.UNGRADEABLE}'"
     return internal(
         "_trial_outcomes",

@@ -51,14 +51,8 @@ def format_table(table: pa.Table, width: int | None = None) -> str:
     file or a pipe, nothing cut). Numbers through the one rounding rule; control characters
     escaped so one row prints as one line."""
     rows = [
-        [
-            float(v)
-            if isinstance(v, Decimal)
-            else v
-            if _is_number(v)
-            else escape_controls(_cell(v))
-            for v in r.values()
-        ]
+        [float(v) if isinstance(v, Decimal) else v if _is_number(v) else escape_controls(_cell(v))
+         for v in r.values()]
         for r in table.to_pylist()
     ]
     count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
