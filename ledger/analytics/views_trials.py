@@ -52,15 +52,9 @@ def events() -> View:
     )
 
 
-def registered() -> View:
-    cols = ["seq", "stream", "recorded_at", *PATHS["trial.registered"]]
-    return internal("_registered", typed_view("trial.registered", cols))
-
-
-def ended() -> View:
-    return internal(
-        "_ended", typed_view("trial.ended", ["seq", "stream", "recorded_at", *PATHS["trial.ended"]])
-    )
+def event_fields(name: str, type_: str) -> View:
+    """One row per ``type_`` event with every field of ``PATHS[type_]`` (``_registered``…)."""
+    return internal(name, typed_view(type_, ["seq", "stream", "recorded_at", *PATHS[type_]]))
 
 
 def messages() -> View:
@@ -208,8 +202,8 @@ def trials() -> View:
 VIEWS: tuple[View, ...] = (
     raw_events(),
     events(),
-    registered(),
-    ended(),
+    event_fields("_registered", "trial.registered"),
+    event_fields("_ended", "trial.ended"),
     messages(),
     tool_calls(),
     timeline(),
