@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from ledger.app.reconcile import read_pack, recorded_grading, validate_pack
 from ledger.cli import main
-from schemas.grading import load_grading_config
+from replay.grading_rules import load_grading_config
 from tests.grading_support import write_bundle, write_yaml
 
 GRADING = {

@@ -259,7 +259,7 @@ def test_constraint_class_matches_the_retrace_projection(
     passed: int, failed: int, undecided: int
 ) -> None:
     """The SQL classification and replay.retrace.classify are one rule, written twice."""
-    from replay.retrace import classify  # noqa: PLC0415
+    from replay.retrace_report import classify  # noqa: PLC0415
 
     con = duckdb.connect()
     for macro in views.MACROS:

@@ -27,15 +27,10 @@ from ledger.errors import LedgerError, ProofError
 from ledger.log import merkle
 from ledger.log.keys import load_verifier
 from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
-from ledger.log.verify import EXTRA_CHECKS, Problem
-from replay.vcore_receipt import (
-    Difference,
-    RebuildError,
-    Verification,
-    check_run_files,
-    rebuild_from_files,
-    verify_run_files,
-)
+from ledger.log.verify_report import Problem
+from replay.vcore_receipt import rebuild_from_files
+from replay.vcore_run import RebuildError
+from replay.vcore_verify import Difference, Verification, check_run_files, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
 # What a verdict-core receipt.json that verifies does and does not show (`receipt verify`
@@ -102,9 +97,6 @@ def verify_ingested_runs(lg: Any) -> list[Problem]:
             problems.extend(Problem(stream, p) for p in verify_run_files(files))
     return problems
 
-
-if verify_ingested_runs not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_ingested_runs)
 
 
 # ------------------------------------------------------------- our own receipts (ledger)
@@ -430,6 +422,3 @@ def verify_projection_receipts(lg: Any) -> list[Problem]:
         problems.extend(Problem(f"{ev.type} at seq {ev.seq}", p) for p in check.problems)
     return problems
 
-
-if verify_projection_receipts not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_projection_receipts)

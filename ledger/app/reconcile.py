@@ -57,16 +57,18 @@ from reconcile.inputs import (
 from reconcile.reconcile import Claim, reconcile_entry
 from reconcile.report import CorpusReport, run_json
 from reconcile.validate import Finding, validate_migration
+from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.authoring import inspect_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
-from schemas.grading import GradingConfig, GradingConfigError, Rubric, load_grading_config
+from schemas.grading import GradingConfig, Rubric
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.timeline import TimelineInconsistencyError
-from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
+from schemas.trace_checks import TraceChecksConfig
 
 SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
 

@@ -21,13 +21,12 @@ from typing import Any, Protocol
 from ledger.errors import LedgerError
 from ledger.sources import strict_json
 from ledger.sources.files import InputError
-from replay.verdict import (
-    Admission,
+from replay.verdict import Admission, derive
+from replay.verdict_evidence import (
     UnitEvent,
     UnitEvidenceError,
     check_stream,
     check_unit_events,
-    derive,
     unit_evidence,
 )
 from schemas.canonical import canonical_json

@@ -30,7 +30,7 @@ from ledger.app.units import (
     unit_stream,
 )
 from ledger.errors import LedgerError
-from ledger.log.verify import EXTRA_CHECKS, Problem
+from ledger.log.verify_report import Problem
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from replay.verdict import Admission
@@ -203,7 +203,3 @@ def admissions(ledger: LedgerArg = None) -> Admissions:
 def verify_hook(lg: Any) -> list[Problem]:
     """``vledger verify`` hook: the admission checks, one Problem per finding."""
     return [Problem(unit_stream(unit), what) for unit, what in unit_problems(lg, None)]
-
-
-if verify_hook not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_hook)

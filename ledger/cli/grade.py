@@ -33,8 +33,9 @@ from replay.grade import (
     inputs_from_trial,
     recorded_grade,
 )
+from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
-from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
+from schemas.grading import GradingConfig
 from schemas.timeline import (
     TimelineInconsistencyError,
 )

@@ -18,7 +18,7 @@ from ledger.app import receipts, verdicts
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError, exit_code
-from replay.vcore_receipt import ABSENT
+from replay.vcore_verify import ABSENT
 from schemas.gvc import COUNTER_NAMES
 
 ANTI_CLAIM = "grades state evidence strength, not correctness"
