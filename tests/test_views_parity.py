@@ -19,7 +19,7 @@ from ledger.analytics.payload_paths import PATHS
 from ledger.analytics.views_trials import outcome_case
 from ledger.app.units import load_ladder
 from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, classify_trial_outcome, pass_at_k
-from replay.retrace import classify
+from replay.retrace_report import classify
 from schemas.events import PAYLOAD_MODELS
 from schemas.gvc import Ladder
 
