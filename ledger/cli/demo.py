@@ -31,9 +31,10 @@ class DemoStepFailed(click.ClickException):
     pass
 
 
-def _run(title: str, call: Callable[[], Any]) -> dict[str, Any]:
-    """``call()``'s ``to_json()``; a step that raises, or whose result says it failed
-    (``ok`` false, or the nonzero ``exit_code`` its command would exit with), stops the demo."""
+def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) -> dict[str, Any]:
+    """Print ``title`` and ``summarise`` of ``call()``'s ``to_json()``; a step that raises, or
+    whose result says it failed (``ok`` false, or the nonzero ``exit_code`` its command would
+    exit with), stops the demo."""
     try:
         result = call()
     except LedgerError as exc:
@@ -42,6 +43,7 @@ def _run(title: str, call: Callable[[], Any]) -> dict[str, Any]:
     if body.get("ok", True) is False or body.get("exit_code", 0) != 0:
         click.echo(json_text(body), err=True)
         raise DemoStepFailed(f"demo step '{title}' failed: {body.get('problems', body)}")
+    click.echo(f"  {click.style('✓', fg='green')} {title}: {summarise(body)}")
     return body
 
 
@@ -84,11 +86,6 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     packs = corpora / "packs"
     narrowed = packs / "notes_duplicate_check_narrowed" / "grading.yaml"
     at = {"ledger": ledger_dir}
-
-    def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) -> dict:
-        body = _run(title, call)
-        click.echo(f"  {click.style('✓', fg='green')} {title}: {summarise(body)}")
-        return body
 
     click.echo(click.style("verdict-ledger demo", bold=True) + f" — ledger {ledger_dir}\n")
     step("init", lambda: ledger.init(ledger_dir).close(), lambda b: "empty ledger created")
@@ -183,5 +180,5 @@ def _admissions_line(r: dict[str, Any]) -> str:
     return f"{len(grades)} units, weakest first: {', '.join(map(str, grades))}"
 
 
-def _verify_line(r: dict[str, Any]) -> str:  # a verify with problems stopped the demo (_run)
+def _verify_line(r: dict[str, Any]) -> str:  # a verify with problems stopped the demo (step)
     return f"{r['events']} events, {r['checkpoints']} signed checkpoints: clean"
