@@ -102,7 +102,9 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
         lambda b: f"Ed25519 key at {key} (outside the ledger)",
     )
     step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
-    retraced = step("retrace", lambda: ledger.retrace(constraints=narrowed, **at), _retrace_line)
+    retraced = step(
+        "retrace", lambda: ledger.retrace(constraints_file=narrowed, **at), _retrace_line
+    )
     step("reconcile", lambda: ledger.reconcile(packs=[packs], base=ROOT, **at), _reconcile_line)
     step("admissions", lambda: ledger.admissions(**at), _admissions_line)
     step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
