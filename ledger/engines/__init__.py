@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from ledger.log.protocol import Store
+
 R = TypeVar("R")
 TrialFn = Callable[[list[Any], Any], Any]
 Progress = Callable[[int], None]
@@ -50,7 +52,7 @@ class Engine(Protocol):
 
     def map_trials(
         self,
-        lg: Any,
+        lg: Store,
         select: TrialSelection,
         fn: TrialFn,
         params: Any,

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ledger.engines import Progress, TrialFn, TrialSelection
 from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent
 
 
@@ -129,7 +130,7 @@ class LocalEngine:
 
     def map_trials(
         self,
-        lg: Any,
+        lg: Store,
         select: TrialSelection,
         fn: TrialFn,
         params: Any,

@@ -33,6 +33,7 @@ from ledger.engines.segment_task import (
     SegmentTaskError,
     run_segments,
 )
+from ledger.log.protocol import SealedStore, Store
 from ledger.log.segments import SegmentInfo, load_manifest
 
 DEFAULT_MAX_RETRIES = 2
@@ -100,9 +101,9 @@ class RayEngine:
 
     # ------------------------------------------------------------------ driver side
 
-    def sealed_segments(self, lg: Any, select: TrialSelection) -> list[SegmentInfo]:
+    def sealed_segments(self, lg: Store, select: TrialSelection) -> list[SegmentInfo]:
         """Seal the tail when it holds trial events this job reads; the segments to read."""
-        if not hasattr(lg, "sealed_upto"):
+        if not isinstance(lg, SealedStore):
             raise EngineError(
                 f"the Ray engine reads sealed Parquet segments; {lg.path} is an in-memory log "
                 "(--dry-run --source): ingest into a ledger first or use --engine local"
@@ -137,7 +138,7 @@ class RayEngine:
 
     def map_trials(
         self,
-        lg: Any,
+        lg: Store,
         select: TrialSelection,
         fn: TrialFn,
         params: Any,

@@ -148,11 +148,17 @@ class MemoryLedger:
                 continue
             yield e
 
-    def read_arrow(self, **filters: object) -> pa.Table:
-        rows = [
-            {f: getattr(e, f) for f in ARROW_SCHEMA.names}
-            for e in self.read(**filters)  # type: ignore[arg-type]
-        ]
+    def read_arrow(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> pa.Table:
+        events = self.read(stream, type, from_seq, to_seq, types, stream_prefix)
+        rows = [{f: getattr(e, f) for f in ARROW_SCHEMA.names} for e in events]
         return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
 
     # Merkle tree
