@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from ledger.app.ingest import IngestError, ingest
 from ledger.cli import main
 from ledger.log.store import Ledger, open_ledger
+from ledger.log.verify import verify_ledger
 from ledger.sources.inspect_log import score_value
 from replay.timeline import build_trial_timeline
 from replay.trial_inputs import trial_inputs
@@ -172,7 +173,7 @@ def test_verify_deep_recomputes_the_imported_timelines(
     lg: Ledger, inspect_logs: InspectLogs
 ) -> None:
     ingest(lg, [inspect_logs.logs])
-    report = lg.verify(deep=True)
+    report = verify_ledger(lg, deep=True)
     assert report.ok, report
 
 

@@ -35,12 +35,13 @@ from ledger.cli.output import write_json_rows
 from ledger.errors import InvalidEvent, LedgerError, exit_code
 from ledger.log import segments
 from ledger.log.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
+from ledger.log.layout import write_atomic
 from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.log.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
-from ledger.log.verify import OutsideCheckpoint
+from ledger.log.store import Ledger, init_ledger, open_ledger
+from ledger.log.verify import OutsideCheckpoint, verify_ledger
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
-from schemas.envelope import NewEvent
+from schemas.envelope import NewEvent, StoredEvent
 from schemas.events import PROJECTION_WRITERS
 
 T = TypeVar("T")
@@ -510,7 +511,7 @@ def verify_cmd(
     # read-only: verify reports what it finds and changes nothing (not even an interrupted
     # seal; `vledger repair` finishes that, explicitly)
     with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        report = _run(lambda: lg.verify(pub=verifier, deep=deep, anchor=anchor))
+        report = _run(lambda: verify_ledger(lg, pub=verifier, deep=deep, anchor=anchor))
     if as_json:
         emit_json(report.to_json())
     else:

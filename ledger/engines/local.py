@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ledger.engines import Progress, TrialFn, TrialSelection
-from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.engines.trials import group_trials
+from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent
 

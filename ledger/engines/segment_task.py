@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ledger.engines import TrialFn, TrialSelection
-from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.engines.trials import group_trials
+from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.segments import SegmentInfo, segment_root
 from schemas.envelope import ARROW_SCHEMA, StoredEvent
 

@@ -7,8 +7,6 @@ from collections.abc import Iterable
 
 from schemas.envelope import StoredEvent
 
-TRIAL_PREFIX = "trial/"
-
 
 def group_trials(
     events: Iterable[StoredEvent],

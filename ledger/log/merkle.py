@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ledger.errors import ProofError
-from ledger.log import hashing
+from ledger.log import fast
 
 HashIndex = tuple[int, int]  # (level, index)
 
@@ -78,13 +78,13 @@ def push_many(
     runs, one per level (:func:`push_run` with lists instead of concatenated digests).
     """
     runs = push_run(frontier, size, b"".join(leaves))
-    return [(lv, first, hashing.split(hs)) for lv, first, hs in runs]
+    return [(lv, first, fast.split(hs)) for lv, first, hs in runs]
 
 
 def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int, int, bytes]]:
     """Append the concatenated 32-byte ``leaves`` as leaves ``size, size + 1, …``.
 
-    Works level by level: each level's parents are one :func:`ledger.log.hashing.tree_level`
+    Works level by level: each level's parents are one :func:`ledger.log.fast.tree_level`
     call over the level's concatenated hashes (the hot path of append and verify). Returns
     the interior nodes that became complete as ``(level, first_index, digests)`` runs, one
     per level, ``digests`` concatenated; ``frontier`` is updated in place.
@@ -105,7 +105,7 @@ def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int,
             cur = cur[:-HASH_SIZE]
         if not len(cur):
             break
-        parents = hashing.tree_level(cur)
+        parents = fast.tree_level(cur)
         start >>= 1
         level += 1
         runs.append((level, start, parents))
@@ -121,7 +121,7 @@ def subtree_root(leaves: bytes) -> bytes:
         raise ValueError(f"subtree_root needs 2**k concatenated hashes, got {len(leaves)} bytes")
     level = leaves
     while len(level) > HASH_SIZE:
-        level = hashing.tree_level(level)
+        level = fast.tree_level(level)
     return level
 
 

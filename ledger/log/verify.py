@@ -33,7 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ledger.errors import LedgerError, ProofError
-from ledger.log import hashing, merkle
+from ledger.log import fast as hashing
+from ledger.log import merkle
 from ledger.log.note import (
     Checkpoint,
     InvalidSignature,
@@ -340,7 +341,7 @@ def _binary_parts(col: pa.ChunkedArray) -> tuple[memoryview, memoryview]:
 def _same_nodes(runs: list[tuple[int, int, bytes]], stored: pa.Table) -> bool:
     """Do the stored (level, idx, hash) rows equal the recomputed runs that are stored (from
     ``NODE_MIN_LEVEL`` up) exactly?"""
-    from ledger.log.store import NODE_MIN_LEVEL
+    from ledger.log.layout import NODE_MIN_LEVEL
 
     runs = [run for run in runs if run[0] >= NODE_MIN_LEVEL]
     counts = [len(hs) // merkle.HASH_SIZE for _, _, hs in runs]
@@ -388,7 +389,7 @@ COLUMNS = (*hashing.STORED_COLUMNS, "leaf_hash")
 
 def _scan_events(lg: Ledger, report: VerifyReport, sizes: set[int]) -> dict[int, bytes]:
     """Checks 1 and 2; returns the rebuilt root at every checkpoint size reached."""
-    from ledger.log.store import verify_windows
+    from ledger.log.raw import verify_windows
 
     size, stored_frontier = lg.tree_state()
     report.size = size
@@ -485,7 +486,7 @@ def _check_versions(report: VerifyReport, bad: tuple[int, str, int, int] | None)
 
 def _compare_nodes(lg: Ledger, report: VerifyReport, scan: _Scan, first_leaf: int) -> None:
     """Stored interior nodes completed by leaves [first_leaf, scan.next_seq) must match."""
-    from ledger.log.store import NODE_MIN_LEVEL
+    from ledger.log.layout import NODE_MIN_LEVEL
 
     want = [node for node in scan.nodes if node[0] >= NODE_MIN_LEVEL]
     scan.nodes = []
