@@ -20,7 +20,7 @@ import duckdb
 from ledger.analytics import report_trials
 from ledger.analytics import sql as analytics
 from ledger.analytics.report_template import PAGE
-from ledger.app.outputs import check_output_path
+from ledger.log.outputs import check_output_path
 
 PASS, FAIL, UNDECIDED, ACCENT = "#2e8b57", "#c0392b", "#d4a017", "#3b6fb6"
 PALETTE = ("#3b6fb6", "#e07b39", "#2e8b57", "#8e5ea2", "#c0392b", "#17a2b8", "#b8860b", "#6c757d")

@@ -36,8 +36,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ledger.analytics.views_sql import write_views_sql
-from ledger.app.outputs import check_output_path
 from ledger.engines.segment_task import SegmentFailure, read_verified
+from ledger.log.outputs import check_output_path
 from ledger.log.segments import load_manifest, segment_dir
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.

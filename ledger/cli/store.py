@@ -20,7 +20,6 @@ import click
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ledger.app.outputs import check_output_path
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -37,6 +36,7 @@ from ledger.log import segments
 from ledger.log.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
 from ledger.log.layout import write_atomic
 from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
+from ledger.log.outputs import check_output_path
 from ledger.log.store import Ledger, init_ledger, open_ledger
 from ledger.log.verify import OutsideCheckpoint, verify_ledger
 from ledger.sources import strict_json

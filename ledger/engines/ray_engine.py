@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.engines import EngineError, Progress, TrialFn, TrialSelection
+from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
 from ledger.engines.segment_task import (
     SegmentFailure,
     SegmentIntegrityError,

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.engines import TrialFn, TrialSelection
+from ledger.engines.base import TrialFn, TrialSelection
 from ledger.engines.trials import group_trials
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.segments import SegmentInfo, segment_root

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ledger.errors import ProofError
 from ledger.log import checkpoints, merkle
 from ledger.log.batch import AppendResult, Prepared, check_expected, dedupe, prepare_batch
 from ledger.log.note import Checkpoint, Signer
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
 
 
-class MemoryLedger:
+class MemoryLedger(merkle.TreeReads):
     """The reference store. ``path`` is only a label; nothing is written."""
 
     def __init__(self, path: Path | str = "memory", origin: str = "vledger.local/memory") -> None:
@@ -133,26 +132,8 @@ class MemoryLedger:
     def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
         return self._tree.read_hashes(indexes)
 
-    def root(self, size: int | None = None) -> bytes:
-        if size is None:
-            return self._tree.root()
-        if not 0 <= size <= self.size():
-            raise ProofError(f"root(size={size}): the log has {self.size()} events")
-        return merkle.tree_hash(size, self._tree)
-
-    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
-        size = self.size() if size is None else size
-        if size > self.size():
-            raise ProofError(f"prove_inclusion: size {size} exceeds the log's {self.size()} events")
-        return merkle.prove_inclusion(seq, size, self._tree)
-
-    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
-        new = self.size() if new is None else new
-        if new > self.size():
-            raise ProofError(
-                f"prove_consistency: size {new} exceeds the log's {self.size()} events"
-            )
-        return merkle.prove_consistency(old, new, self._tree)
+    def _head(self) -> tuple[int, bytes]:
+        return self.size(), self._tree.root()
 
     # checkpoints
 

@@ -135,16 +135,6 @@ def frontier_root(frontier: Sequence[bytes]) -> bytes:
     return h
 
 
-def frontier_indexes(size: int) -> list[HashIndex]:
-    """``(level, index)`` of each frontier hash of a tree of ``size`` leaves."""
-    out: list[HashIndex] = []
-    start = 0
-    for lv in frontier_levels(size):
-        out.append((lv, start >> lv))
-        start += 1 << lv
-    return out
-
-
 # --- subtree hashes ---------------------------------------------------------------------
 
 
@@ -351,6 +341,41 @@ def _check_lengths(where: str, hashes: Sequence[bytes]) -> None:
 
 
 # --- an in-memory hash store (tests, the reference store) -------------------------------
+
+
+class TreeReads:
+    """Roots and proofs over a store's own :meth:`read_hashes` and :meth:`_head` (mixed
+    into both stores, so they bound sizes alike)."""
+
+    def read_hashes(self, indexes: Sequence[HashIndex]) -> list[bytes]:
+        raise NotImplementedError
+
+    def _head(self) -> tuple[int, bytes]:
+        """``(size, root)`` of the whole log, read together."""
+        raise NotImplementedError
+
+    def root(self, size: int | None = None) -> bytes:
+        """RFC 9162 root hash of the first ``size`` events (default: the whole log)."""
+        current, head = self._head()
+        if size is None or size == current:
+            return head
+        if not 0 <= size <= current:
+            raise ProofError(f"root(size={size}): the log has {current} events")
+        return tree_hash(size, self)
+
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
+        """RFC 9162 inclusion proof of event ``seq`` in the tree of ``size`` events."""
+        return prove_inclusion(seq, self._proof_size("prove_inclusion", size), self)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
+        """RFC 9162 consistency proof from the tree of ``old`` events to that of ``new``."""
+        return prove_consistency(old, self._proof_size("prove_consistency", new), self)
+
+    def _proof_size(self, fn: str, size: int | None) -> int:
+        current = self._head()[0]
+        if size is not None and size > current:
+            raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
+        return current if size is None else size
 
 
 class MemoryHashes:

@@ -28,15 +28,10 @@ class Store(Protocol):
     path: Path
 
     def close(self) -> None: ...
-
     def append(self, events: Iterable[NewEvent]) -> Any: ...
-
     def size(self) -> int: ...
-
     def stream_version(self, stream: str) -> int | None: ...
-
     def streams(self, prefix: str | None = None) -> list[str]: ...
-
     def read(
         self,
         stream: str | None = None,
@@ -46,7 +41,6 @@ class Store(Protocol):
         types: Sequence[str] | None = None,
         stream_prefix: str | None = None,
     ) -> Iterator[StoredEvent]: ...
-
     def read_arrow(
         self,
         stream: str | None = None,
@@ -56,15 +50,10 @@ class Store(Protocol):
         types: Sequence[str] | None = None,
         stream_prefix: str | None = None,
     ) -> pa.Table: ...
-
     def root(self, size: int | None = None) -> bytes: ...
-
     def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]: ...
-
     def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]: ...
-
     def checkpoints(self) -> list[tuple[Path, str]]: ...
-
     def latest_checkpoint(self) -> Checkpoint | None: ...
 
 
@@ -73,9 +62,7 @@ class SealedStore(Store, Protocol):
     """A store whose trial events can be sealed into Parquet segments (ledger.log.segments)."""
 
     def sealed_upto(self) -> int: ...
-
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]: ...
-
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> Any: ...
 
 
@@ -83,9 +70,7 @@ class SealingStore(SealedStore, Protocol):
     """What sealing reads and records on the store (``Ledger``'s raw reads and marks)."""
 
     def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table: ...
-
     def _row_sizes(self, start: int, end: int) -> list[int]: ...
-
     def _set_sealed_upto(self, n: int) -> None: ...
 
 

@@ -1,21 +1,14 @@
 """The embedded event store: one DuckDB file inside the ledger directory (DESIGN.md § 4;
 the directory is :mod:`ledger.log.layout`, connecting :mod:`ledger.log.connection`).
 
-Guarantees (each pinned by ``tests/store_contract.py``):
-
-* one ``append`` call is one DuckDB transaction: all events commit or none do, and the
-  commit is durable (DuckDB fsyncs its WAL) when ``append`` returns;
-* ``seq`` is dense from 0 and assigned under the single writer, so commit order = seq order;
-* ``expected_version`` is checked against the stream as it stood before the batch;
-* ``event_id`` is the idempotency key. When the caller gives none, it is derived from the
-  content (:func:`ledger.log.batch.derive_event_id`), so re-appending identical content to
-  the same stream without ids is a no-op: callers who want two identical events in one
-  stream must give them distinct ``event_id`` s;
-* there is no update or delete method;
-* the Merkle frontier (O(log n) hashes) lives in the ``tree_state`` row and each interior
-  node from level :data:`NODE_MIN_LEVEL` up is stored once when complete, so appends never
-  re-read history; a root or proof reads O(log n) stored nodes plus, for its few lower
-  nodes, at most ``2 ** (NODE_MIN_LEVEL - 1)`` leaf hashes each (one batched read).
+It keeps guarantees 1-5 of DESIGN.md § 4 (each pinned by ``tests/store_contract.py``): one
+``append`` is one durable DuckDB transaction, ``seq`` is assigned under the single writer,
+``expected_version`` is checked against the stream as it stood before the batch, and
+``event_id`` (content-derived when not given, :func:`ledger.log.batch.derive_event_id`)
+is the idempotency key. The Merkle frontier (O(log n) hashes) lives in the ``tree_state``
+row and each interior node from level :data:`NODE_MIN_LEVEL` up is stored once, so appends
+never re-read history; a root or proof reads O(log n) stored nodes plus, per lower node,
+at most ``2 ** (NODE_MIN_LEVEL - 1)`` leaf hashes (one batched read).
 """
 
 from __future__ import annotations
@@ -123,7 +116,7 @@ def _nonce() -> bytes:
 # --- the ledger -------------------------------------------------------------------------
 
 
-class Ledger(RawReads):
+class Ledger(RawReads, merkle.TreeReads):
     """An open ledger. Use as a context manager, or call :meth:`close`.
 
     Thread-safe: appends and the small queries share one connection under a per-file
@@ -195,6 +188,10 @@ class Ledger(RawReads):
         size, blob = first_row(self._con.execute("SELECT size, frontier FROM tree_state"))
         blob = bytes(blob)
         return int(size), [blob[i : i + 32] for i in range(0, len(blob), 32)]
+
+    def _head(self) -> tuple[int, bytes]:
+        size, frontier = self._tree_state()
+        return size, merkle.frontier_root(frontier)
 
     def _tree_state(self) -> tuple[int, list[bytes]]:
         size, frontier = self.tree_state()
@@ -413,27 +410,6 @@ class Ledger(RawReads):
             raise ProofError(f"read_hashes: stored hashes missing for (level, index) {missing[:5]}")
         return [found[ix] for ix in indexes]
 
-    def root(self, size: int | None = None) -> bytes:
-        """RFC 9162 root hash of the first ``size`` events (default: the whole log)."""
-        current, frontier = self._tree_state()
-        if size is None or size == current:
-            return merkle.frontier_root(frontier)
-        if not 0 <= size <= current:
-            raise ProofError(f"root(size={size}): the log has {current} events")
-        return merkle.tree_hash(size, self)
-
-    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
-        """RFC 9162 inclusion proof of event ``seq`` in the tree of ``size`` events."""
-        size = self.size() if size is None else size
-        self._check_size("prove_inclusion", size)
-        return merkle.prove_inclusion(seq, size, self)
-
-    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
-        """RFC 9162 consistency proof from the tree of ``old`` events to that of ``new``."""
-        new = self.size() if new is None else new
-        self._check_size("prove_consistency", new)
-        return merkle.prove_consistency(old, new, self)
-
     # checkpoints
 
     def checkpoints(self) -> list[tuple[Path, str]]:
@@ -460,11 +436,6 @@ class Ledger(RawReads):
                 target.parent.mkdir(exist_ok=True)
                 layout.write_atomic(target, signed.encode("utf-8"))
             return signed
-
-    def _check_size(self, fn: str, size: int) -> None:
-        current = self.size()
-        if size > current:
-            raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
 
 
 def _filters(
