@@ -18,11 +18,13 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ledger.engines.trials import group_trials
 from ledger.log.protocol import Store
+from schemas.envelope import StoredEvent
 
 TrialFn = Callable[[list[Any], Any], Any]
 Progress = Callable[[int], None]
@@ -42,6 +44,10 @@ class TrialSelection:
     corpus: str | None = None
     task: str | None = None
     streams: frozenset[str] | None = None  # exactly these streams (``--source``)
+
+    def group(self, events: Iterable[StoredEvent]) -> dict[str, list[StoredEvent]]:
+        """The selected trial streams among ``events`` and their events, in stream order."""
+        return group_trials(events, corpus=self.corpus, task=self.task, streams=self.streams)
 
 
 class Engine(Protocol):

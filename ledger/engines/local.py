@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ledger.engines.base import Progress, TrialFn, TrialSelection
-from ledger.engines.trials import group_trials
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent
@@ -36,12 +35,7 @@ def _table_bytes(table: pa.Table) -> bytes:
 def _run_slice(data: bytes, select: TrialSelection, fn: TrialFn, params: Any) -> list[tuple[str, Any]]:
     """Worker side: Arrow IPC bytes of whole trial streams -> ``(stream, fn(events))``."""
     table = pa.ipc.open_stream(data).read_all()
-    groups = group_trials(
-        (StoredEvent(**row) for row in table.to_pylist()),
-        corpus=select.corpus,
-        task=select.task,
-        streams=select.streams,
-    )
+    groups = select.group(StoredEvent(**row) for row in table.to_pylist())
     return [(stream, fn(evs, params)) for stream, evs in groups.items()]
 
 
@@ -109,12 +103,8 @@ class LocalEngine:
             if on_total:
                 on_total(len(pc.unique(table["stream"])))
             return run_arrow(table, select, fn, params, workers=self.workers, on_done=on_done)
-        groups = group_trials(
-            lg.read(stream_prefix=TRIAL_PREFIX, to_seq=select.to_seq) if select.to_seq >= 0 else [],
-            corpus=select.corpus,
-            task=select.task,
-            streams=select.streams,
-        )
+        read = select.to_seq >= 0
+        groups = select.group(lg.read(stream_prefix=TRIAL_PREFIX, to_seq=select.to_seq) if read else [])
         if groups and on_total:
             on_total(len(groups))
         out = []  # one worker: in this process, without building a pool

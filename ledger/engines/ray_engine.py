@@ -23,7 +23,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
@@ -34,7 +33,7 @@ from ledger.engines.segment_task import (
     run_segments,
 )
 from ledger.log.protocol import SealedStore, Store
-from ledger.log.segments import SegmentInfo, load_manifest
+from ledger.log.segments import SegmentInfo, load_manifest, segment_dir
 
 DEFAULT_MAX_RETRIES = 2
 
@@ -158,7 +157,7 @@ class RayEngine:
         t2 = time.perf_counter()
         self.timings["startup"] = t2 - t1
         try:
-            results = self._run(ray, str(Path(lg.path) / "segments"), units, select, fn, params, on_done)
+            results = self._run(ray, str(segment_dir(lg.path)), units, select, fn, params, on_done)
         finally:
             t3 = time.perf_counter()
             self.timings["compute"] = t3 - t2

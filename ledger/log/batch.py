@@ -128,23 +128,9 @@ class Batch:
     def __len__(self) -> int:
         return len(self.streams)
 
-    @property
-    def payloads(self) -> list[bytes]:
-        return self.payload_array.to_pylist()
-
     def rows(self) -> list[Prepared]:
-        return [
-            Prepared(*r)
-            for r in zip(
-                self.streams,
-                self.types,
-                self.schema_versions,
-                self.event_ids,
-                self.payloads,
-                self.expected,
-                strict=True,
-            )
-        ]
+        columns = (self.streams, self.types, self.schema_versions, self.event_ids)
+        return list(map(Prepared, *columns, self.payload_array.to_pylist(), self.expected))
 
     @staticmethod
     def of(rows: list[Prepared]) -> Batch:
@@ -241,20 +227,17 @@ def _non_finite_path(value: Any, path: str) -> str | None:
 
 def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
     """True when every payload passes ``validate_payload`` (grouped by type, no raising)."""
-    for t in set(types):
-        if t.startswith(EXT_PREFIX):
-            if len(t) == len(EXT_PREFIX):
-                return False
-            continue
-        if t not in PAYLOAD_MODELS:
-            return False
     if set(map(type, payloads)) != {dict}:
         return False
     # one bound validator per distinct type, looked up once per batch (None: ext.* is any object)
-    validators = {
-        t: None if t.startswith(EXT_PREFIX) else payload_checker(PAYLOAD_MODELS[t])
-        for t in set(types)
-    }
+    validators = {}
+    for t in set(types):
+        if t.startswith(EXT_PREFIX) and len(t) > len(EXT_PREFIX):
+            validators[t] = None
+        elif t in PAYLOAD_MODELS:
+            validators[t] = payload_checker(PAYLOAD_MODELS[t])
+        else:
+            return False
     try:
         if len(validators) == 1:
             only = next(iter(validators.values()))

@@ -1,23 +1,13 @@
 """The fast paths of the log: batch SHA-256, payload encoding and the append filters.
 
-Each operation has one reference definition in pure Python (the ``py_*`` functions, or,
-for the filters, looking every key up) and one native path through the optional C
-accelerator ``ledger.log.native`` (built at install time when a C compiler and OpenSSL's
-headers are there, see ``setup.py``; ``VLEDGER_PURE=1`` opts out). The choice is made in
-one place per operation, its public function, from :data:`NATIVE`; ``tests/test_hashing.py``
-and ``tests/test_seen.py`` hold the native results equal to the definitions.
-
-Why: the log hashes every entry (~400 bytes) and about one interior node per entry, and
-hashlib's per-call interpreter overhead is as large as the hashing itself at these sizes.
-
-The filters (:class:`Seen`): idempotency (guarantee 4) needs to know whether each offered
-``event_id`` is stored, and ``expected_version`` needs each stream's current version; both
-are scans whose cost grew with the log (0.8 µs per appended event at 200k events). A key a
-Bloom filter has never seen is certainly not stored and is not looked up. A filter describes
-the log at one ``(size, frontier)`` state; ``append`` checks that state inside its
-transaction and rebuilds the filter when it differs, so a stale filter is never trusted.
-Memory is bounded: 16 bits per key up to :data:`MAX_BYTES` per filter; past ``capacity`` it
-is rebuilt for four times the log's size, and at the cap it only answers "maybe" more often.
+Each operation has one reference definition in pure Python (the ``py_*`` functions; for the
+filters, looking every key up) and one native path through the optional C accelerator
+``ledger.log.native`` (built by ``setup.py`` when it can be; ``VLEDGER_PURE=1`` opts out),
+chosen in one place: the operation's public function, from :data:`NATIVE`. The tests hold
+the two paths equal. Why (docs/readme/store.md): hashlib's per-call overhead is as large as
+hashing a ~400-byte entry, and the id and stream lookups that the Bloom filters of
+:class:`Seen` spare grew with the log. A filter describes the log at one ``(size,
+frontier)`` state and is rebuilt when append finds another, so a stale one is never trusted.
 """
 
 from __future__ import annotations

@@ -104,15 +104,13 @@ class MemoryLedger(merkle.TreeReads):
         lo = max(from_seq or 0, 0)
         hi = len(self._events) - 1 if to_seq is None else to_seq
         for e in self._events[lo : hi + 1]:
-            if stream is not None and e.stream != stream:
-                continue
-            if stream_prefix is not None and not e.stream.startswith(stream_prefix):
-                continue
-            if type is not None and e.type != type:
-                continue
-            if types is not None and e.type not in types:
-                continue
-            yield e
+            if (
+                (stream is None or e.stream == stream)
+                and (stream_prefix is None or e.stream.startswith(stream_prefix))
+                and (type is None or e.type == type)
+                and (types is None or e.type in types)
+            ):
+                yield e
 
     def read_arrow(
         self,

@@ -4,8 +4,8 @@ Both the DuckDB store (:class:`ledger.log.store.Ledger`) and the in-memory refer
 (:class:`ledger.log.memory_store.MemoryLedger`) satisfy :class:`Store`;
 ``tests/test_store_protocol.py`` checks both, member by member, signatures included.
 Only the on-disk store is a :class:`SealedStore`: the Ray engine reads sealed segments, and
-:mod:`ledger.log.segments` seals and checks a :class:`SealingStore` (so it never imports the
-store, which imports it).
+:mod:`ledger.log.segments` seals and checks one through this protocol (so it never imports
+the store, which imports it).
 """
 
 from __future__ import annotations
@@ -64,11 +64,7 @@ class SealedStore(Store, Protocol):
     def sealed_upto(self) -> int: ...
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]: ...
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> Any: ...
-
-
-class SealingStore(SealedStore, Protocol):
-    """What sealing reads and records on the store (``Ledger``'s raw reads and marks)."""
-
+    # what sealing itself reads and records (``Ledger``'s raw reads and marks)
     def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table: ...
     def _row_sizes(self, start: int, end: int) -> list[int]: ...
     def _set_sealed_upto(self, n: int) -> None: ...

@@ -421,12 +421,8 @@ class Ledger(RawReads, merkle.TreeReads):
         return checkpoints.latest(self.checkpoints())
 
     def checkpoint(self, signer: Signer) -> str:
-        """Sign, store and return a C2SP checkpoint note of the current tree.
-
-        Refuses (CheckpointError) when any stored checkpoint is not a prefix of the current
-        tree, so the log never signs two checkpoints a consistency proof cannot join. A
-        second signer at the same size adds its signature line to the same note.
-        """
+        """Sign, store and return a C2SP checkpoint note of the current tree (the rules:
+        :mod:`ledger.log.checkpoints`)."""
         with self._lock:
             size, frontier = self._tree_state()
             cp = Checkpoint(self.origin, size, merkle.frontier_root(frontier))
@@ -444,18 +440,11 @@ def _filters(
     types: Sequence[str] | None,
     stream_prefix: str | None,
 ) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if stream is not None:
-        where.append("stream = ?")
-        params.append(stream)
-    if stream_prefix is not None:
-        where.append("starts_with(stream, ?)")
-        params.append(stream_prefix)
-    if type is not None:
-        where.append("type = ?")
-        params.append(type)
-    if types is not None:
-        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
-        params.append(list(types))
-    return where, params
+    conditions = [
+        ("stream = ?", stream),
+        ("starts_with(stream, ?)", stream_prefix),
+        ("type = ?", type),
+        ("type IN (SELECT unnest(?::VARCHAR[]))", None if types is None else list(types)),
+    ]
+    kept = [(sql, value) for sql, value in conditions if value is not None]
+    return [sql for sql, _ in kept], [value for _, value in kept]
