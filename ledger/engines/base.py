@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.engines.trials import group_trials
 from ledger.log.protocol import Store
-from schemas.envelope import StoredEvent
+
+if TYPE_CHECKING:  # `import ledger.engines` stays light (no pyarrow)
+    from schemas.envelope import StoredEvent
 
 TrialFn = Callable[[list[Any], Any], Any]
 Progress = Callable[[int], None]
