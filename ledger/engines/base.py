@@ -6,14 +6,8 @@ events (``replay.retrace.retrace_trial`` is one). An engine chooses the trials
 (:class:`ledger.engines.local.LocalEngine`) or as one Ray task per sealed Parquet segment
 (:class:`ledger.engines.ray_engine.RayEngine`) — and returns ``(stream, result)`` pairs in
 stream order, so the caller's report and digests do not depend on the engine or on the
-partitioning. Engines never write the ledger; the caller appends on the driver.
-
-``ledger.engines.get_engine("ray", …)`` imports Ray lazily: the core install never does.
-
-Example::
-
-    eng = get_engine("local", workers=2)
-    pairs = eng.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), retrace_trial, override)
+partitioning. Engines never write the ledger; the caller appends on the driver. An
+example: docs/readme/ray.md, "Python API".
 """
 
 from __future__ import annotations

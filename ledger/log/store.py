@@ -51,15 +51,14 @@ def init_ledger(path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT)
     (root / layout.CHECKPOINT_DIR).mkdir(exist_ok=True)
     con = connection.connect(root / DB_FILE, busy_timeout)
     try:
-        con.execute("BEGIN")
-        con.execute(layout.DDL)
-        con.execute("INSERT INTO tree_state VALUES (0, ''::BLOB)")
-        origin = f"vledger.local/{hashlib.sha256(str(root.resolve()).encode() + _nonce()).hexdigest()[:16]}"
-        con.executemany(
-            "INSERT INTO meta VALUES (?, ?)",
-            [["format_version", layout.FORMAT_VERSION], ["origin", origin], ["sealed_upto", "0"]],
-        )
-        con.execute("COMMIT")
+        with transaction(con):
+            con.execute(layout.DDL)
+            con.execute("INSERT INTO tree_state VALUES (0, ''::BLOB)")
+            origin = f"vledger.local/{hashlib.sha256(str(root.resolve()).encode() + _nonce()).hexdigest()[:16]}"
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [["format_version", layout.FORMAT_VERSION], ["origin", origin], ["sealed_upto", "0"]],
+            )
     except BaseException:
         con.close()
         raise
