@@ -326,7 +326,8 @@ class Ledger(RawReads, merkle.TreeReads):
 
         ``from_seq`` and ``to_seq`` are both inclusive.
         """
-        batches = list(self._batches(stream, type, from_seq, to_seq, types, stream_prefix))
+        where = _filters(stream, type, types, stream_prefix)
+        batches = list(self._batches(from_seq, to_seq, where))
         return pa.Table.from_batches(batches, schema=ARROW_SCHEMA)
 
     def read(
@@ -339,20 +340,14 @@ class Ledger(RawReads, merkle.TreeReads):
         stream_prefix: str | None = None,
     ) -> Iterator[StoredEvent]:
         """Stream the matching events in seq order (``to_seq`` inclusive)."""
-        for batch in self._batches(stream, type, from_seq, to_seq, types, stream_prefix):
+        for batch in self._batches(from_seq, to_seq, _filters(stream, type, types, stream_prefix)):
             for row in batch.to_pylist():
                 yield StoredEvent(**row)
 
     def _batches(
-        self,
-        stream: str | None,
-        type: str | None,
-        from_seq: int | None,
-        to_seq: int | None,
-        types: Sequence[str] | None,
-        stream_prefix: str | None,
+        self, from_seq: int | None, to_seq: int | None, where: list[tuple[str, Any]]
     ) -> Iterator[pa.RecordBatch]:
-        where, params = _filters(stream, type, types, stream_prefix)
+        params = [value for _, value in where]
         size = self.size()
         lo = max(from_seq or 0, 0)
         hi = size - 1 if to_seq is None else min(to_seq, size - 1)
@@ -363,7 +358,7 @@ class Ledger(RawReads, merkle.TreeReads):
                 top = min(lo + READ_WINDOW - 1, hi)
                 sql = (
                     "SELECT * FROM events WHERE seq BETWEEN ? AND ?"
-                    + "".join(f" AND {w}" for w in where)
+                    + "".join(f" AND {sql}" for sql, _ in where)
                     + " ORDER BY seq"
                 )
                 table = cur.sql(sql, params=[lo, top, *params]).to_arrow_table()
@@ -434,16 +429,13 @@ class Ledger(RawReads, merkle.TreeReads):
 
 
 def _filters(
-    stream: str | None,
-    type: str | None,
-    types: Sequence[str] | None,
-    stream_prefix: str | None,
-) -> tuple[list[str], list[Any]]:
+    stream: str | None, type: str | None, types: Sequence[str] | None, prefix: str | None
+) -> list[tuple[str, Any]]:
+    """The SQL condition and parameter of each filter a read was given."""
     conditions = [
         ("stream = ?", stream),
-        ("starts_with(stream, ?)", stream_prefix),
+        ("starts_with(stream, ?)", prefix),
         ("type = ?", type),
         ("type IN (SELECT unnest(?::VARCHAR[]))", None if types is None else list(types)),
     ]
-    kept = [(sql, value) for sql, value in conditions if value is not None]
-    return [sql for sql, _ in kept], [value for _, value in kept]
+    return [(sql, value) for sql, value in conditions if value is not None]
