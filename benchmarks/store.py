@@ -9,7 +9,7 @@ this run on the same generated events.
   of the same rows as a ready-made Arrow table (the same ``from_arrow(…).insert_into`` call
   the store makes), no hashing, same DuckDB settings. Each side: best of ``--reps`` runs, alternating, since the machine may
   be shared and contention only ever slows a run down.
-* verify: ``Ledger.verify`` (re-derive every leaf hash from the stored columns, rebuild the
+* verify: ``verify_ledger`` (re-derive every leaf hash from the stored columns, rebuild the
   tree, compare nodes) in MB/s of canonical entry bytes vs ``hashlib.sha256`` over the same
   bytes, one call per entry (the leaf hashes alone, nothing read or compared).
 * memory: a fresh process appends 1M events in 10k batches; its peak RSS (VmHWM) sampled
