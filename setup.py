@@ -1,6 +1,6 @@
 """Build hook for the optional C accelerator ``ledger.log.native`` (everything else is in
 pyproject.toml). ``optional=True``: where there is no C compiler or no OpenSSL headers the
-install still succeeds and ``ledger.log.hashing`` runs its pure-Python definitions."""
+install still succeeds and ``ledger.log.fast`` runs its pure-Python definitions."""
 
 from setuptools import Extension, setup
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from benchmarks.generate_corpus import generate
 from ledger.app.ingest import ingest
 from ledger.app.retrace import retrace
-from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.engines.trials import group_trials
+from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]

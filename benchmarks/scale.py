@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks.generate_corpus import generate
 from ledger.app.ingest import ingest
 from ledger.app.retrace import _config_record, outputs_digest, replay_events
-from ledger.engines import TrialSelection
+from ledger.engines.base import TrialSelection
 from ledger.engines.local import LocalEngine
 from ledger.engines.ray_engine import RayEngine
 from ledger.engines.segment_task import read_verified, trial_events

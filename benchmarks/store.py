@@ -9,7 +9,7 @@ this run on the same generated events.
   of the same rows as a ready-made Arrow table (the same ``from_arrow(…).insert_into`` call
   the store makes), no hashing, same DuckDB settings. Each side: best of ``--reps`` runs, alternating, since the machine may
   be shared and contention only ever slows a run down.
-* verify: ``Ledger.verify`` (re-derive every leaf hash from the stored columns, rebuild the
+* verify: ``verify_ledger`` (re-derive every leaf hash from the stored columns, rebuild the
   tree, compare nodes) in MB/s of canonical entry bytes vs ``hashlib.sha256`` over the same
   bytes, one call per entry (the leaf hashes alone, nothing read or compared).
 * memory: a fresh process appends 1M events in 10k batches; its peak RSS (VmHWM) sampled
@@ -30,8 +30,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ledger.log import hashing, merkle
-from ledger.log.store import _DDL, NODE_MIN_LEVEL, _node_table, duckdb_memory_limit, init_ledger
+from ledger.log import fast as hashing
+from ledger.log import merkle
+from ledger.log.batch import node_table as _node_table
+from ledger.log.connection import duckdb_memory_limit
+from ledger.log.layout import DDL as _DDL
+from ledger.log.layout import NODE_MIN_LEVEL
+from ledger.log.store import init_ledger
+from ledger.log.verify import verify_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
@@ -166,7 +172,7 @@ def bench_verify(ledger_dir: Path, reps: int) -> tuple[float, float, float, int]
         ours, per_entry, streaming = [], [], []
         for _ in range(reps):
             t0 = time.perf_counter()
-            report = lg.verify()
+            report = verify_ledger(lg)
             ours.append(time.perf_counter() - t0)
             assert report.ok, report.problems[:3]
             t0 = time.perf_counter()

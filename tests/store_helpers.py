@@ -10,8 +10,9 @@ import duckdb
 import pytest
 
 from ledger.log.keys import keygen, load_signer
+from ledger.log.layout import DB_FILE
 from ledger.log.note import Signer, Verifier
-from ledger.log.store import DB_FILE, Ledger, init_ledger
+from ledger.log.store import Ledger, init_ledger
 from schemas.envelope import NewEvent
 
 

@@ -1,4 +1,4 @@
-"""The id and stream filters that spare append its lookups (``ledger.log.seen``): never a miss,
+"""The id and stream filters that spare append its lookups (``ledger.log.fast``): never a miss,
 never trusted when stale, and what they spare is what the store would have found anyway."""
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.log import hashing, seen, store
+from ledger.errors import StreamVersionConflict
+from ledger.log import fast as hashing
+from ledger.log import fast as seen
+from ledger.log import store
 from ledger.log.store import init_ledger, open_ledger
+from ledger.log.verify import verify_ledger
 from schemas.envelope import NewEvent
 
 pytestmark = pytest.mark.skipif(
@@ -130,7 +134,7 @@ def test_a_stale_filter_is_rebuilt_when_another_process_appended(tmp_path: Path)
         lg.append([ev(9)])  # a first append: direct lookups
         res = lg.append([NewEvent("other", "ext.x", {"i": 2}, event_id="id-2")])
         assert res.appended == 0 and res.duplicates[0].seq == 2
-        with pytest.raises(store.StreamVersionConflict):
+        with pytest.raises(StreamVersionConflict):
             lg.append([ev(3, stream="other", expected_version="no_stream")])
         lg.append([ev(3, stream="other", expected_version=0)])
 
@@ -138,7 +142,7 @@ def test_a_stale_filter_is_rebuilt_when_another_process_appended(tmp_path: Path)
 def test_a_batch_that_did_not_commit_never_enters_the_filter(tmp_path: Path, monkeypatch) -> None:
     with init_ledger(tmp_path / "l") as lg:
         lg.append([ev(1)])
-        with pytest.raises(store.StreamVersionConflict):
+        with pytest.raises(StreamVersionConflict):
             lg.append([ev(2), ev(3, stream="t", expected_version=4)])
         calls = lookups(monkeypatch)
         assert lg.append([ev(2)]).appended == 1
@@ -171,7 +175,7 @@ def test_filters_grow_and_keep_every_id(tmp_path: Path, monkeypatch) -> None:
             again = lg.append([ev(10 * j, stream=f"s{j}") for j in range(k + 1)])
             assert again.appended == 0, k
         assert lg.size() == 60
-        assert lg.verify().ok
+        assert verify_ledger(lg).ok
 
 
 def test_a_filter_that_fails_to_record_is_dropped_not_the_append(tmp_path: Path, monkeypatch) -> None:

@@ -9,7 +9,8 @@ import pytest
 from ledger.app.store_ops import prove_text
 from ledger.errors import CheckpointError, LedgerError
 from ledger.log import merkle, note
-from ledger.log.store import checkpoint_file, init_ledger
+from ledger.log.layout import checkpoint_file
+from ledger.log.store import init_ledger
 from tests.store_helpers import (
     make_key,
     no_extra_checks,  # noqa: F401  (fixture)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import InvalidEvent
 from ledger.log.store import Ledger, init_ledger, open_ledger
+from ledger.log.verify import verify_ledger
 from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent
 from tests.store_contract import StoreContract
@@ -92,7 +93,8 @@ def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path
     """Format 1 stored every interior node; opening drops those below NODE_MIN_LEVEL (they
     are recomputed from leaves) and the roots, proofs and verify are unchanged."""
     from ledger.log import merkle
-    from ledger.log.store import NODE_MIN_LEVEL, open_ledger
+    from ledger.log.layout import NODE_MIN_LEVEL
+    from ledger.log.store import open_ledger
     from tests.store_helpers import raw
 
     with init_ledger(tmp_path / "l") as lg:
@@ -108,6 +110,6 @@ def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path
     with open_ledger(tmp_path / "l") as lg:
         assert lg.meta("format_version") == "2"
         assert lg.root() == root and lg.prove_inclusion(17, 200) == proof
-        assert lg.verify().ok
+        assert verify_ledger(lg).ok
     with raw(tmp_path / "l") as con:
         assert con.execute("SELECT count(*) FROM nodes WHERE level < ?", [NODE_MIN_LEVEL]).fetchone() == (0,)

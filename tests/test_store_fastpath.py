@@ -21,7 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.log import verify_scan as verify_mod
-from ledger.log.store import _DDL, ENTRY_SQL, JSON_ESCAPED_RE, init_ledger
+from ledger.log.layout import DDL as _DDL
+from ledger.log.raw import ENTRY_SQL, JSON_ESCAPED_RE
+from ledger.log.store import init_ledger
+from ledger.log.verify import verify_ledger
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 
 # Characters that matter for JSON string escaping, mixed into arbitrary text.
@@ -127,7 +130,7 @@ def test_verify_takes_the_sql_path_on_a_clean_plain_log(
 
         monkeypatch.setattr(verify_mod._Scan, "window_fast", boom)
         monkeypatch.setattr(verify_mod, "WINDOW", 64)  # several windows, growing sizes
-        report = lg.verify()
+        report = verify_ledger(lg)
     assert report.ok, report.problems
     assert report.events == 300 and report.bytes_hashed == want_bytes
 
@@ -141,7 +144,7 @@ def test_verify_mixes_paths_and_still_names_the_first_bad_seq(
     with init_ledger(tmp_path / "lg") as lg:
         lg.append(_events(400, 97))
         want_bytes = sum(len(e.entry()) for e in lg.read())
-        report = lg.verify()
+        report = verify_ledger(lg)
         assert report.ok, report.problems
         assert report.bytes_hashed == want_bytes
         root = report.root
@@ -149,7 +152,7 @@ def test_verify_mixes_paths_and_still_names_the_first_bad_seq(
         con = lg._con
         for seq in (5, 194, 250):  # a plain window, an escaped row's window, a plain one
             con.execute("UPDATE events SET payload = ? WHERE seq = ?", [b'{"i":-1}', seq])
-        report = lg.verify()
+        report = verify_ledger(lg)
     assert not report.ok
     assert report.problems[0].where == "seq 5"
     assert {"seq 5", "seq 194", "seq 250"} <= {p.where for p in report.problems}

@@ -144,8 +144,8 @@ def test_every_check_resolves_and_runs_on_an_empty_ledger(tmp_path: Path) -> Non
         Check("x", "ledger.no_such_module:f").run(None)
 
 
-def test_the_store_method_refuses_deep_rather_than_skipping_it(tmp_path: Path) -> None:
+def test_the_log_level_verify_refuses_deep_rather_than_skipping_it(tmp_path: Path) -> None:
     with init_ledger(tmp_path / "lg") as lg:
-        assert lg.verify().ok
+        assert log_verify.verify_ledger(lg, None, anchor=None).ok
         with pytest.raises(ledger.LedgerError, match="ledger.verify"):
-            lg.verify(deep=True)
+            log_verify.verify_ledger(lg, None, anchor=None, deep=True)

@@ -17,8 +17,10 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.log import verify as verify_mod
+from ledger.log.layout import DB_FILE
 from ledger.log.note import sign_note
-from ledger.log.store import DB_FILE, init_ledger, open_ledger
+from ledger.log.store import init_ledger, open_ledger
+from ledger.log.verify import verify_ledger
 from ledger.log.verify_report import Problem
 from schemas.envelope import NewEvent
 from tests.store_helpers import (
@@ -37,7 +39,7 @@ def clean_ledger(tmp_path: Path, n: int = 12):
     path = tmp_path / "ledger"
     lg = populated(path, [5, n - 5])
     lg.checkpoint(signer)
-    report = lg.verify(verifier)
+    report = verify_ledger(lg, verifier)
     assert report.ok, report.problems
     assert report.events == n and report.checkpoints == 1
     lg.close()
@@ -46,7 +48,7 @@ def clean_ledger(tmp_path: Path, n: int = 12):
 
 def first_problem(path: Path, verifier=None) -> Problem:
     with open_ledger(path) as lg:
-        report = lg.verify(verifier)
+        report = verify_ledger(lg, verifier)
     assert not report.ok
     return report.problems[0]
 
@@ -79,7 +81,7 @@ def test_swapped_events_name_the_first_swapped_seq(tmp_path: Path) -> None:
             "UPDATE events SET seq = CASE seq WHEN 2 THEN 9 WHEN 9 THEN 2 END WHERE seq IN (2, 9)"
         )
     with open_ledger(path) as lg:
-        problems = lg.verify(verifier).problems
+        problems = verify_ledger(lg, verifier).problems
     assert problems[0].where == "seq 2"
     assert any(p.where == "seq 2" and "altered" in p.what for p in problems)
     assert any(p.where == "seq 2" and "reordered" in p.what for p in problems)
@@ -132,7 +134,7 @@ def test_rehashed_forgery_under_kept_checkpoint_is_named(tmp_path: Path) -> None
     with raw(path) as con:
         con.execute("UPDATE meta SET value = ? WHERE key = 'origin'", [origin])
     with open_ledger(path) as lg:
-        report = lg.verify(verifier)
+        report = verify_ledger(lg, verifier)
     # the forgery is internally consistent: only the signed checkpoint exposes it
     assert [p.where for p in report.problems] == ["checkpoint 00000000000000000012.note"]
     assert "the log was rewritten" in report.problems[0].what
@@ -164,7 +166,7 @@ def test_changed_payload_in_sealed_segment_names_segment_and_seq(tmp_path: Path)
     path, _, verifier = clean_ledger(tmp_path)
     with open_ledger(path) as lg:
         (seg,) = lg.seal()
-        assert lg.verify(verifier).ok
+        assert verify_ledger(lg, verifier).ok
     seg_path = path / "segments" / seg.file
     table = pq.read_table(seg_path)
     payloads = table.column("payload").to_pylist()
@@ -238,7 +240,7 @@ def test_clean_ledger_with_segments_and_many_checkpoints_verifies(tmp_path: Path
         lg.checkpoint(signer)
         if k == 5:
             lg.seal()
-    report = lg.verify(verifier)
+    report = verify_ledger(lg, verifier)
     assert report.ok, report.problems
     assert (report.events, report.checkpoints, report.segments) == (29, 5, 1)
     lg.close()
@@ -259,7 +261,7 @@ def test_flipped_bytes_in_the_database_file_are_reported_not_raised(tmp_path: Pa
     db.write_bytes(bytes(data))
     try:
         with open_ledger(path) as lg:
-            report = lg.verify(verifier)
+            report = verify_ledger(lg, verifier)
     except TamperDetected as exc:
         assert str(exc).startswith(str(db))
         return
@@ -281,7 +283,7 @@ def test_unreadable_segment_file_is_named(tmp_path: Path) -> None:
 def test_altered_stored_node_is_named(tmp_path: Path) -> None:
     """A stored interior node (level >= NODE_MIN_LEVEL) changed on disk: verify rebuilds
     the tree from the events and names the node by the last leaf it covers."""
-    from ledger.log.store import NODE_MIN_LEVEL
+    from ledger.log.layout import NODE_MIN_LEVEL
 
     path, _, verifier = clean_ledger(tmp_path, n=200)
     with raw(path) as con:

@@ -18,8 +18,8 @@ from ledger.analytics import sql as analytics
 from ledger.analytics.report_panels import PANELS, summary
 from ledger.analytics.report_template import PAGE
 from ledger.app.context import LedgerArg, ledger_path
-from ledger.app.outputs import check_output_path
 from ledger.app.result import Result
+from ledger.log.outputs import check_output_path
 
 
 @dataclass(frozen=True)

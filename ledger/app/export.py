@@ -35,10 +35,10 @@ import pyarrow.parquet as pq
 from ledger.analytics.views_sql import write_views_sql
 from ledger.app.context import LedgerArg, opened
 from ledger.app.otel import OtelResult, export_otel
-from ledger.app.outputs import check_output_path
 from ledger.app.result import Result
 from ledger.engines.segment_task import SegmentFailure, read_verified
 from ledger.errors import LedgerError
+from ledger.log.outputs import check_output_path
 from ledger.log.segments import load_manifest, segment_dir
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.

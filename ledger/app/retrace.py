@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.receipts import register_recompute
-from ledger.engines import Engine, EngineError, TrialSelection
+from ledger.engines.base import Engine, EngineError, TrialSelection
 from ledger.engines.local import LocalEngine
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError

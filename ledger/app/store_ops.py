@@ -15,12 +15,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.outputs import check_output_path
 from ledger.app.result import Result
 from ledger.errors import InvalidEvent, LedgerError
 from ledger.log import keys, segments
+from ledger.log.connection import DEFAULT_BUSY_TIMEOUT
+from ledger.log.layout import write_atomic
 from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.log.store import DEFAULT_BUSY_TIMEOUT, write_atomic
+from ledger.log.outputs import check_output_path
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from schemas.envelope import NewEvent, StoredEvent

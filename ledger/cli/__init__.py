@@ -126,7 +126,7 @@ class _Main(click.Group):
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):
                 raise
-            from ledger.log.store import damaged_store_error
+            from ledger.log.connection import damaged_store_error
 
             click.echo(f"Error: {damaged_store_error(exc)}", err=True)
             ctx.exit(1)

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 
 from ledger.analytics import sql as analytics
 from ledger.analytics import views
-from ledger.app.outputs import check_output_path
 from ledger.cli import main
 from ledger.cli.options import (
     emit_json,
@@ -29,6 +28,7 @@ from ledger.cli.options import (
 )
 from ledger.cli.output import is_terminal, render_table, terminal_width
 from ledger.errors import LedgerError
+from ledger.log.outputs import check_output_path
 
 FORMATS = ("table", "csv", "json", "parquet")
 

@@ -34,7 +34,8 @@ from ledger.app.reconcile import (
 )
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.engines import Engine, EngineError, get_engine
+from ledger.engines import get_engine
+from ledger.engines.base import Engine, EngineError
 from ledger.errors import LedgerError
 from ledger.log.store import open_ledger
 from reconcile.report import render_text

@@ -1,65 +1,13 @@
-"""Where a per-trial projection runs: the engine interface retrace (and reconcile) call.
-
-A projection here is a picklable ``fn(events, params) -> result`` over ONE trial stream's
-events (``replay.retrace.retrace_trial`` is one). An engine chooses the trials
-(:class:`TrialSelection`), runs ``fn`` on each — locally in a process pool
-(:class:`ledger.engines.local.LocalEngine`) or as one Ray task per sealed Parquet segment
-(:class:`ledger.engines.ray_engine.RayEngine`) — and returns ``(stream, result)`` pairs in
-stream order, so the caller's report and digests do not depend on the engine or on the
-partitioning. Engines never write the ledger; the caller appends on the driver.
-
-``get_engine("ray", …)`` imports Ray lazily: the core install never imports it.
-
-Example::
-
-    eng = get_engine("local", workers=2)
-    pairs = eng.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), retrace_trial, override)
-"""
+"""The engines by name (the interface is :mod:`ledger.engines.base`); each is imported only
+when asked for, so the core install never imports Ray."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-R = TypeVar("R")
-TrialFn = Callable[[list[Any], Any], Any]
-Progress = Callable[[int], None]
+from ledger.engines.base import Engine, EngineError
 
 ENGINES = ("local", "ray")
-
-
-class EngineError(Exception):
-    """A projection job that could not complete: names the segment and what to do."""
-
-
-@dataclass(frozen=True)
-class TrialSelection:
-    """Which trial streams a projection reads: registered corpus / task, optionally an
-    exact set of streams, and the last seq (inclusive) of the log prefix read — the
-    checkpoint a receipt binds."""
-
-    to_seq: int
-    corpus: str | None = None
-    task: str | None = None
-    streams: frozenset[str] | None = None  # exactly these streams (``--source``)
-
-
-class Engine(Protocol):
-    name: str
-
-    def map_trials(
-        self,
-        lg: Any,
-        select: TrialSelection,
-        fn: TrialFn,
-        params: Any,
-        *,
-        on_total: Progress | None = None,
-        on_done: Progress | None = None,
-    ) -> list[tuple[str, Any]]:
-        """``(stream, fn(events, params))`` for every selected trial, in stream order."""
-        ...
 
 
 def get_engine(name: str, *, workers: int = 1, **options: Any) -> Engine:

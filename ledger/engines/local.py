@@ -12,50 +12,16 @@ than one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ledger.engines import Progress, TrialFn, TrialSelection
-from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.engines.base import Progress, TrialFn, TrialSelection
+from ledger.log.layout import TRIAL_PREFIX
+from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent
-
-
-def _run_chunk(
-    chunk: Sequence[tuple[str, list[StoredEvent]]], fn: TrialFn, params: Any
-) -> list[tuple[str, Any]]:
-    return [(stream, fn(evs, params)) for stream, evs in chunk]
-
-
-def run_groups(
-    groups: dict[str, list[StoredEvent]],
-    fn: TrialFn,
-    params: Any,
-    *,
-    workers: int = 1,
-    on_done: Progress | None = None,
-) -> list[tuple[str, Any]]:
-    """``fn`` over every trial group, in stream order whatever ``workers`` is."""
-    items = sorted(groups.items())
-    if workers <= 1 or len(items) < 2:
-        out = []
-        for stream, evs in items:
-            out.append((stream, fn(evs, params)))
-            if on_done:
-                on_done(1)
-        return out
-    size = max(1, min(256, len(items) // (workers * 4) or 1))
-    chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    results: list[tuple[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_run_chunk, chunks, [fn] * len(chunks), [params] * len(chunks)):
-            results.extend(part)
-            if on_done:
-                on_done(len(part))
-    return results
 
 
 def _table_bytes(table: pa.Table) -> bytes:
@@ -69,12 +35,7 @@ def _table_bytes(table: pa.Table) -> bytes:
 def _run_slice(data: bytes, select: TrialSelection, fn: TrialFn, params: Any) -> list[tuple[str, Any]]:
     """Worker side: Arrow IPC bytes of whole trial streams -> ``(stream, fn(events))``."""
     table = pa.ipc.open_stream(data).read_all()
-    groups = group_trials(
-        (StoredEvent(**row) for row in table.to_pylist()),
-        corpus=select.corpus,
-        task=select.task,
-        streams=select.streams,
-    )
+    groups = select.group(StoredEvent(**row) for row in table.to_pylist())
     return [(stream, fn(evs, params)) for stream, evs in groups.items()]
 
 
@@ -129,7 +90,7 @@ class LocalEngine:
 
     def map_trials(
         self,
-        lg: Any,
+        lg: Store,
         select: TrialSelection,
         fn: TrialFn,
         params: Any,
@@ -142,12 +103,13 @@ class LocalEngine:
             if on_total:
                 on_total(len(pc.unique(table["stream"])))
             return run_arrow(table, select, fn, params, workers=self.workers, on_done=on_done)
-        groups = group_trials(
-            lg.read(stream_prefix=TRIAL_PREFIX, to_seq=select.to_seq) if select.to_seq >= 0 else [],
-            corpus=select.corpus,
-            task=select.task,
-            streams=select.streams,
-        )
+        read = select.to_seq >= 0
+        groups = select.group(lg.read(stream_prefix=TRIAL_PREFIX, to_seq=select.to_seq) if read else [])
         if groups and on_total:
             on_total(len(groups))
-        return run_groups(groups, fn, params, workers=self.workers, on_done=on_done)
+        out = []  # one worker: in this process, without building a pool
+        for stream, evs in sorted(groups.items()):
+            out.append((stream, fn(evs, params)))
+            if on_done:
+                on_done(1)
+        return out

@@ -23,17 +23,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from ledger.engines import EngineError, Progress, TrialFn, TrialSelection
+from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
 from ledger.engines.segment_task import (
     SegmentFailure,
     SegmentIntegrityError,
     SegmentTaskError,
     run_segments,
 )
-from ledger.log.segments import SegmentInfo, load_manifest
+from ledger.log.protocol import SealedStore, Store
+from ledger.log.segments import SegmentInfo, load_manifest, segment_dir
 
 DEFAULT_MAX_RETRIES = 2
 
@@ -100,9 +100,9 @@ class RayEngine:
 
     # ------------------------------------------------------------------ driver side
 
-    def sealed_segments(self, lg: Any, select: TrialSelection) -> list[SegmentInfo]:
+    def sealed_segments(self, lg: Store, select: TrialSelection) -> list[SegmentInfo]:
         """Seal the tail when it holds trial events this job reads; the segments to read."""
-        if not hasattr(lg, "sealed_upto"):
+        if not isinstance(lg, SealedStore):
             raise EngineError(
                 f"the Ray engine reads sealed Parquet segments; {lg.path} is an in-memory log "
                 "(--dry-run --source): ingest into a ledger first or use --engine local"
@@ -137,7 +137,7 @@ class RayEngine:
 
     def map_trials(
         self,
-        lg: Any,
+        lg: Store,
         select: TrialSelection,
         fn: TrialFn,
         params: Any,
@@ -157,7 +157,7 @@ class RayEngine:
         t2 = time.perf_counter()
         self.timings["startup"] = t2 - t1
         try:
-            results = self._run(ray, str(Path(lg.path) / "segments"), units, select, fn, params, on_done)
+            results = self._run(ray, str(segment_dir(lg.path)), units, select, fn, params, on_done)
         finally:
             t3 = time.perf_counter()
             self.timings["compute"] = t3 - t2

@@ -29,7 +29,7 @@ from ledger.app.reconcile import (  # _packs_by_task: the same refusal run_recon
     pool_claims,
     trace_evaluator,
 )
-from ledger.engines import Engine, TrialSelection
+from ledger.engines.base import Engine, TrialSelection
 from reconcile.inputs import Candidate
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 

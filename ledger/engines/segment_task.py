@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.engines import TrialFn, TrialSelection
-from ledger.engines.trials import TRIAL_PREFIX, group_trials
+from ledger.engines.base import TrialFn, TrialSelection
+from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.segments import SegmentInfo, segment_root
 from schemas.envelope import ARROW_SCHEMA, StoredEvent
 
@@ -91,12 +91,7 @@ def run_segments(
     for info in infos:
         table = read_verified(folder, info)
         try:
-            groups = group_trials(
-                trial_events(table, select.to_seq),
-                corpus=select.corpus,
-                task=select.task,
-                streams=select.streams,
-            )
+            groups = select.group(trial_events(table, select.to_seq))
             out.extend((stream, fn(evs, params)) for stream, evs in groups.items())
         except SegmentFailure:
             raise

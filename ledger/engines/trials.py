@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from schemas.envelope import StoredEvent
-
-TRIAL_PREFIX = "trial/"
+if TYPE_CHECKING:  # `import ledger.engines` stays light (no pyarrow)
+    from schemas.envelope import StoredEvent
 
 
 def group_trials(

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ledger.app.outputs import check_output_path
 from ledger.errors import LedgerError
 from ledger.log.note import Signer, Verifier, generate_signer, parse_signer_key, parse_verifier_key
+from ledger.log.outputs import check_output_path
 
 DEFAULT_KEY_NAME = "vledger"
 

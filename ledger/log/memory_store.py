@@ -2,7 +2,7 @@
 
 Plain lists and dicts, no I/O: a fixture for projection tests and the oracle the DuckDB
 store is checked against in the stateful test. It shares the pure append rules
-(validation, expected versions, idempotence) with :mod:`ledger.log.store`, so the two differ
+(validation, expected versions, idempotence) with :mod:`ledger.log.store` (:mod:`ledger.log.batch`), so the two differ
 only in where rows live.
 """
 
@@ -15,28 +15,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ledger.errors import CheckpointError, EventIdConflict, ProofError
-from ledger.log import merkle
-from ledger.log.note import (
-    Checkpoint,
-    Signer,
-    format_checkpoint,
-    note_text,
-    parse_checkpoint,
-    sign_note,
-)
-from ledger.log.store import (
-    AppendResult,
-    Duplicate,
-    _Prepared,
-    check_expected,
-    content_differences,
-    prepare_event,
-)
+from ledger.log import checkpoints, merkle
+from ledger.log.batch import AppendResult, Prepared, check_expected, dedupe, prepare_batch
+from ledger.log.note import Checkpoint, Signer
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
 
 
-class MemoryLedger:
+class MemoryLedger(merkle.TreeReads):
     """The reference store. ``path`` is only a label; nothing is written."""
 
     def __init__(self, path: Path | str = "memory", origin: str = "vledger.local/memory") -> None:
@@ -61,39 +46,20 @@ class MemoryLedger:
     # appending
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
-        batch = [prepare_event(i, ev) for i, ev in enumerate(events)]
+        batch = prepare_batch(events).rows()
         if not batch:
             return AppendResult(None, None, 0, (), ())
         with self._lock:
             return self._append(batch)
 
-    def _append(self, batch: list[_Prepared]) -> AppendResult:
+    def _append(self, batch: list[Prepared]) -> AppendResult:
         size = len(self._events)
-        seqs: list[int] = []
-        dups: list[Duplicate] = []
-        new: list[_Prepared] = []
-        seen: dict[str, tuple[_Prepared, int]] = {}
-        for i, p in enumerate(batch):
-            if p.event_id in self._by_id:
-                e = self._by_id[p.event_id]
-                differs = content_differences(p, (e.stream, e.type, e.schema_version, e.payload))
-                if differs:
-                    raise EventIdConflict(p.event_id, e.seq, differs)
-                dups.append(Duplicate(i, p.event_id, e.seq))
-                seqs.append(e.seq)
-            elif p.event_id in seen:
-                first, seq = seen[p.event_id]
-                differs = content_differences(
-                    p, (first.stream, first.type, first.schema_version, first.payload)
-                )
-                if differs:
-                    raise EventIdConflict(p.event_id, None, differs)
-                dups.append(Duplicate(i, p.event_id, seq))
-                seqs.append(seq)
-            else:
-                seen[p.event_id] = (p, size + len(new))
-                seqs.append(size + len(new))
-                new.append(p)
+        stored = {
+            e.event_id: (e.seq, (e.stream, e.type, e.schema_version, e.payload))
+            for e in (self._by_id.get(p.event_id) for p in batch)
+            if e is not None
+        }
+        new, seqs, dups = dedupe(batch, stored, size)
         for p in new:  # all checks before any change: the batch is atomic
             check_expected(p.stream, p.expected, self._versions.get(p.stream))
         now = datetime.now(UTC)
@@ -138,21 +104,25 @@ class MemoryLedger:
         lo = max(from_seq or 0, 0)
         hi = len(self._events) - 1 if to_seq is None else to_seq
         for e in self._events[lo : hi + 1]:
-            if stream is not None and e.stream != stream:
-                continue
-            if stream_prefix is not None and not e.stream.startswith(stream_prefix):
-                continue
-            if type is not None and e.type != type:
-                continue
-            if types is not None and e.type not in types:
-                continue
-            yield e
+            if (
+                (stream is None or e.stream == stream)
+                and (stream_prefix is None or e.stream.startswith(stream_prefix))
+                and (type is None or e.type == type)
+                and (types is None or e.type in types)
+            ):
+                yield e
 
-    def read_arrow(self, **filters: object) -> pa.Table:
-        rows = [
-            {f: getattr(e, f) for f in ARROW_SCHEMA.names}
-            for e in self.read(**filters)  # type: ignore[arg-type]
-        ]
+    def read_arrow(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> pa.Table:
+        events = self.read(stream, type, from_seq, to_seq, types, stream_prefix)
+        rows = [{f: getattr(e, f) for f in ARROW_SCHEMA.names} for e in events]
         return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
 
     # Merkle tree
@@ -160,38 +130,14 @@ class MemoryLedger:
     def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
         return self._tree.read_hashes(indexes)
 
-    def root(self, size: int | None = None) -> bytes:
-        if size is None:
-            return self._tree.root()
-        if not 0 <= size <= self.size():
-            raise ProofError(f"root(size={size}): the log has {self.size()} events")
-        return merkle.tree_hash(size, self._tree)
-
-    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
-        size = self.size() if size is None else size
-        if size > self.size():
-            raise ProofError(f"prove_inclusion: size {size} exceeds the log's {self.size()} events")
-        return merkle.prove_inclusion(seq, size, self._tree)
-
-    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
-        new = self.size() if new is None else new
-        if new > self.size():
-            raise ProofError(
-                f"prove_consistency: size {new} exceeds the log's {self.size()} events"
-            )
-        return merkle.prove_consistency(old, new, self._tree)
+    def _head(self) -> tuple[int, bytes]:
+        return self.size(), self._tree.root()
 
     # checkpoints
 
     def checkpoint(self, signer: Signer) -> str:
         cp = Checkpoint(self.origin, self.size(), self.root())
-        for size, note in self._notes.items():
-            old = parse_checkpoint(note_text(note))
-            if old.size > cp.size or (old.size and self.root(old.size) != old.root):
-                raise CheckpointError(
-                    f"refusing to sign: stored checkpoint of size {size} is not a prefix"
-                )
-        note = sign_note(format_checkpoint(cp), [signer])
+        note = checkpoints.signed_checkpoint(cp, signer, self.checkpoints(), self._tree)
         self._notes[cp.size] = note
         return note
 
@@ -199,6 +145,4 @@ class MemoryLedger:
         return [(Path(f"{s:020d}.note"), self._notes[s]) for s in sorted(self._notes)]
 
     def latest_checkpoint(self) -> Checkpoint | None:
-        if not self._notes:
-            return None
-        return parse_checkpoint(note_text(self._notes[max(self._notes)]))
+        return checkpoints.latest(self.checkpoints())

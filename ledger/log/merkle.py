@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ledger.errors import ProofError
-from ledger.log import hashing
+from ledger.log import fast
 
 HashIndex = tuple[int, int]  # (level, index)
 
@@ -78,13 +78,13 @@ def push_many(
     runs, one per level (:func:`push_run` with lists instead of concatenated digests).
     """
     runs = push_run(frontier, size, b"".join(leaves))
-    return [(lv, first, hashing.split(hs)) for lv, first, hs in runs]
+    return [(lv, first, fast.split(hs)) for lv, first, hs in runs]
 
 
 def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int, int, bytes]]:
     """Append the concatenated 32-byte ``leaves`` as leaves ``size, size + 1, …``.
 
-    Works level by level: each level's parents are one :func:`ledger.log.hashing.tree_level`
+    Works level by level: each level's parents are one :func:`ledger.log.fast.tree_level`
     call over the level's concatenated hashes (the hot path of append and verify). Returns
     the interior nodes that became complete as ``(level, first_index, digests)`` runs, one
     per level, ``digests`` concatenated; ``frontier`` is updated in place.
@@ -105,7 +105,7 @@ def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int,
             cur = cur[:-HASH_SIZE]
         if not len(cur):
             break
-        parents = hashing.tree_level(cur)
+        parents = fast.tree_level(cur)
         start >>= 1
         level += 1
         runs.append((level, start, parents))
@@ -121,7 +121,7 @@ def subtree_root(leaves: bytes) -> bytes:
         raise ValueError(f"subtree_root needs 2**k concatenated hashes, got {len(leaves)} bytes")
     level = leaves
     while len(level) > HASH_SIZE:
-        level = hashing.tree_level(level)
+        level = fast.tree_level(level)
     return level
 
 
@@ -133,16 +133,6 @@ def frontier_root(frontier: Sequence[bytes]) -> bytes:
     for left in reversed(frontier[:-1]):
         h = node_hash(left, h)
     return h
-
-
-def frontier_indexes(size: int) -> list[HashIndex]:
-    """``(level, index)`` of each frontier hash of a tree of ``size`` leaves."""
-    out: list[HashIndex] = []
-    start = 0
-    for lv in frontier_levels(size):
-        out.append((lv, start >> lv))
-        start += 1 << lv
-    return out
 
 
 # --- subtree hashes ---------------------------------------------------------------------
@@ -351,6 +341,41 @@ def _check_lengths(where: str, hashes: Sequence[bytes]) -> None:
 
 
 # --- an in-memory hash store (tests, the reference store) -------------------------------
+
+
+class TreeReads:
+    """Roots and proofs over a store's own :meth:`read_hashes` and :meth:`_head` (mixed
+    into both stores, so they bound sizes alike)."""
+
+    def read_hashes(self, indexes: Sequence[HashIndex]) -> list[bytes]:
+        raise NotImplementedError
+
+    def _head(self) -> tuple[int, bytes]:
+        """``(size, root)`` of the whole log, read together."""
+        raise NotImplementedError
+
+    def root(self, size: int | None = None) -> bytes:
+        """RFC 9162 root hash of the first ``size`` events (default: the whole log)."""
+        current, head = self._head()
+        if size is None or size == current:
+            return head
+        if not 0 <= size <= current:
+            raise ProofError(f"root(size={size}): the log has {current} events")
+        return tree_hash(size, self)
+
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]:
+        """RFC 9162 inclusion proof of event ``seq`` in the tree of ``size`` events."""
+        return prove_inclusion(seq, self._proof_size("prove_inclusion", size), self)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]:
+        """RFC 9162 consistency proof from the tree of ``old`` events to that of ``new``."""
+        return prove_consistency(old, self._proof_size("prove_consistency", new), self)
+
+    def _proof_size(self, fn: str, size: int | None) -> int:
+        current = self._head()[0]
+        if size is not None and size > current:
+            raise ProofError(f"{fn}: size {size} exceeds the log's {current} events")
+        return current if size is None else size
 
 
 class MemoryHashes:

@@ -3,7 +3,7 @@
  * Python's hashlib costs an interpreter round trip per message, which for ~400-byte log
  * entries and 65-byte tree nodes is as much as the hashing itself. These functions hash a
  * whole batch per call, through the same OpenSSL SHA-256 hashlib uses, with the GIL
- * released while hashing. ledger/log/hashing.py holds the pure-Python definitions they must
+ * released while hashing. ledger/log/fast.py holds the pure-Python definitions they must
  * equal (tests/test_hashing.py pins them with hypothesis) and falls back to those when
  * this module was not built.
  */

@@ -38,22 +38,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
-from ledger.errors import LedgerError, StreamSealed, TamperDetected  # noqa: F401  (StreamSealed: re-exported)
+from ledger.errors import LedgerError, TamperDetected
 from ledger.log import merkle
-from ledger.log.hashing import STORED_COLUMNS
-from ledger.log.store import TRIAL_PREFIX, write_atomic  # noqa: F401  (TRIAL_PREFIX: the rule is about these streams)
+from ledger.log.fast import STORED_COLUMNS
+from ledger.log.layout import write_atomic
+from ledger.log.protocol import Findings, SealedStore
 from schemas.envelope import ARROW_SCHEMA, envelope_bytes
-
-if TYPE_CHECKING:
-    from ledger.log.store import Ledger
-    from ledger.log.verify_report import VerifyReport
 
 SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"
@@ -229,7 +225,7 @@ def segment_files(ledger_dir: Path) -> dict[str, tuple[int, int]]:
 
 
 def plan_seal(
-    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
 ) -> SealPlan:
     """What :func:`seal` would write, without writing anything.
 
@@ -287,7 +283,7 @@ def _segment_name(first: int, last: int) -> str:
     return f"seg-{first}-{last}.parquet"
 
 
-def _existing_step(lg: Ledger, name: str, first: int, last: int) -> SegmentStep:
+def _existing_step(lg: SealedStore, name: str, first: int, last: int) -> SegmentStep:
     """``keep`` when the file on disk holds exactly the store's rows for its range."""
     try:
         on_disk = pq.read_table(segment_dir(lg.path) / name)
@@ -309,7 +305,7 @@ def _existing_step(lg: Ledger, name: str, first: int, last: int) -> SegmentStep:
 
 
 def seal(
-    lg: Ledger, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
 ) -> list[SegmentInfo]:
     """Seal every unsealed event; return the new segments (empty when nothing to seal).
 
@@ -322,7 +318,7 @@ def seal(
     return apply_seal(lg, plan_seal(lg, max_rows, max_bytes=max_bytes))
 
 
-def apply_seal(lg: Ledger, plan: SealPlan) -> list[SegmentInfo]:
+def apply_seal(lg: SealedStore, plan: SealPlan) -> list[SegmentInfo]:
     """Carry out a :func:`plan_seal` plan (refusing one with conflicts before any write)."""
     if plan.conflicts:
         bad = plan.conflicts[0]
@@ -345,7 +341,7 @@ def apply_seal(lg: Ledger, plan: SealPlan) -> list[SegmentInfo]:
     return made
 
 
-def _write_segment(lg: Ledger, folder: Path, step: SegmentStep) -> SegmentInfo:
+def _write_segment(lg: SealedStore, folder: Path, step: SegmentStep) -> SegmentInfo:
     first, last = step.first_seq, step.last_seq
     table = lg.raw_rows(first, last).cast(ARROW_SCHEMA)
     if table.num_rows != last - first + 1:
@@ -379,7 +375,7 @@ def read_sealed(ledger_dir: Path) -> Iterator[pa.Table]:
 # --- verifying --------------------------------------------------------------------------
 
 
-def check_segments(lg: Ledger, report: VerifyReport) -> int:
+def check_segments(lg: SealedStore, report: Findings) -> int:
     """Verify every sealed segment against the manifest and the store; return how many."""
     try:
         manifest = load_manifest(lg.path)
@@ -422,7 +418,7 @@ def check_segments(lg: Ledger, report: VerifyReport) -> int:
     return len(manifest.segments)
 
 
-def _check_one(lg: Ledger, report: VerifyReport, info: SegmentInfo, where: str) -> None:
+def _check_one(lg: SealedStore, report: Findings, info: SegmentInfo, where: str) -> None:
     path = segment_dir(lg.path) / info.file
     try:
         table = pq.read_table(path)

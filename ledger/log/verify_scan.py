@@ -11,8 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ledger.errors import LedgerError, ProofError
-from ledger.log import hashing, merkle
-from ledger.log.store import NODE_MIN_LEVEL, verify_windows
+from ledger.log import fast as hashing
+from ledger.log import merkle
+from ledger.log.layout import NODE_MIN_LEVEL
+from ledger.log.raw import verify_windows
 from ledger.log.verify_report import Problem, VerifyReport
 from schemas.envelope import envelope_bytes
 

@@ -1,26 +1,29 @@
-"""Batch SHA-256 for the log's hot paths, with and without the optional C accelerator.
+"""The fast paths of the log: batch SHA-256, payload encoding and the append filters.
 
-The ``py_*`` functions are the definitions: leaf hashes of envelope rows, RFC 9162 tree
-levels, hashes of slices. When ``ledger.log.native`` was built at install time (a C compiler
-and OpenSSL's headers; see ``setup.py``), :func:`tree_level`, :func:`column_leaf_hashes`
-and :func:`stored_leaf_hashes` hash a whole batch in one native call with the GIL released,
-reading Arrow buffers directly. ``NATIVE`` says whether it was; ``tests/test_hashing.py``
-holds the native results equal to the definitions on generated inputs.
-
-Why: the log hashes every entry (~400 bytes) and about one interior node per entry, and
-hashlib's per-call interpreter overhead is as large as the hashing itself at these sizes.
+Each operation has one reference definition in pure Python (the ``py_*`` functions; for the
+filters, looking every key up) and one native path through the optional C accelerator
+``ledger.log.native`` (built by ``setup.py`` when it can be; ``VLEDGER_PURE=1`` opts out),
+chosen in one place: the operation's public function, from :data:`NATIVE`. The tests hold
+the two paths equal. Why (docs/readme/store.md): hashlib's per-call overhead is as large as
+hashing a ~400-byte entry, and the id and stream lookups that the Bloom filters of
+:class:`Seen` spare grew with the log. A filter describes the log at one ``(size,
+frontier)`` state and is rebuilt when append finds another, so a stale one is never trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 import orjson
 import pyarrow as pa
+
+from schemas.canonical import canonical_json
 
 try:  # built by setup.py when the machine can compile it; VLEDGER_PURE=1 opts out
     if os.environ.get("VLEDGER_PURE") == "1":
@@ -85,7 +88,15 @@ def split(hashes: bytes) -> list[bytes]:
     return [hashes[i : i + HASH] for i in range(0, len(hashes), HASH)]
 
 
-STORED_COLUMNS = ("seq", "stream", "stream_version", "event_id", "type", "schema_version", "payload")
+STORED_COLUMNS = (
+    "seq",
+    "stream",
+    "stream_version",
+    "event_id",
+    "type",
+    "schema_version",
+    "payload",
+)
 
 
 def stored_leaf_hashes(t: pa.Table, first_seq: int) -> tuple[bytes, int] | None:
@@ -174,5 +185,111 @@ def string_column(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryvi
 def native() -> ModuleType:
     """The accelerator module; only for callers that checked :data:`NATIVE`."""
     if _native is None:
-        raise RuntimeError("ledger.log.native is not built (check hashing.NATIVE first)")
+        raise RuntimeError("ledger.log.native is not built (check fast.NATIVE first)")
     return _native
+
+
+# --- payload encoding --------------------------------------------------------------------
+
+
+def py_encode_payloads(objs: list[Any]) -> list[bytes]:
+    """Each payload's canonical JSON, copied to its exact size (orjson leaves each result in
+    a ~4 KiB allocation: ~40 MB per 10k-event batch otherwise). TypeError: not JSON."""
+    return [bytes(memoryview(canonical_json(p))) for p in objs]
+
+
+def encode_payloads(objs: list[Any]) -> tuple[pa.BinaryArray, list[int]] | None:
+    """:func:`py_encode_payloads` as one Arrow array, and the indexes of the payloads holding
+    a JSON ``null`` (where a NaN or Infinity may hide); None if one cannot be encoded.
+
+    Natively, the whole list is encoded in one orjson call and split at its top-level
+    commas: the same bytes per payload, without one small object per payload.
+    """
+    try:
+        if _native is not None:
+            split = _native.split_json_array(canonical_json(objs), len(objs))
+            if split is not None:
+                data, offsets, with_null = split
+                buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                return pa.BinaryArray.from_buffers(pa.binary(), len(objs), buffers), with_null
+        payloads = py_encode_payloads(objs)
+    except TypeError:  # orjson: a value JSON cannot carry
+        return None
+    with_null = [i for i, p in enumerate(payloads) if b"null" in p]
+    return pa.array(payloads, pa.binary()), with_null
+
+
+# --- the append filters (native only: without them append looks every key up) -------------
+
+PROBES = 6  # k: with 16 bits per key, ~0.05% of absent keys answer "maybe"
+BITS_PER_KEY = 16
+MIN_BYTES = 1 << 17  # 128 KiB: room for 65,536 keys (a multiple of the 64-byte blocks)
+MAX_BYTES = 1 << 24  # 16 MiB per filter (~8.4M keys at the designed rate)
+
+State = tuple[int, bytes]  # (log size, frontier hashes concatenated)
+
+
+def _bytes_for(keys: int) -> int:
+    want = max(MIN_BYTES, keys * BITS_PER_KEY // 8)
+    size = 1 << (want - 1).bit_length()
+    return min(size, MAX_BYTES)
+
+
+@dataclass
+class Bloom:
+    """A Bloom filter over strings (their UTF-8 bytes), sized for ``capacity`` keys."""
+
+    capacity: int
+    bits: bytearray = field(init=False)
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.bits = bytearray(_bytes_for(self.capacity))
+        # what the bits hold at the designed rate (the minimum size holds more than asked)
+        self.capacity = max(self.capacity, len(self.bits) * 8 // BITS_PER_KEY)
+
+    @property
+    def full(self) -> bool:
+        """More keys than it was sized for, and still room to grow."""
+        return self.count > self.capacity and len(self.bits) < MAX_BYTES
+
+    def add(self, keys: list[str]) -> None:
+        native().bloom_add(self.bits, keys, PROBES)
+        self.count += len(keys)
+
+    def add_column(self, column: tuple[memoryview, memoryview, int], rows: int) -> None:
+        native().bloom_add_column(self.bits, column, rows, PROBES)
+        self.count += rows
+
+    def maybe(self, keys: list[str]) -> list[str]:
+        """The keys that may have been added (never misses one that was)."""
+        return [keys[i] for i in native().bloom_maybe(self.bits, keys, PROBES)]
+
+
+@dataclass
+class Seen:
+    """The ids and streams of a log at ``state``."""
+
+    state: State
+    ids: Bloom
+    streams: Bloom
+
+    @property
+    def full(self) -> bool:
+        return self.ids.full or self.streams.full
+
+    @staticmethod
+    def build(state: State, id_columns: Iterable[pa.Array], size: int, streams: pa.Array) -> Seen:
+        """The filters of a log at ``state`` from its id column (in windows, so the build
+        never holds it whole) and its distinct streams, sized for four times as many."""
+        ids, names = Bloom(4 * size), Bloom(4 * len(streams))
+        for col in id_columns:
+            ids.add_column(string_column(col), len(col))
+        names.add_column(string_column(streams), len(streams))
+        return Seen(state, ids, names)
+
+    def record(self, ids: list[str], streams: Iterable[str], state: State) -> None:
+        """A batch committed: its new ids and streams are now in the log at ``state``."""
+        self.ids.add(ids)
+        self.streams.add(list(set(streams)))
+        self.state = state

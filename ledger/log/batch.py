@@ -1,0 +1,416 @@
+"""A batch on its way into the log: validation, canonical payloads, idempotency, rows.
+
+Pure (no store, no I/O): both stores append through these, so they share every append rule
+(DESIGN.md § 4 guarantees 3 and 4) and differ only in where rows live. A batch is checked
+column-wise first (:func:`prepare_batch`); a batch that fails any check is prepared again
+event by event (:func:`prepare_event`), which words the error and names its index, so the
+two paths cannot disagree on what they accept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import operator
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import ValidationError
+
+from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
+from ledger.log import fast, merkle
+from ledger.log.layout import NODE_MIN_LEVEL
+from schemas.canonical import canonical_json
+from schemas.envelope import ARROW_SCHEMA, NewEvent
+from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
+from schemas.payload_check import payload_checker
+
+EXPECTED_WORDS = ("any", "no_stream", "exists")
+_EXPECTED_SET = frozenset(EXPECTED_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """An event of the batch that was already stored (same ``event_id``, same content)."""
+
+    index: int
+    event_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What one ``append`` did. ``first_seq``/``last_seq`` are ``None`` when nothing was new.
+
+    ``seqs[i]`` is the position of the batch's event ``i``: new, or the original one for a
+    duplicate.
+    """
+
+    first_seq: int | None
+    last_seq: int | None
+    appended: int
+    duplicates: tuple[Duplicate, ...]
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One validated event: canonical payload bytes and its (given or derived) id."""
+
+    stream: str
+    type: str
+    schema_version: int
+    event_id: str
+    payload: bytes
+    expected: int | str
+
+
+def derive_event_id(stream: str, type: str, schema_version: int, payload: bytes) -> str:
+    """Content-derived idempotency key: sha256 hex of the canonical content tuple."""
+    head = canonical_json([stream, type, schema_version])
+    return hashlib.sha256(head + b"\n" + payload).hexdigest()
+
+
+def prepare_event(index: int, ev: NewEvent) -> Prepared:
+    """Validate one offered event and canonicalise its payload, or raise InvalidEvent."""
+    if not isinstance(ev, NewEvent):
+        raise InvalidEvent(index, f"expected a NewEvent, got {type(ev).__name__}")
+    if not isinstance(ev.stream, str) or not ev.stream:
+        raise InvalidEvent(index, "stream must be a non-empty string (e.g. 'run/<run_id>')")
+    if not isinstance(ev.type, str) or not ev.type:
+        raise InvalidEvent(index, "type must be a non-empty string")
+    if not isinstance(ev.schema_version, int) or not 0 <= ev.schema_version < 2**16:
+        raise InvalidEvent(
+            index, f"schema_version must be an int in [0, 65535], got {ev.schema_version!r}"
+        )
+    _check_expected_form(index, ev.expected_version)
+    try:
+        validate_payload(ev.type, ev.payload)
+        payload = bytes(memoryview(canonical_json(ev.payload)))  # exact size, see prepare_batch
+    except PayloadError as exc:
+        raise InvalidEvent(index, str(exc)) from None
+    except TypeError as exc:  # orjson: a value JSON cannot carry
+        raise InvalidEvent(index, f"payload is not JSON-serialisable: {exc}") from None
+    if b"null" in payload:  # orjson writes NaN/Infinity as null: refuse, never rewrite
+        where = _non_finite_path(ev.payload, "payload")
+        if where is not None:
+            raise InvalidEvent(
+                index,
+                f"{where} is NaN or Infinity, which JSON cannot carry; store it as a string or null",
+            )
+    event_id = ev.event_id
+    if event_id is None:
+        event_id = derive_event_id(ev.stream, ev.type, ev.schema_version, payload)
+    elif not isinstance(event_id, str) or not event_id:
+        raise InvalidEvent(index, f"event_id must be a non-empty string or None, got {event_id!r}")
+    return Prepared(ev.stream, ev.type, ev.schema_version, event_id, payload, ev.expected_version)
+
+
+@dataclass(slots=True)
+class Batch:
+    """A prepared batch as columns (the hot path works on lists, not per-event objects);
+    the canonical payloads as one Arrow array, which is what the insert and the leaf hasher
+    read."""
+
+    streams: list[str]
+    types: list[str]
+    schema_versions: list[int]
+    event_ids: list[str]
+    payload_array: pa.BinaryArray
+    expected: list[int | str]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def rows(self) -> list[Prepared]:
+        columns = (self.streams, self.types, self.schema_versions, self.event_ids)
+        return list(map(Prepared, *columns, self.payload_array.to_pylist(), self.expected))
+
+    @staticmethod
+    def of(rows: list[Prepared]) -> Batch:
+        return Batch(
+            [p.stream for p in rows],
+            [p.type for p in rows],
+            [p.schema_version for p in rows],
+            [p.event_id for p in rows],
+            pa.array([p.payload for p in rows], pa.binary()),
+            [p.expected for p in rows],
+        )
+
+
+def prepare_batch(events: Iterable[NewEvent]) -> Batch:
+    """:func:`prepare_event` over a batch, column-wise; same results and the same errors.
+
+    Checks run as whole-column comprehensions; if any fails, the batch is re-prepared
+    event by event so the error names the first bad index exactly as prepare_event does.
+    """
+    evs = list(events)
+    if set(map(type, evs)) - {NewEvent}:
+        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    streams = list(map(_STREAM, evs))
+    types = list(map(_TYPE, evs))
+    svs = list(map(_SCHEMA_VERSION, evs))
+    expected = list(map(_EXPECTED, evs))
+    objs = list(map(_PAYLOAD, evs))
+    # whole-column checks run in C (map, set, min/max), not a Python frame per event
+    ok = (
+        set(map(type, streams)) == {str}
+        and all(streams)
+        and set(map(type, types)) == {str}
+        and all(types)
+        and set(map(type, svs)) == {int}
+        and min(svs) >= 0
+        and max(svs) < 65536
+        and _expected_forms_ok(expected)
+        and _payloads_valid(types, objs)
+    )
+    if not ok:
+        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    encoded = fast.encode_payloads(objs)
+    if encoded is None:  # a value JSON cannot carry: prepare_event names it
+        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    payloads, with_null = encoded
+    for i in with_null:  # orjson writes NaN/Infinity as null: find them
+        if _non_finite_path(objs[i], "payload") is not None:
+            prepare_event(i, evs[i])  # raises the precise InvalidEvent
+    ids = list(map(_EVENT_ID, evs))
+    if set(map(type, ids)) != {str} or not all(ids):
+        raw = payloads.to_pylist() if None in ids else []  # one conversion, not one per id
+        for i, x in enumerate(ids):
+            if x is None:
+                ids[i] = derive_event_id(streams[i], types[i], svs[i], raw[i])
+            elif type(x) is not str or not x:
+                prepare_event(i, evs[i])  # raises the precise InvalidEvent
+    return Batch(streams, types, svs, ids, payloads, expected)
+
+
+_STREAM = operator.attrgetter("stream")
+_TYPE = operator.attrgetter("type")
+_SCHEMA_VERSION = operator.attrgetter("schema_version")
+_EXPECTED = operator.attrgetter("expected_version")
+_PAYLOAD = operator.attrgetter("payload")
+_EVENT_ID = operator.attrgetter("event_id")
+
+
+def _expected_forms_ok(expected: list[Any]) -> bool:
+    """:func:`expected_form_ok` of every value; the common all-words batch in one set test."""
+    try:
+        if set(expected) <= _EXPECTED_SET:
+            return True
+    except TypeError:  # an unhashable value: certainly not a version
+        return False
+    return all(map(expected_form_ok, expected))
+
+
+def _non_finite_path(value: Any, path: str) -> str | None:
+    """Path of the first NaN/Infinity float inside ``value`` (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite_path(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _non_finite_path(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _payloads_valid(types: list[str], payloads: list[Any]) -> bool:
+    """True when every payload passes ``validate_payload`` (grouped by type, no raising)."""
+    if set(map(type, payloads)) != {dict}:
+        return False
+    # one bound validator per distinct type, looked up once per batch (None: ext.* is any object)
+    validators = {}
+    for t in set(types):
+        if t.startswith(EXT_PREFIX) and len(t) > len(EXT_PREFIX):
+            validators[t] = None
+        elif t in PAYLOAD_MODELS:
+            validators[t] = payload_checker(PAYLOAD_MODELS[t])
+        else:
+            return False
+    try:
+        if len(validators) == 1:
+            only = next(iter(validators.values()))
+            if only is not None:  # map drained by a zero-length deque: the loop runs in C
+                deque(map(only, payloads), maxlen=0)
+        else:
+            for t, p in zip(types, payloads, strict=True):
+                v = validators[t]
+                if v is not None:
+                    v(p)
+    except ValidationError:
+        return False
+    return True
+
+
+def expected_form_ok(expected: Any) -> bool:
+    """An expected_version is one of :data:`EXPECTED_WORDS` or an int >= 0 (not a bool)."""
+    if isinstance(expected, str):
+        return expected in _EXPECTED_SET
+    return isinstance(expected, int) and not isinstance(expected, bool) and expected >= 0
+
+
+def _check_expected_form(index: int, expected: Any) -> None:
+    if expected_form_ok(expected):
+        return
+    raise InvalidEvent(
+        index,
+        f"expected_version {expected!r} is not one of 'any', 'no_stream', 'exists' "
+        "or an int >= 0 (the version of the stream's last event)",
+    )
+
+
+def check_expected(stream: str, expected: int | str, actual: int | None) -> None:
+    """Raise StreamVersionConflict unless ``actual`` satisfies ``expected``."""
+    if expected == "any":
+        return
+    if expected == "no_stream":
+        ok = actual is None
+    elif expected == "exists":
+        ok = actual is not None
+    else:
+        ok = actual == expected
+    if not ok:
+        raise StreamVersionConflict(stream, expected, actual)
+
+
+def content_differences(a: Prepared, stored: tuple[str, str, int, bytes]) -> list[str]:
+    """Names of the content fields that differ between an offered and a stored event."""
+    stream, type_, schema_version, payload = stored
+    out = []
+    if a.stream != stream:
+        out.append(f"stream ({a.stream!r} vs stored {stream!r})")
+    if a.type != type_:
+        out.append(f"type ({a.type!r} vs stored {type_!r})")
+    if a.schema_version != schema_version:
+        out.append(f"schema_version ({a.schema_version} vs stored {schema_version})")
+    if a.payload != payload:
+        out.append("payload")
+    return out
+
+
+def dedupe(
+    batch: list[Prepared], stored: dict[str, tuple[int, tuple[str, str, int, bytes]]], size: int
+) -> tuple[list[Prepared], list[int], list[Duplicate]]:
+    """Split a batch into new events and duplicates; raise EventIdConflict on a clash.
+
+    ``stored`` maps each already stored id of the batch to ``(seq, (stream, type,
+    schema_version, payload))``; new events take seqs from ``size`` on.
+    """
+    seqs: list[int] = []
+    dups: list[Duplicate] = []
+    new: list[Prepared] = []
+    seen: dict[str, tuple[int | None, tuple[str, str, int, bytes], int]] = {
+        k: (seq, content, seq) for k, (seq, content) in stored.items()
+    }  # event_id -> (stored seq or None, content, seq it resolves to)
+    for i, p in enumerate(batch):
+        if p.event_id in seen:
+            at, content, seq = seen[p.event_id]
+            differs = content_differences(p, content)
+            if differs:
+                raise EventIdConflict(p.event_id, at, differs)
+            dups.append(Duplicate(i, p.event_id, seq))
+            seqs.append(seq)
+        else:
+            seq = size + len(new)
+            seen[p.event_id] = (None, (p.stream, p.type, p.schema_version, p.payload), seq)
+            seqs.append(seq)
+            new.append(p)
+    return new, seqs, dups
+
+
+# --- rows ---------------------------------------------------------------------------------
+
+_NODE_SCHEMA = pa.schema(
+    [
+        pa.field("level", pa.uint8(), nullable=False),
+        pa.field("idx", pa.uint64(), nullable=False),
+        pa.field("last_leaf", pa.uint64(), nullable=False),
+        pa.field("hash", pa.binary(32), nullable=False),
+    ]
+)
+
+
+def arrow_rows(
+    new: Batch, size: int, frontier: list[bytes], versions: dict[str, int]
+) -> tuple[pa.Table, pa.Table | None]:
+    """The ``events`` rows of a batch appended at ``size`` (streams at ``versions``) and the
+    stored ``nodes`` rows it completes (None if none); ``frontier`` becomes the new one."""
+    n = len(new)
+    next_version = dict(versions)
+    stream_versions: list[int] = []
+    push = stream_versions.append
+    get = next_version.get
+    for stream in new.streams:
+        v = get(stream, -1) + 1
+        next_version[stream] = v
+        push(v)
+    columns = [
+        pc.add_checked(_iota(n), pa.scalar(size, pa.uint64())),
+        pa.array(new.streams, pa.string()),
+        pa.array(stream_versions, pa.uint32()),
+        pa.array(new.event_ids, pa.string()),
+        pa.array(new.types, pa.string()),
+        pa.array(new.schema_versions, pa.uint16()),
+    ]
+    entry = [*columns, new.payload_array]  # the envelope: every column but time and hash
+    leaves = fast.column_leaf_hashes(size, *entry)
+    runs = merkle.push_run(frontier, size, leaves)
+    now = datetime.now(UTC)
+    table = pa.table(
+        [
+            *columns,
+            pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
+            new.payload_array,
+            _hash_array(leaves),
+        ],
+        schema=ARROW_SCHEMA,
+    )
+    stored = [run for run in runs if run[0] >= NODE_MIN_LEVEL]
+    return table, node_table(stored) if stored else None
+
+
+@functools.lru_cache(maxsize=8)
+def _iota(n: int) -> pa.UInt64Array:
+    """0, 1, …, n - 1 (append adds its first seq in C instead of converting n ints)."""
+    return pa.array(range(n), pa.uint64())
+
+
+def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
+    """Concatenated 32-byte digests as one Arrow array over the same buffer (no copy)."""
+    if len(hashes) % 32:  # never: SHA-256 digests; keep the buffer honest
+        raise AssertionError("bad math in _hash_array: not a whole number of 32-byte hashes")
+    return pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(32), len(hashes) // 32, [None, pa.py_buffer(hashes)]
+    )
+
+
+def node_table(runs: list[tuple[int, int, bytes]]) -> pa.Table:
+    """Arrow rows for the interior nodes :func:`merkle.push_run` completed."""
+    levels: list[int] = []
+    idxs: list[int] = []
+    last: list[int] = []
+    for lv, first, hs in runs:
+        span = range(first, first + len(hs) // 32)
+        levels.extend([lv] * len(span))
+        idxs.extend(span)
+        last.extend(((i + 1) << lv) - 1 for i in span)
+    return pa.table(
+        [
+            pa.array(levels, pa.uint8()),
+            pa.array(idxs, pa.uint64()),
+            pa.array(last, pa.uint64()),
+            _hash_array(b"".join(hs for _, _, hs in runs)),
+        ],
+        schema=_NODE_SCHEMA,
+    )

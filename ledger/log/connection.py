@@ -1,0 +1,149 @@
+"""Connecting to a ledger's DuckDB file: the file lock, busy retry, read-only opens, memory.
+
+DuckDB allows one read-write process per file: :func:`connect` retries the file lock for
+``busy_timeout`` seconds and then raises :class:`LedgerBusy`. Each connection caps DuckDB's
+buffer pool (``$VLEDGER_DUCKDB_MEMORY``, default 128MB) so a long-running writer's memory
+stays flat; bigger queries spill to disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+
+from ledger.errors import LedgerBusy, LedgerError, TamperDetected
+from ledger.log.layout import DB_FILE
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+DEFAULT_DUCKDB_MEMORY = "128MB"
+F = TypeVar("F", bound=Callable[..., Any])
+
+# One lock per ledger file per process: DuckDB shares one database instance between
+# connections of a process, so two Ledger objects on one path must not interleave appends.
+_PROCESS_LOCKS: dict[Path, threading.RLock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+# The store file this process opened last: a driver error that escapes a command
+# (a damaged block read mid-way) is reported against the file (damaged_store_error).
+OPENED: list[Path] = []
+
+
+def process_lock(db: Path) -> threading.RLock:
+    """The re-entrant lock every object of this process shares for the file ``db``."""
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault(db, threading.RLock())
+
+
+def locked(fn: F) -> F:
+    """Run a method under its object's ``_lock``: queries on the shared connection never see
+    (or disturb) another thread's half-done append transaction."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return fn(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def damaged_store_error(exc: duckdb.Error) -> TamperDetected:
+    """The typed error for a DuckDB error that escaped a command: names the store file."""
+    where = str(OPENED[-1]) if OPENED else DB_FILE
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return TamperDetected(
+        where,
+        f"cannot be read ({first}); the file is damaged or was altered — run `vledger verify`",
+    )
+
+
+def duckdb_memory_limit() -> str:
+    """``$VLEDGER_DUCKDB_MEMORY`` (e.g. ``2GB``) or the default ``128MB``; validated."""
+    value = os.environ.get("VLEDGER_DUCKDB_MEMORY", DEFAULT_DUCKDB_MEMORY).strip()
+    if not re.fullmatch(
+        r"[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", value, re.IGNORECASE
+    ):
+        raise LedgerError(f"VLEDGER_DUCKDB_MEMORY={value!r} is not a size like '256MB' or '2GB'")
+    return value
+
+
+def connect(db: Path, busy_timeout: float, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect, retrying the process-level file lock with jittered backoff."""
+    start = time.monotonic()
+    delay = 0.005
+    while True:
+        try:
+            con = _duckdb_connect(db, read_only)
+            con.execute("SET TimeZone = 'UTC'")
+            con.execute("SET enable_progress_bar = false")  # stdout belongs to the CLI
+            # Bound DuckDB's buffer pool so a long-running writer's memory does not grow
+            # with the log; larger queries spill to <db>.tmp instead.
+            con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
+            return con
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" not in text.lower():
+                raise LedgerError(f"cannot open {str(db)!r}: {text}") from None
+            waited = time.monotonic() - start
+            if waited >= busy_timeout:
+                raise LedgerBusy(db.parent, waited) from None
+            time.sleep(min(delay * (0.5 + random.random()), max(busy_timeout - waited, 0.001)))
+            delay = min(delay * 2, 0.1)
+        except duckdb.Error as exc:  # e.g. a corrupted file: say so, never leak the driver error
+            raise TamperDetected(
+                str(db), f"DuckDB cannot open it ({exc}); the file is damaged"
+            ) from None
+
+
+def _duckdb_connect(db: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection; read-only ones replay a WAL in memory and spill outside the
+    ledger, so they leave every file of the ledger directory as it was."""
+    if not read_only:
+        return duckdb.connect(str(db))
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.ConnectionException as exc:
+        # This process already holds the file read-write (DuckDB shares one instance per
+        # process and refuses a second configuration): use that instance; opening it
+        # again writes nothing, and read-only opens skip recovery and upgrades anyway.
+        if "different configuration" not in str(exc):
+            raise
+        return duckdb.connect(str(db))
+    con.execute(f"SET temp_directory = '{_verify_spill_dir()}'")
+    return con
+
+
+def _verify_spill_dir() -> str:
+    """Where a read-only connection spills (DuckDB's default is ``<db>.tmp`` beside the
+    file, i.e. inside the ledger directory)."""
+    return str(Path(tempfile.gettempdir()) / f"vledger-ro-{os.getpid()}").replace("'", "''")
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """One DuckDB transaction: committed when the block ends, rolled back if it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        # If the transaction is already gone, the original error is what matters.
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+
+
+def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row, consuming the whole result: DuckDB 2 refuses further work (e.g.
+    ``register``) on a connection whose last result was not fetched to the end."""
+    rows = result.fetchall()
+    return rows[0] if rows else None

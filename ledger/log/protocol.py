@@ -1,0 +1,76 @@
+"""What the application and the engines may call on a store (DESIGN.md § 4).
+
+Both the DuckDB store (:class:`ledger.log.store.Ledger`) and the in-memory reference store
+(:class:`ledger.log.memory_store.MemoryLedger`) satisfy :class:`Store`;
+``tests/test_store_protocol.py`` checks both, member by member, signatures included.
+Only the on-disk store is a :class:`SealedStore`: the Ray engine reads sealed segments, and
+:mod:`ledger.log.segments` seals and checks one through this protocol (so it never imports
+the store, which imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # types only: this module imports nothing of the log at runtime
+    import pyarrow as pa
+
+    from ledger.log.note import Checkpoint
+    from schemas.envelope import NewEvent, StoredEvent
+
+
+@runtime_checkable
+class Store(Protocol):
+    """An open append-only log: append, read, Merkle roots and proofs, checkpoints."""
+
+    path: Path
+
+    def close(self) -> None: ...
+    def append(self, events: Iterable[NewEvent]) -> Any: ...
+    def size(self) -> int: ...
+    def stream_version(self, stream: str) -> int | None: ...
+    def streams(self, prefix: str | None = None) -> list[str]: ...
+    def read(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> Iterator[StoredEvent]: ...
+    def read_arrow(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        types: Sequence[str] | None = None,
+        stream_prefix: str | None = None,
+    ) -> pa.Table: ...
+    def root(self, size: int | None = None) -> bytes: ...
+    def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]: ...
+    def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]: ...
+    def checkpoints(self) -> list[tuple[Path, str]]: ...
+    def latest_checkpoint(self) -> Checkpoint | None: ...
+
+
+@runtime_checkable
+class SealedStore(Store, Protocol):
+    """A store whose trial events can be sealed into Parquet segments (ledger.log.segments)."""
+
+    def sealed_upto(self) -> int: ...
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]: ...
+    def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> Any: ...
+    # what sealing itself reads and records (``Ledger``'s raw reads and marks)
+    def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table: ...
+    def _row_sizes(self, start: int, end: int) -> list[int]: ...
+    def _set_sealed_upto(self, n: int) -> None: ...
+
+
+class Findings(Protocol):
+    """Where a check reports what it found (``ledger.log.verify.VerifyReport``)."""
+
+    def add(self, where: str, what: str) -> None: ...
