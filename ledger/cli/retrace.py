@@ -5,22 +5,19 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, ingest
 from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
-from ledger.engines import get_engine
 from ledger.errors import LedgerError, exit_code
-from ledger.log.memory_store import MemoryLedger
-from ledger.log.store import open_ledger
 
 
 @main.command("retrace")
@@ -81,36 +78,21 @@ def retrace_command(
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
-    err = Console(stderr=True)
-    eng = None
-    if engine != "local":
-        eng = get_engine(engine, workers=workers, address=address, max_retries=max_retries,
-                         seal=not dry_run, segment_rows=segment_rows, segment_bytes=segment_bytes)
-    elif address is not None:
+    if engine == "local" and address is not None:
         raise click.UsageError("--address needs --engine ray")
+    err = Console(stderr=True)
+    quiet = as_json or not err.is_terminal
+    on_ingest = None if as_json or dry_run else (lambda line: err.print(f"ingest: {line}", soft_wrap=True))
     try:
-        if dry_run and source is not None:
-            # --dry-run writes nothing, so the source is read into a throwaway log.
-            with MemoryLedger() as lg:
-                rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, frozenset(rep.trial_streams), eng, rep.skipped)
-        else:
-            with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
-                skipped: list = []
-                if source is not None:
-                    # A bundle that cannot be read is a named failure of the batch (exit 1),
-                    # never a reason to leave the readable ones unmeasured.
-                    rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
-                    if not as_json:
-                        err.print(f"ingest: {rep.summary()}", soft_wrap=True)
-                    streams: frozenset[str] | None = frozenset(rep.trial_streams)
-                    skipped = rep.skipped
-                else:
-                    streams = None
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, streams, eng, skipped)
-    except (RetraceError, IngestError) as exc:
+        with _progress(err, quiet) as hooks:
+            result = retrace(
+                resolve_ledger(ledger_dir), corpus=corpus, source=source, task=task,
+                constraints_file=constraints_file, grading_file=grading_file, engine=engine,
+                address=address, max_retries=max_retries, segment_rows=segment_rows,
+                segment_bytes=segment_bytes, workers=workers, dry_run=dry_run,
+                on_ingest=on_ingest, **hooks,
+            )  # fmt: skip
+    except RetraceError as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
         click.echo(f"Error: {exc}", err=True)
@@ -119,27 +101,24 @@ def retrace_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exit_code(exc))
     if as_json:
-        emit_json(result.report)
+        emit_json(result.to_json())
     else:
         _print_summary(result.report, result.appended)
     sys.exit(result.exit_code)
 
 
-def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file,  # noqa: ANN001
-         workers, dry_run, streams, eng=None, unreadable=()):  # noqa: ANN001
-    if quiet or not err.is_terminal:
-        return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
-                       constraints_file=constraints_file, workers=workers, dry_run=dry_run,
-                       streams=streams, engine=eng, unreadable=unreadable)
-    with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+@contextmanager
+def _progress(err: Console, quiet: bool) -> Iterator[dict[str, Any]]:
+    """The progress hooks: none when quiet, else a transient bar on stderr."""
+    if quiet:
+        yield {}
+        return
+    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar
+
+    columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
+    with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
-        return retrace(
-            lg, corpus=corpus, task=task, grading_file=grading_file,
-            constraints_file=constraints_file, workers=workers, dry_run=dry_run, streams=streams,
-            engine=eng, unreadable=unreadable, on_total=lambda n: bar.update(job, total=n),
-            on_done=lambda n: bar.advance(job, n),
-        )
+        yield {"on_total": lambda n: bar.update(job, total=n), "on_done": lambda n: bar.advance(job, n)}
 
 
 def _print_summary(report: dict[str, Any], appended: int) -> None:
