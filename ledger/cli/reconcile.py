@@ -1,4 +1,5 @@
-"""``vledger reconcile`` and ``vledger validate``: shells over ``ledger.app.reconcile``.
+"""``vledger reconcile`` and ``vledger validate``: thin shells over ``ledger.reconcile`` /
+``ledger.validate``.
 
 Exit codes (one place):
 
@@ -17,32 +18,22 @@ Candidate entries are reported and never gate the exit code.
 
 from __future__ import annotations
 
-import datetime as _dt
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from ledger.app.reconcile import (
-    Invocation,
-    MigrationLoadError,
-    Outcome,
-    ReconcileError,
-    append_receipt,
-    run_reconcile,
-    validate_pack,
-)
+from ledger.app.reconcile import DEFAULT_PACKS, default_packs
+from ledger.app.reconcile import reconcile as run
+from ledger.app.reconcile_packs import MigrationLoadError, ReconcileError
+from ledger.app.validate import ValidateResult
+from ledger.app.validate import validate as check
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.engines import Engine, EngineError, get_engine
-from ledger.errors import LedgerError
-from ledger.log.store import open_ledger
 from reconcile.report import render_text
-from schemas.migration import MigrationFile
 
 EXIT_INVOCATION = 3
-# Where this repository keeps its task packs; the default only when it exists (below).
-DEFAULT_PACKS = Path("corpora") / "packs"
 
 
 def allow_outside_option(fn):  # noqa: ANN001, ANN201 - a click decorator
@@ -57,7 +48,7 @@ def allow_outside_option(fn):  # noqa: ANN001, ANN201 - a click decorator
     )(fn)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"Error: {message}", err=True)
     sys.exit(EXIT_INVOCATION)
 
@@ -120,73 +111,33 @@ def reconcile(
           1 insufficient_evidence, a refusal or an unreadable bundle;
           2 usage; 3 the invocation cannot run. Candidates never gate.
     """
-    inv = Invocation(
-        packs=list(packs) or [default_packs()],
-        base=base if base is not None else Path.cwd(),
-        source=source,
-        allow_outside=allow_outside,
-    )
-    eng = None
-    if engine != "local":
-        if dry_run:
-            raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
-        eng = get_engine(engine, workers=workers, address=address)
-    outcome = _run(inv) if dry_run else _run_recorded(inv, resolve_ledger(ledger_dir), eng)
+    if not packs:
+        try:
+            packs = (default_packs(),)
+        except ReconcileError as exc:
+            raise click.UsageError(str(exc)) from None
+        click.echo(f"packs: ./{DEFAULT_PACKS} (default; pass --packs DIR for others)", err=True)
+    if engine != "local" and dry_run:
+        raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
+    try:
+        result = run(
+            packs=packs, source=source, base=base, dry_run=dry_run, engine=engine,
+            address=address, workers=workers, allow_outside=allow_outside,
+            ledger=None if dry_run else resolve_ledger(ledger_dir),
+        )  # fmt: skip
+    except ReconcileError as exc:
+        _fail(str(exc))
     if as_json:
-        emit_json(outcome.document)
-    elif not outcome.reports:
-        roots = ", ".join(str(p) for p in inv.packs)
+        emit_json(result.to_json())
+    elif not result.reports:
+        roots = ", ".join(str(p) for p in packs)
         click.echo(
             f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
         )
     else:
-        for report in outcome.reports:  # the result: stdout, so `> out.txt` keeps it
+        for report in result.reports:  # the result: stdout, so `> out.txt` keeps it
             click.echo(render_text(report), nl=False)
-    sys.exit(outcome.exit_code)
-
-
-def default_packs() -> Path:
-    """``./corpora/packs`` when it exists, said on stderr (an applied default is printed);
-    otherwise a usage error naming where it looked and what to pass."""
-    if not DEFAULT_PACKS.is_dir():
-        raise click.UsageError(
-            f"no --packs given and no ./{DEFAULT_PACKS} here; pass --packs DIR, the directory "
-            "holding your task packs and their migration.yaml"
-        )
-    click.echo(f"packs: ./{DEFAULT_PACKS} (default; pass --packs DIR for others)", err=True)
-    return DEFAULT_PACKS
-
-
-def _run(inv: Invocation) -> Outcome:
-    try:
-        return run_reconcile(inv)
-    except ReconcileError as exc:
-        _fail(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-def _run_recorded(inv: Invocation, ledger_dir: Path, eng: Engine | None = None) -> Outcome:
-    """Ingest, reconcile from the ledger, append the receipt — one open ledger throughout."""
-    try:
-        lg = open_ledger(ledger_dir)
-    except (LedgerError, OSError) as exc:
-        _fail(f"no ledger to record into at {ledger_dir} ({exc}) — create it, or pass --dry-run")
-    with lg:
-        inv.ledger = lg
-        if eng is not None:  # candidates computed on the engine, the rest here as always
-            from ledger.engines.reconcile_ray import engine_evaluator
-
-            try:
-                inv.evaluator = engine_evaluator(inv, lg, eng)
-            except (ReconcileError, EngineError, LedgerError) as exc:
-                _fail(f"{exc}; nothing was appended")
-        outcome = _run(inv)
-        run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        try:
-            outcome.document["receipt"] = append_receipt(lg, outcome, run_id=run_id)
-        except LedgerError as exc:
-            _fail(f"could not append reconcile.completed to {ledger_dir}: {exc}")
-    return outcome
+    sys.exit(result.exit_code)
 
 
 @main.command()
@@ -211,42 +162,24 @@ def validate(
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
     try:
-        pack, findings = validate_pack(
-            pack_dir, base if base is not None else Path.cwd(), allow_outside
-        )
+        result = check(pack_dir, base=base, allow_outside=allow_outside)
     except MigrationLoadError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     except ReconcileError as exc:
         _fail(str(exc))
-        return
     if as_json:
-        emit_json(
-            {
-                "pack": str(pack_dir),
-                "migration": pack.migration is not None,
-                "findings": [
-                    {
-                        "entry": f.entry,
-                        "criterion": f.criterion,
-                        "rule": f.rule,
-                        "message": f.message,
-                    }
-                    for f in findings
-                ],
-                "exit_code": 1 if findings else 0,
-            }
-        )
+        emit_json(result.to_json())
     else:
-        click.echo(_validate_text(pack_dir, pack.migration, findings), nl=False)
-    sys.exit(1 if findings else 0)
+        click.echo(_validate_text(result), nl=False)
+    sys.exit(result.exit_code)
 
 
-def _validate_text(pack_dir: Path, migration: MigrationFile | None, findings: list) -> str:
-    if migration is None:
-        return f"{pack_dir}: no migration.yaml — nothing declared, nothing to check\n"
-    where = pack_dir / "migration.yaml"
-    n, k = len(migration.migrations), len(findings)
-    lines = [f"{where}: {f}" for f in findings]
+def _validate_text(result: ValidateResult) -> str:
+    if result.entries is None:
+        return f"{result.pack_dir}: no migration.yaml — nothing declared, nothing to check\n"
+    where = result.pack_dir / "migration.yaml"
+    n, k = result.entries, len(result.findings)
+    lines = [f"{where}: {f}" for f in result.findings]
     lines.append(f"{where}: {n} entr{'y' if n == 1 else 'ies'}, {k} error{'' if k == 1 else 's'}")
     return "\n".join(lines) + "\n"
