@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
@@ -80,11 +79,10 @@ def retrace_command(
     """
     if engine == "local" and address is not None:
         raise click.UsageError("--address needs --engine ray")
-    err = Console(stderr=True)
-    quiet = as_json or not err.is_terminal
-    on_ingest = None if as_json or dry_run else (lambda line: err.print(f"ingest: {line}", soft_wrap=True))
+    quiet = as_json or not sys.stderr.isatty()
+    on_ingest = None if as_json or dry_run else (lambda line: click.echo(f"ingest: {line}", err=True))
     try:
-        with _progress(err, quiet) as hooks:
+        with _progress(quiet) as hooks:
             result = retrace(
                 resolve_ledger(ledger_dir), corpus=corpus, source=source, task=task,
                 constraints_file=constraints_file, grading_file=grading_file, engine=engine,
@@ -108,12 +106,15 @@ def retrace_command(
 
 
 @contextmanager
-def _progress(err: Console, quiet: bool) -> Iterator[dict[str, Any]]:
+def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
     """The progress hooks: none when quiet, else a transient bar on stderr."""
     if quiet:
         yield {}
         return
-    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar
+    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar (rich is slow to load)
+    from rich.console import Console  # noqa: PLC0415
+
+    err = Console(stderr=True)
 
     columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
     with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
