@@ -24,59 +24,30 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
             raise click.BadParameter(
                 f"{item!r} is not DIR=REASON; write the bundle directory (or, with "
                 "--from-ledger, the trial stream), '=', and your reason for leaving it out",
-                ctx=ctx,
-                param=param,
-            )
+                ctx=ctx, param=param,
+            )  # fmt: skip
         out[where] = reason.strip()
     return out
 
 
 @main.command("curate")
-@click.option(
-    "--criterion",
-    required=True,
-    metavar="ID",
-    help="Rubric criterion whose recorded judge verdicts the corpus carries.",
-)
-@click.option(
-    "--source",
-    "sources",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="RUN_OR_BUNDLE",
-    help="A run directory (trials/<task>/<index>) or one bundle; repeatable.",
-)
-@click.option(
-    "--from-ledger",
-    is_flag=True,
-    help="Curate trials already ingested; the bundles are rebuilt from their events.",
-)
-@click.option(
-    "--where",
-    default=None,
-    metavar="PREDICATE",
-    help="With --from-ledger: an SQL predicate over the trials view, e.g. \"corpus = 'run-a'\".",
-)
-@click.option(
-    "--into",
-    required=True,
-    type=click.Path(path_type=Path),
-    metavar="DIR",
-    help="The corpus directory to write.",
-)
-@click.option(
-    "--exclude",
-    "exclusions",
-    multiple=True,
-    metavar="DIR=REASON",
-    callback=_exclusions,
-    help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.",
-)
-@click.option(
-    "--replace",
-    is_flag=True,
-    help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.",
-)
+@click.option("--criterion", required=True, metavar="ID",
+              help="Rubric criterion whose recorded judge verdicts the corpus carries.")
+@click.option("--source", "sources", multiple=True, type=click.Path(path_type=Path),
+              metavar="RUN_OR_BUNDLE",
+              help="A run directory (trials/<task>/<index>) or one bundle; repeatable.")
+@click.option("--from-ledger", is_flag=True,
+              help="Curate trials already ingested; the bundles are rebuilt from their events.")
+@click.option("--where", default=None, metavar="PREDICATE",
+              help="With --from-ledger: an SQL predicate over the trials view, e.g. "
+                   "\"corpus = 'run-a'\".")
+@click.option("--into", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The corpus directory to write.")
+@click.option("--exclude", "exclusions", multiple=True, metavar="DIR=REASON",
+              callback=_exclusions,
+              help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.")
+@click.option("--replace", is_flag=True,
+              help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.")
 @click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
 @ledger_option
 @json_option

@@ -47,12 +47,8 @@ def _print_human(result: Mapping[str, Any]) -> None:
 
 @main.command("grade")
 @click.argument("bundle_or_trial")
-@click.option(
-    "--grading",
-    "grading_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Grade under this grading.yaml instead of the bundle's recorded config.",
-)
+@click.option("--grading", "grading_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Grade under this grading.yaml instead of the bundle's recorded config.")
 @ledger_option
 @json_option
 def grade_command(

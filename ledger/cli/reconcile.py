@@ -36,16 +36,15 @@ from reconcile.report import render_text
 EXIT_INVOCATION = 3
 
 
-def allow_outside_option(fn):  # noqa: ANN001, ANN201 - a click decorator
-    """``--allow-outside PATH``: the one way a pack's grading file may lie outside the pack."""
-    return click.option(
-        "--allow-outside",
-        "allow_outside",
-        multiple=True,
-        type=click.Path(exists=True, path_type=Path),
-        help="A grading file (or a directory of them) outside the pack that a pack's "
-        "task.yaml may name (repeatable). Without it, such a file is refused, unread.",
-    )(fn)
+allow_outside_option = click.option(
+    "--allow-outside", "allow_outside", multiple=True, type=click.Path(exists=True, path_type=Path),
+    help="A grading file (or a directory of them) outside the pack that a pack's task.yaml may "
+         "name (repeatable). Without it, such a file is refused, unread.",
+)  # fmt: skip
+base_option = click.option(
+    "--base", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Directory declared corpus paths resolve against (default: the working directory).",
+)  # fmt: skip
 
 
 def _fail(message: str) -> NoReturn:
@@ -54,26 +53,13 @@ def _fail(message: str) -> NoReturn:
 
 
 @main.command()
-@click.option(
-    "--packs",
-    "packs",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory searched recursively for packs and their migration.yaml (repeatable; "
-    f"default: ./{DEFAULT_PACKS}, where the repository ships its packs).",
-)
-@click.option(
-    "--source",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="A corpus, run directory or bundle; omitted: every declared migration over its own corpus.",
-)
-@click.option(
-    "--base",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Directory declared corpus paths resolve against (default: the working directory).",
-)
+@click.option("--packs", "packs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory searched recursively for packs and their migration.yaml "
+                   f"(repeatable; default: ./{DEFAULT_PACKS}, where the repository ships its packs).")
+@click.option("--source", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="A corpus, run directory or bundle; omitted: every declared "
+                                 "migration over its own corpus.")
+@base_option
 @click.option("--dry-run", is_flag=True, help="Reach and print the verdict; write nothing.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where the per-trial candidate projection runs (ray: one task per sealed "
@@ -142,12 +128,7 @@ def reconcile(
 
 @main.command()
 @click.argument("pack_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--base",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Directory declared corpus paths resolve against (default: the working directory).",
-)
+@base_option
 @allow_outside_option
 @json_option
 def validate(
