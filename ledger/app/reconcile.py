@@ -1,16 +1,11 @@
 """``reconcile``: migration claims checked against the judge's recorded verdicts (the I/O).
 
-``reconcile/`` is pure; this module feeds it (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 1):
-the packs and their declared corpora (:mod:`ledger.app.reconcile_packs`), then every
-bundle under each corpus, read by the project's one importer and folded by
-``replay.trial_inputs`` (:mod:`ledger.app.reconcile_trials`) — a real run ingests the
-corpus (``ledger.app.ingest``) and reads each trial back from its stream, a dry run folds
-the same events in memory; an unreadable bundle is named, never fatal. A real run appends
-``reconcile.completed`` with its receipt: the checkpoint read, the inputs digest and the
-outputs digest.
-
-Defects of the invocation raise :class:`ReconcileError`; a defect in one bundle is an
-``unreadable_trials`` row.
+``reconcile/`` is pure; this module feeds it (RUBRIC_MIGRATION.md § Usage): the packs
+(:mod:`ledger.app.reconcile_packs`), then every bundle under each declared corpus
+(:mod:`ledger.app.reconcile_trials`) — a real run ingests the corpus and reads each trial
+back from its stream, then appends ``reconcile.completed`` with its receipt; a dry run
+folds the same events in memory. An invocation's defect raises :class:`ReconcileError`;
+one bundle's is an ``unreadable_trials`` row.
 
 Example::
 
@@ -44,6 +39,7 @@ from ledger.app.reconcile_trials import (
     Evaluator,
     UnreadableBundle,
     graded_values,
+    ingest_corpus,
     never_ran,
     recorded_tools,
     trace_evaluator,
@@ -54,13 +50,8 @@ from ledger.errors import LedgerError
 from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import (
-    Corpus,
-)
-from reconcile.inputs import (
-    Candidate,
-    TrialObservation,
-)
+from ledger.sources.tolokaforge import Corpus
+from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
 from reconcile.report import CorpusReport, run_json
 from replay.trace_checks.authoring import inspect_trace_checks
@@ -202,18 +193,6 @@ class _Context:
     ledger: Any | None  # an open Ledger on a real run, None on a dry run
 
 
-def _ingest(ctx: _Context, root: Path, corpus: str) -> None:
-    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped)."""
-    if ctx.ledger is None:
-        return
-    from ledger.app.ingest import IngestError, ingest  # noqa: PLC0415 - a dry run never ingests
-
-    try:
-        ingest(ctx.ledger, [str(root)], corpus=corpus, skip_bad=True, keep_inconsistent=True)
-    except IngestError as exc:
-        raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
-
-
 def _trial_inputs(
     ctx: _Context, directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
 ) -> tuple[str, str, TrialInputs]:
@@ -238,7 +217,8 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
-    _ingest(ctx, root, corpus)
+    if ctx.ledger is not None:
+        ingest_corpus(ctx.ledger, root)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory in bundles:

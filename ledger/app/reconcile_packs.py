@@ -1,14 +1,8 @@
 """Reconciliation's declarations: task packs, the corpora they declare, the pooled claims.
 
-The pack side of ``ledger.app.reconcile`` (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 7, § 8):
-
-* packs — every directory under a ``--packs`` root holding ``task.yaml``; its grading file
-  (``grading:`` or a sibling ``grading.yaml``) and its optional ``migration.yaml``, every
-  file read confined to the pack (``ledger.sources.files``);
-* corpora — a declared ``corpus`` value resolves against a caller-supplied base, never
-  escaping it by ``..``, an absolute path or a symlink, to a directory holding
-  ``corpus.yaml`` or whose immediate subdirectories all do;
-* claims — packs declaring one criterion over one corpus the same way are pooled.
+A pack is a directory holding ``task.yaml``, its grading file and an optional
+``migration.yaml``, each read confined to the pack; a declared corpus resolves against the
+base without escaping it (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 7, § 8).
 """
 
 from __future__ import annotations

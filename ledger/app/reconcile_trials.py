@@ -9,9 +9,10 @@ reconcile sees a trial exactly as ingest stores it; a defect in one bundle is an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from ledger.app.reconcile_packs import Pack, rubric_of
+from ledger.app.reconcile_packs import Pack, ReconcileError, rubric_of
 from reconcile.inputs import (
     Candidate,
     CandidateEvaluation,
@@ -183,3 +184,13 @@ def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
             params = fn.get("parameters")
             tools[fn["name"]] = params if isinstance(params, Mapping) else None
     return tools
+
+
+def ingest_corpus(lg: Any, root: Path) -> None:
+    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped)."""
+    from ledger.app.ingest import IngestError, ingest  # noqa: PLC0415 - a dry run never ingests
+
+    try:
+        ingest(lg, [str(root)], corpus=root.resolve().name, skip_bad=True, keep_inconsistent=True)
+    except IngestError as exc:
+        raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None

@@ -1,14 +1,11 @@
 """``retrace`` at the ledger seam: read trials, run the pure projection, append the results.
 
 The projection (``replay.retrace.retrace_trial``) takes one trial's events and returns
-values; this module loads replacement configs from files, hands the trial selection to an
-engine (``ledger.engines``: the local process pool or Ray; a trial is never split), and
-appends one
-``grade.replayed`` per trial plus one ``replay.completed`` carrying a receipt: the
-checkpoint it read (tree size + root), the config digest and the outputs digest.
-
-Every flag of ``vledger retrace`` becomes one :class:`RetraceRequest`; that one value
-picks the engine, the trial selection and the config record the receipt binds.
+values. Every flag of ``vledger retrace`` becomes one :class:`RetraceRequest`, which picks
+the engine (``ledger.engines``; a trial is never split), the trial selection and the
+config record; the results are appended as one ``grade.replayed`` per trial plus one
+``replay.completed`` receipt: the checkpoint read (tree size + root), the config digest
+and the outputs digest.
 
 Example::
 
@@ -78,17 +75,11 @@ class RetraceRequest:
     def make_engine(self) -> Engine:
         if not isinstance(self.engine, str):
             return self.engine
-        if self.engine == "local":
-            return get_engine("local", workers=self.workers)
-        return get_engine(
-            self.engine,
-            workers=self.workers,
-            address=self.address,
-            max_retries=self.max_retries,
+        return get_engine(  # the local engine takes only workers
+            self.engine, workers=self.workers, address=self.address, max_retries=self.max_retries,
             seal=not self.dry_run,  # a dry run writes nothing, not even segments
-            segment_rows=self.segment_rows,
-            segment_bytes=self.segment_bytes,
-        )
+            segment_rows=self.segment_rows, segment_bytes=self.segment_bytes,
+        )  # fmt: skip
 
     def selection(self, size: int, streams: frozenset[str] | None) -> TrialSelection:
         return TrialSelection(to_seq=size - 1, corpus=self.corpus, task=self.task, streams=streams)

@@ -17,16 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.app.ingest import IngestError, ingest
 from ledger.app.reconcile_packs import (  # packs_by_task: the same refusal run_reconcile makes
     Pack,
-    ReconcileError,
     find_packs,
     load_declarations,
     packs_by_task,
     pool_claims,
 )
-from ledger.app.reconcile_trials import Evaluator, trace_evaluator
+from ledger.app.reconcile_trials import Evaluator, ingest_corpus, trace_evaluator
 from ledger.engines import Engine, TrialSelection
 from reconcile.inputs import Candidate
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
@@ -64,10 +62,7 @@ def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
     packs = find_packs(inv.packs, inv.base)
     by_task = packs_by_task(packs)
     for root in _roots(inv, packs):
-        try:
-            ingest(lg, [str(root)], corpus=root.resolve().name, skip_bad=True, keep_inconsistent=True)
-        except IngestError as exc:
-            raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
+        ingest_corpus(lg, root)
     pairs = engine.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), candidate_of, by_task)
     computed = {stream: hit for stream, hit in pairs if hit is not None}
     local = trace_evaluator()
