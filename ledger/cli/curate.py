@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -51,18 +52,7 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
 @ledger_option
 @json_option
-def curate_command(
-    criterion: str,
-    sources: tuple[Path, ...],
-    from_ledger: bool,
-    where: str | None,
-    into: Path,
-    exclusions: dict[str, str],
-    replace: bool,
-    dry_run: bool,
-    ledger_dir: Path | None,
-    as_json: bool,
-) -> None:
+def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
     """Write a judge-labelled corpus (corpus.yaml + bundles) from run directories or the log.
 
     A trial is admitted iff it carries task.yaml, trajectory.yaml and grade.yaml, its
@@ -78,11 +68,8 @@ def curate_command(
     --into corpora/notes/met
     """
     ledger = resolve_ledger(ledger_dir)
-    try:
-        result = curate(
-            criterion=criterion, into=into, sources=sources, from_ledger=from_ledger, where=where,
-            exclusions=exclusions, replace=replace, dry_run=dry_run, ledger=ledger,
-        )  # fmt: skip
+    try:  # the options are the API's keywords, passed through as they are
+        result = curate(**flags, ledger=ledger)
     except CurateUsage as exc:
         raise click.UsageError(str(exc)) from None
     except (CurationError, LedgerError) as exc:
@@ -96,9 +83,9 @@ def curate_command(
     else:
         _print(result)
     if result.admitted_nothing:
-        searched = ", ".join(map(str, sources)) or f"the ledger at {ledger}"
+        searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {ledger}"
         click.echo(
-            f"Error: no trial under {searched} is admissible evidence for {criterion}; "
+            f"Error: no trial under {searched} is admissible evidence for {flags['criterion']}; "
             "a corpus of nothing is evidence of nothing, so nothing was written",
             err=True,
         )

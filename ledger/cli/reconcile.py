@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -71,18 +71,7 @@ def _fail(message: str) -> NoReturn:
 @allow_outside_option
 @json_option
 @ledger_option
-def reconcile(
-    packs: tuple[Path, ...],
-    source: Path | None,
-    base: Path | None,
-    dry_run: bool,
-    engine: str,
-    address: str | None,
-    workers: int,
-    allow_outside: tuple[Path, ...],
-    as_json: bool,
-    ledger_dir: Path | None,
-) -> None:
+def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     """Check migration.yaml claims against the judge's recorded verdicts.
 
     Without --dry-run each corpus is ingested into --ledger, every trial is read back from
@@ -97,26 +86,23 @@ def reconcile(
           1 insufficient_evidence, a refusal or an unreadable bundle;
           2 usage; 3 the invocation cannot run. Candidates never gate.
     """
-    if not packs:
+    if not flags["packs"]:
         try:
-            packs = (default_packs(),)
+            flags["packs"] = (default_packs(),)
         except ReconcileError as exc:
             raise click.UsageError(str(exc)) from None
         click.echo(f"packs: ./{DEFAULT_PACKS} (default; pass --packs DIR for others)", err=True)
-    if engine != "local" and dry_run:
+    dry_run = flags["dry_run"]
+    if flags["engine"] != "local" and dry_run:
         raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
-    try:
-        result = run(
-            packs=packs, source=source, base=base, dry_run=dry_run, engine=engine,
-            address=address, workers=workers, allow_outside=allow_outside,
-            ledger=None if dry_run else resolve_ledger(ledger_dir),
-        )  # fmt: skip
+    try:  # the options are the API's keywords, passed through as they are
+        result = run(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     except ReconcileError as exc:
         _fail(str(exc))
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:
-        roots = ", ".join(str(p) for p in packs)
+        roots = ", ".join(str(p) for p in flags["packs"])
         click.echo(
             f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
         )
@@ -131,9 +117,7 @@ def reconcile(
 @base_option
 @allow_outside_option
 @json_option
-def validate(
-    pack_dir: Path, base: Path | None, allow_outside: tuple[Path, ...], as_json: bool
-) -> None:
+def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
     """Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
 
     \b
@@ -143,7 +127,7 @@ def validate(
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
     try:
-        result = check(pack_dir, base=base, allow_outside=allow_outside)
+        result = check(pack_dir, **flags)
     except MigrationLoadError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)

@@ -48,22 +48,7 @@ from ledger.errors import LedgerError, exit_code
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
 @ledger_option
 @json_option
-def retrace_command(
-    corpus: str | None,
-    source: Path | None,
-    task: str | None,
-    constraints_file: Path | None,
-    grading_file: Path | None,
-    engine: str,
-    address: str | None,
-    max_retries: int,
-    segment_rows: int | None,
-    segment_bytes: int | None,
-    workers: int,
-    dry_run: bool,
-    ledger_dir: Path | None,
-    as_json: bool,
-) -> None:
+def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
     """Re-derive every recorded trial's grade from the log and compare it to the record.
 
     Per trial: agreed, disagreed (which component, both values, both reasons) or not
@@ -77,19 +62,13 @@ def retrace_command(
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
-    if engine == "local" and address is not None:
+    if flags["engine"] == "local" and flags["address"] is not None:
         raise click.UsageError("--address needs --engine ray")
     quiet = as_json or not sys.stderr.isatty()
-    on_ingest = None if as_json or dry_run else (lambda line: click.echo(f"ingest: {line}", err=True))
-    try:
+    say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
+    try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
-            result = retrace(
-                resolve_ledger(ledger_dir), corpus=corpus, source=source, task=task,
-                constraints_file=constraints_file, grading_file=grading_file, engine=engine,
-                address=address, max_retries=max_retries, segment_rows=segment_rows,
-                segment_bytes=segment_bytes, workers=workers, dry_run=dry_run,
-                on_ingest=on_ingest, **hooks,
-            )  # fmt: skip
+            result = retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
     except RetraceError as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
