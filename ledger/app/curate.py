@@ -56,7 +56,7 @@ try:
 except AttributeError:  # pragma: no cover - libyaml missing
     _ManifestDumper = yaml.SafeDumper
 
-__all__ = ["CurateRequest", "CurateResult", "CurationError", "curate", "curate_from_ledger", "curate_from_runs"]
+__all__ = ["CurateRequest", "CurateResult", "CurationError", "curate"]
 
 EVENT_TYPE = "corpus.curated"
 # what the rule and the renderer read; timeline events are derived and not needed here
@@ -137,17 +137,10 @@ class CurateResult(Result):
 
 
 def curate(
-    *,
-    criterion: str,
-    into: Path,
-    sources: Sequence[Path] = (),
-    from_ledger: bool = False,
-    where: str | None = None,
-    exclusions: Mapping[str, str] | None = None,
-    replace: bool = False,
-    dry_run: bool = False,
-    ledger: LedgerArg = None,
-) -> CurateResult:
+    *, criterion: str, into: Path, sources: Sequence[Path] = (), from_ledger: bool = False,
+    where: str | None = None, exclusions: Mapping[str, str] | None = None, replace: bool = False,
+    dry_run: bool = False, ledger: LedgerArg = None,
+) -> CurateResult:  # fmt: skip
     """``vledger curate``: a judge-labelled corpus from run directories (``sources``) or
     from the log (``from_ledger``, optionally ``where``); see the module docstring."""
     request = CurateRequest(

@@ -1,10 +1,8 @@
 """``grade``: a trial's grade re-derived from its recorded evidence, beside the recorded one.
 
-A bundle directory is read through ingest's importer in memory (trajectory.yaml,
-tool_log.yaml, task.yaml or bundle.yaml, grade.yaml, env.yaml), so it needs no ledger; a
-trial stream is read from the ledger. Either way the trial is folded by
-``replay.trial_inputs`` — a bundle on disk and the same bundle ingested grade identically —
-and graded by ``replay.grade.grade_trial``.
+A bundle directory is read through ingest's importer in memory (no ledger needed), a trial
+stream from the ledger; either way ``replay.trial_inputs`` folds it — so a bundle and the
+same bundle ingested grade identically — and ``replay.grade.grade_trial`` grades it.
 
 Example::
 

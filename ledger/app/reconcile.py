@@ -100,17 +100,10 @@ def default_packs() -> Path:
 
 
 def reconcile(
-    *,
-    packs: Sequence[Path] = (),
-    source: Path | None = None,
-    base: Path | None = None,
-    dry_run: bool = False,
-    engine: str = "local",
-    address: str | None = None,
-    workers: int = 2,
-    allow_outside: Sequence[Path] = (),
-    ledger: LedgerArg = None,
-) -> ReconcileResult:
+    *, packs: Sequence[Path] = (), source: Path | None = None, base: Path | None = None,
+    dry_run: bool = False, engine: str = "local", address: str | None = None, workers: int = 2,
+    allow_outside: Sequence[Path] = (), ledger: LedgerArg = None,
+) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
     trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt."""
     request = ReconcileRequest(
@@ -130,9 +123,8 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
         try:
             lg = stack.enter_context(opened(ledger))
         except (LedgerError, OSError) as exc:
-            raise ReconcileError(
-                f"no ledger to record into at {where} ({exc}) — create it, or pass --dry-run"
-            ) from None
+            msg = f"no ledger to record into at {where} ({exc}) — create it, or pass --dry-run"
+            raise ReconcileError(msg) from None
         evaluator = None
         if request.engine != "local":  # candidates computed on the engine, the rest here
             from ledger.engines.reconcile_ray import engine_evaluator  # noqa: PLC0415
@@ -147,9 +139,7 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
         try:
             result.document["receipt"] = append_receipt(lg, result, run_id=run_id)
         except LedgerError as exc:
-            raise ReconcileError(
-                f"could not append reconcile.completed to {where}: {exc}"
-            ) from None
+            raise ReconcileError(f"could not append reconcile.completed to {where}: {exc}") from None
     return result
 
 

@@ -239,24 +239,13 @@ def _status_counts(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
 
 
 def retrace(
-    ledger: LedgerArg = None,
-    *,
-    corpus: str | None = None,
-    source: Path | None = None,
-    task: str | None = None,
-    constraints_file: Path | None = None,
-    grading_file: Path | None = None,
-    engine: str | Engine = "local",
-    address: str | None = None,
-    max_retries: int = 2,
-    segment_rows: int | None = None,
-    segment_bytes: int | None = None,
-    workers: int = 1,
-    dry_run: bool = False,
-    on_ingest: Callable[[str], None] | None = None,
-    on_total: Progress | None = None,
-    on_done: Progress | None = None,
-) -> RetraceResult:
+    ledger: LedgerArg = None, *, corpus: str | None = None, source: Path | None = None,
+    task: str | None = None, constraints_file: Path | None = None,
+    grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
+    max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
+    workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
+    on_total: Progress | None = None, on_done: Progress | None = None,
+) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
     With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry

@@ -1,13 +1,7 @@
 """``validate``: a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.
 
-The pack is read as reconcile reads it (:func:`ledger.app.reconcile_packs.read_pack`), each
-declared corpus resolved against ``base``; the rules themselves are
-``reconcile.validate``'s, pure.
-
-Example::
-
-    result = ledger.validate("corpora/packs/notes_duplicate_check_narrowed", base=".")
-    print(result.exit_code, [str(f) for f in result.findings])
+The pack is read as reconcile reads it (``reconcile_packs.read_pack``); the rules are
+``reconcile.validate``'s, pure. Example: ``ledger.validate(PACK_DIR, base=".").findings``.
 """
 
 from __future__ import annotations
@@ -56,10 +50,8 @@ class ValidateResult(Result):
 def validate(
     pack_dir: Path | str, *, base: Path | None = None, allow_outside: Sequence[Path] = ()
 ) -> ValidateResult:
-    """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads).
-
-    Raises ``MigrationLoadError`` for a sidecar that does not parse, ``ReconcileError`` for
-    a pack that cannot be read."""
+    """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads);
+    ``MigrationLoadError`` if the sidecar does not parse, ``ReconcileError`` if unreadable."""
     request = ValidateRequest(Path(pack_dir), Path(base) if base else Path.cwd(), allow_outside)
     pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
     entries = None if pack.migration is None else len(pack.migration.migrations)
