@@ -15,32 +15,20 @@ code under test.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.baseline import export
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / ".." / "shared" / "compat" / "tolokaforge-0.33.1" / "trace-corpus"
 BASELINE = "64a16f3"  # main before issue 15 (schemas/reading.py) landed
-
-
-def export(rev: str, into: Path) -> Path:
-    """The tree of ``rev``, with this checkout's built native module copied beside it."""
-    blob = subprocess.run(
-        ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
-    for built in (ROOT / "ledger").glob("_native*.so"):
-        shutil.copy2(built, into / "ledger" / built.name)
-    return into
 
 
 def run_once(code: Path, corpus: Path, work: Path) -> float:

@@ -17,8 +17,9 @@ from replay.components.custom_checks import CheckVerdict, RecordedSuite
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.state_checks import _compiled_path
 from replay.grade import GradeInputs, grade_trial
+from replay.grading_rules import load_grading_config
+from replay.patterns import compile_rule_regex
 from replay.timeline import build_trial_timeline
-from schemas.grading import compile_rule_regex, load_grading_config
 from schemas.timeline import (
     Message,
     RecordedToolCall,

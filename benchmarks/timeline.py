@@ -14,7 +14,8 @@ import argparse
 import random
 
 from benchmarks.timing import rate
-from replay.timeline import agent_facing_text, build_trial_timeline, timeline_to_payloads
+from replay.timeline import build_trial_timeline, timeline_to_payloads
+from replay.timeline_views import agent_facing_text
 from schemas.timeline import (
     Message,
     RecordedToolCall,

@@ -27,8 +27,9 @@ from replay.trace_checks import evaluate_constraint
 from replay.trace_checks.bind import collect_candidates
 from replay.trace_checks.matching import UNKNOWN, TimelineIndex, prepare, read_field, resolve
 from replay.trace_checks.operators import apply_operator
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
-from schemas.trace_checks import Constraint, load_trace_checks
+from schemas.trace_checks import Constraint
 
 SHAPES = ((20, 5), (60, 15), (200, 40), (600, 100))
 # Beyond the published table: few candidates, so each matcher keeps many undecidable events

@@ -29,7 +29,8 @@ import orjson
 
 from ledger.app.receipts import verify_run_dir
 from ledger.app.verdicts import load_ladder
-from replay.verdict import UnitEvent, derive, derive_verdict, unit_evidence
+from replay.verdict import derive
+from replay.verdict_evidence import UnitEvent, derive_verdict, unit_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / ".." / "shared" / "reference" / "verdict-core" / "demo-run"

@@ -31,13 +31,14 @@ from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_ju
 from replay.components.result import COMPONENTS, ComponentResult
 from replay.components.state_checks import StateEvidence, evaluate_state_checks
 from replay.components.transcript_rules import evaluate_transcript_rules
+from replay.grading_rules import load_grading_config
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.envelope import StoredEvent
-from schemas.grading import CustomChecksConfig, GradingConfig, load_grading_config
+from schemas.grading import CustomChecksConfig, GradingConfig
 from schemas.key_manifest import component_of
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig

@@ -11,47 +11,39 @@ Event order, per message in ``messages`` order (G1), skipping ``role: system`` (
     tool_call, tool_result, tool_call, tool_result, …   (executed calls, G8 order)
     tool_call, tool_call, …                              (never executed, declaration order)
 
-Why each result sits right after its own call rather than all results after all calls:
-GRADING.md § Trace Checks (``among``) states it outright — "Events interleave inside a
-turn — a call's own result sits between it and the next call" — and G8 ("the tool_calls
-of one assistant message are emitted in ascending RecordedToolCall.sequence … so an
-'immediately before' or 'nothing between' constraint rests on a guarantee") only holds in
-execution terms if a call's result precedes the next call, which is how the calls ran.
-The messages-only state (G6b) uses the same shape, with declaration order standing in
-for the execution order no record supplies, so one trial read with and without its
-tool_log.yaml differs in fields, never in where a tool_result sits.
+Each result sits right after its own call: GRADING.md § Trace Checks (``among``) says so
+("a call's own result sits between it and the next call"), and G8's ordering guarantee
+only holds in execution terms that way, as the calls ran. Messages-only (G6b) keeps the
+shape, declaration order standing in for execution order, so a trial read with and
+without its tool_log.yaml differs in fields, never in where a tool_result sits.
 
 Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 (the recorder) builds
-them, since the spec is silent on them:
-
-* a *user tool step* — a ``role: user`` message declaring calls, every one of them
-  answered by the run of ``role: tool`` messages right after it (the user actor's isolated
-  tool turns). The step is addressed to the environment, not to the dialogue, so its calls
-  (and results) are events and the message itself is not;
-* on a messages-only read a ``role: tool`` message answers a declaration of either actor —
-  G6b speaks of "the message view", not of assistant messages — and carries the
-  recorder's ``tool_status`` where it wrote one (the result's ``status``).
-
-One place the recorder and GRADING.md disagree, and GRADING.md is followed: Tolokaforge
-0.33.1 strips the loop's ``Error: `` prefix off a messages-only result (unless its
-``tool_status`` is success or environment_error); G6b and § Matching a result on a failed
-call say that text "carries an Error: prefix", so it is kept verbatim here
-(:func:`message_result_text`).
+them: a *user tool step* (a role: user message whose calls the role: tool run right after
+it answers; addressed to the environment, not the dialogue, so its calls are events and
+the message is not) and, messages-only, a role: tool message answering either actor. The
+recorder's ``Error: `` stripping is not followed (G6b); docs/readme/timeline.md § Decisions.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from replay.call_ids import CallIdDeriver
+from replay.timeline_views import (
+    in_sequence_order,
+    link_records,
+    message_result_text,
+    read_answers,
+    read_message_view,
+    user_tool_steps,
+)
 from schemas.timeline import (
     Message,
     RecordedToolCall,
     Role,
-    TimelineInconsistencyError,
     ToolCallDecl,
     ToolExecutionStatus,
     ToolExecutorIdentity,
@@ -66,12 +58,10 @@ TIMELINE_VERSION = "timeline/1"
 
 _ASSISTANT = Role.ASSISTANT
 _USER = Role.USER
-_TOOL = Role.TOOL
 _ASSISTANT_MESSAGE = TraceEventKind.ASSISTANT_MESSAGE
 _USER_MESSAGE = TraceEventKind.USER_MESSAGE
 _TOOL_CALL = TraceEventKind.TOOL_CALL
 _TOOL_RESULT = TraceEventKind.TOOL_RESULT
-_by_sequence = attrgetter("sequence")
 _first = itemgetter(0)
 
 # TraceEvent is a frozen slots dataclass; its generated __init__ routes every field through
@@ -94,7 +84,7 @@ _set_result = _slot["result"].__set__
 _set_latency_seconds = _slot["latency_seconds"].__set__
 
 
-def _message_event(position: int, turn: int, kind: TraceEventKind, text: str) -> TraceEvent:
+def message_event(position: int, turn: int, kind: TraceEventKind, text: str) -> TraceEvent:
     """An assistant_message / user_message event: call fields None."""
     e = _new(TraceEvent)
     _set_position(e, position)
@@ -111,7 +101,7 @@ def _message_event(position: int, turn: int, kind: TraceEventKind, text: str) ->
     return e
 
 
-def _call_event(
+def call_event(
     position: int,
     turn: int,
     call_id: str,
@@ -135,7 +125,7 @@ def _call_event(
     return e
 
 
-def _result_event(
+def result_event(
     position: int,
     turn: int,
     call_id: str,
@@ -161,33 +151,6 @@ def _result_event(
     return e
 
 
-# --- failure text (G5) ---------------------------------------------------------------
-# The record carries one of four forms; the agent-facing role: tool message carries the
-# same text behind ERROR_PREFIX. The timeline only reads them; these name the forms so
-# the views can be related (tests, generated corpora) without respelling them.
-
-ERROR_PREFIX = "Error: "
-NO_MESSAGE_FAILURE_TEXT = "Tool returned failure with no error message"
-
-
-def tool_not_found_text(tool_name: str) -> str:
-    """The recorded failure text for a call naming a tool the trial does not have."""
-    return f"Tool '{tool_name}' not found"
-
-
-def exception_failure_text(exc: BaseException) -> str:
-    """A raised exception's message, or its class name where it carries none."""
-    return str(exc) or type(exc).__name__
-
-
-def agent_facing_text(record: RecordedToolCall) -> str:
-    """The role: tool message text the agent saw for ``record`` (G5: ``Error: <text>``)."""
-    output = record.output or ""
-    if record.status is ToolExecutionStatus.SUCCESS:
-        return output
-    return ERROR_PREFIX + output
-
-
 # --- the join --------------------------------------------------------------------------
 
 
@@ -210,178 +173,19 @@ def build_trial_timeline(
     the derived key and ``where`` the record's sequence or the message's index.
     """
     records_present = recorded_calls is not None
-    message_view_present, declared, calls_of, tool_messages = _read_message_view(
+    message_view_present, declared, calls_of, tool_messages = read_message_view(
         messages, records_present
     )
     records_by_key: dict[str, RecordedToolCall] = {}
     if recorded_calls:
-        ordered = _in_sequence_order(recorded_calls)
+        ordered = in_sequence_order(recorded_calls)
         if not message_view_present:
             return TrialTimeline(_records_only_events(ordered), False, True, termination_reason)
-        records_by_key = _link_records(ordered, declared)
-    answers = {} if records_present else _read_answers(messages, tool_messages, declared)
+        records_by_key = link_records(ordered, declared)
+    answers = {} if records_present else read_answers(messages, tool_messages, declared)
     steps = user_tool_steps(messages)
     events = _emit(messages, calls_of, records_present, records_by_key, answers, steps)
     return TrialTimeline(tuple(events), message_view_present, records_present, termination_reason)
-
-
-def _read_message_view(
-    messages: Sequence[Message], records_present: bool
-) -> tuple[bool, dict[str, tuple[int, ToolCallDecl]], dict[int, list], list[int]]:
-    """Derive every declaration's key in declaration order (G3); note the role: tool messages.
-
-    Declarations on assistant and user messages share one derivation: both actors draw
-    their ids from one trial-scoped sequence (G3, N2).
-    """
-    present = False
-    declared: dict[str, tuple[int, ToolCallDecl]] = {}
-    calls_of: dict[int, list[tuple[str, ToolCallDecl]]] = {}
-    tool_messages: list[int] = []
-    deriver = CallIdDeriver()
-
-    for i, message in enumerate(messages):
-        role = message.role
-        if role in (_ASSISTANT, _USER):
-            present = True
-            if message.tool_calls:
-                keyed = []
-                for decl in message.tool_calls:
-                    key = deriver.derive(decl.id)
-                    declared[key] = (i, decl)
-                    keyed.append((key, decl))
-                calls_of[i] = keyed
-        elif role == _TOOL and not records_present:
-            # With records present these are the shadowed view: neither read nor
-            # validated (G6b, last sentence).
-            tool_messages.append(i)
-    return present, declared, calls_of, tool_messages
-
-
-def _in_sequence_order(recorded_calls: Sequence[RecordedToolCall]) -> Sequence[RecordedToolCall]:
-    """The records in ascending sequence; a repeated sequence is a recorder bug, raised."""
-    previous = -1
-    for record in recorded_calls:
-        if record.sequence <= previous:
-            break
-        previous = record.sequence
-    else:
-        return recorded_calls
-    ordered = sorted(recorded_calls, key=_by_sequence)
-    for before, record in zip(ordered, ordered[1:], strict=False):
-        if record.sequence == before.sequence:
-            raise TimelineInconsistencyError(
-                f"two tool_log records carry sequence {record.sequence} (call ids "
-                f"{before.call_id!r} and {record.call_id!r}); the trial's recorder stamps "
-                "each sequence once, so this record cannot be ordered against the other",
-                call_id=record.call_id,
-                where=f"tool_log sequence {record.sequence}",
-            )
-    return ordered
-
-
-def _link_records(
-    ordered: Sequence[RecordedToolCall], declared: Mapping[str, tuple[int, ToolCallDecl]]
-) -> dict[str, RecordedToolCall]:
-    """Join each record to its declaration by derived key (G3), loudly (G7)."""
-    records_by_key: dict[str, RecordedToolCall] = {}
-    deriver = CallIdDeriver()
-    for record in ordered:
-        key = deriver.derive(record.call_id)
-        hit = declared.get(key)
-        if hit is None:
-            raise TimelineInconsistencyError(
-                f"tool_log record at sequence {record.sequence} (tool_name "
-                f"{record.tool_name!r}, raw call id {record.call_id!r}) derives call id "
-                f"{key!r}, which no assistant or user message declares; a record can only "
-                "answer a declared call (G7), so the two views disagree about this trial",
-                call_id=key,
-                where=f"tool_log sequence {record.sequence}",
-            )
-        index, decl = hit
-        if decl.name != record.tool_name:
-            raise TimelineInconsistencyError(
-                f"tool_log record at sequence {record.sequence} names tool "
-                f"{record.tool_name!r} for call id {key!r}, but messages[{index}] declares "
-                f"that call as {decl.name!r}; a call and the result paired with it must "
-                "describe one call (G7)",
-                call_id=key,
-                where=f"tool_log sequence {record.sequence}",
-            )
-        records_by_key[key] = record
-    return records_by_key
-
-
-def _read_answers(
-    messages: Sequence[Message],
-    tool_messages: Sequence[int],
-    declared: Mapping[str, tuple[int, ToolCallDecl]],
-) -> dict[str, Message]:
-    """Messages-only results (G6b): each role: tool message keyed in message order by its
-    own view's derivation (G3), so the k-th result naming raw id x answers the k-th
-    declaration of x — whichever actor declared it (a user tool step's results are
-    role: tool messages too). Joined by key, never by position.
-    """
-    answers: dict[str, Message] = {}
-    deriver = CallIdDeriver()
-    for i in tool_messages:
-        message = messages[i]
-        raw = message.tool_call_id
-        if raw is None:
-            raise TimelineInconsistencyError(
-                f"role: tool message messages[{i}] carries no tool_call_id, so its result "
-                "cannot be joined to any call (G6b); a bundle predating call-id threading "
-                "cannot be graded — supply its tool_log.yaml or re-record the trial",
-                call_id="",
-                where=f"messages[{i}]",
-            )
-        key = deriver.derive(raw)
-        if key not in declared:
-            raise TimelineInconsistencyError(
-                f"role: tool message messages[{i}] answers call id {key!r} (raw id {raw!r}), "
-                "but no assistant or user message declares a call under that key; with no "
-                "tool_log its text is the only evidence of that call, so it can be neither "
-                "joined nor dropped (G6b)",
-                call_id=key,
-                where=f"messages[{i}]",
-            )
-        answers[key] = message
-    return answers
-
-
-def user_tool_steps(messages: Sequence[Message]) -> frozenset[int]:
-    """Indexes of the user tool steps: a role: user message declaring calls whose every
-    raw id is answered by the run of role: tool messages right after it (module docstring).
-
-    Read from the transcript's shape alone, as the recorder reads it; a message declaring
-    one of a step's raw ids is read as a step as well (the recorder's own test).
-    """
-    step_ids: set[str] = set()
-    n = len(messages)
-    for i, message in enumerate(messages):
-        if message.role != _USER or not message.tool_calls:
-            continue
-        ids = {decl.id for decl in message.tool_calls}
-        answered: set[str] = set()
-        j = i + 1
-        while j < n and messages[j].role == _TOOL:
-            answered.add(messages[j].tool_call_id or "")
-            j += 1
-        if ids <= answered:
-            step_ids |= ids
-    if not step_ids:
-        return frozenset()
-    return frozenset(
-        i
-        for i, m in enumerate(messages)
-        if m.role == _USER and any(decl.id in step_ids for decl in m.tool_calls)
-    )
-
-
-def message_result_text(message: Message) -> str:
-    """A role: tool message's text as a messages-only result: verbatim, the agent-facing
-    rendering with any ``Error: `` prefix (G6b; the module docstring says why the
-    recorder's stripping is not followed)."""
-    return message.content or ""
 
 
 def _records_only_events(ordered: Sequence[RecordedToolCall]) -> tuple[TraceEvent, ...]:
@@ -393,9 +197,9 @@ def _records_only_events(ordered: Sequence[RecordedToolCall]) -> tuple[TraceEven
     for r in ordered:
         key = deriver.derive(r.call_id)
         name = r.tool_name
-        append(_call_event(position, 0, key, name, r.executor, r.arguments))
+        append(call_event(position, 0, key, name, r.executor, r.arguments))
         append(
-            _result_event(
+            result_event(
                 position + 1, 0, key, name, r.executor, r.status, r.output, r.latency_seconds
             )
         )
@@ -430,7 +234,7 @@ def _emit(
             continue  # N3: system messages are not events; tool text joins its call
         # N4: the wire text; a screenshot-only turn carries "".
         if i not in steps:
-            events.append(_message_event(len(events), turn, kind, message.content or ""))
+            events.append(message_event(len(events), turn, kind, message.content or ""))
         keyed = calls_of.get(i)
         if keyed is None:
             continue
@@ -451,8 +255,7 @@ def _emit_recorded_calls(
     and output from the record); then the never-executed ones in declaration order, with
     no result and executor None (G4). Arguments are the declaration's, verbatim."""
     append = events.append
-    executed = []
-    pending = []
+    executed, pending = [], []
     for key, decl in keyed:
         record = records_by_key.get(key)
         if record is None:
@@ -464,15 +267,15 @@ def _emit_recorded_calls(
     position = len(events)
     for _, key, decl, r in executed:
         name = decl.name
-        append(_call_event(position, turn, key, name, r.executor, decl.arguments))
+        append(call_event(position, turn, key, name, r.executor, decl.arguments))
         append(
-            _result_event(
+            result_event(
                 position + 1, turn, key, name, r.executor, r.status, r.output, r.latency_seconds
             )
         )
         position += 2
     for key, decl in pending:
-        append(_call_event(position, turn, key, decl.name, None, decl.arguments))
+        append(call_event(position, turn, key, decl.name, None, decl.arguments))
         position += 1
 
 
@@ -489,12 +292,12 @@ def _emit_answered_calls(
     position = len(events)
     for key, decl in keyed:
         name = decl.name
-        append(_call_event(position, turn, key, name, None, decl.arguments))
+        append(call_event(position, turn, key, name, None, decl.arguments))
         position += 1
         answer = answers.get(key)
         if answer is not None:
             text = message_result_text(answer)
-            append(_result_event(position, turn, key, name, None, answer.tool_status, text, None))
+            append(result_event(position, turn, key, name, None, answer.tool_status, text, None))
             position += 1
 
 
@@ -529,28 +332,26 @@ def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
     inferred"). ``termination_reason`` is not repeated; it travels on ``trial.ended``.
     ``arguments`` is passed through as recorded (JSON-safe when the source was).
     """
-    flags = (TIMELINE_VERSION, timeline.message_view_present, timeline.records_present)
-    payloads = []
-    for e in timeline.events:
-        payloads.append(
-            {
-                "timeline_version": flags[0],
-                "message_view_present": flags[1],
-                "records_present": flags[2],
-                "position": e.position,
-                "turn_index": e.turn_index,
-                "kind": e.kind.value,
-                "text": e.text,
-                "call_id": e.call_id,
-                "tool_name": e.tool_name,
-                "executor": None if e.executor is None else e.executor.value,
-                "arguments": e.arguments,
-                "status": None if e.status is None else e.status.value,
-                "result": e.result,
-                "latency_seconds": e.latency_seconds,
-            }
-        )
-    return payloads
+    view, records = timeline.message_view_present, timeline.records_present
+    return [
+        {
+            "timeline_version": TIMELINE_VERSION,
+            "message_view_present": view,
+            "records_present": records,
+            "position": e.position,
+            "turn_index": e.turn_index,
+            "kind": e.kind.value,
+            "text": e.text,
+            "call_id": e.call_id,
+            "tool_name": e.tool_name,
+            "executor": None if e.executor is None else e.executor.value,
+            "arguments": e.arguments,
+            "status": None if e.status is None else e.status.value,
+            "result": e.result,
+            "latency_seconds": e.latency_seconds,
+        }
+        for e in timeline.events
+    ]
 
 
 def timeline_from_payloads(

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from schemas.trace_checks import Constraint, TraceChecksConfig, iter_constraints, iter_matchers
+from replay.trace_checks.addresses import iter_constraints, iter_matchers
+from schemas.trace_checks import Constraint, TraceChecksConfig
 
 
 def unrecorded_fields(registered: Mapping[str, Any]) -> frozenset[str]:

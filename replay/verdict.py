@@ -1,50 +1,27 @@
 """The GVC derivation: a unit's effective grade from its declared and observed oracles.
 
 Graded Verdict Custody spec § 5–8, as a pure function. Grades state evidence strength,
-never correctness. The pipeline, in order:
-
-1. fail-closed admission (§ 8): no admission evidence → ``unverified`` /
-   ``missing_admission_fact``, nothing else evaluated;
-2. base grade (§ 5.1): rank-maximum of the tiers of declared oracles that ran and
-   passed; it is the record's ``evidence_kind`` and never changes afterwards;
-3. unrun-declared cap (§ 5.2);
-4. step-3 rank operations (§ 5.3) — same-chain cap, conflict demotion, staleness
-   reversion — evaluated for every oracle tied at the base tier, then folded by MAX
-   with the tie-selection rule;
-5. producer-mint rejection (§ 6) and the nine counted populations (§ 7).
+never correctness. ``derive`` runs the pipeline in order: fail-closed admission (§ 8),
+base grade (§ 5.1; the record's ``evidence_kind``, never changed afterwards), unrun-declared
+cap (§ 5.2), the step-3 rank operations (§ 5.3) for every oracle tied at the base tier
+folded by MAX with tie selection, then producer-mint rejection (§ 6) and the nine counted
+populations (§ 7).
 
 Every rank operation is recorded only when it actually lowers the grade. The pieces
 are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so
 the mutation tests can remove or reorder each one and watch the conformance suite fail.
 
-Where the spec leaves room, the choices are (tests/test_gvc_properties.py pins each):
-
-* **Tied set, several operations.** Each tied oracle runs the whole step-3 pipeline;
-  the record keeps the most favourable *final* outcome, so the grade is always one a
-  real tied oracle earned (never a mix of two oracles' escapes).
-* **Tie selection.** Highest surviving grade first, uncapped before capped, then the
-  lexicographically least ``(author.identity, content_identity)``; the remaining custody
-  fields break any leftover tie so the record never depends on input order.
-* **Observability populations follow the selected base oracle** (the record's
-  attribution), so each counts at most once per derivation (§ 5.1).
-* **"Capped" in the tied-uncap rule** means lowered by a step-3 operation whose
-  predicate depends on the base oracle (same-chain cap or staleness reversion).
-* **Kernel exemption** is counted when it is what kept a same-chain cap off a
-  ``proof`` grade (chains non-empty and equal): the case a relocated ``kind`` lie buys.
-* **Both chains empty** counts both ``same_chain_indeterminate`` and
-  ``author_chain_unbound``: § 5.3.1 makes each a MUST on its own condition.
-* **A same-tier disagreement at base ``unverified``** sets ``conflicting_evidence`` and
-  records nothing: § 5.3.2 defines it at whatever the base tier is, and "``unverified``
-  demotes to itself".
+Where the spec leaves room (the tied set under several operations, tie selection, which
+oracle the populations follow, "capped", the kernel exemption, both chains empty, a
+disagreement at base ``unverified``) the choices are docs/readme/verdict.md's, each pinned
+by a test in tests/test_gvc_properties.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
-
-from pydantic import ValidationError
 
 from schemas.gvc import (
     CONFLICT_DEMOTION,
@@ -54,11 +31,9 @@ from schemas.gvc import (
     SAME_CHAIN_CAP,
     STALENESS_REVERSION,
     UNRUN_DECLARED_CAP,
-    CaseInput,
     Ladder,
     Party,
 )
-from schemas.verdict_events import OracleDeclared, OracleRan, WorkProduced
 
 CONSTRUCTED_CHECK = "constructed_check"
 PROOF = "proof"
@@ -230,6 +205,11 @@ def count_failed_declared(declared: Sequence[Oracle]) -> int:
     return sum(1 for o in declared if o.ran and not o.passed)
 
 
+def count_unrun(declared: Sequence[Oracle]) -> int:
+    """§ 5.2: one per declared oracle that never ran (the record's ``unrun_count``)."""
+    return sum(1 for o in declared if not o.ran)
+
+
 # ------------------------------------------------------------------- rank operations
 
 
@@ -375,7 +355,7 @@ def fail_closed(evidence: UnitEvidence, ladder: Ladder) -> Admission:
         content_identity=None,
         current_content_identity=evidence.current_content_identity,
         declared_count=len(evidence.declared),
-        unrun_count=sum(1 for o in evidence.declared if not o.ran),
+        unrun_count=count_unrun(evidence.declared),
         counters=dict.fromkeys(COUNTER_NAMES, 0),
     )
 
@@ -420,200 +400,6 @@ def derive(evidence: UnitEvidence, ladder: Ladder) -> Admission:
         content_identity=member.content_identity if member else None,
         current_content_identity=evidence.current_content_identity,
         declared_count=len(declared),
-        unrun_count=sum(1 for o in declared if not o.ran),
+        unrun_count=count_unrun(declared),
         counters=count_populations(trace),
     )
-
-
-# ------------------------------------------------------------ inputs: cases, events
-
-
-def evidence_from_case(case_input: CaseInput) -> UnitEvidence:
-    """A ``gvc-derivation-cases/v1`` input as derivation evidence (oracle ids by position)."""
-    return UnitEvidence(
-        declared=tuple(
-            Oracle(
-                oracle_id=f"oracle-{i}",
-                tier=o.tier,
-                ran=o.ran,
-                passed=o.passed,
-                author=o.author,
-                runner=o.runner,
-                content_identity=o.content_identity,
-            )
-            for i, o in enumerate(case_input.declared)
-        ),
-        work_producer=case_input.work_producer,
-        current_content_identity=case_input.current_content_identity,
-        producer_supplied_grade=case_input.producer_supplied_grade,
-        admission_evidence=case_input.admission_evidence,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class UnitEvent:
-    """One event of a ``unit/<id>`` stream, as the derivation reads it."""
-
-    type: str
-    data: Mapping[str, Any]
-    seq: int | None = None
-    stream_version: int | None = None
-
-    def where(self) -> str:
-        return f"{self.type} at seq {self.seq}" if self.seq is not None else self.type
-
-
-class UnitEvidenceError(ValueError):
-    """A unit whose events cannot be admitted; names the unit and every problem."""
-
-    def __init__(self, unit: str, problems: Sequence[str]) -> None:
-        self.unit = unit
-        self.problems = tuple(problems)
-        super().__init__(f"unit {unit!r}: " + "; ".join(self.problems))
-
-
-EVIDENCE_TYPES = {
-    "oracle.declared": OracleDeclared,
-    "oracle.ran": OracleRan,
-    "work.produced": WorkProduced,
-}
-ADMITTED = "verdict.admitted"
-
-
-@dataclass
-class UnitStreamCheck:
-    """An incremental check of one unit's stream: feed events in stream order.
-
-    ``problems`` accumulates every finding by name; ``evidence()`` assembles the
-    derivation's input from what was collected before the admission (if any).
-    """
-
-    unit: str | None
-    declared: dict[str, OracleDeclared] = field(default_factory=dict)
-    runs: dict[str, OracleRan] = field(default_factory=dict)
-    work: WorkProduced | None = None
-    work_where: str | None = None
-    admitted_where: str | None = None
-    problems: list[str] = field(default_factory=list)
-
-    def feed(self, ev: UnitEvent) -> list[str]:
-        """Take one more event; return the problems it adds (``[]`` when sound)."""
-        before = len(self.problems)
-        self._feed(ev)
-        return self.problems[before:]
-
-    def _feed(self, ev: UnitEvent) -> None:
-        if self.admitted_where is not None:
-            self.problems.append(
-                f"{ev.where()} arrives after the unit's admission ({self.admitted_where})"
-            )
-            return
-        if ev.type == ADMITTED:
-            self.admitted_where = ev.where()
-            return
-        model = EVIDENCE_TYPES.get(ev.type)
-        if model is None:
-            self.problems.append(
-                f"{ev.where()}: type {ev.type!r} does not belong in a unit stream "
-                f"(use oracle.declared, oracle.ran, work.produced or verdict.admitted)"
-            )
-            return
-        try:
-            payload = model.model_validate(dict(ev.data))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"]) or "<payload>"
-            self.problems.append(f"{ev.where()}: malformed payload, field {key!r}: {first['msg']}")
-            return
-        if self.unit is None:
-            self.unit = payload.unit
-        if payload.unit != self.unit:
-            self.problems.append(f"{ev.where()}: names unit {payload.unit!r}, not {self.unit!r}")
-            return
-        self._take(ev, payload)
-
-    def _take(self, ev: UnitEvent, payload: Any) -> None:
-        if isinstance(payload, OracleDeclared):
-            if payload.oracle_id in self.declared:
-                self.problems.append(f"{ev.where()}: oracle {payload.oracle_id!r} declared twice")
-            elif self.work_where is not None:
-                self.problems.append(
-                    f"{ev.where()}: oracle {payload.oracle_id!r} declared after the work was "
-                    f"produced ({self.work_where}); declare judges before delegation"
-                )
-            else:
-                self.declared[payload.oracle_id] = payload
-        elif isinstance(payload, OracleRan):
-            if payload.oracle_id not in self.declared:
-                self.problems.append(
-                    f"{ev.where()}: oracle {payload.oracle_id!r} ran but was never declared "
-                    f"(declared: {sorted(self.declared) or 'none'})"
-                )
-            else:
-                # The latest observation wins: a judge re-run after new work re-binds it.
-                self.runs[payload.oracle_id] = payload
-        else:
-            self.work = payload
-            self.work_where = self.work_where or ev.where()
-
-    def evidence(self) -> UnitEvidence:
-        """The evidence collected before the admission; refuses a broken stream."""
-        if self.problems:
-            raise UnitEvidenceError(self.unit or "<unknown>", self.problems)
-        declared = []
-        for oracle_id, d in self.declared.items():
-            run = self.runs.get(oracle_id)
-            declared.append(
-                Oracle(
-                    oracle_id=oracle_id,
-                    tier=d.tier,
-                    ran=run is not None,
-                    passed=run is not None and run.passed,
-                    author=d.author,
-                    runner=run.runner if run else None,
-                    content_identity=run.content_identity if run else "",
-                    command=d.command,
-                )
-            )
-        work = self.work
-        return UnitEvidence(
-            declared=tuple(declared),
-            work_producer=work.producer if work else None,
-            current_content_identity=work.content_identity if work else "",
-            producer_supplied_grade=work.producer_supplied_grade if work else None,
-            # § 8: a unit with no work.produced has no admission fact to grade.
-            admission_evidence=work is not None,
-        )
-
-
-def check_stream(unit: str | None, events: Iterable[UnitEvent]) -> UnitStreamCheck:
-    check = UnitStreamCheck(unit)
-    for ev in events:
-        check.feed(ev)
-    return check
-
-
-def check_unit_events(unit: str | None, events: Iterable[UnitEvent]) -> list[str]:
-    """Every problem with a unit's stream, in stream order; ``[]`` when it is sound.
-
-    Reported by name: malformed payloads, events naming another unit, oracles run but
-    never declared, oracles declared twice or after the work was produced (judges are
-    declared before delegation, § 4), and anything after the unit's admission.
-    """
-    return check_stream(unit, events).problems
-
-
-def unit_evidence(unit: str | None, events: Iterable[UnitEvent]) -> UnitEvidence:
-    """The derivation's input from a unit's evidence events; refuses a broken stream
-    or one already admitted (nothing is admitted on partial evidence silently)."""
-    check = check_stream(unit, events)
-    if check.admitted_where is not None:
-        check.problems.append(f"unit already admitted ({check.admitted_where})")
-    return check.evidence()
-
-
-def derive_verdict(unit_events: Iterable[UnitEvent], ladder: Ladder) -> Admission:
-    """Derive the admission of one unit from its stream's evidence events."""
-    events = list(unit_events)
-    unit = next((str(e.data.get("unit")) for e in events if e.data.get("unit")), None)
-    return derive(unit_evidence(unit, events), ladder)

@@ -46,7 +46,6 @@ _TRACE = "replay.trace_checks.evaluate.evaluate_trace_checks"
 _JUDGE = "replay.components.judge.evaluate_judge"
 _CUSTOM = "replay.components.custom_checks.evaluate_custom_checks"
 
-TRACE_KINDS: tuple[str, ...] = KIND_NAMES  # the ten kinds, as the trace model lists them
 CONSTRAINT_FIELDS: tuple[str, ...] = (
     "id",
     "description",
@@ -87,7 +86,7 @@ MANIFEST: tuple[GradingKey, ...] = (
     GradingKey("transcript_rules.tool_expectations.disallowed_tools", _S, _TRANSCRIPT),
     GradingKey("transcript_rules.regex_engine", _C, _TRANSCRIPT),
     # trace_checks, at leaf granularity
-    *(GradingKey(f"trace_checks.constraints.{k}", _S, _TRACE) for k in TRACE_KINDS),
+    *(GradingKey(f"trace_checks.constraints.{k}", _S, _TRACE) for k in KIND_NAMES),
     *(GradingKey(f"trace_checks.constraints.{f}", _C, _TRACE) for f in CONSTRAINT_FIELDS),
     GradingKey("trace_checks.alternatives", _S, _TRACE),
     GradingKey("trace_checks.regex_engine", _C, _TRACE),

@@ -64,6 +64,25 @@ def rule_broken(info: ValidationInfo | None, message: str) -> None:
     notes.advise(message)
 
 
+def recorded_only_keys(data: Any, info: ValidationInfo, keys: tuple[str, ...], where: str) -> None:
+    """Keys only a recorded snapshot may carry: an authored block is refused them as it is any
+    key outside GRADING.md's vocabulary (issue 15: a recorded one is read as written)."""
+    if is_recorded(info) or not isinstance(data, Mapping):
+        return
+    for key in keys:
+        if key in data:
+            raise ValueError(
+                f"unknown key {key!r}; it is not part of the block's vocabulary ({where}) —"
+                " only a recorded snapshot (Tolokaforge 0.33.1) carries it"
+            )
+
+
+def recorded_only_value(info: ValidationInfo, message: str) -> None:
+    """A value only a recorded snapshot may carry: refused on an authored read."""
+    if not is_recorded(info):
+        raise ValueError(message)
+
+
 def dotted(loc: tuple[Any, ...], prefix: str = "") -> str:
     out = prefix
     for part in loc:

@@ -51,16 +51,17 @@ def raw(ledger_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 @contextmanager
 def core_checks_only() -> Iterator[None]:
-    """Run verify without other areas' EXTRA_CHECKS: these tests pin the store's core
-    checks, and other areas' checks have their own rules about stream names and types."""
-    from ledger.log import verify
+    """Run verify without the application's checks (ledger.app.verify.CHECKS): these tests
+    pin the store's core checks, and the application's have their own rules about stream
+    names and types."""
+    from ledger.app import verify
 
-    saved = list(verify.EXTRA_CHECKS)
-    verify.EXTRA_CHECKS.clear()
+    saved = verify.CHECKS
+    verify.CHECKS = ()
     try:
         yield
     finally:
-        verify.EXTRA_CHECKS[:] = saved
+        verify.CHECKS = saved
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from ledger.cli import COMMANDS, main
 
 
 def test_every_module_registers_exactly_the_commands_the_registry_names() -> None:
-    for module in set(COMMANDS.values()):
+    for module in {entry.module for entry in COMMANDS.values()}:
         importlib.import_module(f"ledger.cli.{module}")
     assert set(main.commands) == set(COMMANDS)
     for name, command in main.commands.items():
-        assert command.callback.__module__ == f"ledger.cli.{COMMANDS[name]}", name
+        assert command.callback.__module__ == f"ledger.cli.{COMMANDS[name].module}", name
 
 
 def test_running_one_command_does_not_import_the_others() -> None:
@@ -27,3 +27,34 @@ def test_running_one_command_does_not_import_the_others() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "LOADED:", out.stdout
+
+
+def _first_sentence(help_text: str | None) -> str:
+    paragraph = " ".join((help_text or "").split("\n\n")[0].split())
+    head, dot, _ = paragraph.partition(". ")
+    return head + dot.strip()
+
+
+def test_each_listing_line_is_the_first_sentence_of_the_commands_own_help() -> None:
+    """`vledger --help` lists commands from COMMANDS without importing them; the listing
+    must still say what each command's own help says first."""
+    for module in {entry.module for entry in COMMANDS.values()}:
+        importlib.import_module(f"ledger.cli.{module}")
+    assert {n: e.summary for n, e in COMMANDS.items()} == {
+        n: _first_sentence(c.help) for n, c in main.commands.items()
+    }
+
+
+def test_help_imports_no_command_module_nor_the_heavy_libraries() -> None:
+    code = (
+        "import sys\n"
+        "from ledger.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('pyarrow', 'duckdb', 'replay', 'reconcile', 'ledger.app', 'ledger.log')\n"
+        "print('LOADED:' + ' '.join(sorted(m for m in sys.modules if m.startswith('ledger.cli.')"
+        " and m not in ('ledger.cli.options', 'ledger.cli.output') or m.split('.')[0] in heavy[:4]"
+        " or m.startswith(heavy[4:]))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Commands:" in out.stdout and "retrace" in out.stdout
+    assert out.stdout.splitlines()[-1] == "LOADED:", out.stdout.splitlines()[-1]

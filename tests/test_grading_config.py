@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schemas.grading import (
+from replay.grading_rules import (
     GradingConfigError,
     effective_combine,
     load_grading_config,
     project_combine,
-    unsatisfiable_window_message,
 )
+from schemas.grading import unsatisfiable_window_message
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 SPEC = (SHARED / "seeds" / "002_60c43ef05f4ad839.txt").read_text()

@@ -14,7 +14,8 @@ from replay.components.custom_checks import (
     RecordedSuite,
     evaluate_custom_checks,
 )
-from schemas.grading import CustomChecksConfig, load_grading_config
+from replay.grading_rules import load_grading_config
+from schemas.grading import CustomChecksConfig
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 PACK = SHARED / "reference" / "tolokaforge" / "grading_parity" / "custom_checks"

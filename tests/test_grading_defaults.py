@@ -22,7 +22,7 @@ from ledger.app.reconcile_packs import read_pack
 from ledger.app.reconcile_trials import recorded_grading
 from ledger.app.validate import validate_pack
 from ledger.cli import main
-from schemas.grading import load_grading_config
+from replay.grading_rules import load_grading_config
 from tests.grading_support import write_bundle, write_yaml
 
 GRADING = {

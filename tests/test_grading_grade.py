@@ -24,7 +24,7 @@ from replay.grade import (
     grade_trial,
     recorded_grade,
 )
-from schemas.grading import load_grading_config
+from replay.grading_rules import load_grading_config
 from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
 
 NOTES = SHARED / "corpora" / "notes_duplicate_check"

@@ -30,7 +30,8 @@ from replay.components.state_checks import (
     evaluate_state_checks,
     fold_state_sources,
 )
-from schemas.grading import GradingConfigError, StateChecksConfig, load_grading_config
+from replay.grading_rules import GradingConfigError, load_grading_config
+from schemas.grading import StateChecksConfig
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 PARITY = SHARED / "reference" / "tolokaforge" / "grading_parity"

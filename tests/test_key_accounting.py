@@ -12,7 +12,7 @@ from typing import Any
 from replay.components.judge import RecordedJudge
 from replay.components.result import ComponentResult
 from replay.grade import GradeInputs, grade_trial
-from schemas.grading import load_grading_config
+from replay.grading_rules import load_grading_config
 from schemas.timeline import TrialTimeline
 from tests.grading_support import timeline_of
 

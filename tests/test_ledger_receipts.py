@@ -173,7 +173,7 @@ def _copy_run(tmp_path: Path) -> Path:
 
 def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
     from ledger.app.ingest import ingest
-    from ledger.log.verify import verify_ledger
+    from ledger.app.verify import verify as verify_ledger
 
     ingest(lg, [DEMO])
     files = rc.ingested_run_files(lg, "run/demo-run")
@@ -185,7 +185,7 @@ def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
 def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
     """A run whose receipt was edited before ingest: `vledger verify` names the stream."""
     from ledger.app.ingest import ingest
-    from ledger.log.verify import verify_ledger
+    from ledger.app.verify import verify as verify_ledger
 
     run = _copy_run(tmp_path)
     receipt = json.loads((run / "receipt.json").read_text())
@@ -200,7 +200,7 @@ def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) ->
 
 def test_verify_runs_the_admission_check(lg: Ledger) -> None:
     from ledger.app import verdicts as vd
-    from ledger.log.verify import verify_ledger
+    from ledger.app.verify import verify as verify_ledger
 
     author = {"identity": "a", "kind": "agent", "chain_id": "c1"}
     vd.declare(lg, "u", "t", "interop", Party(**author))

@@ -11,7 +11,8 @@ import pytest
 
 from replay.components.custom_checks import CheckVerdict, RecordedSuite
 from replay.grade import Grade, GradeInputs, grade_trial
-from schemas.grading import GradingConfig, load_grading_config
+from replay.grading_rules import load_grading_config
+from schemas.grading import GradingConfig
 from tests.grading_support import PARITY, pack_case_views, read_yaml
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (
     Message,
     RecordedToolCall,
@@ -23,7 +24,6 @@ from schemas.timeline import (
     ToolExecutionStatus,
     ToolExecutorIdentity,
 )
-from schemas.trace_checks import load_trace_checks
 from tests.parity_loader import PARITY_ROOT, load_pack, parity_timeline
 
 PACKS = sorted(

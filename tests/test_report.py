@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.analytics import report
+from ledger.analytics import report, report_charts
 from ledger.cli import main
 from tests.analytics_fixtures import (
     admission,
@@ -283,7 +283,7 @@ def test_report_renders_in_headless_chromium(
     chromium: str, full_ledger: Path, tmp_path: Path
 ) -> None:
     page = tmp_path / "report.html"
-    report.write_report(full_ledger, page)
+    report.report(ledger=full_ledger, out=page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert _console_problems(dom.stderr) == []
@@ -315,18 +315,18 @@ def test_empty_report_renders_in_headless_chromium(
     chromium: str, empty_ledger: Path, tmp_path: Path
 ) -> None:
     page = tmp_path / "empty.html"
-    report.write_report(empty_ledger, page)
+    report.report(ledger=empty_ledger, out=page)
     dom = _run_browser(chromium, page, tmp_path, "--dump-dom")
     assert dom.returncode == 0 and _console_problems(dom.stderr) == []
     assert [s["nodata"] for s in _sections(dom.stdout)] == [1] * len(PANEL_TITLES)
 
 
 def test_long_shared_prefixes_fold_so_labels_stay_distinct() -> None:
-    assert report._distinct(
+    assert report_charts.distinct(
         ["notes_add_note_duplicate_check_gated", "notes_add_note_duplicate_check_policy"]
     ) == ["…gated", "…policy"]
-    assert report._distinct(["task_000", "task_001"]) == [
+    assert report_charts.distinct(["task_000", "task_001"]) == [
         "task_000",
         "task_001",
     ]  # short prefix kept
-    assert report._distinct(["only_one_label_here"]) == ["only_one_label_here"]
+    assert report_charts.distinct(["only_one_label_here"]) == ["only_one_label_here"]

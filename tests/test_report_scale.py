@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.analytics import report
+from ledger.analytics import report, report_panels
 from tests.analytics_fixtures import (
     check,
     recorded_grade,
@@ -174,7 +174,7 @@ def test_a_trial_page_opens_from_the_trials_list(
 
 def test_capped_panels_say_how_many_they_show(scale_report: tuple[Path, str]) -> None:
     _, html = scale_report
-    assert f"showing {report.MAX_ROWS} of {TASKS} tasks" in html  # pass rate and pass@k
+    assert f"showing {report_panels.MAX_ROWS} of {TASKS} tasks" in html  # pass rate and pass@k
     assert "showing 12 of 30 pairs" in html  # 30 constraint ids × one criterion
     assert f"of {TASKS * PER_TASK:,} trials" in html
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.cli.store import prove_text
+from ledger.app.store_ops import prove_text
 from ledger.errors import CheckpointError, LedgerError
 from ledger.log import merkle, note
 from ledger.log.store import checkpoint_file, init_ledger

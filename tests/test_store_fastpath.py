@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.log import verify as verify_mod
+from ledger.log import verify_scan as verify_mod
 from ledger.log.store import _DDL, ENTRY_SQL, JSON_ESCAPED_RE, init_ledger
 from schemas.envelope import ARROW_SCHEMA, NewEvent, envelope_bytes, leaf_hash
 

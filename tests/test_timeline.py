@@ -13,19 +13,21 @@ import pytest
 import yaml
 
 from replay.timeline import (
-    ERROR_PREFIX,
-    NO_MESSAGE_FAILURE_TEXT,
     TIMELINE_VERSION,
-    _call_event,
-    _message_event,
-    _result_event,
-    agent_facing_text,
     assistant_texts,
     attempted_calls,
     build_trial_timeline,
-    exception_failure_text,
+    call_event,
+    message_event,
+    result_event,
     timeline_from_payloads,
     timeline_to_payloads,
+)
+from replay.timeline_views import (
+    ERROR_PREFIX,
+    NO_MESSAGE_FAILURE_TEXT,
+    agent_facing_text,
+    exception_failure_text,
     tool_not_found_text,
 )
 from schemas.canonical import canonical_json, parse_json
@@ -759,11 +761,11 @@ def test_fast_constructors_equal_dataclass_init() -> None:
         "result",
         "latency_seconds",
     ]
-    assert _message_event(3, 1, K.USER_MESSAGE, "hi") == TraceEvent(3, 1, K.USER_MESSAGE, "hi")
-    assert _call_event(4, 1, "c", "t", AGENT, {"a": 1}) == TraceEvent(
+    assert message_event(3, 1, K.USER_MESSAGE, "hi") == TraceEvent(3, 1, K.USER_MESSAGE, "hi")
+    assert call_event(4, 1, "c", "t", AGENT, {"a": 1}) == TraceEvent(
         4, 1, K.TOOL_CALL, call_id="c", tool_name="t", executor=AGENT, arguments={"a": 1}
     )
-    assert _result_event(5, 1, "c", "t", AGENT, S.ERROR, "boom", 0.5) == TraceEvent(
+    assert result_event(5, 1, "c", "t", AGENT, S.ERROR, "boom", 0.5) == TraceEvent(
         5,
         1,
         K.TOOL_RESULT,

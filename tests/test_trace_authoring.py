@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from replay.trace_checks.authoring import inspect_trace_checks
-from schemas.trace_checks import load_trace_checks
+from replay.trace_checks.rules import load_trace_checks
 from tests.parity_loader import PARITY_ROOT
 from tests.trace_builders import side, tc
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from schemas.trace_checks import TraceChecksConfigError, load_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from tests.trace_builders import side, tc
 
 PRESENT = {"present": {"match": tc("read")}}
@@ -479,7 +479,7 @@ def test_recorded_pack_blocks_load() -> None:
 
 
 def test_every_matcher_is_addressed_for_the_authoring_gate() -> None:
-    from schemas.trace_checks import iter_block_matchers
+    from replay.trace_checks.addresses import iter_block_matchers
 
     ref = {"present": {"match": tc("read", args={"id": {"equals_binding": "r"}})}}
     cfg = load_trace_checks(

@@ -13,6 +13,7 @@ import yaml
 
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (
     Message,
     RecordedToolCall,
@@ -21,7 +22,6 @@ from schemas.timeline import (
     ToolExecutionStatus,
     ToolExecutorIdentity,
 )
-from schemas.trace_checks import load_trace_checks
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 NOTES = SHARED / "corpora" / "notes_duplicate_check"

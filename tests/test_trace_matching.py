@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from replay.patterns import compile_pattern
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.operators import apply_operator, can_ever_hold, contains, json_type
-from schemas.trace_checks import compile_pattern
 from tests.trace_builders import Script, one, tc
 
 

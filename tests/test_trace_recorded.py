@@ -15,6 +15,7 @@ import pytest
 
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.reading import ReadNotes
 from schemas.timeline import (
     Message,
@@ -25,7 +26,7 @@ from schemas.timeline import (
     ToolExecutorIdentity,
     TraceEventKind,
 )
-from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
+from schemas.trace_checks import TraceChecksConfig
 from tests.trace_builders import Script, side, tc
 
 K = TraceEventKind

@@ -8,9 +8,9 @@ from typing import Any
 
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import ConstraintResult
+from replay.trace_checks.rules import load_trace_checks
 from replay.trace_checks.scoring import SetScore, choose_winner, score_decision_set
 from schemas.timeline import TrialTimeline
-from schemas.trace_checks import load_trace_checks
 from tests.trace_builders import Script, calls, tc
 
 
@@ -512,7 +512,7 @@ def test_the_result_reads_as_a_component_result_and_a_raw_block_is_validated() -
     assert (unscored.score, unscored.evaluated, unscored.not_measured) == (None, False, None)
     import pytest
 
-    from schemas.trace_checks import TraceChecksConfigError
+    from replay.trace_checks.rules import TraceChecksConfigError
 
     with pytest.raises(TraceChecksConfigError):
         evaluate_trace_checks(calls("read"), {"constraints": [present("a", "read", weight=0)]})

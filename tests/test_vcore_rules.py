@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from replay.vcore_receipt import RunFiles, parse_events, rebuild_receipt
+from replay.vcore_receipt import rebuild_receipt
+from replay.vcore_run import RunFiles, parse_events
 
 NODE = {"node_id": "n", "objective": "o", "owned_files": ["a.py"], "verification_command": ["true"]}
 
@@ -177,7 +178,7 @@ def test_graph_node_defaults_and_coercions() -> None:
 
 
 def test_run_files_with_review_json_error_cannot_rebuild() -> None:
-    from replay.vcore_receipt import verify_run_files
+    from replay.vcore_verify import verify_run_files
 
     raw = _log(("terminal", "n", OK_TERMINAL))
     graph = json.dumps({"goal": "g", "nodes": [NODE]}).encode()

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ledger.app import verdicts as vd
 from ledger.log.memory_store import MemoryLedger
-from replay.verdict import derive, unit_evidence
+from replay.verdict import derive
+from replay.verdict_evidence import unit_evidence
 from tests.gvc_support import ladder
 
 UNITS = ["u1", "u2"]

@@ -19,7 +19,7 @@ from ledger.cli import main
 from ledger.log import verify as verify_mod
 from ledger.log.note import sign_note
 from ledger.log.store import DB_FILE, init_ledger, open_ledger
-from ledger.log.verify import Problem
+from ledger.log.verify_report import Problem
 from schemas.envelope import NewEvent
 from tests.store_helpers import (
     make_key,
@@ -222,12 +222,8 @@ def test_extra_checks_run_after_core_checks(tmp_path: Path) -> None:
         seen.append(lg.size())
         return [Problem("receipt r1", "does not match")]
 
-    verify_mod.EXTRA_CHECKS.append(check)
-    try:
-        with open_ledger(path) as lg:
-            report = lg.verify(verifier)
-    finally:
-        verify_mod.EXTRA_CHECKS.remove(check)
+    with open_ledger(path) as lg:
+        report = verify_mod.verify_ledger(lg, verifier, extra=[check])
     assert seen == [12]
     assert report.problems == [Problem("receipt r1", "does not match")]
 

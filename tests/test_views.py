@@ -258,8 +258,8 @@ def test_pass_at_k_value_is_the_closed_form(n: int, data: st.DataObject) -> None
 def test_constraint_class_matches_the_retrace_projection(
     passed: int, failed: int, undecided: int
 ) -> None:
-    """The SQL classification and replay.retrace.classify are one rule, written twice."""
-    from replay.retrace import classify  # noqa: PLC0415
+    """The SQL classification and replay.retrace_report.classify are one rule, written twice."""
+    from replay.retrace_report import classify  # noqa: PLC0415
 
     con = duckdb.connect()
     for macro in views.MACROS:

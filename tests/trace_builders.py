@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (
     ToolExecutionStatus,
     ToolExecutorIdentity,
@@ -18,7 +19,7 @@ from schemas.timeline import (
     TraceEventKind,
     TrialTimeline,
 )
-from schemas.trace_checks import TraceChecksConfig, load_trace_checks
+from schemas.trace_checks import TraceChecksConfig
 
 
 class Script:

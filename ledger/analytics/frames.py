@@ -20,9 +20,10 @@ import pyarrow as pa
 
 from ledger.analytics import sql as analytics
 from ledger.analytics import views
+from ledger.errors import LedgerError
 
 
-class UnknownView(ValueError):
+class UnknownView(LedgerError, ValueError):
     """A name that is not a documented view; lists the ones there are."""
 
     def __init__(self, name: str) -> None:

@@ -23,6 +23,7 @@ import duckdb
 import orjson
 
 from ledger.analytics import sql as analytics
+from ledger.analytics.view_kit import sql_str
 
 TRIAL_PAGES = 60  # sections written; each is small, but 5,000 of them would not be
 EVENT_TEXT = 160  # characters of a message or result shown per timeline row
@@ -52,20 +53,9 @@ def anchor(trial: str) -> str:
     return "trial-" + hashlib.sha256(trial.encode()).hexdigest()[:16]
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    return analytics.run(con, sql).to_pylist()
-
-
 def _in(values: Sequence[Any]) -> str:
     """A SQL list literal of trial names or seqs (quotes doubled: names are data)."""
-    return (
-        "("
-        + ", ".join(
-            str(int(v)) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
-            for v in values
-        )
-        + ")"
-    )
+    return "(" + ", ".join(str(int(v)) if isinstance(v, int) else sql_str(v) for v in values) + ")"
 
 
 def _positions(value: Any) -> list[int]:
@@ -88,7 +78,7 @@ def _cut(text: str | None, n: int = EVENT_TEXT) -> str:
 
 
 def select_trials(con: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], int]:
-    rows = _rows(con, TRIALS_SQL)
+    rows = analytics.rows(con, TRIALS_SQL)
     return rows, (rows[0]["total"] if rows else 0)
 
 
@@ -121,24 +111,12 @@ def trial_sections(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -
     trials = [r["trial"] for r in rows]
     seqs = [s for r in rows for s in (r["rec_seq"], r["rep_seq"]) if s is not None]
     events = _timelines(con, trials)
-    checks = (
-        _by(
-            _rows(con, f"SELECT * FROM trace_checks WHERE grade_seq IN {_in(seqs)} ORDER BY ord"),
-            "grade_seq",
-        )
-        if seqs
-        else {}
-    )
-    comps = (
-        _by(
-            _rows(
-                con, f"SELECT * FROM components WHERE grade_seq IN {_in(seqs)} ORDER BY component"
-            ),
-            "grade_seq",
-        )
-        if seqs
-        else {}
-    )
+
+    def per_grade(view: str, order: str) -> dict[Any, list[dict[str, Any]]]:
+        sql = f"SELECT * FROM {view} WHERE grade_seq IN {_in(seqs)} ORDER BY {order}"
+        return _by(analytics.rows(con, sql), "grade_seq") if seqs else {}
+
+    checks, comps = per_grade("trace_checks", "ord"), per_grade("components", "component")
     return "\n".join(_section(r, events.get(r["trial"], []), checks, comps) for r in rows)
 
 
@@ -152,7 +130,7 @@ def _by(rows: list[dict[str, Any]], key: str) -> dict[Any, list[dict[str, Any]]]
 def _timelines(con: duckdb.DuckDBPyConnection, trials: list[str]) -> dict[str, list[dict]]:
     """Each trial's timeline (latest projection version); where none is stored, its
     messages and tool calls in log order (positions then are not timeline positions)."""
-    timeline = _rows(
+    timeline = analytics.rows(
         con,
         "SELECT trial, position, kind, coalesce(text, '') AS text, tool_name, status, result "
         f"FROM timeline WHERE trial IN {_in(trials)} QUALIFY projection_version = "
@@ -161,7 +139,7 @@ def _timelines(con: duckdb.DuckDBPyConnection, trials: list[str]) -> dict[str, l
     out = _by(timeline, "trial")
     missing = [t for t in trials if t not in out]
     if missing:
-        raw = _rows(
+        raw = analytics.rows(
             con,
             "SELECT trial, seq, NULL AS position, role || ' message' AS kind, content AS text, "
             f"NULL AS tool_name, NULL AS status, NULL AS result FROM messages WHERE trial IN "

@@ -5,22 +5,22 @@ Wherever the evidence carries usage: a Tolokaforge bundle's ``metrics.yaml`` (``
 which ledger.sources.inspect_log writes under the same metrics.yaml key names, and its
 scorers' calls as the grade's ``judge_usage``. So one JSON path per column reads both.
 
-Kept apart from ``ledger.analytics.views`` (which appends these to its list) so the two change
-independently; each entry is ``(name, sql, doc, columns)`` over the same ``_ev`` relation.
+Kept apart from the other view groups (``ledger.analytics.views`` lists them all) so each
+changes on its own.
 """
 
 from __future__ import annotations
 
-# The latest trial.registered and grade.recorded of each trial (a re-scored inspect log
-# appends a newer grade.recorded; the latest is the recorded grade, as replay reads it).
-_LATEST_REGISTERED = (
-    "SELECT stream, body FROM _ev WHERE type = 'trial.registered' "
-    "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
-)
-_LATEST_GRADE = (
-    "SELECT stream, body FROM _ev WHERE type = 'grade.recorded' "
-    "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
-)
+from ledger.analytics.view_kit import View
+
+
+def _latest(type_: str) -> str:
+    """The latest event of ``type_`` per trial (a re-scored inspect log appends a newer
+    grade.recorded; the latest is the recorded grade, as replay reads it)."""
+    return (
+        f"SELECT stream, body FROM _ev WHERE type = '{type_}' "
+        "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
+    )
 
 
 def _num(body: str, path: str, kind: str = "BIGINT") -> str:
@@ -44,7 +44,7 @@ USAGE_SQL = (
     f"{_num('g.body', '$.grade.judge_usage.prompt_tokens')} AS judge_prompt_tokens, "
     f"{_num('g.body', '$.grade.judge_usage.completion_tokens')} AS judge_completion_tokens, "
     f"{_num('g.body', '$.grade.judge_usage.cost_usd', 'DOUBLE')} AS judge_cost_usd "
-    f"FROM ({_LATEST_REGISTERED}) r LEFT JOIN ({_LATEST_GRADE}) g USING (stream)"
+    f"FROM ({_latest('trial.registered')}) r LEFT JOIN ({_latest('grade.recorded')}) g USING (stream)"
 )
 
 SPEND_SQL = (
@@ -59,8 +59,8 @@ SPEND_SQL = (
     "FROM usage GROUP BY task_id, agent_model"
 )
 
-SPEND_VIEWS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
-    (
+SPEND_VIEWS: tuple[View, ...] = (
+    View(
         "usage",
         USAGE_SQL,
         "one row per trial: the agent's and the judge's tokens and cost, where recorded",
@@ -81,7 +81,7 @@ SPEND_VIEWS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
             ("judge_cost_usd", "judge cost in USD"),
         ),
     ),
-    (
+    View(
         "spend",
         SPEND_SQL,
         "spend per task and agent model, over the usage view",

@@ -14,20 +14,19 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 
 from ledger.analytics import views
-
-try:  # the store's error base (ledger/errors.py, branch store) — a plain base until it lands
-    from ledger.errors import LedgerError
-except ImportError:  # pragma: no cover
-
-    class LedgerError(Exception):  # type: ignore[no-redef]
-        """Base of every error the ledger raises on purpose."""
-
+from ledger.analytics.view_kit import sql_str
+from ledger.app.context import LedgerArg, ledger_path
+from ledger.app.result import Result
+from ledger.errors import LedgerError
 
 DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
@@ -42,7 +41,7 @@ _EMPTY_EVENTS = (
     "NULL::VARCHAR AS event_id, NULL::VARCHAR AS type, NULL::USMALLINT AS schema_version, "
     "NULL::TIMESTAMPTZ AS recorded_at, NULL::BLOB AS payload, NULL::BLOB AS leaf_hash WHERE false"
 )
-_ENVELOPE_COLUMNS = (
+ENVELOPE_COLUMNS = (
     "seq, stream, stream_version, event_id, type, schema_version, "
     "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
 )
@@ -125,13 +124,9 @@ def _segment_files(ledger_dir: Path) -> list[Path]:
     return sorted((ledger_dir / SEGMENTS_DIR).glob("seg-*.parquet"))
 
 
-def _sql_path(p: Path) -> str:
-    return "'" + str(p).replace("'", "''") + "'"
-
-
 def _parquet_relation(files: list[Path]) -> str:
-    listing = ", ".join(_sql_path(f) for f in files)
-    return f"SELECT {_ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
+    listing = ", ".join(sql_str(str(f)) for f in files)
+    return f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
 
 
 # DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
@@ -149,7 +144,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
     segments = _segment_files(ledger_dir)
     if db.exists():
         try:
-            con.execute(f"ATTACH {_sql_path(db)} AS store (READ_ONLY)")
+            con.execute(f"ATTACH {sql_str(str(db))} AS store (READ_ONLY)")
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
                 raise SqlQueryError(f"cannot open {db}: {exc}") from None
@@ -161,7 +156,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
             return _parquet_relation(segments), Source(
                 "segments", f"{len(segments)} sealed segment(s); the store is held by a writer"
             )
-        rel = f"SELECT {_ENVELOPE_COLUMNS} FROM store.events"
+        rel = f"SELECT {ENVELOPE_COLUMNS} FROM store.events"
         if segments:
             # A store that drops sealed rows keeps them only in segments: take those below
             # the store's first seq, never a row twice.
@@ -253,17 +248,66 @@ def is_json_field(field: pa.Field) -> bool:
     return bool(field.metadata) and field.metadata.get(b"duckdb_type") == b"JSON"
 
 
+def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    """:func:`run` as row dicts, for the report's panels."""
+    return run(con, sql).to_pylist()
+
+
 def query(ledger_dir: Path | str, sql: str) -> pa.Table:
     """Run one read-only query over the ledger's views and return the rows as Arrow.
 
     >>> query(".vledger", "SELECT task_id, k, pass_at_k FROM pass_at_k WHERE level='task'")
     """
-    check_read_only(sql)  # refuse before opening anything
-    with connect(ledger_dir) as (con, _source):
-        return run(con, sql)
+    return query_with_source(ledger_dir, sql)[0]
 
 
 def query_with_source(ledger_dir: Path | str, sql: str) -> tuple[pa.Table, Source]:
-    check_read_only(sql)
+    check_read_only(sql)  # refuse before opening anything
     with connect(ledger_dir) as (con, source):
         return run(con, sql), source
+
+
+def json_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Row objects with JSON-typed columns embedded as values, not strings."""
+    out = table.to_pylist()
+    json_cols = [f.name for f in table.schema if is_json_field(f)]
+    for r in out:
+        for name in json_cols:
+            if r[name] is not None:
+                r[name] = orjson.loads(r[name])
+    return out
+
+
+def json_default(value: Any) -> Any:
+    """What orjson cannot encode itself: bytes as hex, decimals as floats, the rest as text."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Decimal):
+        return float(value)
+    return str(value)
+
+
+def schema_table() -> pa.Table:
+    """One row per documented view column: view, column, description."""
+    docs = views.schema_rows()
+    return pa.table({k: [d[k] for d in docs] for k in ("view", "column", "description")})
+
+
+@dataclass(frozen=True)
+class SqlResult(Result):
+    """The rows of one query as Arrow, and where they were read from (None: the schema)."""
+
+    table: pa.Table
+    source: Source | None
+
+    def to_json(self) -> Any:
+        """``vledger sql --json``: the rows as JSON values, JSON-typed columns embedded."""
+        return orjson.loads(orjson.dumps(json_rows(self.table), default=json_default))
+
+
+def sql(query: str | None = None, *, ledger: LedgerArg = None, schema: bool = False) -> SqlResult:
+    """Run one read-only ``query`` over the ledger's views; ``schema``: list the views'
+    columns instead. A write is refused (:class:`SqlRefused`) with nothing changed."""
+    if schema:
+        return SqlResult(schema_table(), None)
+    return SqlResult(*query_with_source(ledger_path(ledger), query or ""))

@@ -17,18 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ledger.analytics import views
+from ledger.analytics.sql import ENVELOPE_COLUMNS
 
 VIEWS_SQL = "_views.sql"
-_ENVELOPE = (
-    "seq, stream, stream_version, event_id, type, schema_version, "
-    "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
-)
 
 
 def views_sql(export_dir: Path) -> str:
     """The script: one statement per line group, each ending in ``;``."""
     glob = str(Path(export_dir).resolve() / "seg-*.parquet").replace("'", "''")
-    relation = f"SELECT {_ENVELOPE} FROM read_parquet('{glob}')"
+    relation = f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet('{glob}')"
     statements = [
         f"CREATE OR REPLACE VIEW _raw_events AS {relation}",
         *views.MACROS,

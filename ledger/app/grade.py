@@ -26,8 +26,9 @@ from ledger.sources.shape import BundleError as ImporterBundleError
 from ledger.sources.yaml_safe import load_yaml
 from replay.grade import Grade, GradeInputs, compare_grades, grade_trial, inputs_from_trial
 from replay.grade import recorded_grade as grade_of_record
+from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
-from schemas.grading import GradingConfig, GradingConfigError, load_grading_config
+from schemas.grading import GradingConfig
 from schemas.timeline import TimelineInconsistencyError
 
 

@@ -35,8 +35,6 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
-from ledger.app.timeline_check import check_timelines
-from ledger.log.verify import DEEP_CHECKS
 from ledger.sources import inspect_log
 from ledger.sources.detect import (
     DetectError,
@@ -69,9 +67,6 @@ from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"
 
-# `vledger verify --deep` recomputes every stored timeline from its trial's raw events.
-if check_timelines not in DEEP_CHECKS:
-    DEEP_CHECKS.append(check_timelines)
 Progress = Callable[[int, int, str], None]
 
 

@@ -23,10 +23,11 @@ import orjson
 from ledger.errors import LedgerError, ProofError
 from ledger.log import merkle
 from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
-from ledger.log.verify import EXTRA_CHECKS, Problem
+from ledger.log.verify_report import Problem
 from ledger.sources.files import InputError, present, read_input
 from ledger.sources.verdict_core import MAX_JSON_BYTES, reassemble_events_file
-from replay.vcore_receipt import RunFiles, Verification, check_run_files, verify_run_files
+from replay.vcore_run import RunFiles
+from replay.vcore_verify import Verification, check_run_files, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
 
 
@@ -175,9 +176,6 @@ def verify_ingested_runs(lg: Any) -> list[Problem]:
             problems.extend(Problem(stream, p) for p in verify_run_files(files))
     return problems
 
-
-if verify_ingested_runs not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_ingested_runs)
 
 
 # ------------------------------------------------------------- our own receipts (ledger)
@@ -424,6 +422,3 @@ def verify_projection_receipts(lg: Any) -> list[Problem]:
         problems.extend(Problem(f"{ev.type} at seq {ev.seq}", p) for p in check.problems)
     return problems
 
-
-if verify_projection_receipts not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_projection_receipts)

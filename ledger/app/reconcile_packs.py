@@ -27,10 +27,12 @@ from reconcile.inputs import (
 )
 from reconcile.reconcile import Claim
 from reconcile.validate import validate_migration
+from replay.grading_rules import GradingConfigError, load_grading_config
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import canonical_json
-from schemas.grading import GradingConfig, GradingConfigError, Rubric, load_grading_config
+from schemas.grading import GradingConfig, Rubric
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
-from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
+from schemas.trace_checks import TraceChecksConfig
 
 SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
 

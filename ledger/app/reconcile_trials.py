@@ -21,12 +21,13 @@ from reconcile.inputs import (
     RecordedGrading,
     Unavailable,
 )
+from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from replay.trial_inputs import TrialInputs
-from schemas.grading import GradingConfigError, load_grading_config
 from schemas.timeline import TimelineInconsistencyError
-from schemas.trace_checks import TraceChecksConfig, TraceChecksConfigError, load_trace_checks
+from schemas.trace_checks import TraceChecksConfig
 
 
 class UnreadableBundle(Exception):

@@ -28,20 +28,14 @@ from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
 from ledger.sources.yaml_safe import load_yaml
-from replay.retrace import (
-    Override,
-    RetraceReportError,
-    TrialRetrace,
-    build_report,
-    retrace_trial,
-    unreadable_bundle,
-)
+from replay.grading_rules import GradingConfigError, load_grading_config
+from replay.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
+from replay.retrace_report import RetraceReportError, build_report
 from replay.timeline import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
+from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
-from schemas.grading import GradingConfigError, load_grading_config
-from schemas.trace_checks import TraceChecksConfigError, load_trace_checks
 
 PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
 

@@ -5,8 +5,8 @@ Ingest stores each trial's ``timeline.event``s as a projection of its ``trial.me
 timeline with ``replay.timeline`` through :func:`replay.trial_inputs.trial_inputs` and
 reports any stream whose stored events differ — the first differing position and field —
 or whose stored timeline was built by another projection version, or whose recorded
-view inconsistency the running projection no longer raises. ``ledger.app.ingest`` registers
-it in :data:`ledger.log.verify.EXTRA_CHECKS`, so ``vledger verify`` runs it.
+view inconsistency the running projection no longer raises. ``vledger verify --deep`` runs it
+(:data:`ledger.app.verify.CHECKS`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ledger.log.verify import Problem
+from ledger.log.verify_report import Problem
 from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.envelope import StoredEvent

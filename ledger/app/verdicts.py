@@ -18,16 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ledger.log.verify import EXTRA_CHECKS, Problem
+from ledger.log.verify_report import Problem
 from ledger.sources import strict_json
 from ledger.sources.files import InputError
-from replay.verdict import (
-    Admission,
+from replay.verdict import Admission, derive
+from replay.verdict_evidence import (
     UnitEvent,
     UnitEvidenceError,
     check_stream,
     check_unit_events,
-    derive,
     unit_evidence,
 )
 from schemas.canonical import canonical_json
@@ -453,9 +452,6 @@ def verify_hook(lg: LedgerLike) -> list[Problem]:
     """``vledger verify`` hook: the admission checks, one Problem per finding."""
     return [Problem(unit_stream(unit), what) for unit, what in _unit_problems(lg, None)]
 
-
-if verify_hook not in EXTRA_CHECKS:
-    EXTRA_CHECKS.append(verify_hook)
 
 
 def _check_admission(

@@ -12,26 +12,85 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
 from ledger.cli.options import GROUP_LEDGER
 
-# command name -> the ledger.cli module that defines it
-COMMANDS: dict[str, str] = {
-    **dict.fromkeys(
-        ("init", "append", "log", "keygen", "checkpoint", "prove", "seal", "verify", "repair"),
-        "store",
+
+class Entry(NamedTuple):
+    module: str  # the ledger.cli module that defines the command
+    summary: str  # its line in `vledger --help`: the first sentence of its help
+
+
+# command name -> where it lives and how `vledger --help` lists it without importing it
+COMMANDS: dict[str, Entry] = {
+    "admissions": Entry(
+        "verdict", "List admitted units, weakest evidence first, and units still pending admission."
     ),
-    **dict.fromkeys(("admissions", "receipt", "verdict"), "verdict"),
-    **dict.fromkeys(("reconcile", "validate"), "reconcile"),
-    **dict.fromkeys(("report", "sql"), "analytics"),
-    "curate": "curate",
-    "demo": "demo",
-    "export": "export",
-    "grade": "grade",
-    "ingest": "ingest",
-    "retrace": "retrace",
+    "append": Entry(
+        "store", "Append every event of FILE.jsonl as one atomic batch; print the seq range."
+    ),
+    "checkpoint": Entry(
+        "store",
+        "Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.",
+    ),
+    "curate": Entry(
+        "curate",
+        "Write a judge-labelled corpus (corpus.yaml + bundles) from run directories or the log.",
+    ),
+    "demo": Entry(
+        "demo", "Build a fresh ledger from the shipped corpora and walk through what it proves."
+    ),
+    "export": Entry(
+        "export", "Write the sealed Parquet segments plus their manifest for other engines."
+    ),
+    "grade": Entry(
+        "grade",
+        "Re-derive a trial's grade from its recorded evidence and compare it with the recorded one.",
+    ),
+    "ingest": Entry(
+        "ingest", "Ingest trial bundles, corpora, run directories, task packs or verdict-core runs."
+    ),
+    "init": Entry("store", "Create an empty ledger directory."),
+    "keygen": Entry("store", "Create an Ed25519 checkpoint key OUTSIDE the ledger directory."),
+    "log": Entry("store", "Print events in seq order."),
+    "prove": Entry(
+        "store", "Print a C2SP tlog-proof: the inclusion proof of SEQ plus the signed checkpoint."
+    ),
+    "receipt": Entry(
+        "verdict",
+        "Show and verify receipts: ledger receipts by seq/event_id, verdict-core run dirs.",
+    ),
+    "reconcile": Entry(
+        "reconcile", "Check migration.yaml claims against the judge's recorded verdicts."
+    ),
+    "repair": Entry(
+        "store",
+        "Finish an interrupted seal or restore a lost segment manifest; a dry run by default.",
+    ),
+    "report": Entry(
+        "analytics", "Write one self-contained HTML report (inline SVG, no scripts, no network)."
+    ),
+    "retrace": Entry(
+        "retrace",
+        "Re-derive every recorded trial's grade from the log and compare it to the record.",
+    ),
+    "seal": Entry(
+        "store", "Seal unsealed events into immutable Parquet segments (trial streams never split)."
+    ),
+    "sql": Entry("analytics", "Run a read-only SQL QUERY over the ledger's documented views."),
+    "validate": Entry(
+        "reconcile",
+        "Check a pack's migration.yaml against every rule of GRADING.md § Declaring a migration.",
+    ),
+    "verdict": Entry(
+        "verdict", "Record a unit's judges and work, admit it, and check derivations (GVC)."
+    ),
+    "verify": Entry(
+        "store", "Recompute every leaf hash and the tree; check checkpoints and segments."
+    ),
 }
 
 
@@ -43,10 +102,17 @@ class _Main(click.Group):
         return sorted(set(COMMANDS) | set(self.commands))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module = COMMANDS.get(cmd_name)
-        if cmd_name not in self.commands and module is not None:
-            importlib.import_module(f"ledger.cli.{module}")  # it registers itself on main
+        entry = COMMANDS.get(cmd_name)
+        if cmd_name not in self.commands and entry is not None:
+            importlib.import_module(f"ledger.cli.{entry.module}")  # it registers itself on main
         return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing from the registry: `vledger --help` imports no command's module."""
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [(name, _shorten(entry.summary, limit)) for name, entry in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -64,6 +130,11 @@ class _Main(click.Group):
 
             click.echo(f"Error: {damaged_store_error(exc)}", err=True)
             ctx.exit(1)
+
+
+def _shorten(text: str, limit: int) -> str:
+    """Click's own cut for a listing line (words kept whole, an ellipsis when cut)."""
+    return click.Command(None, help=text).get_short_help_str(limit)
 
 
 def _silence_stdout() -> None:

@@ -8,7 +8,7 @@ import sys
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import orjson
@@ -28,6 +28,7 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.cli.output import is_terminal, render_table, terminal_width
+from ledger.errors import LedgerError
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -42,14 +43,6 @@ def _cell(value: Any) -> str:
         return orjson.dumps(value, default=str).decode()
     if isinstance(value, (datetime, date)):
         return value.isoformat()
-    return str(value)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, Decimal):
-        return float(value)
     return str(value)
 
 
@@ -79,27 +72,20 @@ def format_csv(table: pa.Table) -> str:
     return buf.getvalue()
 
 
-def _json_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """Row objects with JSON-typed columns embedded as values, not strings."""
-    rows = table.to_pylist()
-    json_cols = [f.name for f in table.schema if analytics.is_json_field(f)]
-    for r in rows:
-        for name in json_cols:
-            if r[name] is not None:
-                r[name] = orjson.loads(r[name])
-    return rows
-
-
 def format_json(table: pa.Table) -> str:
     """A JSON array of row objects."""
-    rows = _json_rows(table)
-    return orjson.dumps(rows, default=_json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
+    rows = analytics.json_rows(table)
+    return (
+        orjson.dumps(rows, default=analytics.json_default, option=orjson.OPT_INDENT_2).decode()
+        + "\n"
+    )
 
 
 def format_json_lines(table: pa.Table) -> str:
     """``--nl``: one compact JSON object per row, JSON-typed columns embedded as values."""
     return "".join(
-        orjson.dumps(r, default=_json_default).decode() + "\n" for r in _json_rows(table)
+        orjson.dumps(r, default=analytics.json_default).decode() + "\n"
+        for r in analytics.json_rows(table)
     )
 
 
@@ -134,21 +120,14 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) 
         text = format_json_lines(table)
     else:
         text = {"csv": format_csv, "json": format_json}[fmt](table)
+    _write_text(text, out)
+
+
+def _write_text(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
     else:
         out.write_text(text, encoding="utf-8")
-
-
-def _schema_table() -> pa.Table:
-    rows = views.schema_rows()
-    return pa.table(
-        {
-            "view": [r["view"] for r in rows],
-            "column": [r["column"] for r in rows],
-            "description": [r["description"] for r in rows],
-        }
-    )
 
 
 def _schema_text() -> str:
@@ -165,9 +144,13 @@ def _schema_text() -> str:
 def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
     try:
         check_output_path(out, ledger_dir)
-    except analytics.LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+    except LedgerError as exc:
+        _fail(exc)
+
+
+def _fail(exc: LedgerError) -> NoReturn:
+    click.echo(f"Error: {exc}", err=True)
+    sys.exit(1)
 
 
 @main.command("sql")
@@ -214,31 +197,20 @@ def sql_command(
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
         fmt = "json"
-    if schema:
-        if fmt == "table":
-            text = _schema_text()
-            if out is None:
-                sys.stdout.write(text)
-            else:
-                out.write_text(text, encoding="utf-8")
-        else:
-            write_result(_schema_table(), fmt, out, nl=as_nl)
-        return
-    if not query:
+    if schema and fmt == "table":
+        return _write_text(_schema_text(), out)
+    if not schema and not query:
         raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
     try:
-        table, source = analytics.query_with_source(resolve_ledger(ledger_dir), query)
-    except analytics.SqlRefused as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    except analytics.LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    if source.kind == "segments":
-        click.echo(
-            f"note: read {source.detail}; events after the last seal are not shown", err=True
+        result = analytics.sql(
+            query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema
         )
-    write_result(table, fmt, out, nl=as_nl)
+    except LedgerError as exc:
+        _fail(exc)
+    if result.source is not None and result.source.kind == "segments":
+        detail = result.source.detail
+        click.echo(f"note: read {detail}; events after the last seal are not shown", err=True)
+    write_result(result.table, fmt, out, nl=as_nl)
 
 
 @main.command("report")
@@ -258,14 +230,12 @@ def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     Example:
       vledger report --out report.html
     """
-    from ledger.analytics import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
+    from ledger.analytics.report import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
 
     try:
-        counts = report.write_report_counts(resolve_ledger(ledger_dir), out)
-    except analytics.LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+        result = report(ledger=resolve_ledger(ledger_dir), out=out)
+    except LedgerError as exc:
+        _fail(exc)
     if as_json:
-        emit_json(counts)
-        return
-    click.echo(f"wrote {out} ({report.summary_line(counts)})")
+        return emit_json(result.to_json())
+    click.echo(f"wrote {out} ({result.summary_line()})")

@@ -1,26 +1,23 @@
-"""``vledger init | append | log | keygen | checkpoint | prove | seal | verify``.
+"""``vledger init | append | log | keygen | checkpoint | prove | seal | verify | repair``.
 
-Each command parses, calls one store function, prints (STYLE.md, sqlite-utils). Errors from
-``ledger/`` are translated once, in :func:`_run`: ``Error: …`` on stderr and the exit code
-of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2 via click).
+Each command parses, calls one API function (ledger/app/store_ops.py, ledger/app/verify.py)
+and prints (STYLE.md, sqlite-utils). Errors from ``ledger/`` are translated once, in :func:`run`: ``Error: …`` on
+stderr and the exit code of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2
+via click).
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-import stat
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ledger.app.outputs import check_output_path
+from ledger.app import store_ops
+from ledger.app.context import opened
+from ledger.app.verify import verify
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -32,39 +29,21 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.cli.output import write_json_rows
-from ledger.errors import InvalidEvent, LedgerError, exit_code
+from ledger.errors import LedgerError, exit_code
 from ledger.log import segments
-from ledger.log.keys import DEFAULT_KEY_NAME, keygen, load_signer, load_verifier, pub_path
-from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
-from ledger.log.store import Ledger, StoredEvent, init_ledger, open_ledger, write_atomic
-from ledger.log.verify import OutsideCheckpoint
-from ledger.sources import strict_json
-from ledger.sources.files import InputError, read_input
-from schemas.envelope import NewEvent
-from schemas.events import PROJECTION_WRITERS
+from ledger.log.keys import DEFAULT_KEY_NAME
+from ledger.log.store import init_ledger
 
 T = TypeVar("T")
 
 
-def _run(fn: Callable[[], T]) -> T:
+def run(fn: Callable[[], T]) -> T:
     """Call ``fn``; turn a LedgerError into ``Error: …`` and its documented exit code."""
     try:
         return fn()
     except LedgerError as exc:
         click.echo(f"Error: {escape_controls(str(exc))}", err=True)
         sys.exit(exit_code(exc))
-
-
-def _open(
-    ledger_dir: Path | None, busy_timeout: float, *, read_only: bool = False, recover: bool = True
-) -> Ledger:
-    """Open the ledger; ``read_only`` for commands that must leave every file as it is."""
-    path = resolve_ledger(ledger_dir)
-    return _run(
-        lambda: open_ledger(
-            path, busy_timeout=busy_timeout, read_only=read_only, recover=recover
-        )
-    )
 
 
 @main.command("init")
@@ -76,83 +55,13 @@ def init_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     Example: vledger init --ledger ./.vledger
     """
     path = resolve_ledger(ledger_dir)
-    lg = _run(lambda: init_ledger(path))
+    lg = run(lambda: init_ledger(path))
     origin = lg.origin
     lg.close()
     if as_json:
         emit_json({"ledger": str(path), "origin": origin})
         return
     click.echo(f"initialised ledger {path} (origin {origin})")
-
-
-class _Line(BaseModel):
-    """One line of an ``append`` file."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    stream: str
-    type: str
-    payload: dict[str, Any]
-    event_id: str | None = None
-    expected_version: int | str = "any"
-    schema_version: int = 1
-
-
-MAX_APPEND_BYTES = 1 << 30
-
-
-def _input_lines(path: Path) -> list[bytes]:
-    """The file's lines, read by the one bounded reader (a regular file, at most 1 GiB)."""
-    try:
-        data = read_input(path, max_bytes=MAX_APPEND_BYTES)
-    except InputError as exc:
-        raise click.ClickException(f"{exc}; nothing appended") from None
-    lines = data.split(b"\n")
-    return lines[:-1] if lines and not lines[-1] else lines
-
-
-def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
-    """Parse an events file; raise UsageError naming the first bad line. Blank lines skip."""
-    events: list[NewEvent] = []
-    lines: list[int] = []
-    with nullcontext(_input_lines(path)) as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                line = _Line.model_validate(strict_json.loads(raw, str(path), line=n))
-            except strict_json.JsonSyntaxError as exc:
-                raise click.ClickException(
-                    f"{path} line {n}: not JSON ({exc.detail}); nothing appended"
-                ) from None
-            except InputError as exc:  # faithful or refused: duplicate key, NaN, 65-bit int
-                raise click.ClickException(f"{exc}; nothing appended") from None
-            except orjson.JSONDecodeError as exc:
-                raise click.ClickException(
-                    f"{path} line {n}: not JSON ({exc}); nothing appended"
-                ) from None
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"]) or "<line>"
-                raise click.ClickException(
-                    f"{path} line {n}: field {where!r}: {err['msg']}; each line is "
-                    '{"stream", "type", "payload", "event_id"?, "expected_version"?}; nothing appended'
-                ) from None
-            _refuse_projection_type(path, n, line.type)
-            events.append(NewEvent(**line.model_dump()))
-            lines.append(n)
-    return events, lines
-
-
-def _refuse_projection_type(path: Path, n: int, type_: str) -> None:
-    """A projection's output type is derived from the log by its command, never appended
-    by hand (a hand-written grade.replayed would become a trial's current grade)."""
-    writer = PROJECTION_WRITERS.get(type_)
-    if writer is not None:
-        raise click.ClickException(
-            f"{path} line {n}: event type {type_!r} is a projection's output, written only by "
-            f"`{writer[0]}` from the events in the log; run that command instead (append "
-            "recorded facts: a built-in input type or ext.<name>); nothing appended"
-        )
 
 
 @main.command("append")
@@ -168,21 +77,10 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 
     Example: vledger append events.jsonl
     """
-    events, lines = read_jsonl(file)
-    with _open(ledger_dir, busy_timeout) as lg:
-        res = _run(lambda: _append_naming_line(lg, events, lines, file))
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: store_ops.append(file, path, busy_timeout=busy_timeout))
     if as_json:
-        emit_json(
-            {
-                "first_seq": res.first_seq,
-                "last_seq": res.last_seq,
-                "appended": res.appended,
-                "duplicates": [
-                    {"line": lines[d.index], "event_id": d.event_id, "seq": d.seq}
-                    for d in res.duplicates
-                ],
-            }
-        )
+        emit_json(res.to_json())
         return
     if res.appended:
         click.echo(f"appended {res.appended} events: seq {res.first_seq}..{res.last_seq}")
@@ -190,30 +88,6 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
         click.echo("appended 0 events")
     if res.duplicates:
         click.echo(f"{len(res.duplicates)} already present (same event_id and content), skipped")
-
-
-def _append_naming_line(lg: Ledger, events: list[NewEvent], lines: list[int], file: Path) -> Any:
-    """Append; an invalid event's batch index becomes the file's line number."""
-    try:
-        return lg.append(events)
-    except InvalidEvent as exc:
-        raise LedgerError(
-            f"{file} line {lines[exc.index]}: {exc.detail}; nothing appended"
-        ) from None
-
-
-def event_json(e: StoredEvent) -> dict[str, Any]:
-    return {
-        "seq": e.seq,
-        "stream": e.stream,
-        "stream_version": e.stream_version,
-        "event_id": e.event_id,
-        "type": e.type,
-        "schema_version": e.schema_version,
-        "recorded_at": e.recorded_at.isoformat(),
-        "payload": e.data(),
-        "leaf_hash": e.leaf_hash.hex(),
-    }
 
 
 @main.command("log")
@@ -243,13 +117,18 @@ def log_cmd(
 
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
-    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        events = lg.read(stream=stream, type=type_, from_seq=from_seq, to_seq=to_seq)
-        events = itertools.islice(events, limit)  # a generator: nothing past N is read
-        if as_json or as_nl:
-            write_json_rows((event_json(e) for e in events), nl=as_nl)
+    path = resolve_ledger(ledger_dir)
+    run(lambda: _print_events(path, busy_timeout, as_json or as_nl, as_nl, stream=stream,
+                              type=type_, from_seq=from_seq, to_seq=to_seq, limit=limit))  # fmt: skip
+
+
+def _print_events(path: Path, busy_timeout: float, as_json: bool, nl: bool, **kw: Any) -> None:
+    with opened(path, read_only=True, busy_timeout=busy_timeout) as lg:
+        rows = store_ops.events(lg, **kw).events  # read as printed, while the store is open
+        if as_json:
+            write_json_rows(map(store_ops.event_json, rows), nl=nl)
             return
-        for e in events:
+        for e in rows:
             payload = e.payload.decode()
             if len(payload) > 120:
                 payload = payload[:117] + "..."
@@ -275,14 +154,13 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
 
     Example: vledger keygen --out ~/.vledger-key
     """
-    verifier = _run(lambda: keygen(out, name, ledger_dir=resolve_ledger(ledger_dir)))
+    res = run(lambda: store_ops.keygen(out, name=name, ledger=resolve_ledger(ledger_dir)))
     if as_json:
-        emit_json({"private_key": str(out), "public_key": str(pub_path(out)),
-                   "verifier": verifier.format()})  # fmt: skip
+        emit_json(res.to_json())
         return
-    click.echo(f"private key: {out} (keep it outside the ledger)")
-    click.echo(f"public key:  {pub_path(out)}")
-    click.echo(verifier.format())
+    click.echo(f"private key: {res.private_key} (keep it outside the ledger)")
+    click.echo(f"public key:  {res.public_key}")
+    click.echo(res.verifier)
 
 
 @main.command("checkpoint")
@@ -321,55 +199,12 @@ def checkpoint_cmd(
         raise click.UsageError(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
-    if out is not None:
-        _run(lambda: check_output_path(out, resolve_ledger(ledger_dir), what="checkpoint copy"))
-    signer = _run(lambda: load_signer(key_file))
-    with _open(ledger_dir, busy_timeout) as lg:
-        note = _run(lambda: lg.checkpoint(signer))
-    if out is not None:
-        _run(lambda: _write_outside(out, note))
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: store_ops.checkpoint(path, key=key_file, out=out, busy_timeout=busy_timeout))
     if as_json:
-        emit_json(checkpoint_json(note, out))
+        emit_json(res.to_json())
         return
-    click.echo(note, nl=False)
-
-
-def checkpoint_json(note: str, out: Path | None) -> dict[str, Any]:
-    """A signed note as data: its body's fields, the whole note text, where it was copied."""
-    cp = parse_checkpoint(note_text(note))
-    return {"origin": cp.origin, "size": cp.size, "root": cp.root.hex(), "note": note,
-            "out": str(out) if out is not None else None}  # fmt: skip
-
-
-def _write_outside(out: Path, note: str) -> None:
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out, note.encode("utf-8"))
-    except OSError as exc:
-        raise LedgerError(f"cannot write the checkpoint copy {str(out)!r}: {exc.strerror}") from None
-
-
-# An outside checkpoint is one short note; anything much larger is not one.
-MAX_NOTE_BYTES = 64 * 1024
-
-
-def read_outside_checkpoint(path: Path) -> OutsideCheckpoint:
-    """The note of ``verify --checkpoint FILE``: a regular file of at most MAX_NOTE_BYTES."""
-    try:
-        with path.open("rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise LedgerError(f"--checkpoint {str(path)!r}: not a regular file")
-            data = f.read(MAX_NOTE_BYTES + 1)
-    except OSError as exc:
-        raise LedgerError(f"cannot read --checkpoint {str(path)!r}: {exc.strerror}") from None
-    if len(data) > MAX_NOTE_BYTES:
-        raise LedgerError(
-            f"--checkpoint {str(path)!r}: larger than {MAX_NOTE_BYTES} bytes, not a checkpoint note"
-        )
-    try:
-        return OutsideCheckpoint(str(path), data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise LedgerError(f"--checkpoint {str(path)!r}: not UTF-8 text, not a checkpoint note") from None
+    click.echo(res.note, nl=False)
 
 
 @main.command("prove")
@@ -387,79 +222,12 @@ def prove_cmd(
 
     Example: vledger prove 42 --size 100
     """
-    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        proof = _run(lambda: prove_record(lg, seq, size))
-    text = format_tlog_proof(proof)
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: store_ops.prove(seq, path, size=size, busy_timeout=busy_timeout))
     if as_json:
-        cp = parse_checkpoint(note_text(proof.checkpoint_note))
-        emit_json({"seq": proof.index, "size": cp.size, "root": cp.root.hex(),
-                   "path": [h.hex() for h in proof.path], "checkpoint": proof.checkpoint_note,
-                   "tlog_proof": text})  # fmt: skip
+        emit_json(res.to_json())
         return
-    click.echo(text, nl=False)
-
-
-def prove_text(lg: Ledger, seq: int, size: int | None) -> str:
-    return format_tlog_proof(prove_record(lg, seq, size))
-
-
-def prove_record(lg: Ledger, seq: int, size: int | None) -> TlogProof:
-    """The tlog-proof of ``seq`` against the stored checkpoint of ``size`` (default latest)."""
-    stored = {parse_checkpoint(note_text(n)).size: n for _, n in lg.checkpoints()}
-    if not stored:
-        raise LedgerError("no checkpoint yet: run `vledger checkpoint --key FILE` first")
-    size = max(stored) if size is None else size
-    if size not in stored:
-        raise LedgerError(f"no checkpoint of size {size}; stored sizes: {sorted(stored)}")
-    if not 0 <= seq < size:
-        raise LedgerError(
-            f"seq {seq} is not in the checkpoint of size {size} (need 0 <= seq < {size})"
-        )
-    path = lg.prove_inclusion(seq, size)
-    return TlogProof(seq, tuple(path), stored[size])
-
-
-@main.command("seal")
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=1),
-    default=1_000_000,
-    show_default=True,
-    help="Rows per segment (a longer trial still stays whole).",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Target bytes per segment (default 32 MiB; a longer trial still stays whole).",
-)
-@ledger_option
-@busy_option
-@json_option
-def seal_cmd(
-    max_rows: int,
-    max_bytes: int | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
-    as_json: bool,
-) -> None:
-    """Seal unsealed events into immutable Parquet segments (trial streams never split).
-
-    A sealed trial stream takes no further events (exit 4, StreamSealed).
-
-    Example: vledger seal --max-rows 100000
-    """
-    with _open(ledger_dir, busy_timeout) as lg:
-        made = _run(lambda: lg.seal(max_rows, max_bytes))
-    if as_json:
-        emit_json([m.model_dump() for m in made])
-        return
-    if not made:
-        click.echo("nothing to seal")
-    for m in made:
-        click.echo(
-            f"sealed {m.file}: seq {m.first_seq}..{m.last_seq}, {m.rows} rows, root {m.root}"
-        )
+    click.echo(res.tlog_proof, nl=False)
 
 
 @main.command("verify")
@@ -505,21 +273,62 @@ def verify_cmd(
 
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
-    verifier = _run(lambda: load_verifier(pub_file)) if pub_file is not None else None
-    anchor = _run(lambda: read_outside_checkpoint(checkpoint_file)) if checkpoint_file else None
-    # read-only: verify reports what it finds and changes nothing (not even an interrupted
-    # seal; `vledger repair` finishes that, explicitly)
-    with _open(ledger_dir, busy_timeout, read_only=True) as lg:
-        report = _run(lambda: lg.verify(pub=verifier, deep=deep, anchor=anchor))
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: verify(path, pub=pub_file, checkpoint=checkpoint_file, deep=deep,
+                             busy_timeout=busy_timeout))  # fmt: skip
     if as_json:
-        emit_json(report.to_json())
+        emit_json(res.to_json())
     else:
-        for line in report.lines():
+        for line in res.report.lines():
             click.echo(escape_controls(line))
-    if not report.ok:
-        first = report.problems[0]
+    if not res.ok:
+        first = res.problems[0]
         click.echo(escape_controls(f"Error: {first.where}: {first.what}"), err=True)
         sys.exit(1)
+
+
+@main.command("seal")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Rows per segment (a longer trial still stays whole).",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Target bytes per segment (default 32 MiB; a longer trial still stays whole).",
+)
+@ledger_option
+@busy_option
+@json_option
+def seal_cmd(
+    max_rows: int,
+    max_bytes: int | None,
+    ledger_dir: Path | None,
+    busy_timeout: float,
+    as_json: bool,
+) -> None:
+    """Seal unsealed events into immutable Parquet segments (trial streams never split).
+
+    A sealed trial stream takes no further events (exit 4, StreamSealed).
+
+    Example: vledger seal --max-rows 100000
+    """
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: store_ops.seal(path, max_rows=max_rows, max_bytes=max_bytes,
+                                     busy_timeout=busy_timeout))  # fmt: skip
+    if as_json:
+        emit_json(res.to_json())
+        return
+    if not res.segments:
+        click.echo("nothing to seal")
+    for m in res.segments:
+        click.echo(
+            f"sealed {m.file}: seq {m.first_seq}..{m.last_seq}, {m.rows} rows, root {m.root}"
+        )
 
 
 @main.command("repair")
@@ -542,30 +351,15 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
     Example: vledger repair            (say what would change)
              vledger repair --apply    (change it)
     """
-    with _open(ledger_dir, busy_timeout, read_only=not apply_, recover=False) as lg:
-        plan = _run(lambda: segments.plan_seal(lg))
-        lines = repair_lines(plan, applied=apply_ and not plan.conflicts)
-        made = _run(lambda: segments.apply_seal(lg, plan)) if apply_ and _repairable(plan) else []
+    path = resolve_ledger(ledger_dir)
+    res = run(lambda: store_ops.repair(path, apply=apply_, busy_timeout=busy_timeout))
     if as_json:
-        emit_json(
-            {
-                "applied": apply_ and bool(made),
-                "needed": plan.interrupted,
-                "recorded_sealed_upto": plan.recorded,
-                "manifest_sealed_upto": plan.start,
-                "manifest_exists": plan.manifest_exists,
-                "steps": [
-                    {"file": st.file, "first_seq": st.first_seq, "last_seq": st.last_seq,
-                     "action": st.action, "detail": st.detail}
-                    for st in (plan.steps if plan.interrupted else ())
-                ],
-            }
-        )
+        emit_json(res.to_json())
     else:
-        for line in lines:
+        for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)
-    if plan.interrupted and plan.conflicts:
-        bad = plan.conflicts[0]
+    if res.conflicts:
+        bad = res.conflicts[0]
         click.echo(
             f"Error: {segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
             "sealed segment that disagrees with the store, nothing changed",
@@ -574,23 +368,24 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
         sys.exit(1)
 
 
-def _repairable(plan: segments.SealPlan) -> bool:
-    """Only a seal the store recorded is repair's to finish; sealing new events is `seal`'s."""
-    return plan.interrupted and not plan.conflicts
-
-
-def repair_lines(plan: segments.SealPlan, *, applied: bool) -> list[str]:
+def repair_lines(res: store_ops.RepairResult, *, applied: bool) -> list[str]:
     """What repair found and would do (or did), one line each."""
-    if not plan.interrupted:
-        return ["nothing to repair: the segment manifest lists everything the store records as sealed"]
+    if not res.needed:
+        return [
+            "nothing to repair: the segment manifest lists everything the store records as sealed"
+        ]
+    upto = f"the store records sealing up to seq {res.recorded_sealed_upto}"
     found = (
-        f"segments/manifest.json is missing; the store records sealing up to seq {plan.recorded}"
-        if not plan.manifest_exists
-        else f"segments/manifest.json lists seq < {plan.start}; the store records sealing up to seq {plan.recorded}"
+        f"segments/manifest.json lists seq < {res.manifest_sealed_upto}; {upto}"
+        if res.manifest_exists
+        else f"segments/manifest.json is missing; {upto}"
     )
-    verb = {"write": "wrote" if applied else "would write", "keep": "kept" if applied else "would keep"}
+    verb = {
+        "write": "wrote" if applied else "would write",
+        "keep": "kept" if applied else "would keep",
+    }
     out = [found]
-    for st in plan.steps:
+    for st in res.steps:
         span = f"seq {st.first_seq}..{st.last_seq}"
         if st.action == "conflict":
             out.append(f"refusing: {st.file} ({span}) {st.detail}; it is never overwritten")
@@ -598,11 +393,11 @@ def repair_lines(plan: segments.SealPlan, *, applied: bool) -> list[str]:
             out.append(f"{verb['keep']} {st.file} ({span}): it matches the store")
         else:
             out.append(f"{verb['write']} {st.file} ({span}) from the store")
-    if plan.conflicts:
+    if res.conflicts:
         out.append("nothing changed")
     elif applied:
-        out.append(f"wrote segments/manifest.json listing {len(plan.steps)} new segment(s)")
+        out.append(f"wrote segments/manifest.json listing {len(res.steps)} new segment(s)")
     else:
-        out.append(f"would write segments/manifest.json listing {len(plan.steps)} new segment(s)")
+        out.append(f"would write segments/manifest.json listing {len(res.steps)} new segment(s)")
         out.append("dry run: nothing changed; run `vledger repair --apply` to make these changes")
     return out

@@ -23,7 +23,9 @@ from ledger.log.keys import load_verifier
 from ledger.log.store import open_ledger
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
-from replay.vcore_receipt import ABSENT, RebuildError, rebuild_from_files
+from replay.vcore_receipt import rebuild_from_files
+from replay.vcore_run import RebuildError
+from replay.vcore_verify import ABSENT
 from replay.verdict_cases import case_mismatches, derive_case, derived_view
 from schemas.gvc import COUNTER_NAMES, CaseFile, Party
 

@@ -53,7 +53,7 @@ from schemas.envelope import ARROW_SCHEMA, envelope_bytes
 
 if TYPE_CHECKING:
     from ledger.log.store import Ledger
-    from ledger.log.verify import VerifyReport
+    from ledger.log.verify_report import VerifyReport
 
 SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"

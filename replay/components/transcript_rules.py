@@ -19,14 +19,9 @@ from typing import Any
 
 from replay.accounting import evaluated, skipped, transcript_populated
 from replay.components.result import ComponentResult
+from replay.patterns import RegexBudgetExceeded, compile_rule_regex
 from replay.timeline import assistant_texts, attempted_calls
-from schemas.grading import (
-    CommunicateInfo,
-    RequiredAction,
-    TranscriptRulesConfig,
-    compile_rule_regex,
-)
-from schemas.regex_budget import RegexBudgetExceeded
+from schemas.grading import CommunicateInfo, RequiredAction, TranscriptRulesConfig
 from schemas.timeline import ToolExecutionStatus, ToolExecutorIdentity, TrialTimeline
 
 UNRECORDED = (

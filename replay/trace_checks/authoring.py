@@ -14,7 +14,7 @@ tool whose schema did not resolve maps to ``None``, and an unresolvable tool set
   surfaced so a gate that checked nothing never reads as a clean bill of health.
 
 Regex compilation, the model's own refusals, and everything not about tools are answered
-earlier, by :func:`schemas.trace_checks.load_trace_checks`.
+earlier, by :func:`replay.trace_checks.rules.load_trace_checks`.
 """
 
 from __future__ import annotations
@@ -23,16 +23,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replay.trace_checks.addresses import constraint_matchers, iter_constraints, iter_matchers
 from replay.trace_checks.operators import can_ever_hold
-from schemas.trace_checks import (
-    Bind,
-    Constraint,
-    Matcher,
-    Predicate,
-    TraceChecksConfig,
-    iter_constraints,
-    iter_matchers,
-)
+from schemas.trace_checks import Bind, Constraint, TraceChecksConfig
+from schemas.trace_matchers import Matcher, Predicate
 
 FindingClass = Literal["error", "advisory", "unchecked"]
 JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object"})
@@ -86,10 +80,7 @@ def inspect_trace_checks(
 
 
 def _constraint(c: Constraint, address: str, tools: Mapping[str, Any]) -> Iterator[Finding]:
-    sites = list(iter_matchers(c.require, f"{address}.require"))
-    if c.bind is not None:
-        sites.append((f"{address}.bind.match", c.bind.match))
-    for where, matcher in sites:
+    for where, matcher in constraint_matchers(c, address):
         yield from _tool_names(matcher, where, tools)
         yield from _args_addresses(matcher, where, tools)
     if c.bind is None:

@@ -29,7 +29,8 @@ from replay.trace_checks.matching import (
     read_field,
     render_value,
 )
-from schemas.trace_checks import Bind, RegexEngine
+from schemas.trace_checks import Bind
+from schemas.trace_matchers import RegexEngine
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.patterns import RegexBudgetExceeded
 from replay.trace_checks import kinds
 from replay.trace_checks.bind import collect_candidates, fold_bound
 from replay.trace_checks.kleene import Truth, Verdict, kleene_and, kleene_not, kleene_or
@@ -23,19 +24,11 @@ from replay.trace_checks.matching import (
     resolve,
 )
 from replay.trace_checks.results import ConstraintResult, TraceChecksResult, TraceChecksSummary
+from replay.trace_checks.rules import load_trace_checks
 from replay.trace_checks.scoring import score_flat, score_paths
-from schemas.regex_budget import RegexBudgetExceeded
 from schemas.timeline import TrialTimeline
-from schemas.trace_checks import (
-    Constraint,
-    Matcher,
-    OnMissing,
-    RegexEngine,
-    Require,
-    TraceChecksConfig,
-    Within,
-    load_trace_checks,
-)
+from schemas.trace_checks import Constraint, OnMissing, Require, TraceChecksConfig, Within
+from schemas.trace_matchers import Matcher, RegexEngine
 
 NO_EVENTS = "the timeline carries no events, so no constraint has evidence to read"
 
@@ -151,7 +144,7 @@ def _measured(
     idx: TimelineIndex, constraints: Any, engine: RegexEngine, route: str, lost: list[str]
 ) -> tuple[ConstraintResult, ...]:
     """Each constraint's result; one whose backtracking pattern ran past its time budget
-    (schemas/regex_budget.py) is left out and named in ``lost`` — not measured, never a
+    (replay/patterns.py) is left out and named in ``lost`` — not measured, never a
     verdict, and never a hang."""
     out = []
     for c in constraints:

@@ -22,16 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.patterns import compile_pattern
 from replay.trace_checks.operators import MISSING, apply_operator, can_ever_hold, json_type
 from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
-from schemas.trace_checks import (
-    BINDING_OPERATORS,
-    REGEX_OPERATORS,
-    Matcher,
-    RegexEngine,
-    Within,
-    compile_pattern,
-)
+from schemas.trace_checks import Within
+from schemas.trace_matchers import BINDING_OPERATORS, REGEX_OPERATORS, Matcher, RegexEngine
 
 
 class _Unknown:

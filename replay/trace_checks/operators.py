@@ -6,7 +6,7 @@ included. The numeric comparisons read a real number and nothing else (a bool is
 number, nor is a numeric string); ``contains`` recurses into lists and dict values and
 never finds a container inside a container.
 
-The eight recorded-only operators (``schemas.trace_checks.RECORDED_OPERATORS``) are the
+The eight recorded-only operators (``schemas.trace_matchers.RECORDED_OPERATORS``) are the
 ones Tolokaforge 0.33.1 writes beyond GRADING.md's seventeen; GRADING.md says nothing of
 their meaning, so they mean what the reference evaluates: ``not_contains`` is the negation
 of ``contains``, ``not_regex`` holds on a string no pattern searches, ``is_null`` reads an

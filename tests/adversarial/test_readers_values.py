@@ -347,12 +347,11 @@ def test_a_name_holding_control_characters_is_escaped_in_the_refusal(
 def test_append_and_receipt_verify_refuse_devices_links_and_deep_documents(
     secret_file: Path, tmp_path: Path
 ) -> None:
-    import click
-
     from ledger.app.receipts import verify_run_dir
-    from ledger.cli.store import read_jsonl
+    from ledger.app.store_ops import read_jsonl
+    from ledger.errors import LedgerError
 
-    with pytest.raises(click.ClickException, match="character device"):
+    with pytest.raises(LedgerError, match="character device"):
         read_jsonl(Path("/dev/zero"))
     run = run_copy(tmp_path / "zero")
     (run / "receipt.json").unlink()

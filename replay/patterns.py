@@ -1,4 +1,4 @@
-"""Backtracking regexes under a time budget: a pattern may be slow, never endless.
+"""Grading patterns under their declared engine; a backtracking one may be slow, never endless.
 
 ``regex_engine: linear`` (RE2, the default) cannot backtrack, so it cannot hang.
 ``regex_engine: backtracking`` exists for patterns RE2 refuses (backreferences,
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -99,3 +100,35 @@ def _regex_flags(flags: int) -> int:
         if flags & ours:
             out |= theirs
     return out
+
+
+def compile_pattern(pattern: str, engine: str) -> Any:
+    """A trace-check pattern under its engine; raises ValueError naming the engine's complaint."""
+    if engine == "backtracking":
+        try:  # every match time-bounded: a recorded snapshot's pattern must not hang retrace
+            return compile_backtracking(pattern)
+        except re.error as exc:
+            raise ValueError(str(exc)) from exc
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise ValueError(str(detail)) from exc
+
+
+@lru_cache(maxsize=4096)
+def compile_rule_regex(pattern: str, engine: str) -> Any:
+    """Compile a phrase-rule regex case-insensitively under the declared engine."""
+    if engine == "backtracking":  # every match time-bounded
+        return compile_backtracking(pattern, re.IGNORECASE)
+    import re2  # google-re2: linear time, so a pattern cannot hang the grader
+
+    options = re2.Options()
+    options.case_sensitive = False
+    return re2.compile(pattern, options)

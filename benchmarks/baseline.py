@@ -1,0 +1,82 @@
+"""A baseline revision to measure beside this code in the same run (README § Performance).
+
+``export(rev, into)`` writes ``rev``'s tree with ``git archive`` and builds its optional
+native module in place (when the machine can), so the baseline runs what a user of that
+revision ran; ``peak_rss`` and ``wall`` measure one fresh ``vledger`` process of either
+tree. Every whole-process benchmark uses these, so both sides are started alike.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = "import sys; from ledger.cli import main; sys.exit(main(prog_name='vledger'))"
+
+
+def export(rev: str, into: Path) -> Path:
+    """The tree of ``rev`` in ``into``, its C accelerator built there when a compiler is."""
+    blob = subprocess.run(
+        ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        tar.extractall(into, filter="data")
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=into,
+        capture_output=True,
+        check=False,  # optional=True in setup.py: without a compiler the tree runs pure
+    )
+    return into
+
+
+def _env(code: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(code), **(extra or {})}
+
+
+def command(*args: str | Path) -> list[str]:
+    return [sys.executable, "-c", ENTRY, *map(str, args)]
+
+
+def wall(code: Path, args: list[str | Path], env: Mapping[str, str] | None = None) -> float:
+    """Seconds of one whole ``vledger ARGS`` process run from tree ``code``."""
+    t0 = time.perf_counter()
+    done = subprocess.run(command(*args), env=_env(code, env), cwd=code, capture_output=True)
+    elapsed = time.perf_counter() - t0
+    check(done, code, args)
+    return elapsed
+
+
+def peak_rss(code: Path, args: list[str | Path], env: Mapping[str, str] | None = None) -> int:
+    """Peak RSS in bytes of one fresh ``vledger ARGS`` process from tree ``code``: run in
+    its own grandchild, so RUSAGE_CHILDREN holds that one process only (Linux: KiB)."""
+    probe = (
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.PIPE); "
+        "sys.stderr.buffer.write(r.stderr); "
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command(*args)],
+        env=_env(code, env),
+        cwd=code,
+        capture_output=True,
+        text=True,
+    )
+    code_rc, kib = done.stdout.split()
+    if int(code_rc) not in (0, 1) or "Traceback" in done.stderr:
+        raise SystemExit(f"vledger {args} under {code} failed: {done.stderr[-2000:]}")
+    return int(kib) * 1024
+
+
+def check(done: subprocess.CompletedProcess[bytes], code: Path, args: list[str | Path]) -> None:
+    """A measured run that crashed measures nothing: stop (1 is an answer, e.g. disagreement)."""
+    if done.returncode not in (0, 1) or b"Traceback" in done.stderr:
+        raise SystemExit(f"vledger {args} under {code} failed: {done.stderr[-2000:].decode()}")

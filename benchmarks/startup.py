@@ -1,0 +1,80 @@
+"""Whole-process start-up of the everyday commands, this code beside a baseline revision.
+
+Issue 17's targets are whole processes, as a user types them: ``vledger --help``,
+``vledger retrace`` over the 17 shipped trials and ``vledger reconcile --packs
+corpora/packs``. Each side runs from its own tree (``benchmarks.baseline.export``) with
+the same interpreter, alternating, every retrace and reconcile on a fresh copy of a ledger
+that side ingested itself, so neither sees the other's log. Best of ``--repeat``.
+
+    PYTHONPATH=. python -m benchmarks.startup [--baseline REV] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.baseline import ROOT, export, wall
+
+BASELINE = "bbddc0b"  # main before issue 17's first commit (lazy command loading)
+TARGETS = {"--help": 0.15, "retrace": 0.30, "reconcile": 0.35}  # seconds (issue 17)
+
+
+def _prepared(code: Path, work: Path) -> Path:
+    """A ledger holding the shipped trials and packs, ingested by ``code`` itself."""
+    home = work / "ledger"
+    env = {"VLEDGER_HOME": str(home)}
+    wall(code, ["init"], env)
+    wall(
+        code,
+        ["ingest", ROOT / "corpora" / "notes_duplicate_check", ROOT / "corpora" / "packs"],
+        env,
+    )
+    return home
+
+
+def _on_copy(code: Path, home: Path, args: list[str | Path]) -> Callable[[], float]:
+    def run() -> float:
+        copy = home.with_name(f"{home.name}-run")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(home, copy)
+        return wall(code, args, {"VLEDGER_HOME": str(copy)})
+
+    return run
+
+
+def scenarios(code: Path, work: Path) -> dict[str, Callable[[], float]]:
+    home = _prepared(code, work)
+    return {
+        "--help": lambda: wall(code, ["--help"]),
+        "retrace": _on_copy(code, home, ["retrace"]),
+        "reconcile": _on_copy(code, home, ["reconcile", "--packs", ROOT / "corpora" / "packs"]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", default=BASELINE)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        (tmp / "now").mkdir()
+        (tmp / "then").mkdir()
+        now = scenarios(ROOT, tmp / "now")
+        then = scenarios(export(args.baseline, tmp / "base"), tmp / "then")
+        print(f"whole process, best of {args.repeat} alternating runs (seconds):")
+        print(f"  {'command':<12}{'this code':>10}{args.baseline:>10}{'ratio':>8}{'target':>8}")
+        for name in now:
+            a = b = float("inf")
+            for _ in range(args.repeat):
+                b = min(b, then[name]())
+                a = min(a, now[name]())
+            print(f"  {name:<12}{a:>10.3f}{b:>10.3f}{a / b:>7.2f}x{TARGETS[name]:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
