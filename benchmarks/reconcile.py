@@ -30,7 +30,8 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.app.reconcile import Invocation, run_reconcile
+from ledger.app.reconcile import ReconcileRequest as Invocation
+from ledger.app.reconcile import run_reconcile
 from reconcile.inputs import (
     CandidateEvaluation,
     ConstraintDecl,

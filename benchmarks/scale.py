@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.generate_corpus import generate
 from ledger.app.ingest import ingest
-from ledger.app.retrace import _config_record, outputs_digest, replay_events
+from ledger.app.retrace import RetraceRequest, outputs_digest, replay_events
 from ledger.engines.base import TrialSelection
 from ledger.engines.local import LocalEngine
 from ledger.engines.ray_engine import RayEngine
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         # the driver's share: report, digest, replay events, append
         outcomes = [o for _, o in pairs]
         report, t_report = timed(lambda: build_report(outcomes))
-        config = _config_record({"grading": None, "constraints": None}, None, None, None)
+        config = RetraceRequest().config_record({"grading": None, "constraints": None}, None)
         root = lg.root(size)
         evs_out, t_events_out = timed(lambda: replay_events(outcomes, report, config, size, root))
         _, t_digest = timed(lambda: outputs_digest(outcomes))

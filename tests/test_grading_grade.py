@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ledger.app.grade import grade_bundle, load_bundle
 from ledger.cli import main
-from ledger.cli.grade import grade_bundle, load_bundle
 from replay.accounting import evaluated
 from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.result import ComponentResult

@@ -264,7 +264,7 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
 
     from click.testing import CliRunner
 
-    from ledger.app.reconcile import Invocation
+    from ledger.app.reconcile import ReconcileRequest as Invocation
     from ledger.cli import main
     from ledger.engines.reconcile_ray import engine_evaluator
     from ledger.log.store import init_ledger

@@ -18,12 +18,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger.app.reconcile import (
-    Invocation,
-    ReconcileError,
-    resolve_corpus,
-    run_reconcile,
-)
+from ledger.app.reconcile import ReconcileRequest as Invocation
+from ledger.app.reconcile import run_reconcile
+from ledger.app.reconcile_packs import ReconcileError, resolve_corpus
 from ledger.cli import main
 from ledger.log.store import init_ledger, open_ledger
 from schemas.canonical import canonical_json, digest

@@ -34,6 +34,8 @@ from typing import Any
 import yaml
 
 from ledger.analytics import sql as analytics
+from ledger.app.context import LedgerArg, default_ledger_path, ledger_path
+from ledger.app.result import Result
 from ledger.engines.trials import group_trials
 from ledger.log.store import open_ledger
 from ledger.sources.detect import discover_bundles
@@ -42,7 +44,8 @@ from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import in_run_layout
-from replay.curation import Candidate, Curation, CurationError, curate, recorded_location
+from replay.curation import Candidate, Curation, CurationError, recorded_location
+from replay.curation import curate as curate_trials
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json
 from schemas.curation import MANIFEST_FILE, CorpusCurated
@@ -53,7 +56,7 @@ try:
 except AttributeError:  # pragma: no cover - libyaml missing
     _ManifestDumper = yaml.SafeDumper
 
-__all__ = ["CurateResult", "CurationError", "curate_from_ledger", "curate_from_runs"]
+__all__ = ["CurateRequest", "CurateResult", "CurationError", "curate"]
 
 EVENT_TYPE = "corpus.curated"
 # what the rule and the renderer read; timeline events are derived and not needed here
@@ -62,20 +65,49 @@ _TRIAL_TYPES = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class CurateResult:
-    """What one curation classified, wrote and appended; ``report()`` is ``--json``."""
+class CurateUsage(CurationError):
+    """A request the command line refuses as usage (exit 2): the two doors, mixed."""
 
-    curation: Curation
+
+@dataclass(frozen=True)
+class CurateRequest:
+    """One ``vledger curate`` as asked (its flags): what the curation reads and records."""
+
+    criterion: str
     into: Path
-    origin: str  # "runs" | "ledger"
-    sources: tuple[str, ...]
-    where: str | None
-    dry_run: bool
-    written: bool
+    sources: tuple[Path, ...] = ()
+    from_ledger: bool = False
+    where: str | None = None  # an SQL predicate over the trials view (--from-ledger)
+    exclusions: Mapping[str, str] = field(default_factory=dict)  # bundle or trial -> reason
+    replace: bool = False
+    dry_run: bool = False
+    ledger: Path = field(default_factory=default_ledger_path)
+
+    def __post_init__(self) -> None:
+        if self.from_ledger == bool(self.sources):
+            raise CurateUsage("give --source RUN_OR_BUNDLE… or --from-ledger (one of the two)")
+        if self.where is not None and not self.from_ledger:
+            raise CurateUsage("--where filters the log's trials view; it needs --from-ledger")
+
+    @property
+    def origin(self) -> str:
+        return "ledger" if self.from_ledger else "runs"
+
+
+@dataclass(frozen=True)
+class CurateResult(Result):
+    """What one curation classified, wrote and appended; ``to_json()`` is ``--json``."""
+
+    request: CurateRequest
+    curation: Curation
     manifest_bytes: bytes
     streams: Mapping[str, str] = field(default_factory=dict)  # candidate label -> trial stream
+    written: bool = False
     event: Mapping[str, Any] | None = None
+
+    @property
+    def origin(self) -> str:
+        return self.request.origin
 
     @property
     def manifest_digest(self) -> str:
@@ -85,15 +117,15 @@ class CurateResult:
     def admitted_nothing(self) -> bool:
         return not self.curation.admitted
 
-    def report(self) -> dict[str, Any]:
-        m = self.curation.manifest
+    def to_json(self) -> dict[str, Any]:
+        m, rq = self.curation.manifest, self.request
         return {
             "criterion": m.criterion,
-            "into": str(self.into),
-            "origin": self.origin,
-            "sources": list(self.sources),
-            "where": self.where,
-            "dry_run": self.dry_run,
+            "into": str(rq.into),
+            "origin": rq.origin,
+            "sources": [str(s) for s in rq.sources],
+            "where": rq.where,
+            "dry_run": rq.dry_run,
             "written": self.written,
             "admitted": [e.model_dump(mode="json") for e in m.bundles],
             "rejected": [r.model_dump(mode="json") for r in m.excluded],
@@ -102,6 +134,20 @@ class CurateResult:
             "event": dict(self.event) if self.event else None,
             "exit_code": 1 if self.admitted_nothing else 0,
         }
+
+
+def curate(
+    *, criterion: str, into: Path, sources: Sequence[Path] = (), from_ledger: bool = False,
+    where: str | None = None, exclusions: Mapping[str, str] | None = None, replace: bool = False,
+    dry_run: bool = False, ledger: LedgerArg = None,
+) -> CurateResult:  # fmt: skip
+    """``vledger curate``: a judge-labelled corpus from run directories (``sources``) or
+    from the log (``from_ledger``, optionally ``where``); see the module docstring."""
+    request = CurateRequest(
+        criterion, Path(into), tuple(Path(s) for s in sources), from_ledger, where,
+        dict(exclusions or {}), replace, dry_run, ledger_path(ledger),
+    )  # fmt: skip
+    return from_ledger_request(request) if from_ledger else from_runs_request(request)
 
 
 # --------------------------------------------------------------------------- shared
@@ -188,10 +234,10 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
     ]
     payload = CorpusCurated(
         criterion=m.criterion,
-        into=str(result.into),
+        into=str(result.request.into),
         origin=result.origin,
-        sources=list(result.sources),
-        where=result.where,
+        sources=[str(s) for s in result.request.sources],
+        where=result.request.where,
         log_size=log_size,
         curated_at=m.curated_at,
         admitted=admitted,
@@ -204,12 +250,7 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
 
 
 def _finish(
-    result: CurateResult,
-    events: Mapping[str, Sequence[StoredEvent]],
-    *,
-    ledger_dir: Path,
-    create_ledger: bool,
-    log_size: int | None,
+    result: CurateResult, events: Mapping[str, Sequence[StoredEvent]], log_size: int | None
 ) -> CurateResult:
     """Render, write and record — unless dry or nothing was admitted (then nothing at all)."""
     files: dict[str, dict[str, bytes]] = {}
@@ -218,37 +259,21 @@ def _finish(
             files[entry.directory] = bundle_files(events[candidate.label])
         except ExportError as exc:
             raise CurationError(f"{candidate.label}: {exc}") from None
-    if result.dry_run or result.admitted_nothing:
+    rq = result.request
+    if rq.dry_run or result.admitted_nothing:
         return result
-    _write(result.into, files, result.manifest_bytes)
+    _write(rq.into, files, result.manifest_bytes)
     event = _event(result, log_size)
-    with open_ledger(ledger_dir, create=create_ledger) as lg:
+    # run directories create the ledger if absent, as ``ingest`` does
+    with open_ledger(rq.ledger, create=not rq.from_ledger) as lg:
         done = lg.append([event])
     recorded = {"stream": event.stream, "event_id": event.event_id, "seq": done.seqs[0]}
     return dataclasses.replace(result, written=True, event=recorded)
 
 
-def _result(
-    curation: Curation,
-    *,
-    into: Path,
-    origin: str,
-    sources: Sequence[str],
-    where: str | None,
-    dry_run: bool,
-    streams: Mapping[str, str],
-) -> CurateResult:
-    return CurateResult(
-        curation=curation,
-        into=into,
-        origin=origin,
-        sources=tuple(sources),
-        where=where,
-        dry_run=dry_run,
-        written=False,
-        manifest_bytes=render_manifest(curation.manifest.document()),
-        streams=streams,
-    )
+def _result(request: CurateRequest, curation: Curation, streams: Mapping[str, str]) -> CurateResult:
+    manifest = render_manifest(curation.manifest.document())
+    return CurateResult(request, curation, manifest, streams)
 
 
 # --------------------------------------------------------------------------- from runs
@@ -285,50 +310,31 @@ def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
     return Candidate(inputs, label, frozenset({str(bundle.resolve())})), events
 
 
-def curate_from_runs(
-    sources: Sequence[Path],
-    *,
-    criterion: str,
-    into: Path,
-    exclusions: Mapping[str, str] | None = None,
-    replace: bool = False,
-    dry_run: bool = False,
-    ledger_dir: Path,
-) -> CurateResult:
-    """Curate the trials under run directories or bundle directories.
+def curate_from_runs(sources: Sequence[Path], **flags: Any) -> CurateResult:
+    """:func:`curate` over run or bundle directories (``ledger_dir=`` names the ledger)."""
+    return curate(sources=sources, ledger=flags.pop("ledger_dir", None), **flags)
 
-    ``exclusions`` maps a bundle directory (any spelling of its path) to the author's
-    reason. Appends ``corpus.curated`` to the ledger at ``ledger_dir`` (created if absent,
-    as ``ingest`` does) when a corpus is written.
 
-    >>> curate_from_runs([Path("results/run-a")], criterion="checked_duplicates_first",
-    ...                  into=Path("corpora/x/met"), ledger_dir=Path(".vledger"))
-    """
-    sources = [Path(s) for s in sources]
+def from_runs_request(request: CurateRequest) -> CurateResult:
+    """Curate the trials under run or bundle directories; ``exclusions`` keys are any
+    spelling of a bundle directory's path."""
     check_destination(
-        into,
-        replace=replace,
-        nests_with=[*(("--source", s) for s in sources), ("--ledger", ledger_dir)],
+        request.into,
+        replace=request.replace,
+        nests_with=[*(("--source", s) for s in request.sources), ("--ledger", request.ledger)],
     )
-    excluded = {str(Path(k).resolve()): v for k, v in (exclusions or {}).items()}
+    excluded = {str(Path(k).resolve()): v for k, v in request.exclusions.items()}
     candidates: list[Candidate] = []
     events: dict[str, list[StoredEvent]] = {}
-    for bundle in _discovered(sources):
+    for bundle in _discovered(request.sources):
         candidate, evs = _read_run_bundle(bundle)
         candidates.append(candidate)
         events[candidate.label] = evs
-    curation = curate(candidates, criterion=criterion, curated_at=now_utc(), exclusions=excluded)
-    streams = {c.label: c.inputs.stream for c in candidates}
-    result = _result(
-        curation,
-        into=into,
-        origin="runs",
-        sources=[str(s) for s in sources],
-        where=None,
-        dry_run=dry_run,
-        streams=streams,
+    curation = curate_trials(
+        candidates, criterion=request.criterion, curated_at=now_utc(), exclusions=excluded
     )
-    return _finish(result, events, ledger_dir=ledger_dir, create_ledger=True, log_size=None)
+    streams = {c.label: c.inputs.stream for c in candidates}
+    return _finish(_result(request, curation, streams), events, log_size=None)
 
 
 # --------------------------------------------------------------------------- from the log
@@ -363,25 +369,17 @@ def _ledger_candidate(stream: str, evs: Sequence[StoredEvent]) -> Candidate:
     return Candidate(inputs, stream, frozenset(keys))
 
 
-def curate_from_ledger(
-    ledger_dir: Path,
-    *,
-    criterion: str,
-    into: Path,
-    where: str | None = None,
-    exclusions: Mapping[str, str] | None = None,
-    replace: bool = False,
-    dry_run: bool = False,
-) -> CurateResult:
+def curate_from_ledger(ledger_dir: Path, **flags: Any) -> CurateResult:
+    """:func:`curate` over the trials already ingested into ``ledger_dir``."""
+    return curate(from_ledger=True, ledger=ledger_dir, **flags)
+
+
+def from_ledger_request(request: CurateRequest) -> CurateResult:
     """Curate trials already ingested: the bundles are rebuilt from their events.
-
-    ``where`` is an SQL predicate over the ``trials`` view; ``exclusions`` maps a trial
-    stream or its recorded source path (``<run-id>/trials/<task-id>/<index>``) to a reason.
-
-    >>> curate_from_ledger(Path(".vledger"), criterion="checked_duplicates_first",
-    ...                    into=Path("corpora/x/met"), where="corpus = 'run-a'")
-    """
-    check_destination(into, replace=replace, nests_with=[("--ledger", ledger_dir)])
+    ``exclusions`` keys are a trial stream or its recorded source path
+    (``<run-id>/trials/<task-id>/<index>``)."""
+    ledger_dir, where = request.ledger, request.where
+    check_destination(request.into, replace=request.replace, nests_with=[("--ledger", ledger_dir)])
     selected = selected_trials(ledger_dir, where)
     with open_ledger(ledger_dir) as lg:
         size = lg.size()
@@ -394,16 +392,9 @@ def curate_from_ledger(
             + (f" matches --where {where!r}" if where else "")
             + "; ingest the runs first (`vledger ingest RUN_DIR`) or curate with --source"
         )
-    curation = curate(
-        candidates, criterion=criterion, curated_at=now_utc(), exclusions=exclusions or {}
-    )
-    result = _result(
-        curation,
-        into=into,
-        origin="ledger",
-        sources=[],
-        where=where,
-        dry_run=dry_run,
-        streams={c.label: c.label for c in candidates},
-    )
-    return _finish(result, groups, ledger_dir=ledger_dir, create_ledger=False, log_size=size)
+    curation = curate_trials(
+        candidates, criterion=request.criterion, curated_at=now_utc(),
+        exclusions=request.exclusions,
+    )  # fmt: skip
+    streams = {c.label: c.label for c in candidates}
+    return _finish(_result(request, curation, streams), groups, log_size=size)

@@ -1,17 +1,16 @@
 """``retrace`` at the ledger seam: read trials, run the pure projection, append the results.
 
 The projection (``replay.retrace.retrace_trial``) takes one trial's events and returns
-values; this module loads replacement configs from files, hands the trial selection to an
-engine (``ledger.engines``: the local process pool or Ray; a trial is never split), and
-appends one
-``grade.replayed`` per trial plus one ``replay.completed`` carrying a receipt: the
-checkpoint it read (tree size + root), the config digest and the outputs digest.
+values. Every flag of ``vledger retrace`` becomes one :class:`RetraceRequest`, which picks
+the engine (``ledger.engines``; a trial is never split), the trial selection and the
+config record; the results are appended as one ``grade.replayed`` per trial plus one
+``replay.completed`` receipt: the checkpoint read (tree size + root), the config digest
+and the outputs digest.
 
 Example::
 
-    with open_ledger(".vledger") as lg:
-        result = retrace(lg, corpus="notes_duplicate_check")
-    print(result.report["evidence"], result.exit_code)
+    result = ledger.retrace(".vledger", corpus="notes_duplicate_check")
+    print(result.to_json()["evidence"], result.exit_code)
 """
 
 from __future__ import annotations
@@ -21,9 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.app.context import LedgerArg, opened
 from ledger.app.receipts import register_recompute
-from ledger.engines.base import Engine, EngineError, TrialSelection
-from ledger.engines.local import LocalEngine
+from ledger.app.result import Result
+from ledger.engines import get_engine
+from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
+from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
 from ledger.sources.yaml_safe import load_yaml
@@ -44,15 +46,58 @@ EXIT_OK = 0
 EXIT_NOT_RECHECKED = 1
 
 
-class RetraceError(Exception):
+class RetraceError(LedgerError):
     """A retrace that cannot start: bad replacement config, no trials, two blocks per task."""
 
 
 @dataclass(frozen=True)
-class RetraceResult:
+class RetraceRequest:
+    """One ``vledger retrace`` as asked (its flags): what flows to the engine and the receipt."""
+
+    corpus: str | None = None
+    source: Path | None = None
+    task: str | None = None
+    constraints_file: Path | None = None
+    grading_file: Path | None = None
+    engine: str | Engine = "local"  # a name, or an engine built by the caller
+    address: str | None = None
+    max_retries: int = 2
+    segment_rows: int | None = None
+    segment_bytes: int | None = None
+    workers: int = 1
+    dry_run: bool = False
+
+    def make_engine(self) -> Engine:
+        if not isinstance(self.engine, str):
+            return self.engine
+        return get_engine(  # the local engine takes only workers
+            self.engine, workers=self.workers, address=self.address, max_retries=self.max_retries,
+            seal=not self.dry_run,  # a dry run writes nothing, not even segments
+            segment_rows=self.segment_rows, segment_bytes=self.segment_bytes,
+        )  # fmt: skip
+
+    def selection(self, size: int, streams: frozenset[str] | None) -> TrialSelection:
+        return TrialSelection(to_seq=size - 1, corpus=self.corpus, task=self.task, streams=streams)
+
+    def config_record(self, override: dict[str, Any], streams: frozenset[str] | None) -> dict:
+        """What the receipt binds: enough for :func:`recompute_replay` to redo the run."""
+        return {
+            "projection_version": PROJECTION_VERSION,
+            "corpus": self.corpus,
+            "task": self.task,
+            "streams": None if streams is None else sorted(streams),
+            "override": override,
+        }
+
+
+@dataclass(frozen=True)
+class RetraceResult(Result):
     report: dict[str, Any]
     exit_code: int
     appended: int
+
+    def to_json(self) -> dict[str, Any]:
+        return self.report
 
 
 # ------------------------------------------------------------------ replacement configs
@@ -127,18 +172,6 @@ def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
     )
 
 
-def _config_record(
-    source: dict[str, Any], corpus: str | None, task: str | None, streams: frozenset[str] | None
-) -> dict[str, Any]:
-    return {
-        "projection_version": PROJECTION_VERSION,
-        "corpus": corpus,
-        "task": task,
-        "streams": None if streams is None else sorted(streams),
-        "override": source,
-    }
-
-
 def replay_events(
     outcomes: Sequence[TrialRetrace], report: dict[str, Any], config: dict[str, Any], size: int, root: bytes
 ) -> list[NewEvent]:
@@ -201,39 +234,73 @@ def _status_counts(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
 
 
 def retrace(
-    lg: Ledger,
-    *,
-    corpus: str | None = None,
-    task: str | None = None,
-    grading_file: Path | None = None,
-    constraints_file: Path | None = None,
-    workers: int = 1,
-    dry_run: bool = False,
-    streams: frozenset[str] | None = None,
-    on_total: Callable[[int], None] | None = None,
-    on_done: Callable[[int], None] | None = None,
-    engine: Engine | None = None,
-    unreadable: Sequence[Mapping[str, Any]] = (),
-) -> RetraceResult:
-    """Re-derive every matching trial's grade from the log; append the replay unless dry.
+    ledger: LedgerArg = None, *, corpus: str | None = None, source: Path | None = None,
+    task: str | None = None, constraints_file: Path | None = None,
+    grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
+    max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
+    workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
+    on_total: Progress | None = None, on_done: Progress | None = None,
+) -> RetraceResult:  # fmt: skip
+    """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
-    ``engine`` runs the projection (default: the local process pool of ``workers``); the
-    appends happen here, on the driver, only after every trial has a result.
+    With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
+    run ingests into a throwaway in-memory log) and exactly its trials are retraced.
+    ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
-    source = load_override_source(grading_file, constraints_file)
-    label = str(grading_file or constraints_file or "")
+    request = RetraceRequest(
+        corpus, source, task, constraints_file, grading_file, engine, address, max_retries,
+        segment_rows, segment_bytes, workers, dry_run,
+    )  # fmt: skip
+    if request.source is None:
+        with opened(ledger) as lg:
+            return run_retrace(lg, request, on_total=on_total, on_done=on_done)
+    from ledger.app.ingest import IngestError, ingest  # noqa: PLC0415 - only --source ingests
+
+    if request.dry_run:
+        from ledger.log.memory_store import MemoryLedger  # noqa: PLC0415
+
+        store: Any = MemoryLedger()
+    else:
+        store = opened(ledger, create=True)
+    with store as lg:
+        try:
+            # A bundle that cannot be read is a named failure of the batch (exit 1),
+            # never a reason to leave the readable ones unmeasured.
+            rep = ingest(lg, [str(request.source)], corpus=request.corpus, skip_bad=True)
+        except IngestError as exc:
+            raise RetraceError(str(exc)) from None
+        if on_ingest:
+            on_ingest(rep.summary())
+        streams = frozenset(rep.trial_streams)
+        return run_retrace(lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done)
+
+
+def run_retrace(
+    lg: Ledger,
+    request: RetraceRequest,
+    streams: frozenset[str] | None = None,
+    unreadable: Sequence[Mapping[str, Any]] = (),
+    *,
+    on_total: Progress | None = None,
+    on_done: Progress | None = None,
+) -> RetraceResult:
+    """The retrace over an open log: ``streams`` (and the ``unreadable`` bundles) are what
+    an ingested ``--source`` held. The appends happen here, on the driver, only after
+    every trial has a result."""
+    source = load_override_source(request.grading_file, request.constraints_file)
+    label = str(request.grading_file or request.constraints_file or "")
     override = override_from_source(source, label)
     size = lg.size()
-    eng = engine if engine is not None else LocalEngine(workers=workers)
-    select = TrialSelection(to_seq=size - 1, corpus=corpus, task=task, streams=streams)
     try:
-        pairs = eng.map_trials(
-            lg, select, retrace_trial, override, on_total=on_total, on_done=on_done
-        )
+        pairs = request.make_engine().map_trials(
+            lg, request.selection(size, streams), retrace_trial, override,
+            on_total=on_total, on_done=on_done,
+        )  # fmt: skip
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
     if not pairs and not unreadable:
-        where = " ".join(f"--{k} {v}" for k, v in (("corpus", corpus), ("task", task)) if v)
+        given = (("corpus", request.corpus), ("task", request.task))
+        where = " ".join(f"--{k} {v}" for k, v in given if v)
         raise RetraceError(
             f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
             "(`vledger ingest PATH`) or pass --source PATH"
@@ -246,19 +313,16 @@ def retrace(
         report = build_report(outcomes)
     except RetraceReportError as exc:
         raise RetraceError(str(exc)) from None
-    config = _config_record(source, corpus, task, streams)
     root = lg.root(size)
-    events = replay_events(outcomes, report, config, size, root)
+    events = replay_events(outcomes, report, request.config_record(source, streams), size, root)
     completed = events[-1].payload
     report["replay_id"] = completed["replay_id"]
     report["receipt"] = completed["receipt"]
-    report["dry_run"] = dry_run
-    appended = 0
-    if not dry_run:
-        appended = lg.append(events).appended
-    exit_code = EXIT_NOT_RECHECKED if any(o.status == "not_rechecked" for o in outcomes) else EXIT_OK
-    report["exit_code"] = exit_code
-    return RetraceResult(report, exit_code, appended)
+    report["dry_run"] = request.dry_run
+    appended = 0 if request.dry_run else lg.append(events).appended
+    failed = any(o.status == "not_rechecked" for o in outcomes)
+    report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
+    return RetraceResult(report, report["exit_code"], appended)
 
 
 def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
@@ -268,13 +332,9 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
     size = payload["receipt"]["checkpoint"]["size"]
     override = override_from_source(config["override"])
     streams = config.get("streams")
-    select = TrialSelection(
-        to_seq=size - 1,
-        corpus=config.get("corpus"),
-        task=config.get("task"),
-        streams=None if streams is None else frozenset(streams),
-    )
-    pairs = LocalEngine(workers=1).map_trials(lg, select, retrace_trial, override)
+    request = RetraceRequest(corpus=config.get("corpus"), task=config.get("task"))
+    select = request.selection(size, None if streams is None else frozenset(streams))
+    pairs = request.make_engine().map_trials(lg, select, retrace_trial, override)
     return outputs_digest([o for _, o in pairs])
 
 

@@ -1,14 +1,14 @@
-"""``vledger curate``: a thin shell over :func:`ledger.app.curate.curate_from_runs` /
-:func:`ledger.app.curate.curate_from_ledger`."""
+"""``vledger curate``: a thin shell over :func:`ledger.app.curate.curate`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ledger.app.curate import CurateResult, CurationError, curate_from_ledger, curate_from_runs
+from ledger.app.curate import CurateResult, CurateUsage, CurationError, curate
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import result as out
@@ -25,74 +25,34 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
             raise click.BadParameter(
                 f"{item!r} is not DIR=REASON; write the bundle directory (or, with "
                 "--from-ledger, the trial stream), '=', and your reason for leaving it out",
-                ctx=ctx,
-                param=param,
-            )
+                ctx=ctx, param=param,
+            )  # fmt: skip
         out[where] = reason.strip()
     return out
 
 
 @main.command("curate")
-@click.option(
-    "--criterion",
-    required=True,
-    metavar="ID",
-    help="Rubric criterion whose recorded judge verdicts the corpus carries.",
-)
-@click.option(
-    "--source",
-    "sources",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="RUN_OR_BUNDLE",
-    help="A run directory (trials/<task>/<index>) or one bundle; repeatable.",
-)
-@click.option(
-    "--from-ledger",
-    is_flag=True,
-    help="Curate trials already ingested; the bundles are rebuilt from their events.",
-)
-@click.option(
-    "--where",
-    default=None,
-    metavar="PREDICATE",
-    help="With --from-ledger: an SQL predicate over the trials view, e.g. \"corpus = 'run-a'\".",
-)
-@click.option(
-    "--into",
-    required=True,
-    type=click.Path(path_type=Path),
-    metavar="DIR",
-    help="The corpus directory to write.",
-)
-@click.option(
-    "--exclude",
-    "exclusions",
-    multiple=True,
-    metavar="DIR=REASON",
-    callback=_exclusions,
-    help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.",
-)
-@click.option(
-    "--replace",
-    is_flag=True,
-    help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.",
-)
+@click.option("--criterion", required=True, metavar="ID",
+              help="Rubric criterion whose recorded judge verdicts the corpus carries.")
+@click.option("--source", "sources", multiple=True, type=click.Path(path_type=Path),
+              metavar="RUN_OR_BUNDLE",
+              help="A run directory (trials/<task>/<index>) or one bundle; repeatable.")
+@click.option("--from-ledger", is_flag=True,
+              help="Curate trials already ingested; the bundles are rebuilt from their events.")
+@click.option("--where", default=None, metavar="PREDICATE",
+              help="With --from-ledger: an SQL predicate over the trials view, e.g. "
+                   "\"corpus = 'run-a'\".")
+@click.option("--into", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The corpus directory to write.")
+@click.option("--exclude", "exclusions", multiple=True, metavar="DIR=REASON",
+              callback=_exclusions,
+              help="Leave one bundle out by your own judgment, recorded as by: author; repeatable.")
+@click.option("--replace", is_flag=True,
+              help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.")
 @click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
 @ledger_option
 @json_option
-def curate_command(
-    criterion: str,
-    sources: tuple[Path, ...],
-    from_ledger: bool,
-    where: str | None,
-    into: Path,
-    exclusions: dict[str, str],
-    replace: bool,
-    dry_run: bool,
-    ledger_dir: Path | None,
-    as_json: bool,
-) -> None:
+def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
     """Write a judge-labelled corpus (corpus.yaml + bundles) from run directories or the log.
 
     A trial is admitted iff it carries task.yaml, trajectory.yaml and grade.yaml, its
@@ -107,32 +67,11 @@ def curate_command(
     Example: vledger curate --criterion checked_duplicates_first --source results/run-a
     --into corpora/notes/met
     """
-    if from_ledger == bool(sources):
-        raise click.UsageError("give --source RUN_OR_BUNDLE… or --from-ledger (one of the two)")
-    if where is not None and not from_ledger:
-        raise click.UsageError("--where filters the log's trials view; it needs --from-ledger")
     ledger = resolve_ledger(ledger_dir)
-    try:
-        if from_ledger:
-            result = curate_from_ledger(
-                ledger,
-                criterion=criterion,
-                into=into,
-                where=where,
-                exclusions=exclusions,
-                replace=replace,
-                dry_run=dry_run,
-            )
-        else:
-            result = curate_from_runs(
-                sources,
-                criterion=criterion,
-                into=into,
-                exclusions=exclusions,
-                replace=replace,
-                dry_run=dry_run,
-                ledger_dir=ledger,
-            )
+    try:  # the options are the API's keywords, passed through as they are
+        result = curate(**flags, ledger=ledger)
+    except CurateUsage as exc:
+        raise click.UsageError(str(exc)) from None
     except (CurationError, LedgerError) as exc:
         code = exit_code(exc) if isinstance(exc, LedgerError) else EXIT_REFUSED
         if as_json:
@@ -140,13 +79,13 @@ def curate_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(code)
     if as_json:
-        emit_json(result.report())
+        emit_json(result.to_json())
     else:
         _print(result)
     if result.admitted_nothing:
-        searched = ", ".join(result.sources) or f"the ledger at {ledger}"
+        searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {ledger}"
         click.echo(
-            f"Error: no trial under {searched} is admissible evidence for {criterion}; "
+            f"Error: no trial under {searched} is admissible evidence for {flags['criterion']}; "
             "a corpus of nothing is evidence of nothing, so nothing was written",
             err=True,
         )
@@ -156,8 +95,8 @@ def curate_command(
 def _print(result: CurateResult) -> None:
     """Plain lines on stdout (ledger/cli/output.py): colour only on a terminal, and no
     markup language, so a name holding brackets prints as it is."""
-    m = result.curation.manifest
-    verb = click.style("would admit" if result.dry_run else "admitted", fg="green")
+    m, rq = result.curation.manifest, result.request
+    verb = click.style("would admit" if rq.dry_run else "admitted", fg="green")
     for entry in m.bundles:
         record = "record" if entry.record_carried else "no record"
         out(f"{verb} {entry.directory} (met={entry.met}, {record})")
@@ -166,17 +105,15 @@ def _print(result: CurateResult) -> None:
             f"{click.style('rejected', fg='yellow')} {row.source} — {row.reason.value} by "
             f"{row.by.value} ({row.observation})"
         )
-    origin = (
-        ", ".join(result.sources)
-        if result.sources
-        else "the ledger" + (f" where {result.where}" if result.where else "")
+    origin = ", ".join(map(str, rq.sources)) or "the ledger" + (
+        f" where {rq.where}" if rq.where else ""
     )
     out(f"{len(m.bundles)} admitted, {len(m.excluded)} rejected for {m.criterion} over {origin}")
     if result.written:
         ev = result.event or {}
         out(
-            f"corpus: {result.into} (corpus.yaml sha256 {result.manifest_digest[:16]}…); "
+            f"corpus: {rq.into} (corpus.yaml sha256 {result.manifest_digest[:16]}…); "
             f"appended corpus.curated at seq {ev.get('seq')}"
         )
-    elif result.dry_run and m.bundles:
-        out(f"dry run: would write {result.into}; nothing written or appended")
+    elif rq.dry_run and m.bundles:
+        out(f"dry run: would write {rq.into}; nothing written or appended")

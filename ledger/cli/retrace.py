@@ -5,22 +5,18 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, ingest
 from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
-from ledger.engines import get_engine
 from ledger.errors import LedgerError, exit_code
-from ledger.log.memory_store import MemoryLedger
-from ledger.log.store import open_ledger
 
 
 @main.command("retrace")
@@ -52,22 +48,7 @@ from ledger.log.store import open_ledger
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
 @ledger_option
 @json_option
-def retrace_command(
-    corpus: str | None,
-    source: Path | None,
-    task: str | None,
-    constraints_file: Path | None,
-    grading_file: Path | None,
-    engine: str,
-    address: str | None,
-    max_retries: int,
-    segment_rows: int | None,
-    segment_bytes: int | None,
-    workers: int,
-    dry_run: bool,
-    ledger_dir: Path | None,
-    as_json: bool,
-) -> None:
+def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
     """Re-derive every recorded trial's grade from the log and compare it to the record.
 
     Per trial: agreed, disagreed (which component, both values, both reasons) or not
@@ -81,36 +62,14 @@ def retrace_command(
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
-    err = Console(stderr=True)
-    eng = None
-    if engine != "local":
-        eng = get_engine(engine, workers=workers, address=address, max_retries=max_retries,
-                         seal=not dry_run, segment_rows=segment_rows, segment_bytes=segment_bytes)
-    elif address is not None:
+    if flags["engine"] == "local" and flags["address"] is not None:
         raise click.UsageError("--address needs --engine ray")
-    try:
-        if dry_run and source is not None:
-            # --dry-run writes nothing, so the source is read into a throwaway log.
-            with MemoryLedger() as lg:
-                rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, frozenset(rep.trial_streams), eng, rep.skipped)
-        else:
-            with open_ledger(resolve_ledger(ledger_dir), create=source is not None) as lg:
-                skipped: list = []
-                if source is not None:
-                    # A bundle that cannot be read is a named failure of the batch (exit 1),
-                    # never a reason to leave the readable ones unmeasured.
-                    rep = ingest(lg, [str(source)], corpus=corpus, skip_bad=True)
-                    if not as_json:
-                        err.print(f"ingest: {rep.summary()}", soft_wrap=True)
-                    streams: frozenset[str] | None = frozenset(rep.trial_streams)
-                    skipped = rep.skipped
-                else:
-                    streams = None
-                result = _run(lg, err, as_json, corpus, task, grading_file, constraints_file,
-                              workers, dry_run, streams, eng, skipped)
-    except (RetraceError, IngestError) as exc:
+    quiet = as_json or not sys.stderr.isatty()
+    say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
+    try:  # the options are the API's keywords, passed through as they are
+        with _progress(quiet) as hooks:
+            result = retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
+    except RetraceError as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
         click.echo(f"Error: {exc}", err=True)
@@ -119,27 +78,27 @@ def retrace_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exit_code(exc))
     if as_json:
-        emit_json(result.report)
+        emit_json(result.to_json())
     else:
         _print_summary(result.report, result.appended)
     sys.exit(result.exit_code)
 
 
-def _run(lg: Any, err: Console, quiet: bool, corpus, task, grading_file, constraints_file,  # noqa: ANN001
-         workers, dry_run, streams, eng=None, unreadable=()):  # noqa: ANN001
-    if quiet or not err.is_terminal:
-        return retrace(lg, corpus=corpus, task=task, grading_file=grading_file,
-                       constraints_file=constraints_file, workers=workers, dry_run=dry_run,
-                       streams=streams, engine=eng, unreadable=unreadable)
-    with Progress(TextColumn("retrace"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+@contextmanager
+def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
+    """The progress hooks: none when quiet, else a transient bar on stderr."""
+    if quiet:
+        yield {}
+        return
+    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar (rich is slow to load)
+    from rich.console import Console  # noqa: PLC0415
+
+    err = Console(stderr=True)
+
+    columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
+    with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
-        return retrace(
-            lg, corpus=corpus, task=task, grading_file=grading_file,
-            constraints_file=constraints_file, workers=workers, dry_run=dry_run, streams=streams,
-            engine=eng, unreadable=unreadable, on_total=lambda n: bar.update(job, total=n),
-            on_done=lambda n: bar.advance(job, n),
-        )
+        yield {"on_total": lambda n: bar.update(job, total=n), "on_done": lambda n: bar.advance(job, n)}
 
 
 def _print_summary(report: dict[str, Any], appended: int) -> None:

@@ -1,7 +1,7 @@
 """``reconcile --engine …``: the candidate projection of every trial, run on an engine.
 
 Reconciliation's per-trial projection is the pack's trace checks over the trial's
-timeline (:func:`ledger.app.reconcile.trace_evaluator`, pure and total: a problem is an
+timeline (:func:`ledger.app.reconcile_trials.trace_evaluator`, pure and total: a problem is an
 ``Unavailable`` candidate, never an exception). This module ingests the corpora the
 invocation reads (idempotent, exactly the ingest ``run_reconcile`` does itself), runs that
 evaluator on every trial of a task that has a pack through an :class:`Engine` (one Ray
@@ -17,18 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.app.ingest import IngestError, ingest
-from ledger.app.reconcile import (  # _packs_by_task: the same refusal run_reconcile makes
-    Evaluator,
-    Invocation,
+from ledger.app.reconcile_packs import (  # packs_by_task: the same refusal run_reconcile makes
     Pack,
-    ReconcileError,
-    _packs_by_task,
     find_packs,
     load_declarations,
+    packs_by_task,
     pool_claims,
-    trace_evaluator,
 )
+from ledger.app.reconcile_trials import Evaluator, ingest_corpus, trace_evaluator
 from ledger.engines.base import Engine, TrialSelection
 from reconcile.inputs import Candidate
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
@@ -51,23 +47,22 @@ def candidate_of(events: list[Any], packs_by_task: Mapping[str, Pack]) -> tuple[
     return str(pack.directory), _WORKER_EVALUATOR[0](inputs, pack)
 
 
-def _roots(inv: Invocation, packs: list[Pack]) -> list[Path]:
+def _roots(inv: Any, packs: list[Pack]) -> list[Path]:
     if inv.source is not None:
         return [inv.source]
     corpora = load_declarations(packs, inv.base)
     return [Path(corpora[v].resolved) for v in sorted({v for v, _ in pool_claims(packs)})]
 
 
-def engine_evaluator(inv: Invocation, lg: Any, engine: Engine) -> Evaluator:
-    """Ingest the invocation's corpora into ``lg``, evaluate every covered trial on
+def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
+    """``inv`` is the ``ReconcileRequest`` (not imported: ``ledger.app.reconcile`` imports us).
+
+    Ingest the invocation's corpora into ``lg``, evaluate every covered trial on
     ``engine``; an evaluator answering from those results (locally for anything else)."""
     packs = find_packs(inv.packs, inv.base)
-    by_task = _packs_by_task(packs)
+    by_task = packs_by_task(packs)
     for root in _roots(inv, packs):
-        try:
-            ingest(lg, [str(root)], corpus=root.resolve().name, skip_bad=True, keep_inconsistent=True)
-        except IngestError as exc:
-            raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
+        ingest_corpus(lg, root)
     pairs = engine.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), candidate_of, by_task)
     computed = {stream: hit for stream, hit in pairs if hit is not None}
     local = trace_evaluator()
