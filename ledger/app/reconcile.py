@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.receipts import register_recompute
+from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError, confine, read_input
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import (
-    Corpus,
-)
 from ledger.sources.yaml_safe import DEFAULT_LIMITS, load_yaml_bytes
 from reconcile.inputs import (
     SHARED,

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, IngestReport, ingest
+from ledger.app.ingest import IngestError, IngestResult, ingest
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -77,27 +77,17 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
-    from ledger.log.store import open_ledger
-
     err = Console(stderr=True)
-    limits = YamlLimits(max_bytes=max_file_bytes)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
+    limits = YamlLimits(max_bytes=max_file_bytes)
+    bar = not as_json and sys.stderr.isatty()
     try:
-        with open_ledger(root, create=True, busy_timeout=busy_timeout) as lg:
-            if as_json or not sys.stderr.isatty():
-                report = ingest(
-                    lg,
-                    paths,
-                    corpus=corpus,
-                    skip_bad=skip_bad,
-                    keep_inconsistent=keep_inconsistent,
-                    limits=limits,
-                )
-            else:
-                report = _with_progress(err, lg, paths, corpus, skip_bad, keep_inconsistent, limits)
+        report = _with_progress(
+            err, root, paths, corpus, skip_bad, keep_inconsistent, limits, busy_timeout, bar
+        )
     except IngestError as exc:
         if as_json:
             emit_json(
@@ -124,17 +114,25 @@ def ingest_command(
 
 
 def _unchanged(root: Path, fresh: bool) -> str:
-    """After an abort: a ledger this invocation created is removed (a mistyped PATH must not
-    leave a new, empty ledger behind); an existing one is untouched by the atomic batch."""
-    if fresh and root.is_dir():
-        shutil.rmtree(root)
+    """After an abort: a ledger this invocation created was removed by the ingest (a
+    mistyped PATH must not leave a new, empty ledger behind)."""
+    if fresh:
         return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
     return "Nothing was ingested; the ledger is unchanged."
 
 
 def _with_progress(
-    err: Console, lg, paths, corpus, skip_bad, keep_inconsistent, limits
-) -> IngestReport:
+    err: Console,
+    lg: object,
+    paths: Sequence[str],
+    corpus: str | None,
+    skip_bad: bool,
+    keep_inconsistent: bool,
+    limits: YamlLimits,
+    busy_timeout: float = 5.0,
+    bar: bool = True,
+) -> IngestResult:
+    """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
     columns = (
         TextColumn("[bold]ingest"),
         BarColumn(),
@@ -142,24 +140,25 @@ def _with_progress(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("", total=None)
+    with Progress(*columns, console=err, transient=True, disable=not bar) as shown:
+        task = shown.add_task("", total=None)
 
         def tick(done: int, total: int, source: str) -> None:
-            bar.update(task, completed=done, total=total, description=source[-60:])
+            shown.update(task, completed=done, total=total, description=source[-60:])
 
         return ingest(
-            lg,
-            paths,
+            *paths,
+            ledger=lg,
             corpus=corpus,
             skip_bad=skip_bad,
-            progress=tick,
             keep_inconsistent=keep_inconsistent,
-            limits=limits,
+            max_file_bytes=limits.max_bytes,
+            busy_timeout=busy_timeout,
+            progress=tick if bar else None,
         )
 
 
-def _print_summary(report: IngestReport) -> None:
+def _print_summary(report: IngestResult) -> None:
     for p in report.paths:
         click.echo(f"{p['path']}: {p['kind'].replace('_', ' ')}")
     click.echo(f"Ingested: {report.summary()}")

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.reconcile import (  # _packs_by_task: the same refusal run_reconcile makes
     Evaluator,
     Invocation,

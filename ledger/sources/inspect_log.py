@@ -36,12 +36,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import PlannedEvent, event_id, to_events, trial_stream
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json
-from schemas.timeline import Role, TimelineInconsistencyError
+from schemas.timeline import TimelineInconsistencyError
 
 EXTRA = "inspect"
 INSTALL_HINT = "pip install 'verdict-ledger[inspect]'"
@@ -410,30 +408,6 @@ def ended_payload(sample: Any) -> dict[str, Any]:
         "start_ts": _iso(sample.started_at),
         "end_ts": _iso(sample.completed_at),
     }
-
-
-def timeline_payloads(
-    messages: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]] | None,
-    termination_reason: str | None,
-) -> tuple[list[dict[str, Any]], TimelineInconsistencyError | None]:
-    """The derived timeline, or the one event recording why the views disagree (G6b/G7),
-    exactly as a bundle's (ledger.sources.tolokaforge)."""
-    msgs = [message_from_payload(p) for p in messages]
-    calls = None if records is None else [recorded_call_from_payload(p) for p in records]
-    try:
-        timeline = build_trial_timeline(msgs, calls, termination_reason)
-    except TimelineInconsistencyError as exc:
-        conversation = (Role.USER, Role.ASSISTANT)
-        return [
-            {
-                "timeline_version": TIMELINE_VERSION,
-                "message_view_present": any(m.role in conversation for m in msgs),
-                "records_present": calls is not None,
-                "inconsistency": {"message": str(exc), "call_id": exc.call_id, "where": exc.where},
-            }
-        ], exc
-    return timeline_to_payloads(timeline), None
 
 
 # --------------------------------------------------------------------------- plans

@@ -314,6 +314,13 @@ def load_yaml(
     return load_yaml_bytes(data, shown, limits)
 
 
+def load_confined_yaml(
+    directory: Path, name: str, label: str, what: str, limits: YamlLimits = DEFAULT_LIMITS
+) -> Any:
+    """One file of a bundle, pack or corpus directory, read only if it stays inside it."""
+    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
+
+
 def tree_size(value: Any) -> int:
     """Nodes in ``value`` read as a tree (shared sub-objects counted once per reference)."""
     return tree_extent(value)[0]
