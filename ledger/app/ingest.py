@@ -296,7 +296,7 @@ class _Ingest:
             additive_types = {e.type for e in additive}
             old = None if held is None else [e for e, t in held if t not in additive_types]
             if old is None:
-                groups.append(_Lazy(self.spool, p.offset))
+                groups.append(_lazy(self.spool, p.offset))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
@@ -337,17 +337,11 @@ class _Ingest:
         )  # type: ignore[arg-type]
 
 
-class _Lazy:
-    """A new stream's events (with its additive ones), read from the spool when appended."""
-
-    def __init__(self, spool: Spool, offset: int) -> None:
-        self.spool = spool
-        self.offset = offset
-
-    def __iter__(self) -> Iterator[PlannedEvent]:
-        events, additive = self.spool.get(self.offset)
-        yield from events
-        yield from additive
+def _lazy(spool: Spool, offset: int) -> Iterator[PlannedEvent]:
+    """A new stream's events, read back from the spool only when the append reaches it."""
+    events, additive = spool.get(offset)
+    yield from events
+    yield from additive
 
 
 def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) -> NewEvent:

@@ -22,8 +22,6 @@ from ledger.cli.options import (
 from ledger.errors import LedgerError, exit_code
 from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 
-EXIT_ABORTED = 1
-
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
@@ -68,7 +66,7 @@ def ingest_command(
     Each PATH may be a bundle (a directory holding trajectory.yaml), a run directory
     (trials/<task>/<idx>/), a flat collection of bundles, a corpus (corpus.yaml beside
     bundle dirs) or a directory of corpora, a task pack or a directory of packs, or a
-    verdict-core run directory (events.jsonl). The whole invocation is one transaction:
+    verdict-core run directory (events.jsonl). The whole invocation is all or nothing:
     an unreadable input aborts it with the ledger unchanged (exit 1) unless --skip-bad.
     Re-ingesting the same material appends nothing. The ledger is created if absent.
 
@@ -88,25 +86,17 @@ def ingest_command(
         report = _with_progress(
             err, root, paths, corpus, skip_bad, keep_inconsistent, limits, busy_timeout, bar
         )
-    except IngestError as exc:
+    except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
+        refused = isinstance(exc, IngestError)
         if as_json:
-            emit_json(
-                {
-                    "error": str(exc),
-                    "kind": exc.kind,
-                    "source": exc.source,
-                    "ledger_unchanged": True,
-                }
-            )
+            source = {"source": exc.source} if refused else {}
+            kind = exc.kind if refused else type(exc).__name__
+            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": True})
         click.echo(f"Error: {exc}", err=True)
-        click.echo(_unchanged(root, fresh), err=True)
-        sys.exit(EXIT_ABORTED)
-    except LedgerError as exc:  # busy, or a concurrent ingest appended the same stream first
-        if as_json:
-            emit_json({"error": str(exc), "kind": type(exc).__name__, "ledger_unchanged": True})
-        click.echo(f"Error: {exc}", err=True)
-        click.echo(_unchanged(root, fresh) + " (the batch is atomic)", err=True)
-        sys.exit(exit_code(exc))
+        click.echo(
+            _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
+        )
+        sys.exit(exit_code(exc))  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())
         return
