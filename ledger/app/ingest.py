@@ -38,11 +38,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, read_units, tasks_for
-from ledger.app.ingest_spool import Spool, append_in_batches
+from ledger.app.ingest_spool import append_in_batches, park, spool, unpark
 from ledger.app.result import Result
 from ledger.app.timeline_check import check_timelines
 from ledger.errors import LedgerError
@@ -181,8 +181,8 @@ def run(ledger: Any, request: IngestRequest, progress: Progress | None = None) -
 
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
-    with _gc_paused(), Spool() as spool:
-        job = _Ingest(request, spool)
+    with _gc_paused(), spool() as file:
+        job = _Ingest(request, file)
         job.plan(progress)
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
@@ -209,9 +209,9 @@ def _digest(ids: Sequence[str]) -> bytes:
 class _Ingest:
     """One ingest's state while it plans and compares (nothing is appended here)."""
 
-    def __init__(self, request: IngestRequest, spool: Spool) -> None:
+    def __init__(self, request: IngestRequest, file: IO[bytes]) -> None:
         self.request = request
-        self.spool = spool
+        self.file = file  # the spool
         self.planned: dict[str, _Planned] = {}
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
@@ -269,7 +269,7 @@ class _Ingest:
         digest = _digest([e.event_id for e in unit.events])
         seen = self.planned.get(unit.stream)
         if seen is None:
-            offset = self.spool.put((unit.events, unit.additive))
+            offset = park(self.file, (unit.events, unit.additive))
             head = Unit(unit.kind, unit.source, unit.stream, (), unit.inconsistent, unit.trial)
             self.planned[unit.stream] = _Planned(
                 head, len(unit.events), len(unit.additive), digest, offset
@@ -292,11 +292,11 @@ class _Ingest:
         groups: list[Any] = []
         for stream, p in self.planned.items():
             held = existing.get(stream)
-            events, additive = self.spool.get(p.offset) if held else ((), ())
+            events, additive = unpark(self.file, p.offset) if held else ((), ())
             additive_types = {e.type for e in additive}
             old = None if held is None else [e for e, t in held if t not in additive_types]
             if old is None:
-                groups.append(_lazy(self.spool, p.offset))
+                groups.append(_lazy(self.file, p.offset))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
@@ -337,9 +337,9 @@ class _Ingest:
         )  # type: ignore[arg-type]
 
 
-def _lazy(spool: Spool, offset: int) -> Iterator[PlannedEvent]:
+def _lazy(file: IO[bytes], offset: int) -> Iterator[PlannedEvent]:
     """A new stream's events, read back from the spool only when the append reaches it."""
-    events, additive = spool.get(offset)
+    events, additive = unpark(file, offset)
     yield from events
     yield from additive
 

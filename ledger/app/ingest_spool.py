@@ -3,9 +3,9 @@
 Ingest reads and checks every input before it appends anything (an unreadable or changed
 input must leave the ledger unchanged), so the whole plan exists before the first append.
 Held in memory, and appended as one batch the store decodes at once, that plan grew with
-the corpus (issue 17: 793 MiB peak at 10,000 trials, 294 MiB at 1,000). Here each input's
-planned events are pickled to an anonymous temporary file as they are read, and read back
-one input at a time into batches of about :data:`BATCH_BYTES` of payload.
+the corpus (issue 17: 793 MiB peak at 10,000 trials, 294 MiB at 1,000). Instead each
+input's planned events are pickled to an anonymous temporary file as they are read, and
+read back one input at a time into batches of about :data:`BATCH_BYTES` of payload.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from __future__ import annotations
 import pickle
 import tempfile
 from collections.abc import Iterable, Sequence
-from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from ledger.sources.plan import PlannedEvent
 from schemas.envelope import NewEvent
@@ -24,26 +23,21 @@ from schemas.envelope import NewEvent
 BATCH_BYTES = 4 << 20
 
 
-class Spool:
-    """Objects written once and read back by offset; the file vanishes when closed."""
+def spool() -> IO[bytes]:
+    """The file :func:`park` writes to; it vanishes when closed."""
+    return tempfile.TemporaryFile(prefix="vledger-ingest-")
 
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile(prefix="vledger-ingest-")  # noqa: SIM115 - see __exit__
 
-    def put(self, value: Any) -> int:
-        offset = self._file.seek(0, 2)
-        pickle.dump(value, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        return offset
+def park(file: IO[bytes], value: Any) -> int:
+    """Append ``value`` to ``file``; its offset, for :func:`unpark`."""
+    offset = file.seek(0, 2)
+    pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return offset
 
-    def get(self, offset: int) -> Any:
-        self._file.seek(offset)
-        return pickle.load(self._file)  # noqa: S301 - this process wrote it, just now
 
-    def __enter__(self) -> Spool:
-        return self
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._file.close()
+def unpark(file: IO[bytes], offset: int) -> Any:
+    file.seek(offset)
+    return pickle.load(file)  # noqa: S301 - this process wrote it, just now
 
 
 def append_in_batches(

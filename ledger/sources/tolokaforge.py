@@ -15,7 +15,7 @@ the name ``tolokaforge curate`` gives the same trial.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +314,6 @@ class BundlePlan:
     label: str
     events: tuple[PlannedEvent, ...]
     inconsistency: TimelineInconsistencyError | None = None
-    counts: Mapping[str, int] = field(default_factory=dict)
 
     def new_events(self) -> list[NewEvent]:
         return [e.new_event() for e in self.events]
@@ -489,5 +488,4 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     typed += [("timeline.event", p) for p in timeline]
     stream = trial_stream(ctx.corpus, traj["task_id"], ctx.trial)
     events = to_events(stream, typed, raw.label)
-    counts = {"messages": len(msgs), "tool_calls": len(recs or ()), "timeline": len(timeline)}
-    return BundlePlan(stream, raw.label, events, inconsistency, counts)
+    return BundlePlan(stream, raw.label, events, inconsistency)
