@@ -24,6 +24,7 @@ from ledger.sources.files import present
 from ledger.sources.plan import PlannedEvent, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import (
     BundleError,
+    check_choice,
     check_keys,
     check_type,
     describe,
@@ -211,18 +212,10 @@ def _message_payload(index: int, m: Any, file: str, unknown: list[str]) -> dict[
     key = f"messages[{index}]"
     m = _split_unknown(need_mapping(m, file, key), MESSAGE_KEYS, f"trajectory.{key}.", unknown)
     check_keys(m, MESSAGE_KEYS | {"unrecognized"}, file, key, required=("role",))
-    if m["role"] not in ROLES:
-        raise BundleError(file, f"{key}.role", "one of " + ", ".join(ROLES), describe(m["role"]))
+    check_choice(m["role"], ROLES, file, f"{key}.role")
     for k in ("content", "tool_call_id", "ts", "openrouter_generation_id"):
         opt_str(m, k, file, key)
-    status = m.get("tool_status")
-    if status is not None and status not in STATUSES:
-        raise BundleError(
-            file,
-            f"{key}.tool_status",
-            "one of " + ", ".join(STATUSES) + " or null",
-            describe(status),
-        )
+    check_choice(m.get("tool_status"), STATUSES, file, f"{key}.tool_status", nullable=True)
     payload = {"index": index, **m}
     calls = m.get("tool_calls")
     if calls is not None:
@@ -244,14 +237,8 @@ def _record_payload(index: int, r: Any, file: str, unknown: list[str]) -> dict[s
     check_type(r["call_id"], (str,), file, f"{key}.call_id", "the call id as a string")
     check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
     check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
-    if r["executor"] not in EXECUTORS:
-        raise BundleError(
-            file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"])
-        )
-    if r["status"] not in STATUSES:
-        raise BundleError(
-            file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"])
-        )
+    check_choice(r["executor"], EXECUTORS, file, f"{key}.executor")
+    check_choice(r["status"], STATUSES, file, f"{key}.status")
     if "arguments" in r:
         need_mapping(r["arguments"], file, f"{key}.arguments")
     for k in ("output", "timestamp"):
