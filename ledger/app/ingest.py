@@ -371,6 +371,9 @@ INGEST_TYPES = frozenset(
 )  # fmt: skip
 
 
+_WINDOW = 1 << 16  # seqs read back per table while comparing with the ledger
+
+
 def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
     """``(id, type)`` of the ingest-written events of each of ``streams``, in stream order."""
     wanted = set(streams)
@@ -384,14 +387,15 @@ def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[s
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
-        table = ledger.read_arrow(stream_prefix=prefix)
-        cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
-        rows = zip(
-            cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
-        )
-        for s, v, e, t in rows:
-            if s in wanted and t in INGEST_TYPES:
-                out.setdefault(s, []).append((v, e, t))
+        for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
+            table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
+            cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
+            rows = zip(
+                cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
+            )
+            for s, v, e, t in rows:
+                if s in wanted and t in INGEST_TYPES:
+                    out.setdefault(s, []).append((v, e, t))
     return {s: [(e, t) for _, e, t in sorted(rows)] for s, rows in out.items()}
 
 
