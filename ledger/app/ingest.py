@@ -383,20 +383,18 @@ def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[s
             for s in wanted
         }
     )
-    out: dict[str, list[tuple[int, str, str]]] = {}
+    out: dict[str, list[tuple[str, str]]] = {}
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
         for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
             table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
-            cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
-            rows = zip(
-                cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
-            )
-            for s, v, e, t in rows:
+            cols = table.select(["stream", "event_id", "type"]).to_pydict()
+            # in seq order, so each stream's rows arrive in stream order
+            for s, e, t in zip(cols["stream"], cols["event_id"], cols["type"], strict=True):
                 if s in wanted and t in INGEST_TYPES:
-                    out.setdefault(s, []).append((v, e, t))
-    return {s: [(e, t) for _, e, t in sorted(rows)] for s, rows in out.items()}
+                    out.setdefault(s, []).append((e, t))
+    return out
 
 
 def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
