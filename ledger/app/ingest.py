@@ -287,15 +287,12 @@ class _Ingest:
     def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[list[PlannedEvent]]:
         """Count each planned stream as new, present or changed; what to append, in order.
 
-        Only a stream being appended is read back from the spool (here, or lazily while
-        appending): a plan of new streams costs the spool, not memory."""
+        A stream's events are read back from the spool only to append them (lazily, as the
+        append reaches them), to add re-scores or to name a change: never all at once."""
         groups: list[Any] = []
         for stream, p in self.planned.items():
             held = existing.get(stream)
-            events, additive = unpark(self.file, p.offset) if held else ((), ())
-            additive_types = {e.type for e in additive}
-            old = None if held is None else [e for e, t in held if t not in additive_types]
-            if old is None:
+            if held is None:
                 groups.append(_lazy(self.file, p.offset))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
@@ -303,7 +300,11 @@ class _Ingest:
                 self.count(p, new=True)
                 self.counts["events_new"] += p.additive
                 continue
+            additive = unpark(self.file, p.offset)[1] if p.additive else ()
+            additive_types = {e.type for e in additive}
+            old = [e for e, t in held if t not in additive_types]
             if _digest(old) != p.digest:
+                events = unpark(self.file, p.offset)[0]
                 self.bad(
                     p.unit.source,
                     p.unit.kind,
@@ -314,12 +315,12 @@ class _Ingest:
                 )
                 continue
             self.count(p, new=False)
-            # issue 19: content-identified events (re-scored scores) join beside the old ones
-            present = {e for e, _ in held}
-            added = [e for e in additive if e.event_id not in present]
-            groups.append(added)
-            self.counts["events_new"] += len(added)
-            self.counts["events_present"] += len(additive) - len(added)
+            if additive:  # issue 19: content-identified events (re-scores) join the old ones
+                present = {e for e, _ in held}
+                added = [e for e in additive if e.event_id not in present]
+                groups.append(added)
+                self.counts["events_new"] += len(added)
+                self.counts["events_present"] += len(additive) - len(added)
         return groups
 
     def count(self, p: _Planned, *, new: bool) -> None:
