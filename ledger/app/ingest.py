@@ -2,18 +2,16 @@
 
 All or nothing per call: every PATH is detected and every input read, turned into events
 and checked before anything is appended. Any unreadable input (bad YAML, wrong shape,
-unknown key or type, a file over the size limit) aborts the whole call with an
-:class:`IngestError` naming the file, the key and what was expected — the ledger is
-untouched. With ``skip_bad=True`` each such input is instead recorded as an
-``ingest.skipped`` event (stream ``ingest/skipped``) and the rest is ingested. The plan is
-then appended in bounded batches (``ledger.app.ingest_spool``), each one atomic and each
-holding whole streams: a crash between two leaves whole trials, and the same ingest run
-again appends the rest.
+unknown key or type, a file over the size limit) aborts the call with an
+:class:`IngestError` naming the file, the key and what was expected, the ledger
+untouched; with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
+``ingest/skipped``) instead. The plan is then appended in bounded batches of whole
+streams (``ledger.app.ingest_spool``): a crash between two leaves whole trials, and the
+same ingest run again appends the rest.
 
 **Re-ingest and change.** Event ids are content-derived (``ledger.sources.plan``), so
-each input's stream is compared with the stream already in the ledger: the same ids in
-the same order → *already present*, nothing appended; no stream → *new*; anything else →
-*changed*: the input's content differs from what was ingested (its first differing
+each input's stream is compared with the one already in the ledger: the same ids in the
+same order → *already present*; no stream → *new*; else *changed* (its first differing
 position is named). A changed input is never merged into the old stream: it aborts the
 ingest like a bad input, or with ``skip_bad`` is recorded as skipped.
 
@@ -23,8 +21,7 @@ is readable evidence of a harness bug. By default it aborts the ingest with the
 timeline's :class:`~schemas.timeline.TimelineInconsistencyError` text (key and position).
 With ``keep_inconsistent=True`` it is ingested — raw events intact — and its timeline is
 one ``timeline.event`` carrying ``inconsistency`` instead of trace events, so retrace
-reports it as not re-checkable and names the key. With only ``skip_bad`` it is skipped
-with that reason.
+reports it as not re-checkable and names the key. With only ``skip_bad`` it is skipped.
 """
 
 from __future__ import annotations
