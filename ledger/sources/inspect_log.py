@@ -1,28 +1,17 @@
-"""inspect_ai evaluation logs → trial events (docs/readme/inspect.md).
+"""inspect_ai evaluation logs → trial events (docs/readme/inspect.md § "The mapping").
 
 inspect_ai (the optional ``inspect`` extra) writes one log per task run: a ``.eval`` zip or
 a ``.json`` document holding every sample × epoch. Each sample × epoch becomes one trial
-stream ``trial/<corpus>/<task>/<sample id>_epoch<N>_<eval id>`` holding the same event
-types a Tolokaforge bundle does, so the timeline, trace checks, retrace and the views read
-it unchanged:
+stream holding the same event types a Tolokaforge bundle does, so the timeline, trace
+checks, retrace and the views read it unchanged. Reading goes through inspect_ai's own
+``read_eval_log`` (the only I/O here, and the only import of inspect_ai, done lazily so
+the rest of the ledger never needs the extra); the mapping to payloads is pure.
 
-* ``trial.registered`` — task, model, epoch (``trial_index`` = epoch − 1), sample id, and the
-  agent's token usage under ``metrics`` in metrics.yaml's key names;
-* ``trial.message`` × messages, ``trial.tool_call`` × the log's tool events (errors and
-  timings from there), ``trial.ended``, then the derived ``timeline.event``s;
-* ``grade.recorded`` — the sample's scores, one component per scorer.
-
-Reading goes through inspect_ai's own ``read_eval_log`` (the only I/O here, and the only
-import of inspect_ai, done lazily so the rest of the ledger never needs the extra); the
-mapping from its objects to payloads is pure.
-
-**Scores are history, not content.** inspect rewrites a log in place when it is re-scored.
-The trial's core events get position-derived ids as a bundle's do (re-import appends
-nothing; a changed transcript is *changed*), but a ``grade.recorded`` is identified by its
+**Scores are history, not content** (§ "Re-import and re-scoring"): the core events get
+position-derived ids as a bundle's do, but a ``grade.recorded`` is identified by its
 content alone (``SCORES_POSITION``), so a re-scored log adds its new scores beside the old
-ones instead of reading as a changed trial; the latest one is the trial's recorded grade.
-Only the solver phase (events before the ``scorers`` span) feeds the transcript and the
-usage, because re-scoring appends scorer events and must not touch the trial's core.
+ones instead of reading as changed. Only the solver phase (events before the ``scorers``
+span) feeds the transcript and the usage: re-scoring appends scorer events.
 """
 
 from __future__ import annotations

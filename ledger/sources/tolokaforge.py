@@ -5,11 +5,9 @@ Reading (``read_bundle``) is the only I/O here; turning the parsed documents int
 hand-written dicts in tests all go through one path. Corpora and packs:
 ``ledger.sources.corpus`` and ``ledger.sources.packs``; ids: ``ledger.sources.plan``.
 
-**Stream and trial naming.** A bundle is the stream ``trial/<corpus>/<task_id>/<trial>``.
-``<trial>`` is the bundle directory's name (a curated corpus names it
-``<run-id>_trial<index>``), except for a bundle in a run directory's
-``trials/<task_id>/<trial_index>/`` layout, which is named ``<run-dir>_trial<index>`` —
-the name ``tolokaforge curate`` gives the same trial.
+A bundle is the stream ``trial/<corpus>/<task_id>/<trial>``, ``<trial>`` named as
+docs/readme/ingest.md § "Naming" says (:func:`trial_name`); its events, in order: § "The
+events".
 """
 
 from __future__ import annotations
@@ -83,7 +81,8 @@ def in_run_layout(bundle_dir: Path) -> bool:
 
 
 def trial_name(bundle_dir: Path) -> str:
-    """The stream's ``<trial>`` component for a bundle directory (module docstring)."""
+    """``<run-dir>_trial<index>`` in a run layout (as ``tolokaforge curate`` names it), else
+    the bundle directory's name (a curated corpus names it ``<run-id>_trial<index>``)."""
     if in_run_layout(bundle_dir):
         return f"{bundle_dir.parent.parent.parent.name}_trial{bundle_dir.name}"
     return bundle_dir.name
