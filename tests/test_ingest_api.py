@@ -28,7 +28,7 @@ def _cli_json(*args: str) -> dict:
 
 def _rows(path: Path) -> list[tuple]:
     with open_ledger(path) as lg:
-        return [(e.seq, e.stream, e.event_id, e.type) for e in lg.read()]
+        return [(e.seq, e.stream, e.event_id, e.type, e.payload) for e in lg.read()]
 
 
 def test_api_result_is_what_the_cli_prints(tmp_path: Path) -> None:

@@ -266,7 +266,7 @@ class _Ingest:
         digest = _digest([e.event_id for e in unit.events])
         seen = self.planned.get(unit.stream)
         if seen is None:
-            offset = park(self.file, (unit.events, unit.additive))
+            offset = park(self.file, unit.events, unit.additive)
             head = Unit(unit.kind, unit.source, unit.stream, (), unit.inconsistent, unit.trial)
             self.planned[unit.stream] = _Planned(
                 head, len(unit.events), len(unit.additive), digest, offset

@@ -10,6 +10,8 @@ read back one input at a time into batches of about :data:`BATCH_BYTES` of paylo
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import pickle
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -21,6 +23,8 @@ from schemas.envelope import NewEvent
 # payload bytes per append: large enough that commits (each one fsync) stay few, small
 # enough that the decoded batch (several times its canonical bytes) stays a few dozen MiB
 BATCH_BYTES = 4 << 20
+# a PlannedEvent as its constructor's positional arguments
+_ROW = operator.attrgetter(*(f.name for f in dataclasses.fields(PlannedEvent)))
 
 
 def spool() -> IO[bytes]:
@@ -28,16 +32,18 @@ def spool() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix="vledger-ingest-")
 
 
-def park(file: IO[bytes], value: Any) -> int:
-    """Append ``value`` to ``file``; its offset, for :func:`unpark`."""
+def park(file: IO[bytes], *groups: Sequence[PlannedEvent]) -> int:
+    """Append ``groups`` to ``file``; their offset, for :func:`unpark`. Stored as plain
+    tuples: pickling those is several times faster than pickling the dataclass."""
     offset = file.seek(0, 2)
-    pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+    rows = [list(map(_ROW, g)) for g in groups]
+    pickle.dump(rows, file, protocol=pickle.HIGHEST_PROTOCOL)
     return offset
 
 
-def unpark(file: IO[bytes], offset: int) -> Any:
+def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:
     file.seek(offset)
-    return pickle.load(file)  # noqa: S301 - this process wrote it, just now
+    return [[PlannedEvent(*r) for r in g] for g in pickle.load(file)]  # noqa: S301 - ours
 
 
 def append_in_batches(
