@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from ledger.sources.tolokaforge import OPTIONAL_FILES
 

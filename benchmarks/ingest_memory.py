@@ -1,6 +1,6 @@
 """Peak memory of ``vledger ingest`` against the bytes it reads (issue 18, bounded readers).
 
-    python -m benchmarks.ingest_memory [--trials 1000] [--file-mib 48] [--seed 0]
+    python -m benchmarks.ingest_memory [--trials 1000] [--file-mib 48] [--seed 0] [--scale 10]
 
 Two inputs, each ingested by a fresh ``vledger ingest`` process into a fresh ledger, its
 peak RSS read from ``getrusage(RUSAGE_CHILDREN)``:
@@ -11,6 +11,10 @@ peak RSS read from ``getrusage(RUSAGE_CHILDREN)``:
   is 64 MiB (``--max-file-bytes``), but at 63 MiB the append fails inside DuckDB ("Out
   of Memory", its buffer pool is capped at 128 MB, README § Performance) — refused as
   one Error line with the ledger unchanged, not a traceback.
+
+With ``--scale K`` a third input, ``K × --trials`` generated bundles, shows whether the
+peak stays flat in the corpus size (issue 17: the plan is spooled to disk and appended in
+bounded batches); its ratio to the first row is printed last.
 
 Each row divides the peak by the bytes of the files read. A process that only imports
 the CLI (``vledger --help``) gives the fixed floor (interpreter, DuckDB, PyArrow), shown
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--file-mib", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale", type=int, default=0, help="also ingest K × --trials bundles")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="vledger-bench-mem-") as tmp:
         work = Path(tmp)
@@ -87,6 +92,8 @@ def main(argv: list[str] | None = None) -> None:
             (f"{args.trials} generated bundles", corpus),
             (f"one bundle, trajectory.yaml {args.file_mib} MiB", big_bundle(
                 work / "big" / "big_trial0", corpus, args.file_mib)),
+            *(((f"{args.scale * args.trials} generated bundles", _scaled(work, args)),)
+              if args.scale else ()),
         ):  # fmt: skip
             size = input_bytes(path)
             peak = child_peak_rss("ingest", "--ledger", work / f"L-{len(rows)}", path)
@@ -99,6 +106,14 @@ def main(argv: list[str] | None = None) -> None:
             f"| {label} | {size / 2**20:.1f} MiB | {peak / 2**20:.0f} MiB | "
             f"{peak / size:.1f}× | {(peak - floor) / size:.1f}× |"
         )
+    if args.scale:
+        print(f"peak at {args.scale}× the bundles ÷ peak at 1×: {rows[2][2] / rows[0][2]:.2f}")
+
+
+def _scaled(work: Path, args: argparse.Namespace) -> Path:
+    out = work / "scaled"
+    generate(out, args.scale * args.trials, args.seed)
+    return out
 
 
 if __name__ == "__main__":

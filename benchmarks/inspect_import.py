@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]

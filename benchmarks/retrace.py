@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate_corpus import generate
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.retrace import retrace
 from ledger.engines.trials import group_trials
 from ledger.log.layout import TRIAL_PREFIX

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate_corpus import generate
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.retrace import RetraceRequest, outputs_digest, replay_events
 from ledger.engines.base import TrialSelection
 from ledger.engines.local import LocalEngine

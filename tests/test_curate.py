@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from ledger.app.curate import CurationError, curate_from_ledger, curate_from_runs, render_manifest
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from tests.curate_support import (

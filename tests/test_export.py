@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.app.export import ExportError, export_parquet
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.errors import StreamSealed
 from ledger.log.segments import load_manifest, segment_dir

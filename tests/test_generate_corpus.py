@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.generate_corpus import generate, main
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from replay.timeline import build_trial_timeline
 from replay.trial_inputs import trial_inputs

@@ -316,7 +316,7 @@ def test_cli_human_output_and_errors(tmp_path: Path) -> None:
 
 def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
     """The same trials ingested into a ledger grade exactly as their bundles do."""
-    from ledger.app.ingest import ingest
+    from ledger.app.ingest import ingest_into as ingest
     from ledger.log.store import open_ledger
 
     ledger = tmp_path / "ledger"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.sources.plan import event_id, trial_stream
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import event_id, trial_stream
 from ledger.sources.verdict_core import parse_events_file, reassemble_events_file
 
 _component = st.text(min_size=1, max_size=12)
@@ -97,7 +97,7 @@ def test_planned_events_read_like_new_events() -> None:
     """Other areas read a plan's events with NewEvent's attribute names."""
     from dataclasses import fields
 
-    from ledger.sources.tolokaforge import to_events
+    from ledger.sources.plan import to_events
     from schemas.envelope import NewEvent
 
     (planned,) = to_events("trial/c/t/x", [("trial.ended", {"status": "completed", "n": 1.0})], "x")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.timeline_check import check_timelines
 from ledger.app.verify import CHECKS
 from ledger.app.verify import verify as verify_ledger

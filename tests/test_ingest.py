@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import Ledger, open_ledger
 from ledger.sources.verdict_core import reassemble_events_file
 from ledger.sources.yaml_safe import YamlLimits

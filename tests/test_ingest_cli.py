@@ -93,7 +93,7 @@ def test_progress_bar_reports_every_input(tmp_path: Path) -> None:
 
 
 def test_progress_callback_counts_up_to_the_total(tmp_path: Path) -> None:
-    from ledger.app.ingest import ingest
+    from ledger.app.ingest import ingest_into as ingest
 
     seen: list[tuple[int, int]] = []
     with open_ledger(tmp_path / "lg", create=True) as ledger:

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.generate_corpus import generate
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 
 

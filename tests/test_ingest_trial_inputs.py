@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from replay.timeline import build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import Ledger, open_ledger
 from ledger.sources.inspect_log import score_value

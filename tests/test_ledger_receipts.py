@@ -172,7 +172,7 @@ def _copy_run(tmp_path: Path) -> Path:
 
 
 def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
-    from ledger.app.ingest import ingest
+    from ledger.app.ingest import ingest_into as ingest
     from ledger.app.verify import verify as verify_ledger
 
     ingest(lg, [DEMO])
@@ -184,7 +184,7 @@ def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
 
 def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
     """A run whose receipt was edited before ingest: `vledger verify` names the stream."""
-    from ledger.app.ingest import ingest
+    from ledger.app.ingest import ingest_into as ingest
     from ledger.app.verify import verify as verify_ledger
 
     run = _copy_run(tmp_path)
@@ -219,7 +219,7 @@ def test_verify_runs_the_admission_check(lg: Ledger) -> None:
 
 
 def test_receipt_verify_by_seq_of_an_ingested_run(lg: Ledger, tmp_path: Path) -> None:
-    from ledger.app.ingest import ingest
+    from ledger.app.ingest import ingest_into as ingest
 
     run = _copy_run(tmp_path)
     graph = json.loads((run / "graph.json").read_text())

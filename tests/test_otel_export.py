@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from tests.inspect_support import SAMPLES, TOOL_ERROR, InspectLogs

@@ -18,7 +18,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from benchmarks.generate_corpus import generate  # noqa: E402
-from ledger.app.ingest import ingest  # noqa: E402
+from ledger.app.ingest import ingest_into as ingest  # noqa: E402
 from ledger.app.retrace import RetraceError, recompute_replay, retrace  # noqa: E402
 from ledger.engines.ray_engine import RayEngine  # noqa: E402
 from ledger.log.segments import load_manifest, segment_dir  # noqa: E402

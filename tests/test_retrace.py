@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.generate_corpus import generate
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.log.store import open_ledger

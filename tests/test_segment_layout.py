@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.retrace import retrace
 from ledger.errors import StreamSealed
 from ledger.log.segments import cut_points, load_manifest

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ledger.analytics.sql import query
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from tests.inspect_support import CALL_COST, CALL_INPUT, EPOCHS, SAMPLES, TASK, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ledger.analytics import sql as analytics
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.analytics.frames import UnknownView, view, view_pandas
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
 

@@ -1,19 +1,19 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
-One call is one transaction: every PATH is detected, every file read and turned into
-events first, and only then is everything new appended in a single atomic batch. Any
-unreadable input (bad YAML, wrong shape, unknown key or type, a file over the size
-limit) aborts the whole call with an :class:`IngestError` naming the file, the key and
-what was expected — the ledger is untouched. With ``skip_bad=True`` each such input is
-instead recorded as an ``ingest.skipped`` event (stream ``ingest/skipped``) and the rest
-is ingested.
+All or nothing per call: every PATH is detected and every input read, turned into events
+and checked before anything is appended. Any unreadable input (bad YAML, wrong shape,
+unknown key or type, a file over the size limit) aborts the call with an
+:class:`IngestError` naming the file, the key and what was expected, the ledger
+untouched; with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
+``ingest/skipped``) instead. The plan is then appended in bounded batches of whole
+streams (``ledger.app.ingest_spool``): a crash between two leaves whole trials, and the
+same ingest run again appends the rest.
 
-**Re-ingest and change.** Event ids are content-derived (``ledger.sources.tolokaforge``),
-so each input's stream is compared with the stream already in the ledger: the same ids
-in the same order → *already present*, nothing appended; no stream → *new*; anything
-else → *changed*: the input's content differs from what was ingested (its first
-differing position is named). A changed input is never merged into the old stream: it
-aborts the ingest like a bad input, or with ``skip_bad`` is recorded as skipped.
+**Re-ingest and change.** Event ids are content-derived (``ledger.sources.plan``), so
+each input's stream is compared with the one already in the ledger: the same ids in the
+same order → *already present*; no stream → *new*; else *changed* (its first differing
+position is named). A changed input is never merged into the old stream: it aborts the
+ingest like a bad input, or with ``skip_bad`` is recorded as skipped.
 
 **Inconsistent views.** A bundle whose message view and tool-call record disagree (G6b /
 G7: a record or ``role: tool`` message naming an undeclared call, a tool-name mismatch)
@@ -21,48 +21,33 @@ is readable evidence of a harness bug. By default it aborts the ingest with the
 timeline's :class:`~schemas.timeline.TimelineInconsistencyError` text (key and position).
 With ``keep_inconsistent=True`` it is ingested — raw events intact — and its timeline is
 one ``timeline.event`` carrying ``inconsistency`` instead of trace events, so retrace
-reports it as not re-checkable and names the key. With only ``skip_bad`` it is skipped
-with that reason.
+reports it as not re-checkable and names the key. With only ``skip_bad`` it is skipped.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import hashlib
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any
 
+from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.ingest_inputs import Unit, read_units, tasks_for
+from ledger.app.ingest_spool import append_in_batches, park, spool, unpark
+from ledger.app.result import Result
+from ledger.errors import LedgerError
 from ledger.sources import inspect_log
-from ledger.sources.detect import (
-    DetectError,
-    PathKind,
-    detect,
-    discover,
-    discover_bundles,
-    discover_packs,
-)
+from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
+from ledger.sources.plan import PlannedEvent, event_id
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import (
-    BundleContext,
-    BundlePlan,
-    Corpus,
-    PlannedEvent,
-    bundle_events,
-    bundle_location,
-    event_id,
-    in_run_layout,
-    pack_events,
-    read_bundle,
-    read_corpus,
-    read_pack,
-    trial_name,
-)
-from ledger.sources.verdict_core import run_events
-from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, DEFAULT_MAX_BYTES, YamlLimits
 from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"
@@ -70,7 +55,7 @@ SKIP_STREAM = "ingest/skipped"
 Progress = Callable[[int, int, str], None]
 
 
-class IngestError(Exception):
+class IngestError(LedgerError):
     """The ingest was aborted; the ledger is unchanged. ``source`` names the input."""
 
     def __init__(self, source: str, message: str, kind: str = "bad_input") -> None:
@@ -80,29 +65,19 @@ class IngestError(Exception):
         super().__init__(message)
 
 
-class _LedgerLike(Protocol):
-    def append(self, events: Iterable[NewEvent]) -> Any: ...
-    def streams(self, prefix: str | None = None) -> list[str]: ...
-    def read_arrow(self, *args: Any, **kwargs: Any) -> Any: ...
-
-
 @dataclass(frozen=True, slots=True)
-class Unit:
-    """One input's events, ready to compare with the ledger."""
+class IngestRequest:
+    """What one ingest reads and how strictly (the CLI's options; the module docstring)."""
 
-    kind: str  # bundle | pack | run
-    source: str  # how the input is named in messages (PATH as given + the part below it)
-    stream: str
-    events: tuple[PlannedEvent, ...]
-    inconsistent: str | None = None
-    trial: bool = False
-    # issue 19: events identified by content alone (an inspect log's scores), appended when
-    # their id is not yet in the stream and left out of the changed/present comparison
-    additive: tuple[PlannedEvent, ...] = ()
+    paths: tuple[str, ...]
+    corpus: str | None = None
+    skip_bad: bool = False
+    keep_inconsistent: bool = False
+    limits: YamlLimits = DEFAULT_LIMITS
 
 
-@dataclass
-class IngestReport:
+@dataclass(frozen=True)
+class IngestResult(Result):
     """What one ingest did. ``new``/``present`` count inputs (trials, packs, runs)."""
 
     paths: list[dict[str, str]] = field(default_factory=list)
@@ -121,12 +96,14 @@ class IngestReport:
     last_seq: int | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """What ``vledger ingest --json`` prints."""
+        pair = lambda kind: {  # noqa: E731
+            "new": getattr(self, f"{kind}_new"),
+            "already_present": getattr(self, f"{kind}_present"),
+        }
         return {
             "paths": self.paths,
-            "trials": {"new": self.trials_new, "already_present": self.trials_present},
-            "packs": {"new": self.packs_new, "already_present": self.packs_present},
-            "runs": {"new": self.runs_new, "already_present": self.runs_present},
-            "events": {"new": self.events_new, "already_present": self.events_present},
+            **{kind: pair(kind) for kind in ("trials", "packs", "runs", "events")},
             "inconsistent": self.inconsistent,
             "skipped": self.skipped,
             "trial_streams": self.trial_streams,
@@ -145,161 +122,219 @@ class IngestReport:
         )
 
 
-# --------------------------------------------------------------------------- planning
+def ingest(
+    *paths: str | Path,
+    ledger: LedgerArg = None,
+    corpus: str | None = None,
+    skip_bad: bool = False,
+    keep_inconsistent: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_BYTES,
+    busy_timeout: float = 5.0,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """``vledger ingest PATH…``: every PATH into ``ledger`` (created if absent; one this
+    call created is removed again if the ingest aborts). Raises :class:`IngestError`.
+
+    Example::
+
+        result = ledger.ingest("corpora/notes_duplicate_check", ledger="/tmp/lg")
+        print(result.summary())   # "… new, 0 already present (17 new trial(s) …"
+    """
+    limits = YamlLimits(max_bytes=max_file_bytes)
+    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
+    root = ledger_path(ledger)
+    fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
+    try:
+        with opened(ledger, create=True, busy_timeout=busy_timeout) as lg:
+            return run(lg, request, progress)
+    except LedgerError:
+        if fresh:  # a mistyped PATH must not leave a new, empty ledger behind
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def ingest_into(
+    ledger: Any,
+    paths: Sequence[str | Path],
+    corpus: str | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+    *,
+    keep_inconsistent: bool = False,
+    limits: YamlLimits = DEFAULT_LIMITS,
+) -> IngestResult:
+    """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile)."""
+    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
+    return run(ledger, request, progress)
+
+
+def run(ledger: Any, request: IngestRequest, progress: Progress | None = None) -> IngestResult:
+    """The use case: plan every input, compare with ``ledger``, append what is new.
+
+    ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
+    """
+    with _gc_paused(), spool() as file:
+        job = _Ingest(request, file)
+        job.plan(progress)
+        groups = job.compare(_existing_ids(ledger, list(job.planned)))
+        if not job.planned and not job.skips and not job.paths:
+            raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
+        first, last = append_in_batches(ledger, groups + [job.skips])
+        return job.result(first, last)
 
 
 @dataclass(frozen=True, slots=True)
-class _Task:
-    """A unit of reading work: what to read and how to name it."""
+class _Planned:
+    """One planned stream, its events parked in the spool at ``offset``."""
 
-    kind: str
-    path: Path
-    source: str
-    corpus: str | None = None
-    corpus_doc: Corpus | None = None
-
-
-def _label(given: str, path: Path, root: Path) -> str:
-    rel = path.relative_to(root).as_posix()
-    return given if rel == "." else f"{given.rstrip('/')}/{rel}"
+    unit: Unit  # without its events (those are in the spool)
+    size: int
+    additive: int  # how many content-identified events follow them
+    digest: bytes  # of its event ids, in order
+    offset: int
 
 
-def _corpus_tasks(
-    given: str, root: Path, corpus_dir: Path, name: str, limits: YamlLimits
-) -> list[_Task]:
-    label = _label(given, corpus_dir, root)
-    corpus = read_corpus(corpus_dir, label, limits)
-    bundles = list(discover_bundles(corpus_dir))
-    present = {b.name for b in bundles if b.parent == corpus_dir}
-    for i, d in enumerate(corpus.entries):
-        if d not in present:
-            raise BundleError(
-                f"{label}/corpus.yaml",
-                f"bundles[{i}].directory",
-                "a bundle directory (holding trajectory.yaml) beside corpus.yaml",
-                f"{d!r}, which is not there",
+def _digest(ids: Sequence[str]) -> bytes:
+    return hashlib.sha256("".join(ids).encode()).digest()  # ids are 32 hex digits each
+
+
+class _Ingest:
+    """One ingest's state while it plans and compares (nothing is appended here)."""
+
+    def __init__(self, request: IngestRequest, file: IO[bytes]) -> None:
+        self.request = request
+        self.file = file  # the spool
+        self.planned: dict[str, _Planned] = {}
+        self.skips: list[NewEvent] = []
+        self.paths: list[dict[str, str]] = []
+        self.counts: Counter[str] = Counter()
+        self.lists: dict[str, list[Any]] = {"inconsistent": [], "skipped": [], "trial_streams": []}
+
+    def bad(self, source: str, kind: str, exc: BaseException | str, why: str = "bad_input") -> None:
+        """Abort on a bad input, or with ``skip_bad`` record it as skipped."""
+        text = str(exc)
+        cause = exc if isinstance(exc, BaseException) else None
+        if not self.request.skip_bad:
+            raise IngestError(source, text, why) from cause
+        self.lists["skipped"].append({"source": source, "kind": kind, "reason": text})
+        self.skips.append(_skip_event(source, kind, text, cause))
+
+    def plan(self, progress: Progress | None) -> None:
+        tasks = []
+        limits = self.request.limits
+        for given in self.request.paths:
+            try:
+                kind, found = tasks_for(given, self.request.corpus, limits)
+            except (DetectError, BundleError, InputError) as exc:
+                self.bad(given, "path", exc)
+                continue
+            self.paths.append({"path": given, "kind": kind.value})
+            tasks += found
+        total = len(tasks)
+        for done, task in enumerate(tasks):
+            if progress is not None:
+                progress(done, total, task.source)
+            try:
+                units = read_units(task, limits)
+            except inspect_log.InspectUnavailable as exc:
+                # the environment, not the input: never skipped, whatever --skip-bad says
+                raise IngestError(task.source, str(exc), "missing_extra") from None
+            except (BundleError, InputError) as exc:
+                self.bad(task.source, task.kind, exc)
+                continue
+            for unit in units:
+                self.admit(unit)
+        if progress is not None:
+            progress(total, total, "")
+
+    def admit(self, unit: Unit) -> None:
+        """Admit one read input into the plan, or report it through :meth:`bad`."""
+        if unit.inconsistent is not None and not self.request.keep_inconsistent:
+            return self.bad(
+                unit.source,
+                unit.kind,
+                f"{unit.source}: the message view and the tool-call record disagree: "
+                f"{unit.inconsistent} (pass --keep-inconsistent to ingest it with the "
+                "disagreement recorded)",
+                "inconsistent",
             )
-    return [
-        _Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=corpus) for b in bundles
-    ]
+        digest = _digest([e.event_id for e in unit.events])
+        seen = self.planned.get(unit.stream)
+        if seen is None:
+            offset = park(self.file, unit.events, unit.additive)
+            head = Unit(unit.kind, unit.source, unit.stream, (), unit.inconsistent, unit.trial)
+            self.planned[unit.stream] = _Planned(
+                head, len(unit.events), len(unit.additive), digest, offset
+            )
+        elif seen.digest != digest:
+            self.bad(
+                unit.source,
+                unit.kind,
+                f"{unit.source} and {seen.unit.source} are both stream {unit.stream!r} "
+                "with different content; ingest them under different --corpus names",
+                "duplicate",
+            )
+        return None
+
+    def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[list[PlannedEvent]]:
+        """Count each planned stream as new, present or changed; what to append, in order.
+
+        A stream's events are read back from the spool only to append them (lazily, as the
+        append reaches them), to add re-scores or to name a change: never all at once."""
+        groups: list[Any] = []
+        for stream, p in self.planned.items():
+            held = existing.get(stream)
+            if held is None:
+                groups.append(_lazy(self.file, p.offset))
+                if p.unit.inconsistent is not None:
+                    reason = {"source": p.unit.source, "stream": stream}
+                    self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
+                self.count(p, new=True)
+                self.counts["events_new"] += p.additive
+                continue
+            additive = unpark(self.file, p.offset)[1] if p.additive else ()
+            additive_types = {e.type for e in additive}
+            old = [e for e, t in held if t not in additive_types]
+            if _digest(old) != p.digest:
+                events = unpark(self.file, p.offset)[0]
+                self.bad(
+                    p.unit.source,
+                    p.unit.kind,
+                    f"{p.unit.source} changed since it was ingested as {stream!r}: "
+                    f"{_first_difference(old, events)}; it is not merged — ingest it under "
+                    "another --corpus name to keep both",
+                    "changed",
+                )
+                continue
+            self.count(p, new=False)
+            if additive:  # issue 19: content-identified events (re-scores) join the old ones
+                present = {e for e, _ in held}
+                added = [e for e in additive if e.event_id not in present]
+                groups.append(added)
+                self.counts["events_new"] += len(added)
+                self.counts["events_present"] += len(additive) - len(added)
+        return groups
+
+    def count(self, p: _Planned, *, new: bool) -> None:
+        """Count one ingested (new) or already-present input."""
+        if p.unit.trial:
+            self.lists["trial_streams"].append(p.unit.stream)
+        kind = {"bundle": "trials", "pack": "packs", "run": "runs"}[p.unit.kind]
+        suffix = "_new" if new else "_present"
+        self.counts["events" + suffix] += p.size
+        self.counts[kind + suffix] += 1
+
+    def result(self, first_seq: int | None, last_seq: int | None) -> IngestResult:
+        return IngestResult(
+            self.paths, **self.counts, **self.lists, first_seq=first_seq, last_seq=last_seq
+        )  # type: ignore[arg-type]
 
 
-def _tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathKind, list[_Task]]:
-    path = Path(given)
-    found = detect(path)
-    root = found.path
-    kind = found.kind
-    if kind is PathKind.BUNDLE:
-        return kind, [_single_bundle_task(given, root, corpus, limits)]
-    if kind is PathKind.VERDICT_RUN:
-        return kind, [_Task("run", root, given)]
-    if kind in (PathKind.INSPECT_LOG, PathKind.INSPECT_LOGS):
-        return kind, _inspect_tasks(given, root, kind, corpus)
-    if kind in (PathKind.PACK, PathKind.PACK_SET):
-        return kind, [_Task("pack", p, _label(given, p, root)) for p in discover_packs(root)]
-    name = corpus or root.resolve().name
-    if kind is PathKind.CORPUS:
-        return kind, _corpus_tasks(given, root, root, name, limits)
-    if kind is PathKind.MULTI_CORPUS:
-        tasks: list[_Task] = []
-        for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
-            tasks += _corpus_tasks(given, root, part, name, limits)
-        return kind, tasks
-    # a collection or run dir: every bundle, pack and run below it; a bundle sitting beside
-    # a corpus.yaml still gets its row
-    corpora: dict[Path, Corpus] = {}
-    tasks = []
-    for found_kind, p in discover(root):
-        label = _label(given, p, root)
-        if found_kind is PathKind.PACK:
-            tasks.append(_Task("pack", p, label))
-            continue
-        if found_kind is PathKind.VERDICT_RUN:
-            tasks.append(_Task("run", p, label))
-            continue
-        doc = None
-        if (p.parent / "corpus.yaml").is_file():
-            if p.parent not in corpora:
-                corpora[p.parent] = read_corpus(p.parent, _label(given, p.parent, root), limits)
-            doc = corpora[p.parent]
-        tasks.append(_Task("bundle", p, label, corpus=name, corpus_doc=doc))
-    return kind, tasks
-
-
-def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -> list[_Task]:
-    """One task per log; the corpus is --corpus, else the log directory's name."""
-    if kind is PathKind.INSPECT_LOG:
-        return [_Task("inspect", root, given, corpus=corpus or root.resolve().parent.name)]
-    name = corpus or root.resolve().name
-    return [
-        _Task("inspect", p, _label(given, p, root), corpus=name)
-        for p in inspect_log.discover_logs(root)
-    ]
-
-
-def _inspect_units(task: _Task) -> list[Unit]:
-    log = inspect_log.read_log(task.path, task.source)
-    plans = inspect_log.log_plans(
-        log, task.corpus or "", task.source, inspect_log.log_name(task.path)
-    )
-    return [
-        Unit(
-            "bundle",
-            p.label,
-            p.stream,
-            p.events,
-            inconsistent=None if p.inconsistency is None else str(p.inconsistency),
-            trial=True,
-            additive=p.scores,
-        )
-        for p in plans
-    ]
-
-
-def _units(task: _Task, limits: YamlLimits) -> list[Unit]:
-    return _inspect_units(task) if task.kind == "inspect" else [_unit(task, limits)]
-
-
-def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> _Task:
-    """A bundle named on its own is named as if its container had been ingested."""
-    bundle = bundle.resolve() if bundle.name in ("", ".", "..") else bundle
-    parent = bundle.parent
-    if (parent / "corpus.yaml").is_file():
-        c = read_corpus(parent, str(Path(given).parent), limits)
-        return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name, corpus_doc=c)
-    if in_run_layout(bundle.resolve()):
-        run = bundle.resolve().parent.parent.parent
-        return _Task("bundle", bundle, given, corpus=corpus or run.name)
-    return _Task("bundle", bundle, given, corpus=corpus or parent.resolve().name)
-
-
-def _unit(task: _Task, limits: YamlLimits) -> Unit:
-    if task.kind == "run":
-        stream, events = run_events(task.path, task.source, limits.max_bytes)
-        return Unit("run", task.source, stream, events)
-    if task.kind == "pack":
-        raw = read_pack(task.path, task.source, limits)
-        resolved = task.path.resolve()
-        # like bundle_path: the same however the PATH named the pack
-        stream, events = pack_events(raw, f"{resolved.parent.name}/{resolved.name}")
-        return Unit("pack", task.source, stream, events)
-    raw = read_bundle(task.path, task.source, limits)
-    entry = task.corpus_doc.entries.get(task.path.name) if task.corpus_doc else None
-    resolved = task.path.resolve()
-    ctx = BundleContext(
-        corpus=task.corpus or resolved.parent.name,
-        trial=trial_name(resolved),
-        bundle_path=bundle_location(resolved),
-        corpus_file=f"{resolved.parent.name}/corpus.yaml" if task.corpus_doc else None,
-        criterion=task.corpus_doc.criterion if task.corpus_doc else None,
-        entry=entry,
-    )
-    plan: BundlePlan = bundle_events(raw, ctx)
-    bad = str(plan.inconsistency) if plan.inconsistency is not None else None
-    return Unit("bundle", task.source, plan.stream, plan.events, inconsistent=bad, trial=True)
-
-
-# --------------------------------------------------------------------------- ingest
+def _lazy(file: IO[bytes], offset: int) -> Iterator[PlannedEvent]:
+    """A new stream's events, read back from the spool only when the append reaches it."""
+    events, additive = unpark(file, offset)
+    yield from events
+    yield from additive
 
 
 def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) -> NewEvent:
@@ -329,7 +364,10 @@ INGEST_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+_WINDOW = 1 << 16  # seqs read back per table while comparing with the ledger
+
+
+def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
     """``(id, type)`` of the ingest-written events of each of ``streams``, in stream order."""
     wanted = set(streams)
     prefixes = sorted(
@@ -338,19 +376,18 @@ def _existing_ids(ledger: _LedgerLike, streams: Sequence[str]) -> dict[str, list
             for s in wanted
         }
     )
-    out: dict[str, list[tuple[int, str, str]]] = {}
+    out: dict[str, list[tuple[str, str]]] = {}
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
-        table = ledger.read_arrow(stream_prefix=prefix)
-        cols = table.select(["stream", "stream_version", "event_id", "type"]).to_pydict()
-        rows = zip(
-            cols["stream"], cols["stream_version"], cols["event_id"], cols["type"], strict=True
-        )
-        for s, v, e, t in rows:
-            if s in wanted and t in INGEST_TYPES:
-                out.setdefault(s, []).append((v, e, t))
-    return {s: [(e, t) for _, e, t in sorted(rows)] for s, rows in out.items()}
+        for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
+            table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
+            cols = table.select(["stream", "event_id", "type"]).to_pydict()
+            # in seq order, so each stream's rows arrive in stream order
+            for s, e, t in zip(cols["stream"], cols["event_id"], cols["type"], strict=True):
+                if s in wanted and t in INGEST_TYPES:
+                    out.setdefault(s, []).append((e, t))
+    return out
 
 
 def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
@@ -377,166 +414,3 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def ingest(
-    ledger: _LedgerLike,
-    paths: Sequence[str | Path],
-    corpus: str | None = None,
-    skip_bad: bool = False,
-    progress: Progress | None = None,
-    *,
-    keep_inconsistent: bool = False,
-    limits: YamlLimits = DEFAULT_LIMITS,
-) -> IngestReport:
-    """Ingest every PATH in one transaction; see the module docstring for the rules.
-
-    Raises :class:`IngestError` (nothing appended) unless ``skip_bad``; ``progress`` is
-    called as ``progress(done, total, source)`` while inputs are read.
-
-    Example::
-
-        with open_ledger(".vledger", create=True) as lg:
-            report = ingest(lg, ["corpora/notes_duplicate_check"])
-            print(report.summary())   # "… new, 0 already present (17 new trial(s) …"
-    """
-    with _gc_paused():
-        return _ingest(ledger, paths, corpus, skip_bad, progress, keep_inconsistent, limits)
-
-
-def _ingest(
-    ledger: _LedgerLike,
-    paths: Sequence[str | Path],
-    corpus: str | None,
-    skip_bad: bool,
-    progress: Progress | None,
-    keep_inconsistent: bool,
-    limits: YamlLimits,
-) -> IngestReport:
-    report = IngestReport()
-    skips: list[NewEvent] = []
-
-    def bad(source: str, kind: str, exc: BaseException | str, why: str = "bad_input") -> None:
-        text = str(exc)
-        if not skip_bad:
-            raise IngestError(source, text, why) from (
-                exc if isinstance(exc, BaseException) else None
-            )
-        report.skipped.append({"source": source, "kind": kind, "reason": text})
-        skips.append(
-            _skip_event(source, kind, text, exc if isinstance(exc, BaseException) else None)
-        )
-
-    tasks: list[_Task] = []
-    for given in paths:
-        try:
-            kind, found = _tasks_for(str(given), corpus, limits)
-        except (DetectError, BundleError, InputError) as exc:
-            bad(str(given), "path", exc)
-            continue
-        report.paths.append({"path": str(given), "kind": kind.value})
-        tasks += found
-
-    units: dict[str, Unit] = {}
-    total = len(tasks)
-    for done, task in enumerate(tasks, start=1):
-        if progress is not None:
-            progress(done - 1, total, task.source)
-        try:
-            found_units = _units(task, limits)
-        except inspect_log.InspectUnavailable as exc:
-            # the environment, not the input: never skipped, whatever --skip-bad says
-            raise IngestError(task.source, str(exc), "missing_extra") from None
-        except (BundleError, InputError) as exc:
-            bad(task.source, task.kind, exc)
-            continue
-        for unit in found_units:
-            _plan_unit(unit, units, bad, keep_inconsistent)
-    if progress is not None:
-        progress(total, total, "")
-
-    existing = _existing_ids(ledger, list(units))
-    new_events: list[PlannedEvent] = []
-    for stream, unit in units.items():
-        held = existing.get(stream)
-        additive_types = {e.type for e in unit.additive}
-        old = None if held is None else [e for e, t in held if t not in additive_types]
-        if old is None:
-            new_events += unit.events
-            if unit.inconsistent is not None:
-                report.inconsistent.append(
-                    {"source": unit.source, "stream": stream, "reason": unit.inconsistent}
-                )
-            _count(report, unit, new=True)
-        elif old == [e.event_id for e in unit.events]:
-            _count(report, unit, new=False)
-        else:
-            bad(
-                unit.source,
-                unit.kind,
-                f"{unit.source} changed since it was ingested as {stream!r}: "
-                f"{_first_difference(old, unit.events)}; it is not merged — ingest it under "
-                "another --corpus name to keep both",
-                "changed",
-            )
-            continue
-        # issue 19: content-identified events (re-scored scores) join beside the old ones
-        present = {e for e, _ in held or ()}
-        added = [e for e in unit.additive if e.event_id not in present]
-        new_events += added
-        report.events_new += len(added)
-        report.events_present += len(unit.additive) - len(added)
-    if not units and not skips and not report.paths:
-        raise IngestError(", ".join(map(str, paths)), "nothing to ingest", "no_input")
-    # decoded one at a time as the store consumes them: the plan stays compact bytes
-    result = ledger.append(chain((e.new_event() for e in new_events), skips))
-    report.first_seq = getattr(result, "first_seq", None)
-    report.last_seq = getattr(result, "last_seq", None)
-    return report
-
-
-def _plan_unit(
-    unit: Unit,
-    units: dict[str, Unit],
-    bad: Callable[..., None],
-    keep_inconsistent: bool,
-) -> None:
-    """Admit one read input into the plan, or report it through ``bad``."""
-    if unit.inconsistent is not None and not keep_inconsistent:
-        bad(
-            unit.source,
-            unit.kind,
-            f"{unit.source}: the message view and the tool-call record disagree: "
-            f"{unit.inconsistent} (pass --keep-inconsistent to ingest it with the "
-            "disagreement recorded)",
-            "inconsistent",
-        )
-        return
-    seen = units.get(unit.stream)
-    if seen is not None:
-        if [e.event_id for e in seen.events] != [e.event_id for e in unit.events]:
-            bad(
-                unit.source,
-                unit.kind,
-                f"{unit.source} and {seen.source} are both stream {unit.stream!r} "
-                "with different content; ingest them under different --corpus names",
-                "duplicate",
-            )
-        return
-    units[unit.stream] = unit
-
-
-def _count(report: IngestReport, unit: Unit, *, new: bool) -> None:
-    """Count one ingested (new) or already-present input."""
-    events = len(unit.events)
-    kind = unit.kind
-    if unit.trial:
-        report.trial_streams.append(unit.stream)
-    if new:
-        report.events_new += events
-    else:
-        report.events_present += events
-    attr = {"bundle": "trials", "pack": "packs", "run": "runs"}[kind] + (
-        "_new" if new else "_present"
-    )
-    setattr(report, attr, getattr(report, attr) + 1)

@@ -47,10 +47,10 @@ from ledger.app.reconcile_trials import (
 from ledger.app.result import Result
 from ledger.engines import EngineError, get_engine
 from ledger.errors import LedgerError
+from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import Corpus
 from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
 from reconcile.report import CorpusReport, run_json

@@ -189,9 +189,9 @@ def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
 
 def ingest_corpus(lg: Any, root: Path) -> None:
     """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped)."""
-    from ledger.app.ingest import IngestError, ingest  # noqa: PLC0415 - a dry run never ingests
+    from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
     try:
-        ingest(lg, [str(root)], corpus=root.resolve().name, skip_bad=True, keep_inconsistent=True)
+        ingest_into(lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True)
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None

@@ -254,7 +254,7 @@ def retrace(
     if request.source is None:
         with opened(ledger) as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
-    from ledger.app.ingest import IngestError, ingest  # noqa: PLC0415 - only --source ingests
+    from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - only --source ingests
 
     if request.dry_run:
         from ledger.log.memory_store import MemoryLedger  # noqa: PLC0415
@@ -266,7 +266,7 @@ def retrace(
         try:
             # A bundle that cannot be read is a named failure of the batch (exit 1),
             # never a reason to leave the readable ones unmeasured.
-            rep = ingest(lg, [str(request.source)], corpus=request.corpus, skip_bad=True)
+            rep = ingest_into(lg, [str(request.source)], request.corpus, skip_bad=True)
         except IngestError as exc:
             raise RetraceError(str(exc)) from None
         if on_ingest:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, IngestReport, ingest
+from ledger.app.ingest import IngestError, IngestResult, ingest
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -21,8 +21,6 @@ from ledger.cli.options import (
 )
 from ledger.errors import LedgerError, exit_code
 from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
-
-EXIT_ABORTED = 1
 
 
 @main.command("ingest")
@@ -68,7 +66,7 @@ def ingest_command(
     Each PATH may be a bundle (a directory holding trajectory.yaml), a run directory
     (trials/<task>/<idx>/), a flat collection of bundles, a corpus (corpus.yaml beside
     bundle dirs) or a directory of corpora, a task pack or a directory of packs, or a
-    verdict-core run directory (events.jsonl). The whole invocation is one transaction:
+    verdict-core run directory (events.jsonl). The whole invocation is all or nothing:
     an unreadable input aborts it with the ledger unchanged (exit 1) unless --skip-bad.
     Re-ingesting the same material appends nothing. The ledger is created if absent.
 
@@ -77,46 +75,28 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
-    from ledger.log.store import open_ledger
-
     err = Console(stderr=True)
-    limits = YamlLimits(max_bytes=max_file_bytes)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
+    limits = YamlLimits(max_bytes=max_file_bytes)
+    bar = not as_json and sys.stderr.isatty()
     try:
-        with open_ledger(root, create=True, busy_timeout=busy_timeout) as lg:
-            if as_json or not sys.stderr.isatty():
-                report = ingest(
-                    lg,
-                    paths,
-                    corpus=corpus,
-                    skip_bad=skip_bad,
-                    keep_inconsistent=keep_inconsistent,
-                    limits=limits,
-                )
-            else:
-                report = _with_progress(err, lg, paths, corpus, skip_bad, keep_inconsistent, limits)
-    except IngestError as exc:
+        report = _with_progress(
+            err, root, paths, corpus, skip_bad, keep_inconsistent, limits, busy_timeout, bar
+        )
+    except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
+        refused = isinstance(exc, IngestError)
         if as_json:
-            emit_json(
-                {
-                    "error": str(exc),
-                    "kind": exc.kind,
-                    "source": exc.source,
-                    "ledger_unchanged": True,
-                }
-            )
+            source = {"source": exc.source} if refused else {}
+            kind = exc.kind if refused else type(exc).__name__
+            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": True})
         click.echo(f"Error: {exc}", err=True)
-        click.echo(_unchanged(root, fresh), err=True)
-        sys.exit(EXIT_ABORTED)
-    except LedgerError as exc:  # busy, or a concurrent ingest appended the same stream first
-        if as_json:
-            emit_json({"error": str(exc), "kind": type(exc).__name__, "ledger_unchanged": True})
-        click.echo(f"Error: {exc}", err=True)
-        click.echo(_unchanged(root, fresh) + " (the batch is atomic)", err=True)
-        sys.exit(exit_code(exc))
+        click.echo(
+            _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
+        )
+        sys.exit(exit_code(exc))  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())
         return
@@ -124,17 +104,25 @@ def ingest_command(
 
 
 def _unchanged(root: Path, fresh: bool) -> str:
-    """After an abort: a ledger this invocation created is removed (a mistyped PATH must not
-    leave a new, empty ledger behind); an existing one is untouched by the atomic batch."""
-    if fresh and root.is_dir():
-        shutil.rmtree(root)
+    """After an abort: a ledger this invocation created was removed by the ingest (a
+    mistyped PATH must not leave a new, empty ledger behind)."""
+    if fresh:
         return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
     return "Nothing was ingested; the ledger is unchanged."
 
 
 def _with_progress(
-    err: Console, lg, paths, corpus, skip_bad, keep_inconsistent, limits
-) -> IngestReport:
+    err: Console,
+    lg: object,
+    paths: Sequence[str],
+    corpus: str | None,
+    skip_bad: bool,
+    keep_inconsistent: bool,
+    limits: YamlLimits,
+    busy_timeout: float = 5.0,
+    bar: bool = True,
+) -> IngestResult:
+    """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
     columns = (
         TextColumn("[bold]ingest"),
         BarColumn(),
@@ -142,24 +130,25 @@ def _with_progress(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("", total=None)
+    with Progress(*columns, console=err, transient=True, disable=not bar) as shown:
+        task = shown.add_task("", total=None)
 
         def tick(done: int, total: int, source: str) -> None:
-            bar.update(task, completed=done, total=total, description=source[-60:])
+            shown.update(task, completed=done, total=total, description=source[-60:])
 
         return ingest(
-            lg,
-            paths,
+            *paths,
+            ledger=lg,
             corpus=corpus,
             skip_bad=skip_bad,
-            progress=tick,
             keep_inconsistent=keep_inconsistent,
-            limits=limits,
+            max_file_bytes=limits.max_bytes,
+            busy_timeout=busy_timeout,
+            progress=tick if bar else None,
         )
 
 
-def _print_summary(report: IngestReport) -> None:
+def _print_summary(report: IngestResult) -> None:
     for p in report.paths:
         click.echo(f"{p['path']}: {p['kind'].replace('_', ' ')}")
     click.echo(f"Ingested: {report.summary()}")

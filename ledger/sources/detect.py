@@ -1,32 +1,14 @@
 """What a PATH handed to ``vledger ingest`` is (FORMATS.md § 1, verdict-core FORMAT.md).
 
 Detection looks only at names on disk, never at file contents, so it is cheap and
-predictable; the importers then read and validate the files. The kinds, in the order
-they are tried for a directory:
+predictable; the importers then read and validate the files. The kinds are the table of
+docs/readme/ingest.md § "What a PATH is", tried in :func:`detect`'s order; a file PATH
+names its directory (``trajectory.yaml`` → that bundle, ``task.yaml`` → that pack, …),
+except an inspect_ai log, which is read on its own (``ledger.sources.inspect_log``).
 
-=================  ============================================================
-``bundle``         directly holds ``trajectory.yaml``
-``verdict_run``    holds ``events.jsonl`` (verdict-core run directory)
-``corpus``         holds ``corpus.yaml`` beside its bundle directories
-``multi_corpus``   every immediate subdirectory that is not hidden holds ``corpus.yaml``
-``pack``           holds ``task.yaml``, ``grading.yaml`` or ``migration.yaml``
-``pack_set``       its immediate subdirectories are packs (and it holds no bundle)
-``run_dir``        holds ``trials/<task_id>/<trial_index>/`` bundles
-``collection``     anything else with bundles, packs or runs somewhere below it
-``inspect_logs``   inspect_ai logs (``*.eval``, timestamped ``*.json``) and none of the above
-=================  ============================================================
-
-A ``.eval`` or ``.json`` file PATH (other than the run files below) is an
-``inspect_log``; its samples are read by ``ledger.sources.inspect_log``.
-
-A file PATH names its directory: ``trajectory.yaml`` → that bundle, ``corpus.yaml`` →
-that corpus, ``events.jsonl``/``receipt.json``/``graph.json`` → that run,
-``task.yaml``/``grading.yaml``/``migration.yaml`` → that pack.
-
-Bundle discovery below a directory is recursive; a subtree under a directory named
-``trace_replay`` or ``replays`` is never discovered (FORMATS.md § 1), nor are hidden
-directories or symlinked ones (a link loop must not make discovery endless; pass the
-link itself as PATH to ingest what it points to).
+Discovery below a directory is recursive but never enters ``trace_replay`` or
+``replays`` (FORMATS.md § 1), hidden directories or symlinked ones (a link loop must not
+make discovery endless; pass the link itself as PATH to ingest what it points to).
 """
 
 from __future__ import annotations

@@ -12,17 +12,9 @@ import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from ledger.sources.tolokaforge import (
-    BundleContext,
-    BundlePlan,
-    Corpus,
-    PlannedEvent,
-    bundle_events,
-    bundle_location,
-    read_bundle,
-    read_corpus,
-    trial_name,
-)
+from ledger.sources.corpus import Corpus, read_corpus
+from ledger.sources.plan import PlannedEvent
+from ledger.sources.tolokaforge import BundlePlan, bundle_context, bundle_events, read_bundle
 from schemas.canonical import canonical_json
 from schemas.envelope import NewEvent, StoredEvent
 
@@ -46,15 +38,7 @@ def plan_bundle(
         if resolved.parent not in manifests:
             manifests[resolved.parent] = read_corpus(resolved.parent, label.rsplit("/", 1)[0])
         manifest = manifests[resolved.parent]
-    ctx = BundleContext(
-        corpus=corpus,
-        trial=trial_name(resolved),
-        bundle_path=bundle_location(resolved),
-        corpus_file=f"{resolved.parent.name}/corpus.yaml" if manifest else None,
-        criterion=manifest.criterion if manifest else None,
-        entry=manifest.entries.get(resolved.name) if manifest else None,
-    )
-    return bundle_events(raw, ctx)
+    return bundle_events(raw, bundle_context(directory, corpus, manifest))
 
 
 def as_stored(events: Sequence[NewEvent | PlannedEvent]) -> list[StoredEvent]:

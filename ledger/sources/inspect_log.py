@@ -1,28 +1,17 @@
-"""inspect_ai evaluation logs → trial events (docs/readme/inspect.md).
+"""inspect_ai evaluation logs → trial events (docs/readme/inspect.md § "The mapping").
 
 inspect_ai (the optional ``inspect`` extra) writes one log per task run: a ``.eval`` zip or
 a ``.json`` document holding every sample × epoch. Each sample × epoch becomes one trial
-stream ``trial/<corpus>/<task>/<sample id>_epoch<N>_<eval id>`` holding the same event
-types a Tolokaforge bundle does, so the timeline, trace checks, retrace and the views read
-it unchanged:
+stream holding the same event types a Tolokaforge bundle does, so the timeline, trace
+checks, retrace and the views read it unchanged. Reading goes through inspect_ai's own
+``read_eval_log`` (the only I/O here, and the only import of inspect_ai, done lazily so
+the rest of the ledger never needs the extra); the mapping to payloads is pure.
 
-* ``trial.registered`` — task, model, epoch (``trial_index`` = epoch − 1), sample id, and the
-  agent's token usage under ``metrics`` in metrics.yaml's key names;
-* ``trial.message`` × messages, ``trial.tool_call`` × the log's tool events (errors and
-  timings from there), ``trial.ended``, then the derived ``timeline.event``s;
-* ``grade.recorded`` — the sample's scores, one component per scorer.
-
-Reading goes through inspect_ai's own ``read_eval_log`` (the only I/O here, and the only
-import of inspect_ai, done lazily so the rest of the ledger never needs the extra); the
-mapping from its objects to payloads is pure.
-
-**Scores are history, not content.** inspect rewrites a log in place when it is re-scored.
-The trial's core events get position-derived ids as a bundle's do (re-import appends
-nothing; a changed transcript is *changed*), but a ``grade.recorded`` is identified by its
+**Scores are history, not content** (§ "Re-import and re-scoring"): the core events get
+position-derived ids as a bundle's do, but a ``grade.recorded`` is identified by its
 content alone (``SCORES_POSITION``), so a re-scored log adds its new scores beside the old
-ones instead of reading as a changed trial; the latest one is the trial's recorded grade.
-Only the solver phase (events before the ``scorers`` span) feeds the transcript and the
-usage, because re-scoring appends scorer events and must not touch the trial's core.
+ones instead of reading as changed. Only the solver phase (events before the ``scorers``
+span) feeds the transcript and the usage: re-scoring appends scorer events.
 """
 
 from __future__ import annotations
@@ -36,12 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
-from ledger.sources.tolokaforge import PlannedEvent, event_id, to_events, trial_stream
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json
-from schemas.timeline import Role, TimelineInconsistencyError
+from schemas.timeline import TimelineInconsistencyError
 
 EXTRA = "inspect"
 INSTALL_HINT = "pip install 'verdict-ledger[inspect]'"
@@ -410,30 +397,6 @@ def ended_payload(sample: Any) -> dict[str, Any]:
         "start_ts": _iso(sample.started_at),
         "end_ts": _iso(sample.completed_at),
     }
-
-
-def timeline_payloads(
-    messages: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]] | None,
-    termination_reason: str | None,
-) -> tuple[list[dict[str, Any]], TimelineInconsistencyError | None]:
-    """The derived timeline, or the one event recording why the views disagree (G6b/G7),
-    exactly as a bundle's (ledger.sources.tolokaforge)."""
-    msgs = [message_from_payload(p) for p in messages]
-    calls = None if records is None else [recorded_call_from_payload(p) for p in records]
-    try:
-        timeline = build_trial_timeline(msgs, calls, termination_reason)
-    except TimelineInconsistencyError as exc:
-        conversation = (Role.USER, Role.ASSISTANT)
-        return [
-            {
-                "timeline_version": TIMELINE_VERSION,
-                "message_view_present": any(m.role in conversation for m in msgs),
-                "records_present": calls is not None,
-                "inconsistency": {"message": str(exc), "call_id": exc.call_id, "where": exc.where},
-            }
-        ], exc
-    return timeline_to_payloads(timeline), None
 
 
 # --------------------------------------------------------------------------- plans

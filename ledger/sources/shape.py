@@ -6,7 +6,7 @@ written the way a reader would look it up: ``messages[3].tool_calls[0].id``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.sources.files import printable
@@ -87,6 +87,15 @@ def check_type(value: Any, types: tuple[type, ...], file: str, key: str, what: s
         raise BundleError(file, key, what, describe(value))
     if not isinstance(value, types):
         raise BundleError(file, key, what, describe(value))
+
+
+def check_choice(
+    value: Any, choices: Sequence[str], file: str, key: str, *, nullable: bool = False
+) -> None:
+    """Refuse a value outside ``choices`` (null allowed when ``nullable``), naming them all."""
+    if value not in choices and not (nullable and value is None):
+        expected = "one of " + ", ".join(choices) + (" or null" if nullable else "")
+        raise BundleError(file, key, expected, describe(value))
 
 
 def opt_str(d: Mapping[str, Any], k: str, file: str, prefix: str) -> None:

@@ -1,34 +1,28 @@
-"""Tolokaforge trial bundles, corpora and packs → events (FORMATS.md §§ 1–7).
+"""Tolokaforge trial bundles → events (FORMATS.md §§ 1–5).
 
-Reading (``read_bundle``, ``read_corpus``, ``read_pack``) is the only I/O here; turning
-parsed documents into events (``bundle_events``, ``pack_events``) is pure, so the
-generator's bundles, the shared corpus and hand-written dicts in tests all go through
-one path.
+Reading (``read_bundle``) is the only I/O here; turning the parsed documents into events
+(``bundle_events``) is pure, so the generator's bundles, the shared corpus and
+hand-written dicts in tests all go through one path. Corpora and packs:
+``ledger.sources.corpus`` and ``ledger.sources.packs``; ids: ``ledger.sources.plan``.
 
-**Stream and trial naming.** A bundle is the stream ``trial/<corpus>/<task_id>/<trial>``.
-``<trial>`` is the bundle directory's name (a curated corpus names it
-``<run-id>_trial<index>``), except for a bundle in a run directory's
-``trials/<task_id>/<trial_index>/`` layout, which is named ``<run-dir>_trial<index>`` —
-the name ``tolokaforge curate`` gives the same trial. ``/`` and ``%`` inside a
-component are percent-encoded so a stream always splits back into four parts.
-
-**Event ids** are content-derived: the first 32 hex digits of SHA-256 over the
-canonical JSON of ``[stream, position, type]``, a newline, and the canonical payload. Re-ingesting identical
-material therefore appends nothing; a bundle whose content changed yields different ids
-at some position, which ``ledger.app.ingest`` reports as *changed* instead of merging.
+A bundle is the stream ``trial/<corpus>/<task_id>/<trial>``, ``<trial>`` named as
+docs/readme/ingest.md § "Naming" says (:func:`trial_name`); its events, in order: § "The
+events".
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.sources.files import OutsideRoot, confine, present
+from ledger.sources.corpus import Corpus
+from ledger.sources.files import present
+from ledger.sources.plan import PlannedEvent, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import (
     BundleError,
+    check_choice,
     check_keys,
     check_type,
     describe,
@@ -36,10 +30,7 @@ from ledger.sources.shape import (
     need_mapping,
     opt_str,
 )
-from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_yaml
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import message_from_payload, recorded_call_from_payload
-from schemas.canonical import canonical_json, parse_json
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_confined_yaml
 from schemas.envelope import NewEvent
 from schemas.timeline import (
     Role,
@@ -76,103 +67,12 @@ RECORD_KEYS = frozenset(
      "latency_seconds", "timestamp"}
 )  # fmt: skip
 RECORD_REQUIRED = ("call_id", "sequence", "tool_name", "executor", "status")
-CORPUS_KEYS = frozenset(
-    {"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"}
-)
-CORPUS_ENTRY_KEYS = frozenset(
-    {"directory", "source_run", "task_id", "agent_model", "judge_model", "met", "record_carried"}
-)
-MIGRATION_KEYS = frozenset({"migrations"})
 ROLES = tuple(r.value for r in Role)
 EXECUTORS = tuple(e.value for e in ToolExecutorIdentity)
 STATUSES = tuple(s.value for s in ToolExecutionStatus)
 
-_CONVERSATION = (Role.USER, Role.ASSISTANT)
-
 
 # --------------------------------------------------------------------------- naming
-
-
-def _escape(component: str) -> str:
-    return component.replace("%", "%25").replace("/", "%2F")
-
-
-def trial_stream(corpus: str, task_id: str, trial: str) -> str:
-    return f"trial/{_escape(corpus)}/{_escape(task_id)}/{_escape(trial)}"
-
-
-def pack_stream(pack: str) -> str:
-    return f"pack/{_escape(pack)}"
-
-
-def event_id(stream: str, position: int, type: str, payload: Any) -> str:
-    """Content-derived id: SHA-256 over ``[stream, position, type]`` and the canonical payload."""
-    return _event_id(stream, position, type, canonical_json(payload))
-
-
-def _event_id(stream: str, position: int, type: str, body: bytes) -> str:
-    head = canonical_json([stream, position, type])
-    return hashlib.sha256(head + b"\n" + body).hexdigest()[:32]
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedEvent:
-    """An event ready to append, its payload held as canonical JSON bytes.
-
-    Compact on purpose: ingest plans a whole corpus before its one append, and holding
-    parsed payload trees for tens of thousands of trials costs gigabytes; the bytes are
-    the payload's canonical form, so decoding them gives back an equal payload.
-    """
-
-    stream: str
-    type: str
-    event_id: str
-    body: bytes
-    expected_version: int | str = "any"
-    schema_version: int = 1  # NewEvent's attribute surface, so callers may read either
-
-    @property
-    def payload(self) -> Any:
-        return parse_json(self.body)
-
-    def new_event(self) -> NewEvent:
-        return NewEvent(
-            self.stream,
-            self.type,
-            parse_json(self.body),
-            event_id=self.event_id,
-            schema_version=self.schema_version,
-            expected_version=self.expected_version,
-        )
-
-
-def to_events(
-    stream: str, typed: Sequence[tuple[str, dict[str, Any]]], label: str
-) -> tuple[PlannedEvent, ...]:
-    """Number and id a stream's events; the first expects a new stream.
-
-    A value canonical JSON cannot carry (an integer beyond 64 bits) is a shape error
-    naming the input, not a crash.
-    """
-    out = []
-    for i, (t, p) in enumerate(typed):
-        try:
-            # orjson's result keeps its ~4 KiB growth buffer; an exact copy is what a plan
-            # of a whole corpus can afford to hold (measured: 305 MiB -> 22 MiB at 2,000 trials)
-            body = bytes(memoryview(canonical_json(p)))
-        except TypeError as exc:
-            raise BundleError(
-                label,
-                f"<{t} payload>",
-                "values canonical JSON can carry (integers within 64 bits, string keys)",
-                str(exc),
-            ) from None
-        out.append(
-            PlannedEvent(
-                stream, t, _event_id(stream, i, t, body), body, "no_stream" if i == 0 else "any"
-            )
-        )
-    return tuple(out)
 
 
 def in_run_layout(bundle_dir: Path) -> bool:
@@ -181,7 +81,8 @@ def in_run_layout(bundle_dir: Path) -> bool:
 
 
 def trial_name(bundle_dir: Path) -> str:
-    """The stream's ``<trial>`` component for a bundle directory (module docstring)."""
+    """``<run-dir>_trial<index>`` in a run layout (as ``tolokaforge curate`` names it), else
+    the bundle directory's name (a curated corpus names it ``<run-id>_trial<index>``)."""
     if in_run_layout(bundle_dir):
         return f"{bundle_dir.parent.parent.parent.name}_trial{bundle_dir.name}"
     return bundle_dir.name
@@ -200,6 +101,19 @@ def bundle_location(bundle_dir: Path) -> str:
     if in_run_layout(bundle_dir):
         return f"trials/{bundle_dir.parent.name}/{bundle_dir.name}"
     return bundle_dir.name
+
+
+def bundle_context(bundle_dir: Path, corpus: str, manifest: Corpus | None) -> BundleContext:
+    """Where ``bundle_dir`` sits as ingest records it; ``manifest`` is the corpus.yaml beside it."""
+    resolved = bundle_dir.resolve()
+    return BundleContext(
+        corpus=corpus,
+        trial=trial_name(resolved),
+        bundle_path=bundle_location(resolved),
+        corpus_file=f"{resolved.parent.name}/corpus.yaml" if manifest else None,
+        criterion=manifest.criterion if manifest else None,
+        entry=manifest.entries.get(bundle_dir.name) if manifest else None,
+    )
 
 
 # --------------------------------------------------------------------------- reading
@@ -227,11 +141,6 @@ OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "me
                   "tools_schemas.yaml", "env.yaml")  # fmt: skip
 
 
-def _confined_yaml(directory: Path, name: str, label: str, what: str, limits: YamlLimits) -> Any:
-    """One file of a bundle, pack or corpus directory: read only if it stays inside it."""
-    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
-
-
 def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawBundle:
     """Parse a bundle's files (absent optional files stay absent, never empty).
 
@@ -240,11 +149,11 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
     dangling link, a device) is read and refused, never taken as absent."""
     what = f"the bundle {label}"
     docs: dict[str, Any] = {
-        "trajectory.yaml": _confined_yaml(path, "trajectory.yaml", label, what, limits)
+        "trajectory.yaml": load_confined_yaml(path, "trajectory.yaml", label, what, limits)
     }
     for name in OPTIONAL_FILES:
         if present(path / name):
-            docs[name] = _confined_yaml(path, name, label, what, limits)
+            docs[name] = load_confined_yaml(path, name, label, what, limits)
     task_source = (
         "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
     )
@@ -262,46 +171,6 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
         env=docs.get("env.yaml"),
         files=tuple(sorted(docs)),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Corpus:
-    """A parsed corpus.yaml: the criterion and each listed bundle's row by directory."""
-
-    label: str
-    criterion: str | None
-    entries: Mapping[str, dict[str, Any]]
-
-
-def read_corpus(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Corpus:
-    file = f"{label}/corpus.yaml"
-    doc = need_mapping(
-        _confined_yaml(path, "corpus.yaml", label, f"the corpus {label}", limits), file, None
-    )
-    return parse_corpus(doc, file)
-
-
-def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
-    check_keys(doc, CORPUS_KEYS, file, required=("bundles",))
-    opt_str(doc, "criterion", file, "")
-    entries: dict[str, dict[str, Any]] = {}
-    for i, row in enumerate(need_list(doc["bundles"], file, "bundles")):
-        key = f"bundles[{i}]"
-        row = need_mapping(row, file, key)
-        check_keys(row, CORPUS_ENTRY_KEYS, file, key, required=("directory",))
-        check_type(row["directory"], (str,), file, f"{key}.directory", "a bundle directory name")
-        for flag in ("met", "record_carried"):
-            if row.get(flag) is not None:
-                check_type(row[flag], (bool,), file, f"{key}.{flag}", "true, false or null")
-        if row["directory"] in entries:
-            raise BundleError(
-                file,
-                f"{key}.directory",
-                "each directory listed once",
-                f"{row['directory']!r} listed twice",
-            )
-        entries[row["directory"]] = row
-    return Corpus(label=file.rsplit("/", 1)[0], criterion=doc.get("criterion"), entries=entries)
 
 
 # --------------------------------------------------------------------------- validation
@@ -342,18 +211,10 @@ def _message_payload(index: int, m: Any, file: str, unknown: list[str]) -> dict[
     key = f"messages[{index}]"
     m = _split_unknown(need_mapping(m, file, key), MESSAGE_KEYS, f"trajectory.{key}.", unknown)
     check_keys(m, MESSAGE_KEYS | {"unrecognized"}, file, key, required=("role",))
-    if m["role"] not in ROLES:
-        raise BundleError(file, f"{key}.role", "one of " + ", ".join(ROLES), describe(m["role"]))
+    check_choice(m["role"], ROLES, file, f"{key}.role")
     for k in ("content", "tool_call_id", "ts", "openrouter_generation_id"):
         opt_str(m, k, file, key)
-    status = m.get("tool_status")
-    if status is not None and status not in STATUSES:
-        raise BundleError(
-            file,
-            f"{key}.tool_status",
-            "one of " + ", ".join(STATUSES) + " or null",
-            describe(status),
-        )
+    check_choice(m.get("tool_status"), STATUSES, file, f"{key}.tool_status", nullable=True)
     payload = {"index": index, **m}
     calls = m.get("tool_calls")
     if calls is not None:
@@ -375,14 +236,8 @@ def _record_payload(index: int, r: Any, file: str, unknown: list[str]) -> dict[s
     check_type(r["call_id"], (str,), file, f"{key}.call_id", "the call id as a string")
     check_type(r["sequence"], (int,), file, f"{key}.sequence", "a 0-based integer")
     check_type(r["tool_name"], (str,), file, f"{key}.tool_name", "the tool name as a string")
-    if r["executor"] not in EXECUTORS:
-        raise BundleError(
-            file, f"{key}.executor", "one of " + ", ".join(EXECUTORS), describe(r["executor"])
-        )
-    if r["status"] not in STATUSES:
-        raise BundleError(
-            file, f"{key}.status", "one of " + ", ".join(STATUSES), describe(r["status"])
-        )
+    check_choice(r["executor"], EXECUTORS, file, f"{key}.executor")
+    check_choice(r["status"], STATUSES, file, f"{key}.status")
     if "arguments" in r:
         need_mapping(r["arguments"], file, f"{key}.arguments")
     for k in ("output", "timestamp"):
@@ -445,7 +300,6 @@ class BundlePlan:
     label: str
     events: tuple[PlannedEvent, ...]
     inconsistency: TimelineInconsistencyError | None = None
-    counts: Mapping[str, int] = field(default_factory=dict)
 
     def new_events(self) -> list[NewEvent]:
         return [e.new_event() for e in self.events]
@@ -583,27 +437,6 @@ def _grade(raw: RawBundle) -> dict[str, Any] | None:
     return {"source": "grade.yaml", "grade": g}
 
 
-def _timeline_payloads(
-    msg_payloads: Sequence[Mapping[str, Any]],
-    rec_payloads: Sequence[Mapping[str, Any]] | None,
-    termination_reason: str | None,
-) -> tuple[list[dict[str, Any]], TimelineInconsistencyError | None]:
-    """The derived ``timeline.event`` payloads, or the one record of why there are none."""
-    messages = [message_from_payload(p) for p in msg_payloads]
-    calls = None if rec_payloads is None else [recorded_call_from_payload(p) for p in rec_payloads]
-    try:
-        timeline = build_trial_timeline(messages, calls, termination_reason)
-    except TimelineInconsistencyError as exc:
-        record = {
-            "timeline_version": TIMELINE_VERSION,
-            "message_view_present": any(m.role in _CONVERSATION for m in messages),
-            "records_present": calls is not None,
-            "inconsistency": {"message": str(exc), "call_id": exc.call_id, "where": exc.where},
-        }
-        return [record], exc
-    return timeline_to_payloads(timeline), None
-
-
 def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     """One bundle → its stream's events, in the order the module docstring gives.
 
@@ -630,7 +463,7 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
         if traj.get(k) is not None:
             ended[k] = traj[k]
     grade = _grade(raw)
-    timeline, inconsistency = _timeline_payloads(msgs, recs, traj.get("termination_reason"))
+    timeline, inconsistency = timeline_payloads(msgs, recs, traj.get("termination_reason"))
     typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
     typed += [("trial.message", p) for p in msgs]
     typed += [("trial.tool_call", p) for p in recs or ()]
@@ -641,105 +474,4 @@ def bundle_events(raw: RawBundle, ctx: BundleContext) -> BundlePlan:
     typed += [("timeline.event", p) for p in timeline]
     stream = trial_stream(ctx.corpus, traj["task_id"], ctx.trial)
     events = to_events(stream, typed, raw.label)
-    counts = {"messages": len(msgs), "tool_calls": len(recs or ()), "timeline": len(timeline)}
-    return BundlePlan(stream, raw.label, events, inconsistency, counts)
-
-
-# --------------------------------------------------------------------------- packs
-
-
-@dataclass(frozen=True, slots=True)
-class RawPack:
-    label: str
-    name: str
-    task: Any = None
-    grading: Any = None
-    grading_file: str | None = None
-    migration: Any = None
-    has_migration: bool = False
-    files: tuple[str, ...] = ()
-
-
-def read_pack(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawPack:
-    """Parse a pack's task.yaml, its grading file and migration.yaml (each optional).
-
-    The pack directory is the root: the grading file task.yaml names must resolve inside
-    it (ingest has no --allow-outside: what goes into the log comes from the pack)."""
-    what = f"the pack {label}"
-
-    def read(name: str) -> Any:
-        return _confined_yaml(path, name, label, what, limits) if present(path / name) else None
-
-    task = read("task.yaml")
-    grading_file = "grading.yaml"
-    if isinstance(task, dict) and isinstance(task.get("grading"), str):
-        grading_file = task["grading"]
-        try:
-            confine(path / grading_file, path, f"{label}/task.yaml: key 'grading'", what)
-        except OutsideRoot as exc:
-            raise OutsideRoot(exc.path, "names a grading file that " + exc.problem) from None
-    grading = read(grading_file)
-    has_migration = present(path / "migration.yaml")
-    migration = read("migration.yaml")
-    files = [
-        f
-        for f, found in (
-            ("task.yaml", task is not None),
-            (grading_file, grading is not None),
-            ("migration.yaml", has_migration),
-        )
-        if found
-    ]
-    return RawPack(
-        label=label,
-        name=path.name,
-        task=task,
-        grading=grading,
-        grading_file=grading_file if grading is not None else None,
-        migration=migration,
-        has_migration=has_migration,
-        files=tuple(files),
-    )
-
-
-def pack_events(raw: RawPack, pack_path: str) -> tuple[str, tuple[PlannedEvent, ...]]:
-    """A pack → ``pack.registered`` (+ ``migration.declared``) on ``pack/<name>``."""
-    task = None
-    if raw.task is not None:
-        task = need_mapping(raw.task, f"{raw.label}/task.yaml", None)
-    grading, source = None, None
-    if raw.grading is not None:
-        grading = need_mapping(raw.grading, f"{raw.label}/{raw.grading_file}", None)
-        source = raw.grading_file
-    elif task is not None and isinstance(task.get("grading_config"), dict):
-        grading, source = task["grading_config"], "task.yaml:grading_config"
-    task_id = task.get("task_id") if task else None
-    if task_id is not None:
-        check_type(task_id, (str,), f"{raw.label}/task.yaml", "task_id", "the task id as a string")
-    typed: list[tuple[str, dict[str, Any]]] = [
-        (
-            "pack.registered",
-            {
-                "pack": raw.name,
-                "pack_path": pack_path,
-                "task_id": task_id,
-                "task": task,
-                "grading": grading,
-                "grading_source": source,
-                "files": list(raw.files),
-            },
-        )
-    ]
-    if raw.has_migration:
-        mfile = f"{raw.label}/migration.yaml"
-        decl = need_mapping(raw.migration, mfile, None)
-        check_keys(decl, MIGRATION_KEYS, mfile, required=("migrations",))
-        need_list(decl["migrations"], mfile, "migrations")
-        typed.append(
-            (
-                "migration.declared",
-                {"pack": raw.name, "file": "migration.yaml", "declaration": decl},
-            )
-        )
-    stream = pack_stream(raw.name)
-    return stream, to_events(stream, typed, raw.label)
+    return BundlePlan(stream, raw.label, events, inconsistency)

@@ -23,15 +23,15 @@ from typing import Any
 
 from ledger.sources import strict_json
 from ledger.sources.files import present, read_input
+from ledger.sources.plan import PlannedEvent, escape, to_events
 from ledger.sources.shape import BundleError, describe
-from ledger.sources.tolokaforge import PlannedEvent, _escape, to_events
 from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES
 
 MAX_JSON_BYTES = DEFAULT_MAX_BYTES
 
 
 def run_stream(run_id: str) -> str:
-    return f"run/{_escape(run_id)}"
+    return f"run/{escape(run_id)}"
 
 
 def _read_bytes(path: Path, label: str, max_bytes: int) -> bytes:

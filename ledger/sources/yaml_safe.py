@@ -12,11 +12,9 @@ Its bounds, each refusing the file by name rather than degrading:
   scalar aliased a few thousand times stays far under any node limit while expanding a
   1 MB file to gigabytes. A recursive alias is refused outright;
 * **faithful values** — only JSON-shaped values come out, each exactly as written or
-  refused with its line: timestamps stay the strings the file wrote (``ts:
-  2026-08-03T06:30:20Z`` is evidence text, not a datetime); ``!!binary``, ``!!set``,
-  ``!!omap``, ``!!pairs``, non-finite floats (``.nan``, ``.inf``, ``1.0e+400``),
-  integers outside the signed 64-bit range and a key written twice in one mapping are
-  refused, since canonical JSON cannot carry them without rewriting them;
+  refused with its line (the list: docs/readme/ingest.md, "Bad input"), since canonical
+  JSON cannot carry the refused ones without rewriting them; timestamps stay the strings
+  the file wrote (``ts: 2026-08-03T06:30:20Z`` is evidence text, not a datetime);
 * **depth** — nesting deeper than ``strict_json.MAX_DEPTH`` levels is refused (canonical
   JSON cannot store it; libyaml itself stops at 1,000).
 
@@ -312,6 +310,13 @@ def load_yaml(
         path, max_bytes=limits.max_bytes, name=shown, root=root, what=what, allow=allow, hint=hint
     )
     return load_yaml_bytes(data, shown, limits)
+
+
+def load_confined_yaml(
+    directory: Path, name: str, label: str, what: str, limits: YamlLimits = DEFAULT_LIMITS
+) -> Any:
+    """One file of a bundle, pack or corpus directory, read only if it stays inside it."""
+    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
 
 
 def tree_size(value: Any) -> int:

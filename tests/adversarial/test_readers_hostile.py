@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from tests.adversarial.readers_harness import (
     ROOT,

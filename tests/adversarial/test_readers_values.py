@@ -18,7 +18,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ledger.app.ingest import IngestError, ingest
+from ledger.app.ingest import IngestError
+from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input

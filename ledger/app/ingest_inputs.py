@@ -1,0 +1,180 @@
+"""What each ingest PATH holds, and the events each input it holds becomes.
+
+A PATH is detected (``ledger.sources.detect``) and expanded into :class:`Task` s, one per
+input (bundle, pack, verdict-core run, inspect log); reading a task gives its
+:class:`Unit` s, each one stream's planned events, ready to compare with the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.sources import inspect_log
+from ledger.sources.corpus import Corpus, read_corpus
+from ledger.sources.detect import PathKind, detect, discover, discover_bundles, discover_packs
+from ledger.sources.packs import pack_events, read_pack
+from ledger.sources.plan import PlannedEvent
+from ledger.sources.shape import BundleError
+from ledger.sources.tolokaforge import bundle_context, bundle_events, in_run_layout, read_bundle
+from ledger.sources.verdict_core import run_events
+from ledger.sources.yaml_safe import YamlLimits
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One input's events, ready to compare with the ledger."""
+
+    kind: str  # bundle | pack | run
+    source: str  # how the input is named in messages (PATH as given + the part below it)
+    stream: str
+    events: tuple[PlannedEvent, ...]
+    inconsistent: str | None = None
+    trial: bool = False
+    # issue 19: events identified by content alone (an inspect log's scores), appended when
+    # their id is not yet in the stream and left out of the changed/present comparison
+    additive: tuple[PlannedEvent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A unit of reading work: what to read and how to name it."""
+
+    kind: str
+    path: Path
+    source: str
+    corpus: str | None = None
+    corpus_doc: Corpus | None = None
+
+
+def _label(given: str, path: Path, root: Path) -> str:
+    rel = path.relative_to(root).as_posix()
+    return given if rel == "." else f"{given.rstrip('/')}/{rel}"
+
+
+def _corpus_tasks(
+    given: str, root: Path, corpus_dir: Path, name: str, limits: YamlLimits
+) -> list[Task]:
+    label = _label(given, corpus_dir, root)
+    corpus = read_corpus(corpus_dir, label, limits)
+    bundles = list(discover_bundles(corpus_dir))
+    present = {b.name for b in bundles if b.parent == corpus_dir}
+    for i, d in enumerate(corpus.entries):
+        if d not in present:
+            raise BundleError(
+                f"{label}/corpus.yaml",
+                f"bundles[{i}].directory",
+                "a bundle directory (holding trajectory.yaml) beside corpus.yaml",
+                f"{d!r}, which is not there",
+            )
+    return [
+        Task("bundle", b, _label(given, b, root), corpus=name, corpus_doc=corpus) for b in bundles
+    ]
+
+
+def tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathKind, list[Task]]:
+    """What PATH ``given`` is, and one task per input it holds (in a stable order)."""
+    path = Path(given)
+    found = detect(path)
+    root = found.path
+    kind = found.kind
+    if kind is PathKind.BUNDLE:
+        return kind, [_single_bundle_task(given, root, corpus, limits)]
+    if kind is PathKind.VERDICT_RUN:
+        return kind, [Task("run", root, given)]
+    if kind in (PathKind.INSPECT_LOG, PathKind.INSPECT_LOGS):
+        return kind, _inspect_tasks(given, root, kind, corpus)
+    if kind in (PathKind.PACK, PathKind.PACK_SET):
+        return kind, [Task("pack", p, _label(given, p, root)) for p in discover_packs(root)]
+    name = corpus or root.resolve().name
+    if kind is PathKind.CORPUS:
+        return kind, _corpus_tasks(given, root, root, name, limits)
+    if kind is PathKind.MULTI_CORPUS:
+        tasks: list[Task] = []
+        for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
+            tasks += _corpus_tasks(given, root, part, name, limits)
+        return kind, tasks
+    # a collection or run dir: every bundle, pack and run below it; a bundle sitting beside
+    # a corpus.yaml still gets its row
+    corpora: dict[Path, Corpus] = {}
+    tasks = []
+    for found_kind, p in discover(root):
+        label = _label(given, p, root)
+        if found_kind is PathKind.PACK:
+            tasks.append(Task("pack", p, label))
+            continue
+        if found_kind is PathKind.VERDICT_RUN:
+            tasks.append(Task("run", p, label))
+            continue
+        doc = None
+        if (p.parent / "corpus.yaml").is_file():
+            if p.parent not in corpora:
+                corpora[p.parent] = read_corpus(p.parent, _label(given, p.parent, root), limits)
+            doc = corpora[p.parent]
+        tasks.append(Task("bundle", p, label, corpus=name, corpus_doc=doc))
+    return kind, tasks
+
+
+def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -> list[Task]:
+    """One task per log; the corpus is --corpus, else the log directory's name."""
+    if kind is PathKind.INSPECT_LOG:
+        return [Task("inspect", root, given, corpus=corpus or root.resolve().parent.name)]
+    name = corpus or root.resolve().name
+    return [
+        Task("inspect", p, _label(given, p, root), corpus=name)
+        for p in inspect_log.discover_logs(root)
+    ]
+
+
+def _inspect_units(task: Task) -> list[Unit]:
+    log = inspect_log.read_log(task.path, task.source)
+    plans = inspect_log.log_plans(
+        log, task.corpus or "", task.source, inspect_log.log_name(task.path)
+    )
+    return [
+        Unit(
+            "bundle",
+            p.label,
+            p.stream,
+            p.events,
+            inconsistent=None if p.inconsistency is None else str(p.inconsistency),
+            trial=True,
+            additive=p.scores,
+        )
+        for p in plans
+    ]
+
+
+def read_units(task: Task, limits: YamlLimits) -> list[Unit]:
+    """The streams one input becomes (an inspect log holds many; every other input one)."""
+    return _inspect_units(task) if task.kind == "inspect" else [_unit(task, limits)]
+
+
+def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> Task:
+    """A bundle named on its own is named as if its container had been ingested."""
+    bundle = bundle.resolve() if bundle.name in ("", ".", "..") else bundle
+    parent = bundle.parent
+    if (parent / "corpus.yaml").is_file():
+        c = read_corpus(parent, str(Path(given).parent), limits)
+        return Task("bundle", bundle, given, corpus=corpus or parent.resolve().name, corpus_doc=c)
+    if in_run_layout(bundle.resolve()):
+        run = bundle.resolve().parent.parent.parent
+        return Task("bundle", bundle, given, corpus=corpus or run.name)
+    return Task("bundle", bundle, given, corpus=corpus or parent.resolve().name)
+
+
+def _unit(task: Task, limits: YamlLimits) -> Unit:
+    if task.kind == "run":
+        stream, events = run_events(task.path, task.source, limits.max_bytes)
+        return Unit("run", task.source, stream, events)
+    if task.kind == "pack":
+        raw = read_pack(task.path, task.source, limits)
+        resolved = task.path.resolve()
+        # like bundle_path: the same however the PATH named the pack
+        stream, events = pack_events(raw, f"{resolved.parent.name}/{resolved.name}")
+        return Unit("pack", task.source, stream, events)
+    raw = read_bundle(task.path, task.source, limits)
+    corpus = task.corpus or task.path.resolve().parent.name
+    plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc))
+    bad = str(plan.inconsistency) if plan.inconsistency is not None else None
+    return Unit("bundle", task.source, plan.stream, plan.events, inconsistent=bad, trial=True)

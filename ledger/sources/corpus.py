@@ -1,0 +1,65 @@
+"""A corpus.yaml: the curation criterion and each listed bundle's row (FORMATS.md § 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.sources.shape import (
+    BundleError,
+    check_keys,
+    check_type,
+    need_list,
+    need_mapping,
+    opt_str,
+)
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_confined_yaml
+
+CORPUS_KEYS = frozenset(
+    {"criterion", "task_ids", "curated_from", "curated_at", "bundles", "excluded"}
+)
+CORPUS_ENTRY_KEYS = frozenset(
+    {"directory", "source_run", "task_id", "agent_model", "judge_model", "met", "record_carried"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """A parsed corpus.yaml: the criterion and each listed bundle's row by directory."""
+
+    label: str
+    criterion: str | None
+    entries: Mapping[str, dict[str, Any]]
+
+
+def read_corpus(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> Corpus:
+    file = f"{label}/corpus.yaml"
+    doc = need_mapping(
+        load_confined_yaml(path, "corpus.yaml", label, f"the corpus {label}", limits), file, None
+    )
+    return parse_corpus(doc, file)
+
+
+def parse_corpus(doc: Mapping[str, Any], file: str) -> Corpus:
+    check_keys(doc, CORPUS_KEYS, file, required=("bundles",))
+    opt_str(doc, "criterion", file, "")
+    entries: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(need_list(doc["bundles"], file, "bundles")):
+        key = f"bundles[{i}]"
+        row = need_mapping(row, file, key)
+        check_keys(row, CORPUS_ENTRY_KEYS, file, key, required=("directory",))
+        check_type(row["directory"], (str,), file, f"{key}.directory", "a bundle directory name")
+        for flag in ("met", "record_carried"):
+            if row.get(flag) is not None:
+                check_type(row[flag], (bool,), file, f"{key}.{flag}", "true, false or null")
+        if row["directory"] in entries:
+            raise BundleError(
+                file,
+                f"{key}.directory",
+                "each directory listed once",
+                f"{row['directory']!r} listed twice",
+            )
+        entries[row["directory"]] = row
+    return Corpus(label=file.rsplit("/", 1)[0], criterion=doc.get("criterion"), entries=entries)
