@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import ledger
 from ledger.app import curate as curate_module
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
 

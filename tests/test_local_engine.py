@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ledger.engines import TrialSelection, local
+from ledger.engines import local
+from ledger.engines.base import TrialSelection
 from ledger.engines.local import LocalEngine, complete_trials, trial_ends
 from schemas.envelope import StoredEvent
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import ledger
 from ledger.app import units as vd
-from ledger.app.ingest import ingest
+from ledger.app.ingest import ingest_into as ingest
 from ledger.app.verify import CHECKS, Check
 from ledger.cli import main
 from ledger.log import verify as log_verify
