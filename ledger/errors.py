@@ -1,17 +1,17 @@
 """The store's error vocabulary: typed, with fields, each message naming the key and the way out.
 
 No duckdb exception leaves ``ledger/``: the store translates driver errors here, at the seam
-(STYLE.md, eventsourcing). The CLI maps each class to an exit code in one place
-(``EXIT_CODES``).
+(STYLE.md, eventsourcing). Each class carries its exit code (``exit_code``, from the one
+table in schemas/errors.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from schemas.errors import BUSY, CONFLICT, LedgerError
 
-class LedgerError(Exception):
-    """Base of every error the ledger raises on purpose."""
+__all__ = ["LedgerError"]  # the one root lives in schemas/errors.py, below every layer
 
 
 class LedgerNotFound(LedgerError):
@@ -36,6 +36,8 @@ class LedgerExists(LedgerError):
 class LedgerBusy(LedgerError):
     """Another process holds the ledger's single writer lock for longer than the retry bound."""
 
+    exit_code = BUSY
+
     def __init__(self, path: Path, waited: float, detail: str = "") -> None:
         self.path = path
         self.waited = waited
@@ -50,6 +52,8 @@ class LedgerBusy(LedgerError):
 class StreamVersionConflict(LedgerError):
     """Optimistic concurrency: the stream is not at the version the caller expected."""
 
+    exit_code = CONFLICT
+
     def __init__(self, stream: str, expected: int | str, actual: int | None) -> None:
         self.stream = stream
         self.expected = expected
@@ -62,6 +66,8 @@ class StreamVersionConflict(LedgerError):
 
 class EventIdConflict(LedgerError):
     """The same ``event_id`` offered with content different from what is stored under it."""
+
+    exit_code = CONFLICT
 
     def __init__(self, event_id: str, seq: int | None, differs: list[str]) -> None:
         self.event_id = event_id
@@ -76,6 +82,8 @@ class EventIdConflict(LedgerError):
 
 class StreamSealed(LedgerError):
     """An append to a trial stream already sealed into a segment (trials never split)."""
+
+    exit_code = CONFLICT
 
     def __init__(self, stream: str, sealed_upto: int) -> None:
         self.stream = stream
@@ -124,21 +132,3 @@ class OutputInLedger(LedgerError):
             f"overwrite the store, a sealed segment or a checkpoint); write it outside, "
             f"e.g. ./{path.name}; nothing was written"
         )
-
-
-# One place that maps each error to the CLI's exit code (usage errors exit 2 via click).
-EXIT_CODES: dict[type[LedgerError], int] = {
-    TamperDetected: 1,
-    LedgerBusy: 3,
-    StreamVersionConflict: 4,
-    EventIdConflict: 4,
-    StreamSealed: 4,
-}
-
-
-def exit_code(exc: LedgerError) -> int:
-    """The documented exit code of ``exc`` (1 unless a more specific one is listed)."""
-    for cls in type(exc).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return 1

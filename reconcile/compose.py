@@ -21,10 +21,11 @@ from pydantic import ValidationError
 from reconcile.inputs import CriterionResult, CriterionShape
 from replay.components.combine import MissingWeightError, combine_components
 from replay.components.judge import CriterionVerdict, aggregate_rubric
+from schemas.errors import LedgerError
 from schemas.grading import CombineConfig, RubricCriterion
 
 
-class NotRecomposable(ValueError):
+class NotRecomposable(LedgerError, ValueError):
     """The recorded evidence cannot be routed through the fold; ``gap`` names which way."""
 
     def __init__(self, gap: str, reason: str) -> None:

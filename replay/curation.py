@@ -27,6 +27,7 @@ from schemas.curation import (
     RejectedTrial,
     Rejection,
 )
+from schemas.errors import LedgerError
 from schemas.timeline import ToolExecutionStatus
 
 TASK_FILE = "task.yaml"
@@ -35,7 +36,7 @@ JUDGE_COMPLETED = "completed"
 _TRIAL_MARK = "_trial"
 
 
-class CurationError(ValueError):
+class CurationError(LedgerError, ValueError):
     """The curation cannot proceed; the message names the trial or file and the way out."""
 
 

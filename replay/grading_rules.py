@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from replay.patterns import compile_rule_regex
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
+from schemas.errors import LedgerError
 from schemas.grading import (
     COMPONENT_SECTIONS,
     GRADING_KEYS,
@@ -38,7 +39,7 @@ from schemas.grading import (
 from schemas.reading import ReadNotes, dotted, read_model
 
 
-class GradingConfigError(ValueError):
+class GradingConfigError(LedgerError, ValueError):
     """A grading config the loader refuses; ``problems`` holds one sentence per finding."""
 
     def __init__(self, file: str, problems: list[str]) -> None:

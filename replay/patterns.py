@@ -22,12 +22,14 @@ from typing import Any
 
 import regex
 
+from schemas.errors import LedgerError
+
 # Seconds one search may take. A real pattern over a real message is microseconds; a
 # catastrophic one is hopeless at any budget, so the budget only bounds what it costs.
 MATCH_BUDGET_SECONDS = 0.5
 
 
-class RegexBudgetExceeded(Exception):
+class RegexBudgetExceeded(LedgerError):
     """A backtracking pattern ran past its time budget on one text."""
 
     def __init__(self, pattern: str, budget: float) -> None:

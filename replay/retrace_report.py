@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.retrace import ConstraintObservation, TrialRetrace
+from schemas.errors import LedgerError
 
 
 @dataclass(slots=True)
@@ -115,7 +116,7 @@ class PathTally:
         return [{"task_id": t, "path": p, "won": n} for (t, p), n in sorted(self.counts.items())]
 
 
-class RetraceReportError(ValueError):
+class RetraceReportError(LedgerError, ValueError):
     """A corpus this report cannot stand behind (e.g. one task, two different blocks)."""
 
 

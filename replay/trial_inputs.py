@@ -19,6 +19,7 @@ from typing import Any
 
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
+from schemas.errors import LedgerError
 from schemas.timeline import (
     Message,
     RecordedToolCall,
@@ -29,7 +30,7 @@ from schemas.timeline import (
 )
 
 
-class TrialInputsError(ValueError):
+class TrialInputsError(LedgerError, ValueError):
     """The events do not form one readable trial; names the stream, seq and what is wrong."""
 
 

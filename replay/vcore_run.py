@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.errors import LedgerError
 
-class RebuildError(ValueError):
+
+class RebuildError(LedgerError, ValueError):
     """The evidence cannot be projected into a receipt (§ 7 step 6)."""
 
 

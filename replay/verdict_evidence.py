@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replay.verdict import Admission, Oracle, UnitEvidence, derive
+from schemas.errors import LedgerError
 from schemas.gvc import CaseInput, Ladder
 from schemas.verdict_events import OracleDeclared, OracleRan, WorkProduced
 
@@ -49,7 +50,7 @@ class UnitEvent:
         return f"{self.type} at seq {self.seq}" if self.seq is not None else self.type
 
 
-class UnitEvidenceError(ValueError):
+class UnitEvidenceError(LedgerError, ValueError):
     """A unit whose events cannot be admitted; names the unit and every problem."""
 
     def __init__(self, unit: str, problems: Sequence[str]) -> None:

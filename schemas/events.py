@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from schemas import curation, replay_events, trial_events, verdict_events
+from schemas.errors import LedgerError
 
 EXT_PREFIX = "ext."
 
@@ -37,7 +38,7 @@ PROJECTION_WRITERS: dict[str, tuple[str, str]] = {
 }
 
 
-class PayloadError(ValueError):
+class PayloadError(LedgerError, ValueError):
     """A payload that does not fit its event type; names the type and the offending field."""
 
     def __init__(self, type: str, detail: str) -> None:

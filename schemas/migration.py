@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from schemas.errors import LedgerError
+
 Mode = Literal["candidate", "narrowed", "retired"]
 CriterionKind = Literal["binary", "graded"]
 
@@ -98,7 +100,7 @@ class MigrationFile(_Closed):
     migrations: tuple[MigrationEntry, ...] = Field(min_length=1)
 
 
-class MigrationSchemaError(ValueError):
+class MigrationSchemaError(LedgerError, ValueError):
     """The file does not have the sidecar's shape; names the file, entry and key."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

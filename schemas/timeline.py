@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from schemas.errors import LedgerError
+
 
 class Role(StrEnum):
     SYSTEM = "system"
@@ -115,7 +117,7 @@ class TrialTimeline:
     termination_reason: str | None = None
 
 
-class TimelineInconsistencyError(ValueError):
+class TimelineInconsistencyError(LedgerError, ValueError):
     """The two views disagree about one trial (G6b / G7); names the key and where it occurred."""
 
     def __init__(self, message: str, *, call_id: str, where: str) -> None:

@@ -422,7 +422,7 @@ def test_a_corpus_path_escaping_the_base_by_dotdot_refuses_the_declaration(tmp_p
     res = CliRunner().invoke(
         main, ["reconcile", "--packs", str(base / "packs"), "--base", str(base), "--dry-run"]
     )
-    assert res.exit_code == 3
+    assert res.exit_code == 5
     assert "corpus '../outside' climbs out with '..'" in res.output
 
 
@@ -578,7 +578,7 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
             str(tmp_path / "missing"),
         ],
     )
-    assert res.exit_code == 3
+    assert res.exit_code == 5
     assert "vledger init" in res.output and "or pass --dry-run" in res.output
     assert not (tmp_path / "missing").exists()
 
@@ -636,7 +636,7 @@ def test_a_trace_checks_block_that_does_not_load_refuses_the_declaration(tmp_pat
         main,
         ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path), "--dry-run"],
     )
-    assert res.exit_code == 3 and "unknown key 'severty'" in res.output
+    assert res.exit_code == 5 and "unknown key 'severty'" in res.output
 
 
 def test_a_constraint_naming_a_tool_the_corpus_never_had_is_an_error(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from ledger.app.result import Result
 from ledger.engines.trials import group_trials
 from ledger.log.store import open_ledger
 from ledger.sources.detect import discover_bundles
-from ledger.sources.export_bundle import ExportError, bundle_files
+from ledger.sources.export_bundle import BundleExportError, bundle_files
 from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
@@ -257,7 +257,7 @@ def _finish(
     for candidate, entry in result.curation.admitted:
         try:
             files[entry.directory] = bundle_files(events[candidate.label])
-        except ExportError as exc:
+        except BundleExportError as exc:
             raise CurationError(f"{candidate.label}: {exc}") from None
     rq = result.request
     if rq.dry_run or result.admitted_nothing:

@@ -32,7 +32,7 @@ from schemas.grading import GradingConfig
 from schemas.timeline import TimelineInconsistencyError
 
 
-class BundleError(LedgerError, ValueError):
+class GradeInputError(LedgerError, ValueError):
     """A bundle, trial or config that cannot be read or graded; names the path and key."""
 
 
@@ -74,18 +74,18 @@ def grade(
     except LedgerError:
         raise
     except (GradingConfigError, TimelineInconsistencyError, TrialInputsError, ValueError) as exc:
-        raise BundleError(str(exc)) from exc
+        raise GradeInputError(str(exc)) from exc
 
 
 def load_bundle(bundle: Path) -> LoadedBundle:
     """Read one bundle directory into grading inputs, its recorded config and grade
     (the project's one importer: bounded YAML, shape checks)."""
     if not (bundle / "trajectory.yaml").is_file():
-        raise BundleError(f"{bundle}: not a bundle (no trajectory.yaml)")
+        raise GradeInputError(f"{bundle}: not a bundle (no trajectory.yaml)")
     try:
         plan = plan_bundle(bundle, bundle.name, corpus="local")
     except (ImporterBundleError, InputError) as exc:
-        raise BundleError(str(exc)) from exc
+        raise GradeInputError(str(exc)) from exc
     if plan.inconsistency is not None:
         raise plan.inconsistency
     return _loaded(trial_inputs(as_stored(plan.events)))
@@ -106,7 +106,7 @@ def load_ledger_trial(request: GradeRequest) -> LoadedBundle:
     with opened(request.ledger) as lg:
         events = list(lg.read(stream=stream))
     if not events:
-        raise BundleError(
+        raise GradeInputError(
             f"{stream}: no such trial stream in the ledger at {ledger_path(request.ledger)}, "
             "and no bundle directory by that name; list trials with: "
             'vledger sql "SELECT DISTINCT stream FROM events"'
@@ -137,10 +137,10 @@ def _config(loaded: LoadedBundle, bundle: str, grading_file: Path | None) -> Gra
         try:
             raw = load_yaml(grading_file)
         except InputError as exc:
-            raise BundleError(str(exc)) from exc
+            raise GradeInputError(str(exc)) from exc
         return load_grading_config(raw, file=str(grading_file), authored=True)
     if loaded.grading is None:
-        raise BundleError(
+        raise GradeInputError(
             f"{bundle}: the bundle records no grading_config (task.yaml / bundle.yaml); pass "
             "--grading FILE to grade it under a grading.yaml"
         )

@@ -30,6 +30,7 @@ from reconcile.validate import validate_migration
 from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import canonical_json
+from schemas.errors import CANNOT_RUN
 from schemas.grading import GradingConfig, Rubric
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.trace_checks import TraceChecksConfig
@@ -39,6 +40,8 @@ SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
 
 class ReconcileError(LedgerError):
     """A defect of the invocation (not of one bundle or one entry); names the path."""
+
+    exit_code = CANNOT_RUN
 
 
 class MigrationLoadError(ReconcileError):

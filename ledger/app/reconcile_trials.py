@@ -26,11 +26,12 @@ from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from replay.trial_inputs import TrialInputs
+from schemas.errors import LedgerError
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig
 
 
-class UnreadableBundle(Exception):
+class UnreadableBundle(LedgerError):
     """One bundle that cannot be read as a trial; reported by name, never fatal to the run."""
 
     def __init__(self, reason: str) -> None:

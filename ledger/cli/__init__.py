@@ -17,6 +17,8 @@ from typing import NamedTuple
 import click
 
 from ledger.cli.options import GROUP_LEDGER
+from ledger.text import escape_controls
+from schemas.errors import LedgerError
 
 
 class Entry(NamedTuple):
@@ -122,6 +124,9 @@ class _Main(click.Group):
             # which is success, not an error; nothing more may be written to the pipe
             _silence_stdout()
             ctx.exit(0)
+        except LedgerError as exc:  # one the command did not render itself: never a traceback
+            click.echo(f"Error: {escape_controls(str(exc))}", err=True)
+            ctx.exit(exc.exit_code)
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):

@@ -12,7 +12,7 @@ from ledger.app.curate import CurateResult, CurateUsage, CurationError, curate
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import result as out
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 
 EXIT_REFUSED = 1
 
@@ -73,7 +73,7 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
     except CurateUsage as exc:
         raise click.UsageError(str(exc)) from None
     except (CurationError, LedgerError) as exc:
-        code = exit_code(exc) if isinstance(exc, LedgerError) else EXIT_REFUSED
+        code = exc.exit_code if isinstance(exc, LedgerError) else EXIT_REFUSED
         if as_json:
             emit_json({"error": str(exc), "exit_code": code})
         click.echo(f"Error: {exc}", err=True)

@@ -27,8 +27,8 @@ DEMO_LEDGER = Path(".vledger-demo")
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
-class DemoStepFailed(click.ClickException):
-    pass
+class DemoStepFailed(LedgerError):
+    """A demo step raised or its result says it failed; names the step."""
 
 
 def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) -> dict[str, Any]:

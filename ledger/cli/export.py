@@ -11,7 +11,7 @@ import click
 from ledger.app.export import export
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 
 
 @main.command("export")
@@ -48,7 +48,7 @@ def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
         res = export(resolve_ledger(ledger_dir), **kw)
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(exit_code(exc))
+        sys.exit(exc.exit_code)
     if as_json:
         emit_json(res.to_json())
         return

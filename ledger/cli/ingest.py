@@ -19,7 +19,7 @@ from ledger.cli.options import (
     ledger_option,
     resolve_ledger,
 )
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
 
 
@@ -96,7 +96,7 @@ def ingest_command(
         click.echo(
             _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
         )
-        sys.exit(exit_code(exc))  # 1 for a refused input (IngestError)
+        sys.exit(exc.exit_code)  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())
         return

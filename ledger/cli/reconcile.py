@@ -9,7 +9,7 @@ Exit codes (one place):
 1     something blocks: ``insufficient_evidence``, a refusal, or an unreadable bundle
       (``validate``: at least one rule is broken)
 2     usage error (click)
-3     the invocation cannot run: a declaration that does not load, a corpus escaping the
+5     the invocation cannot run: a declaration that does not load, a corpus escaping the
       base, a task_id no pack (or two packs) declares, no bundle under the source
 ====  =====================================================================================
 
@@ -32,9 +32,7 @@ from ledger.app.validate import validate as check
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from reconcile.report import render_text
-
-EXIT_INVOCATION = 3
-
+from schemas.errors import FAILED
 
 allow_outside_option = click.option(
     "--allow-outside", "allow_outside", multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -47,9 +45,9 @@ base_option = click.option(
 )  # fmt: skip
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(EXIT_INVOCATION)
+def _fail(exc: ReconcileError) -> NoReturn:
+    click.echo(f"Error: {exc}", err=True)
+    sys.exit(exc.exit_code)
 
 
 @main.command()
@@ -84,7 +82,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     \b
     Exit: 0 every narrowed/retired entry reached no_counter_evidence;
           1 insufficient_evidence, a refusal or an unreadable bundle;
-          2 usage; 3 the invocation cannot run. Candidates never gate.
+          2 usage; 5 the invocation cannot run. Candidates never gate.
     """
     if not flags["packs"]:
         try:
@@ -98,7 +96,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     try:  # the options are the API's keywords, passed through as they are
         result = run(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     except ReconcileError as exc:
-        _fail(str(exc))
+        _fail(exc)
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:
@@ -128,11 +126,11 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
     """
     try:
         result = check(pack_dir, **flags)
-    except MigrationLoadError as exc:
+    except MigrationLoadError as exc:  # for validate, a declaration that does not load is a finding
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+        sys.exit(FAILED)
     except ReconcileError as exc:
-        _fail(str(exc))
+        _fail(exc)
     if as_json:
         emit_json(result.to_json())
     else:

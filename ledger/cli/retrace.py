@@ -16,7 +16,7 @@ from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 
 
 @main.command("retrace")
@@ -76,7 +76,7 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
         sys.exit(1)
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(exit_code(exc))
+        sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     else:

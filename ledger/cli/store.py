@@ -29,7 +29,7 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.cli.output import write_json_rows
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 from ledger.log import segments
 from ledger.log.keys import DEFAULT_KEY_NAME
 from ledger.log.store import init_ledger
@@ -43,7 +43,7 @@ def run(fn: Callable[[], T]) -> T:
         return fn()
     except LedgerError as exc:
         click.echo(f"Error: {escape_controls(str(exc))}", err=True)
-        sys.exit(exit_code(exc))
+        sys.exit(exc.exit_code)
 
 
 @main.command("init")

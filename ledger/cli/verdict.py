@@ -17,7 +17,7 @@ import click
 from ledger.app import receipts, verdicts
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.errors import LedgerError, exit_code
+from ledger.errors import LedgerError
 from replay.vcore_verify import ABSENT
 from schemas.gvc import COUNTER_NAMES
 
@@ -32,7 +32,7 @@ def _call(api: Callable[..., T], *args: Any, **kw: Any) -> T:
         return api(*args, **kw)
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(exit_code(exc))
+        sys.exit(exc.exit_code)
 
 
 # --------------------------------------------------------------------------- verdict

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.engines.trials import group_trials
 from ledger.log.protocol import Store
+from schemas.errors import LedgerError
 
 if TYPE_CHECKING:  # `import ledger.engines` stays light (no pyarrow)
     from schemas.envelope import StoredEvent
@@ -26,7 +27,7 @@ TrialFn = Callable[[list[Any], Any], Any]
 Progress = Callable[[int], None]
 
 
-class EngineError(Exception):
+class EngineError(LedgerError):
     """A projection job that could not complete: names the segment and what to do."""
 
 

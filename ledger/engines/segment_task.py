@@ -22,9 +22,10 @@ from ledger.engines.base import TrialFn, TrialSelection
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.segments import SegmentInfo, segment_root
 from schemas.envelope import ARROW_SCHEMA, StoredEvent
+from schemas.errors import LedgerError
 
 
-class SegmentFailure(Exception):
+class SegmentFailure(LedgerError):
     """A task's failure on one segment: ``segment`` (file name) and what went wrong."""
 
     def __init__(self, segment: str, detail: str) -> None:

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from ledger.sources.inspect_log import discover_logs, is_log_file
+from schemas.errors import LedgerError
 
 TRAJECTORY = "trajectory.yaml"
 CORPUS_FILE = "corpus.yaml"
@@ -40,7 +41,7 @@ class PathKind(StrEnum):
     INSPECT_LOGS = "inspect_logs"  # issue 19: a directory of inspect_ai logs
 
 
-class DetectError(ValueError):
+class DetectError(LedgerError, ValueError):
     """PATH is not something ingest can read; names the path and what was looked for."""
 
     def __init__(self, path: Path | str, problem: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from ledger.sources.yaml_emit import emit_yaml
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
+from schemas.errors import LedgerError
 
 # trajectory.yaml keys the importer moves onto trial.ended (ledger.sources.tolokaforge)
 _END_KEYS = ("status", "termination_reason")
@@ -33,7 +34,7 @@ WRITE_SET = ("task.yaml", "trajectory.yaml", "grade.yaml")
 CARRIED = ("tools_schemas.yaml", "metrics.yaml", "tool_log.yaml")
 
 
-class ExportError(ValueError):
+class BundleExportError(LedgerError, ValueError):
     """The events do not hold what a bundle file needs; names the stream and the file."""
 
 
@@ -84,7 +85,7 @@ def bundle_documents(events: Sequence[StoredEvent]) -> dict[str, Any]:
     registered = by_type.get("trial.registered")
     stream = events[0].stream if events else "<no events>"
     if not registered:
-        raise ExportError(f"stream {stream!r} has no trial.registered event: it is not a trial")
+        raise BundleExportError(f"stream {stream!r} has no trial.registered event: it is not a trial")
     reg = registered[0]
     files = set(reg.get("files") or ())
     docs: dict[str, Any] = {"trajectory.yaml": _trajectory(reg, by_type)}
@@ -107,7 +108,7 @@ def bundle_files(events: Sequence[StoredEvent]) -> dict[str, bytes]:
     docs = bundle_documents(events)
     missing = [name for name in WRITE_SET if name not in docs]
     if missing:
-        raise ExportError(
+        raise BundleExportError(
             f"stream {events[0].stream!r} carries no {', '.join(missing)}: a corpus bundle "
             "needs task.yaml, trajectory.yaml and grade.yaml"
         )

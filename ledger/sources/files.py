@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ledger.text import escape_controls
+from schemas.errors import LedgerError
 
 
 def printable(text: str) -> str:
@@ -32,7 +33,7 @@ def printable(text: str) -> str:
     return escape_controls(text)
 
 
-class InputError(ValueError):
+class InputError(LedgerError, ValueError):
     """A file input that cannot be read as bounded data; names the file (and line)."""
 
     def __init__(self, path: Path | str, problem: str, *, line: int | None = None) -> None:

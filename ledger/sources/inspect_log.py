@@ -28,6 +28,7 @@ from typing import Any
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
 from schemas.canonical import canonical_json
+from schemas.errors import LedgerError
 from schemas.timeline import TimelineInconsistencyError
 
 EXTRA = "inspect"
@@ -53,7 +54,7 @@ _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _ERROR_STATUS = {"timeout": "timeout", "parsing": "invalid_arguments"}
 
 
-class InspectUnavailable(RuntimeError):
+class InspectUnavailable(LedgerError, RuntimeError):
     """inspect_ai is not installed; the message names the extra that provides it."""
 
     def __init__(self, path: str) -> None:

@@ -10,9 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.sources.files import printable
+from schemas.errors import LedgerError
 
 
-class BundleError(ValueError):
+class BundleError(LedgerError, ValueError):
     """A recorded file that does not have the documented shape.
 
     ``file`` is the path as the user passed it (or below it), ``key`` the offending key

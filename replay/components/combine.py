@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from schemas.errors import LedgerError
 from schemas.grading import CombineConfig
 
 
-class MissingWeightError(ValueError):
+class MissingWeightError(LedgerError, ValueError):
     """A scored component whose share combine.weights does not declare."""
 
     def __init__(self, components: list[str]) -> None:

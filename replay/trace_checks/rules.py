@@ -21,6 +21,7 @@ from replay.trace_checks.addresses import (
     iter_nodes,
 )
 from replay.trace_checks.matching import VIEW_KINDS
+from schemas.errors import LedgerError
 from schemas.reading import ReadNotes, read_model
 from schemas.trace_checks import (
     KIND_NAMES,
@@ -32,7 +33,7 @@ from schemas.trace_checks import (
 from schemas.trace_matchers import REGEX_OPERATORS, Predicate, RegexEngine
 
 
-class TraceChecksConfigError(ValueError):
+class TraceChecksConfigError(LedgerError, ValueError):
     """A trace_checks block the model refuses; ``problems`` holds one line per defect."""
 
     def __init__(self, problems: list[str]) -> None:

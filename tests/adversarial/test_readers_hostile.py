@@ -80,7 +80,7 @@ def test_files_resolving_outside_their_root_are_refused_unread(
         hidden=(SECRET, str(outside)),
     )  # fmt: skip
     refused_unchanged(
-        base, "validate", p, "--base", ROOT, code=3, named=("task.yaml", "--allow-outside"),
+        base, "validate", p, "--base", ROOT, code=5, named=("task.yaml", "--allow-outside"),
         hidden=(SECRET, str(outside)),
     )  # fmt: skip
     # only the command line widens the root

@@ -1,0 +1,23 @@
+"""The one root of every error vledger raises on purpose, and the exit codes it carries.
+
+It lives at the bottom layer so that schemas/, replay/ and reconcile/ raise it too. The CLI
+never maps classes to codes: it prints ``Error: <message>`` and exits with the error's own
+``exit_code`` (README § Exit codes holds the table).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+OK = 0
+FAILED = 1  # a check found a problem, or an input could not be read or used
+USAGE = 2  # the command line itself is wrong (click's own code)
+BUSY = 3  # another process held the ledger longer than --busy-timeout
+CONFLICT = 4  # optimistic concurrency: stream version, event_id content, sealed stream
+CANNOT_RUN = 5  # reconcile / validate: the invocation cannot run as declared
+
+
+class LedgerError(Exception):
+    """Base of every error the project raises on purpose; ``exit_code`` is the CLI's."""
+
+    exit_code: ClassVar[int] = FAILED
