@@ -6,6 +6,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 from ledger.cli import COMMANDS, main
 
 
@@ -58,3 +60,35 @@ def test_help_imports_no_command_module_nor_the_heavy_libraries() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Commands:" in out.stdout and "retrace" in out.stdout
     assert out.stdout.splitlines()[-1] == "LOADED:", out.stdout.splitlines()[-1]
+
+
+# What `vledger CMD --help` may load: the CLI shell and the light API namespace, never the
+# engines, the store, the projections or the heavy libraries (issue 17 § 8).
+HEAVY = ("pyarrow", "duckdb", "numpy", "replay", "reconcile")
+HEAVY_LEDGER = (
+    "ledger.app.",
+    "ledger.log.",
+    "ledger.analytics.",
+    "ledger.sources.",
+    "ledger.engines.",
+)
+LIGHT_APP = ("ledger.app.context", "ledger.app.result")  # no import of their own beyond stdlib
+
+
+def loaded_by_help(name: str) -> list[str]:
+    code = (
+        "import sys\n"
+        "from ledger.cli import main\n"
+        f"try:\n    main([{name!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or "
+        f"(m.startswith({HEAVY_LEDGER!r}) and m not in {LIGHT_APP!r})]\n"
+        "print('LOADED:' + ' '.join(sorted(heavy)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage:" in out.stdout, out.stdout
+    return out.stdout.splitlines()[-1].removeprefix("LOADED:").split()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_command_help_imports_no_engine_store_or_projection(name: str) -> None:
+    assert loaded_by_help(name) == []
