@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -93,6 +94,14 @@ def test_checkpoint_cannot_include_its_own_receipt(lg: Ledger) -> None:
     ]
 
 
+def _five(ledger: Any, ev: Any) -> str:
+    return digest({"out": 5})
+
+
+def _six(ledger: Any, ev: Any) -> str:
+    return digest({"out": 6})
+
+
 def test_recompute_needs_a_registered_projection_and_compares(lg: Ledger, monkeypatch) -> None:
     seq = _receipt(lg, size=5)
     monkeypatch.setattr(rc, "RECOMPUTERS", {})
@@ -100,13 +109,29 @@ def test_recompute_needs_a_registered_projection_and_compares(lg: Ledger, monkey
     assert check.problems == [
         "cannot recompute: no projection registered for replay.completed (registered: none)"
     ]
-    rc.register_recompute("replay.completed", lambda ledger, ev: digest({"out": 5}))
+    monkeypatch.setattr(rc, "RECOMPUTERS", {"replay.completed": f"{__name__}:_five"})
     assert rc.verify_ledger_receipt(lg, str(seq), recompute=True).ok
-    rc.register_recompute("replay.completed", lambda ledger, ev: digest({"out": 6}))
+    monkeypatch.setattr(rc, "RECOMPUTERS", {"replay.completed": f"{__name__}:_six"})
     problems = rc.verify_ledger_receipt(lg, str(seq), recompute=True).problems
     assert problems == [
         f"outputs_digest mismatch: recorded {digest({'out': 5})}, recomputed {digest({'out': 6})}"
     ]
+
+
+def test_every_receipt_type_names_a_projection_that_exists() -> None:
+    """The table is explicit: a fresh process resolves it without having imported retrace
+    or reconcile (before issue 17 they registered themselves on import, so `receipt verify
+    --recompute` in a process that had not run them found none)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ledger.app.receipts as rc, sys\n"
+        "assert 'ledger.app.retrace' not in sys.modules\n"
+        "print(sorted(t for t in rc.RECOMPUTERS if callable(rc._recomputer(t))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['reconcile.completed', 'replay.completed']"
 
 
 def test_not_a_receipt(lg: Ledger) -> None:

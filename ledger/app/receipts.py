@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,11 @@ def trust_lines(trust: dict[str, object]) -> list[str]:
         "unsigned: this receipt carries no signature",
         f"  proves: {trust['proves']}",
         f"  does not prove: {trust['does_not_prove']}",
-        *([f"  later edits: {trust['detects_later_edits']}"] if "detects_later_edits" in trust else []),
+        *(
+            [f"  later edits: {trust['detects_later_edits']}"]
+            if "detects_later_edits" in trust
+            else []
+        ),
     ]
 
 
@@ -98,7 +103,6 @@ def verify_ingested_runs(lg: Any) -> list[Problem]:
     return problems
 
 
-
 # ------------------------------------------------------------- our own receipts (ledger)
 
 RECEIPT_TYPES = ("replay.completed", "reconcile.completed", "receipt.issued")
@@ -107,11 +111,21 @@ RECEIPT_TYPES = ("replay.completed", "reconcile.completed", "receipt.issued")
 # the receipt event type: ``fn(ledger, receipt_event) -> "sha256:…"``. Kept as a
 # registry so ledger/app/receipts.py never imports the projections that write receipts.
 Recompute = Callable[[Any, StoredEvent], str]
-RECOMPUTERS: dict[str, Recompute] = {}
+# receipt event type -> the projection that recomputes its outputs digest ("module:function"),
+# imported only when a receipt of that type is checked: an explicit table, so a fresh
+# process recomputes without having imported the projection first.
+RECOMPUTERS: dict[str, str] = {
+    "replay.completed": "ledger.app.retrace:recompute_replay",
+    "reconcile.completed": "ledger.app.reconcile:recompute_reconcile",
+}
 
 
-def register_recompute(event_type: str, fn: Recompute) -> None:
-    RECOMPUTERS[event_type] = fn
+def _recomputer(event_type: str) -> Recompute | None:
+    target = RECOMPUTERS.get(event_type)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 class ReceiptMalformed(LedgerError, ValueError):
@@ -324,7 +338,7 @@ def _check_signed_notes(
 
 
 def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
-    fn = RECOMPUTERS.get(rc.event.type)
+    fn = _recomputer(rc.event.type)
     if fn is None:
         check.problems.append(
             f"cannot recompute: no projection registered for {rc.event.type} "
@@ -421,4 +435,3 @@ def verify_projection_receipts(lg: Any) -> list[Problem]:
         check = verify_ledger_receipt(lg, str(ev.seq))
         problems.extend(Problem(f"{ev.type} at seq {ev.seq}", p) for p in check.problems)
     return problems
-

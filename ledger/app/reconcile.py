@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.receipts import register_recompute
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -139,7 +138,9 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
         try:
             result.document["receipt"] = append_receipt(lg, result, run_id=run_id)
         except LedgerError as exc:
-            raise ReconcileError(f"could not append reconcile.completed to {where}: {exc}") from None
+            raise ReconcileError(
+                f"could not append reconcile.completed to {where}: {exc}"
+            ) from None
     return result
 
 
@@ -411,6 +412,3 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
         mine = [c for v, c in claims if value is None or v == value]
         reports.append(_corpus_report(ctx, read, mine))
     return digest(run_json(reports))
-
-
-register_recompute("reconcile.completed", recompute_reconcile)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, opened
-from ledger.app.receipts import register_recompute
 from ledger.app.result import Result
 from ledger.engines import get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
@@ -173,7 +172,11 @@ def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
 
 
 def replay_events(
-    outcomes: Sequence[TrialRetrace], report: dict[str, Any], config: dict[str, Any], size: int, root: bytes
+    outcomes: Sequence[TrialRetrace],
+    report: dict[str, Any],
+    config: dict[str, Any],
+    size: int,
+    root: bytes,
 ) -> list[NewEvent]:
     """One grade.replayed per re-derived trial and the replay.completed receipt."""
     config_digest = digest(config)
@@ -336,7 +339,3 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
     select = request.selection(size, None if streams is None else frozenset(streams))
     pairs = request.make_engine().map_trials(lg, select, retrace_trial, override)
     return outputs_digest([o for _, o in pairs])
-
-
-register_recompute("replay.completed", recompute_replay)
-
