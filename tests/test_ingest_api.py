@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -83,3 +84,41 @@ def test_a_bad_input_after_many_batches_worth_appends_nothing(
     with pytest.raises(IngestError, match="no such file"):
         ledger.ingest(tmp_path / "typo", ledger=tmp_path / "new")
     assert not (tmp_path / "new").exists()  # a ledger the call created is removed again
+
+
+def test_a_store_refusal_after_committed_batches_does_not_claim_the_ledger_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches commit one by one (issue 17, flat memory): when the store refuses a later
+    batch, the error names what was appended and says to re-run, never 'unchanged'."""
+    from ledger.errors import LedgerBusy
+    from ledger.log.store import Ledger
+
+    monkeypatch.setattr(ingest_spool, "BATCH_BYTES", 1)  # one stream per batch
+    real = Ledger.append
+    calls = {"n": 0}
+
+    def flaky(self: Ledger, events: Any, *a: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise LedgerBusy(self.path, 0.0)
+        return real(self, events, *a, **kw)
+
+    monkeypatch.setattr(Ledger, "append", flaky)
+    fresh = tmp_path / "fresh"
+    with pytest.raises(LedgerBusy):  # a ledger this call created goes, batches and all
+        ledger.ingest(str(NOTES), ledger=fresh)
+    assert not fresh.exists()
+    calls["n"] = 0
+    lg_dir = tmp_path / "lg"
+    ledger.init(lg_dir).close()
+    with pytest.raises(ingest_spool.IngestInterrupted) as info:
+        ledger.ingest(str(NOTES), ledger=lg_dir)
+    assert info.value.exit_code == LedgerBusy.exit_code
+    assert "were appended before it" in str(info.value) and "run the same ingest again" in str(
+        info.value
+    )
+    monkeypatch.setattr(Ledger, "append", real)
+    again = ledger.ingest(str(NOTES), ledger=lg_dir).to_json()  # the rest goes in, once
+    assert again["trials"]["new"] > 0 and again["trials"]["already_present"] == 2
+    assert again["trials"]["new"] + 2 == 17

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, read_units, tasks_for
-from ledger.app.ingest_spool import append_in_batches, park, spool, unpark
+from ledger.app.ingest_spool import IngestInterrupted, append_in_batches, park, spool, unpark
 from ledger.app.result import Result
 from ledger.errors import LedgerError
 from ledger.sources import inspect_log
@@ -147,9 +147,12 @@ def ingest(
     try:
         with opened(ledger, create=True, busy_timeout=busy_timeout) as lg:
             return run(lg, request, progress)
-    except LedgerError:
-        if fresh:  # a mistyped PATH must not leave a new, empty ledger behind
-            shutil.rmtree(root, ignore_errors=True)
+    except LedgerError as exc:
+        if not fresh:
+            raise
+        shutil.rmtree(root, ignore_errors=True)  # a mistyped PATH leaves no new ledger behind
+        if isinstance(exc, IngestInterrupted):  # its committed batches went with the ledger
+            raise exc.cause from None
         raise
 
 

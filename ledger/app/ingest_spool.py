@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
+from ledger.errors import LedgerError
 from ledger.sources.plan import PlannedEvent
 from schemas.envelope import NewEvent
 
@@ -25,6 +26,19 @@ from schemas.envelope import NewEvent
 BATCH_BYTES = 4 << 20
 # a PlannedEvent as its constructor's positional arguments
 _ROW = operator.attrgetter(*(f.name for f in dataclasses.fields(PlannedEvent)))
+
+
+class IngestInterrupted(LedgerError):
+    """The store refused a batch after earlier ones committed: whole streams are in, the
+    rest is not (re-running the same ingest appends the rest); carries the cause's code."""
+
+    def __init__(self, first: int, last: int, cause: LedgerError) -> None:
+        self.cause = cause
+        self.exit_code = cause.exit_code  # type: ignore[misc] - the cause's code, per instance
+        super().__init__(
+            f"{cause}; seq {first}..{last} were appended before it (whole trials): "
+            "run the same ingest again to append the rest"
+        )
 
 
 def spool() -> IO[bytes]:
@@ -58,7 +72,12 @@ def append_in_batches(
 
     def flush() -> None:
         nonlocal first, last, size
-        result = ledger.append(batch)
+        try:
+            result = ledger.append(batch)
+        except LedgerError as exc:
+            if first is None or last is None:
+                raise  # nothing committed yet: the ledger is unchanged
+            raise IngestInterrupted(first, last, exc) from None
         if getattr(result, "first_seq", None) is not None:
             first = result.first_seq if first is None else first
             last = result.last_seq

@@ -87,15 +87,19 @@ def ingest_command(
             err, root, paths, corpus, skip_bad, keep_inconsistent, limits, busy_timeout, bar
         )
     except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
+        from ledger.app.ingest_spool import IngestInterrupted  # noqa: PLC0415 - errors only
+
         refused = isinstance(exc, IngestError)
+        unchanged = not isinstance(exc, IngestInterrupted)
         if as_json:
             source = {"source": exc.source} if refused else {}
             kind = exc.kind if refused else type(exc).__name__
-            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": True})
+            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": unchanged})
         click.echo(f"Error: {exc}", err=True)
-        click.echo(
-            _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
-        )
+        if unchanged:
+            click.echo(
+                _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
+            )
         sys.exit(exc.exit_code)  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())
