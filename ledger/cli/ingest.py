@@ -1,26 +1,25 @@
-"""``vledger ingest PATH…``: a thin shell over :func:`ledger.app.ingest.ingest`."""
+"""``vledger ingest PATH…``: a thin shell over :func:`ledger.ingest`."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, IngestResult, ingest
+import ledger
 from ledger.cli import main
-from ledger.cli.options import (
-    busy_option,
-    emit_json,
-    json_option,
-    ledger_option,
-    resolve_ledger,
-)
+from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
+from ledger.defaults import DEFAULT_MAX_BYTES
 from ledger.errors import LedgerError
-from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ledger.app.ingest import IngestResult
+    from ledger.sources.yaml_safe import YamlLimits
 
 
 @main.command("ingest")
@@ -75,6 +74,12 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
+    # rich, the readers and the store load only when the command runs, never for --help
+    from rich.console import Console  # noqa: PLC0415
+
+    from ledger.app.ingest import IngestError  # noqa: PLC0415
+    from ledger.sources.yaml_safe import YamlLimits  # noqa: PLC0415
+
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
@@ -123,20 +128,22 @@ def _with_progress(
     bar: bool = True,
 ) -> IngestResult:
     """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
+    import rich.progress as rp  # noqa: PLC0415 - only the command pays for rich
+
     columns = (
-        TextColumn("[bold]ingest"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
+        rp.TextColumn("[bold]ingest"),
+        rp.BarColumn(),
+        rp.MofNCompleteColumn(),
+        rp.TimeElapsedColumn(),
+        rp.TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=err, transient=True, disable=not bar) as shown:
+    with rp.Progress(*columns, console=err, transient=True, disable=not bar) as shown:
         task = shown.add_task("", total=None)
 
         def tick(done: int, total: int, source: str) -> None:
             shown.update(task, completed=done, total=total, description=source[-60:])
 
-        return ingest(
+        return ledger.ingest(
             *paths,
             ledger=lg,
             corpus=corpus,

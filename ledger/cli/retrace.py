@@ -1,4 +1,4 @@
-"""``vledger retrace``: a thin shell over :func:`ledger.app.retrace.retrace`."""
+"""``vledger retrace``: a thin shell over :func:`ledger.retrace`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ledger.app.retrace import RetraceError, retrace
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
@@ -62,13 +62,15 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
+    from ledger.app.retrace import RetraceError  # noqa: PLC0415 - not loaded for --help
+
     if flags["engine"] == "local" and flags["address"] is not None:
         raise click.UsageError("--address needs --engine ray")
     quiet = as_json or not sys.stderr.isatty()
     say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
     try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
-            result = retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
+            result = ledger.retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
     except RetraceError as exc:
         if as_json:
             emit_json({"error": str(exc), "exit_code": 1})
