@@ -24,29 +24,15 @@ if TYPE_CHECKING:
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option(
-    "--corpus",
-    default=None,
-    metavar="NAME",
-    help="Corpus name for every trial read (default: the PATH directory's name).",
-)
-@click.option(
-    "--skip-bad",
-    is_flag=True,
-    help="Record each unreadable or changed input as an ingest.skipped event and go on.",
-)
-@click.option(
-    "--keep-inconsistent",
-    is_flag=True,
-    help="Ingest trials whose message view and tool_log disagree, recording the disagreement.",
-)
-@click.option(
-    "--max-file-bytes",
-    type=int,
-    default=DEFAULT_MAX_BYTES,
-    show_default=True,
-    help="Refuse any YAML or run file larger than this, by name.",
-)
+@click.option("--corpus", default=None, metavar="NAME",
+              help="Corpus name for every trial read (default: the PATH directory's name).")
+@click.option("--skip-bad", is_flag=True,
+              help="Record each unreadable or changed input as an ingest.skipped event and go on.")
+@click.option("--keep-inconsistent", is_flag=True,
+              help="Ingest trials whose message view and tool_log disagree, recording the "
+                   "disagreement.")
+@click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Refuse any YAML or run file larger than this, by name.")
 @ledger_option
 @busy_option
 @json_option
@@ -74,8 +60,7 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
-    # rich, the readers and the store load only when the command runs, never for --help
-    from rich.console import Console  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415 - none of these is loaded for --help
 
     from ledger.app.ingest import IngestError  # noqa: PLC0415
     from ledger.sources.yaml_safe import YamlLimits  # noqa: PLC0415

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,7 +31,6 @@ from ledger.defaults import DEFAULT_PACKS
 from schemas.errors import FAILED
 
 if TYPE_CHECKING:
-    from ledger.app.reconcile_packs import ReconcileError
     from ledger.app.validate import ValidateResult
 
 allow_outside_option = click.option(
@@ -43,11 +42,6 @@ base_option = click.option(
     "--base", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="Directory declared corpus paths resolve against (default: the working directory).",
 )  # fmt: skip
-
-
-def _fail(exc: ReconcileError) -> NoReturn:
-    click.echo(f"Error: {exc}", err=True)
-    sys.exit(exc.exit_code)
 
 
 @main.command()
@@ -84,8 +78,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
           1 insufficient_evidence, a refusal or an unreadable bundle;
           2 usage; 5 the invocation cannot run. Candidates never gate.
     """
-    # the use case's modules load only when the command runs, never for --help (issue 17 § 8)
-    from ledger.app.reconcile import default_packs  # noqa: PLC0415
+    from ledger.app.reconcile import default_packs  # noqa: PLC0415 - not loaded for --help
     from ledger.app.reconcile_packs import ReconcileError  # noqa: PLC0415
     from reconcile.report import render_text  # noqa: PLC0415
 
@@ -101,7 +94,8 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     try:  # the options are the API's keywords, passed through as they are
         result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     except ReconcileError as exc:
-        _fail(exc)
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:
@@ -133,11 +127,9 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
 
     try:
         result = ledger.validate(pack_dir, **flags)
-    except MigrationLoadError as exc:  # for validate, a declaration that does not load is a finding
+    except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(FAILED)
-    except ReconcileError as exc:
-        _fail(exc)
+        sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     else:

@@ -71,12 +71,9 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
             result = ledger.retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
-    except RetraceError as exc:
-        if as_json:
-            emit_json({"error": str(exc), "exit_code": 1})
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    except LedgerError as exc:
+    except LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader
+        if as_json and isinstance(exc, RetraceError):
+            emit_json({"error": str(exc), "exit_code": exc.exit_code})
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     if as_json:
@@ -96,7 +93,6 @@ def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
     from rich.console import Console  # noqa: PLC0415
 
     err = Console(stderr=True)
-
     columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
     with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
