@@ -44,6 +44,7 @@ from ledger.app.reconcile_trials import (
     trace_evaluator,
 )
 from ledger.app.result import Result
+from ledger.defaults import DEFAULT_PACKS
 from ledger.engines import EngineError, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
@@ -57,9 +58,6 @@ from replay.trace_checks.authoring import inspect_trace_checks
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
-
-# Where this repository keeps its task packs; the default only when it exists.
-DEFAULT_PACKS = Path("corpora") / "packs"
 
 
 @dataclass(frozen=True)

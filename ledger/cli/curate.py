@@ -1,18 +1,21 @@
-"""``vledger curate``: a thin shell over :func:`ledger.app.curate.curate`."""
+"""``vledger curate``: a thin shell over :func:`ledger.curate`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.app.curate import CurateResult, CurateUsage, CurationError, curate
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import result as out
 from ledger.errors import LedgerError
+
+if TYPE_CHECKING:
+    from ledger.app.curate import CurateResult
 
 EXIT_REFUSED = 1
 
@@ -67,23 +70,24 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
     Example: vledger curate --criterion checked_duplicates_first --source results/run-a
     --into corpora/notes/met
     """
-    ledger = resolve_ledger(ledger_dir)
+    from ledger.app.curate import CurateUsage  # noqa: PLC0415 - not loaded for --help
+
+    root = resolve_ledger(ledger_dir)
     try:  # the options are the API's keywords, passed through as they are
-        result = curate(**flags, ledger=ledger)
+        result = ledger.curate(**flags, ledger=root)
     except CurateUsage as exc:
         raise click.UsageError(str(exc)) from None
-    except (CurationError, LedgerError) as exc:
-        code = exc.exit_code if isinstance(exc, LedgerError) else EXIT_REFUSED
+    except LedgerError as exc:  # a refusal (CurationError: 1) or the store's own, with its code
         if as_json:
-            emit_json({"error": str(exc), "exit_code": code})
+            emit_json({"error": str(exc), "exit_code": exc.exit_code})
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(code)
+        sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     else:
         _print(result)
     if result.admitted_nothing:
-        searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {ledger}"
+        searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {root}"
         click.echo(
             f"Error: no trial under {searched} is admissible evidence for {flags['criterion']}; "
             "a corpus of nothing is evidence of nothing, so nothing was written",

@@ -1,4 +1,4 @@
-"""``vledger grade BUNDLE [--grading FILE] [--json]``: a thin shell over :func:`ledger.app.grade.grade`.
+"""``vledger grade BUNDLE [--grading FILE] [--json]``: a thin shell over :func:`ledger.grade`.
 
 Exit codes: 0 graded (differences or not), 1 a bundle or config that cannot be read or
 graded (the error names the file and key), 2 usage.
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ledger.app.grade import grade
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
@@ -62,7 +62,7 @@ def grade_command(
     Example: vledger grade corpora/notes_duplicate_check/met/<trial> --json
     """
     try:
-        result = grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
+        result = ledger.grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
     except LedgerError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

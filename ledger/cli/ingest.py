@@ -1,53 +1,38 @@
-"""``vledger ingest PATH…``: a thin shell over :func:`ledger.app.ingest.ingest`."""
+"""``vledger ingest PATH…``: a thin shell over :func:`ledger.ingest`."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ledger.app.ingest import IngestError, IngestResult, ingest
+import ledger
 from ledger.cli import main
-from ledger.cli.options import (
-    busy_option,
-    emit_json,
-    json_option,
-    ledger_option,
-    resolve_ledger,
-)
+from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
+from ledger.defaults import DEFAULT_MAX_BYTES
 from ledger.errors import LedgerError
-from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES, YamlLimits
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ledger.app.ingest import IngestResult
+    from ledger.sources.yaml_safe import YamlLimits
 
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option(
-    "--corpus",
-    default=None,
-    metavar="NAME",
-    help="Corpus name for every trial read (default: the PATH directory's name).",
-)
-@click.option(
-    "--skip-bad",
-    is_flag=True,
-    help="Record each unreadable or changed input as an ingest.skipped event and go on.",
-)
-@click.option(
-    "--keep-inconsistent",
-    is_flag=True,
-    help="Ingest trials whose message view and tool_log disagree, recording the disagreement.",
-)
-@click.option(
-    "--max-file-bytes",
-    type=int,
-    default=DEFAULT_MAX_BYTES,
-    show_default=True,
-    help="Refuse any YAML or run file larger than this, by name.",
-)
+@click.option("--corpus", default=None, metavar="NAME",
+              help="Corpus name for every trial read (default: the PATH directory's name).")
+@click.option("--skip-bad", is_flag=True,
+              help="Record each unreadable or changed input as an ingest.skipped event and go on.")
+@click.option("--keep-inconsistent", is_flag=True,
+              help="Ingest trials whose message view and tool_log disagree, recording the "
+                   "disagreement.")
+@click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Refuse any YAML or run file larger than this, by name.")
 @ledger_option
 @busy_option
 @json_option
@@ -75,6 +60,11 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
+    from rich.console import Console  # noqa: PLC0415 - none of these is loaded for --help
+
+    from ledger.app.ingest import IngestError  # noqa: PLC0415
+    from ledger.sources.yaml_safe import YamlLimits  # noqa: PLC0415
+
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
@@ -127,20 +117,22 @@ def _with_progress(
     bar: bool = True,
 ) -> IngestResult:
     """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
+    import rich.progress as rp  # noqa: PLC0415 - only the command pays for rich
+
     columns = (
-        TextColumn("[bold]ingest"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
+        rp.TextColumn("[bold]ingest"),
+        rp.BarColumn(),
+        rp.MofNCompleteColumn(),
+        rp.TimeElapsedColumn(),
+        rp.TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=err, transient=True, disable=not bar) as shown:
+    with rp.Progress(*columns, console=err, transient=True, disable=not bar) as shown:
         task = shown.add_task("", total=None)
 
         def tick(done: int, total: int, source: str) -> None:
             shown.update(task, completed=done, total=total, description=source[-60:])
 
-        return ingest(
+        return ledger.ingest(
             *paths,
             ledger=lg,
             corpus=corpus,

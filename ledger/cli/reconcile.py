@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.app.reconcile import DEFAULT_PACKS, default_packs
-from ledger.app.reconcile import reconcile as run
-from ledger.app.reconcile_packs import MigrationLoadError, ReconcileError
-from ledger.app.validate import ValidateResult
-from ledger.app.validate import validate as check
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from reconcile.report import render_text
+from ledger.defaults import DEFAULT_PACKS
 from schemas.errors import FAILED
+
+if TYPE_CHECKING:
+    from ledger.app.validate import ValidateResult
 
 allow_outside_option = click.option(
     "--allow-outside", "allow_outside", multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -43,11 +42,6 @@ base_option = click.option(
     "--base", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="Directory declared corpus paths resolve against (default: the working directory).",
 )  # fmt: skip
-
-
-def _fail(exc: ReconcileError) -> NoReturn:
-    click.echo(f"Error: {exc}", err=True)
-    sys.exit(exc.exit_code)
 
 
 @main.command()
@@ -84,6 +78,10 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
           1 insufficient_evidence, a refusal or an unreadable bundle;
           2 usage; 5 the invocation cannot run. Candidates never gate.
     """
+    from ledger.app.reconcile import default_packs  # noqa: PLC0415 - not loaded for --help
+    from ledger.app.reconcile_packs import ReconcileError  # noqa: PLC0415
+    from reconcile.report import render_text  # noqa: PLC0415
+
     if not flags["packs"]:
         try:
             flags["packs"] = (default_packs(),)
@@ -94,9 +92,10 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     if flags["engine"] != "local" and dry_run:
         raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
     try:  # the options are the API's keywords, passed through as they are
-        result = run(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
+        result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     except ReconcileError as exc:
-        _fail(exc)
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:
@@ -124,13 +123,13 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
 
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
+    from ledger.app.reconcile_packs import MigrationLoadError, ReconcileError  # noqa: PLC0415
+
     try:
-        result = check(pack_dir, **flags)
-    except MigrationLoadError as exc:  # for validate, a declaration that does not load is a finding
+        result = ledger.validate(pack_dir, **flags)
+    except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(FAILED)
-    except ReconcileError as exc:
-        _fail(exc)
+        sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
     if as_json:
         emit_json(result.to_json())
     else:

@@ -1,4 +1,4 @@
-"""``vledger retrace``: a thin shell over :func:`ledger.app.retrace.retrace`."""
+"""``vledger retrace``: a thin shell over :func:`ledger.retrace`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ledger.app.retrace import RetraceError, retrace
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
@@ -62,19 +62,18 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
+    from ledger.app.retrace import RetraceError  # noqa: PLC0415 - not loaded for --help
+
     if flags["engine"] == "local" and flags["address"] is not None:
         raise click.UsageError("--address needs --engine ray")
     quiet = as_json or not sys.stderr.isatty()
     say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
     try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
-            result = retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
-    except RetraceError as exc:
-        if as_json:
-            emit_json({"error": str(exc), "exit_code": 1})
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    except LedgerError as exc:
+            result = ledger.retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
+    except LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader
+        if as_json and isinstance(exc, RetraceError):
+            emit_json({"error": str(exc), "exit_code": exc.exit_code})
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     if as_json:
@@ -94,7 +93,6 @@ def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
     from rich.console import Console  # noqa: PLC0415
 
     err = Console(stderr=True)
-
     columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
     with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
         job = bar.add_task("trials", total=None)
