@@ -1,0 +1,18 @@
+"""Defaults a ``vledger`` option shows in its help, defined once below every layer.
+
+The store and the API read them from here, and so does the CLI when it builds its
+options, so ``vledger CMD --help`` needs neither the store nor DuckDB (issue 17 § 8).
+"""
+
+import os
+from pathlib import Path
+
+DEFAULT_LEDGER = ".vledger"
+DEFAULT_BUSY_TIMEOUT = 5.0  # seconds to wait for another process holding the ledger
+DEFAULT_KEY_NAME = "vledger"  # the key name in a checkpoint's signature lines
+DEFAULT_MAX_ROWS = 1_000_000  # rows per sealed segment (a longer trial still stays whole)
+
+
+def default_ledger_path() -> Path:
+    """The ledger no ``--ledger`` / ``ledger=`` names: ``$VLEDGER_HOME``, else ./.vledger."""
+    return Path(os.environ.get("VLEDGER_HOME") or DEFAULT_LEDGER)
