@@ -1,8 +1,5 @@
-"""Defaults a ``vledger`` option shows in its help, defined once below every layer.
-
-The store and the API read them from here, and so does the CLI when it builds its
-options, so ``vledger CMD --help`` needs neither the store nor DuckDB (issue 17 § 8).
-"""
+"""Defaults that ``vledger`` options show in their help, defined once below every layer:
+the store and the API read them here, as the CLI does, so ``--help`` loads no store (§ 8)."""
 
 import os
 from pathlib import Path

@@ -70,21 +70,15 @@ def format_csv(table: pa.Table) -> str:
     return buf.getvalue()
 
 
-def format_json(table: pa.Table) -> str:
-    """A JSON array of row objects."""
+def format_json(table: pa.Table, nl: bool = False) -> str:
+    """A JSON array of row objects, or (``--nl``) one compact JSON object per row;
+    JSON-typed columns are embedded as values."""
     from ledger.analytics.sql import json_default, json_rows  # noqa: PLC0415
 
-    return (
-        orjson.dumps(json_rows(table), default=json_default, option=orjson.OPT_INDENT_2).decode()
-        + "\n"
-    )
-
-
-def format_json_lines(table: pa.Table) -> str:
-    """``--nl``: one compact JSON object per row, JSON-typed columns embedded as values."""
-    from ledger.analytics.sql import json_default, json_rows  # noqa: PLC0415
-
-    return "".join(orjson.dumps(r, default=json_default).decode() + "\n" for r in json_rows(table))
+    rows = json_rows(table)
+    if nl:
+        return "".join(orjson.dumps(r, default=json_default).decode() + "\n" for r in rows)
+    return orjson.dumps(rows, default=json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def _parquet_safe(table: pa.Table) -> pa.Table:
@@ -118,10 +112,8 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) 
         return
     if fmt == "table":
         text = format_table(table, terminal_width() if out is None else None)
-    elif fmt == "json" and nl:
-        text = format_json_lines(table)
     else:
-        text = {"csv": format_csv, "json": format_json}[fmt](table)
+        text = format_json(table, nl) if fmt == "json" else format_csv(table)
     _write_text(text, out)
 
 

@@ -370,24 +370,19 @@ def repair_lines(res: RepairResult, *, applied: bool) -> list[str]:
         if res.manifest_exists
         else f"segments/manifest.json is missing; {upto}"
     )
-    verb = {
-        "write": "wrote" if applied else "would write",
-        "keep": "kept" if applied else "would keep",
-    }
+    wrote, kept = ("wrote", "kept") if applied else ("would write", "would keep")
     out = [found]
     for st in res.steps:
         span = f"seq {st.first_seq}..{st.last_seq}"
         if st.action == "conflict":
             out.append(f"refusing: {st.file} ({span}) {st.detail}; it is never overwritten")
         elif st.action == "keep":
-            out.append(f"{verb['keep']} {st.file} ({span}): it matches the store")
+            out.append(f"{kept} {st.file} ({span}): it matches the store")
         else:
-            out.append(f"{verb['write']} {st.file} ({span}) from the store")
+            out.append(f"{wrote} {st.file} ({span}) from the store")
     if res.conflicts:
-        out.append("nothing changed")
-    elif applied:
-        out.append(f"wrote segments/manifest.json listing {len(res.steps)} new segment(s)")
-    else:
-        out.append(f"would write segments/manifest.json listing {len(res.steps)} new segment(s)")
+        return [*out, "nothing changed"]
+    out.append(f"{wrote} segments/manifest.json listing {len(res.steps)} new segment(s)")
+    if not applied:
         out.append("dry run: nothing changed; run `vledger repair --apply` to make these changes")
     return out
