@@ -1,7 +1,18 @@
-"""Defaults an option's help shows, defined once here (stdlib only) so that ``vledger CMD
---help`` imports no store, reader or projection to print them (issue 17 § 8)."""
+"""Defaults that ``vledger`` options show in their help, defined once below every layer
+(stdlib only): the store, the readers and the API read them here, as the CLI does, so
+``vledger CMD --help`` imports no store, reader or projection to print them (issue 17 § 8)."""
 
+import os
 from pathlib import Path
 
+DEFAULT_LEDGER = ".vledger"
+DEFAULT_BUSY_TIMEOUT = 5.0  # seconds to wait for another process holding the ledger
+DEFAULT_KEY_NAME = "vledger"  # the key name in a checkpoint's signature lines
+DEFAULT_MAX_ROWS = 1_000_000  # rows per sealed segment (a longer trial still stays whole)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024  # the largest YAML or run file read (sources/yaml_safe)
 DEFAULT_PACKS = Path("corpora") / "packs"  # this repository's task packs, when they exist
+
+
+def default_ledger_path() -> Path:
+    """The ledger no ``--ledger`` / ``ledger=`` names: ``$VLEDGER_HOME``, else ./.vledger."""
+    return Path(os.environ.get("VLEDGER_HOME") or DEFAULT_LEDGER)

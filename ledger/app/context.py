@@ -12,13 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-DEFAULT_LEDGER = ".vledger"
+from ledger.defaults import default_ledger_path
 
 LedgerArg = Any  # str | os.PathLike | an open store (ledger.log.store.Ledger or the in-memory one)
-
-
-def default_ledger_path() -> Path:
-    return Path(os.environ.get("VLEDGER_HOME") or DEFAULT_LEDGER)
 
 
 def ledger_path(ledger: LedgerArg) -> Path:

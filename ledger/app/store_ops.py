@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.result import Result
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import InvalidEvent, LedgerError
 from ledger.log import keys, segments
-from ledger.log.connection import DEFAULT_BUSY_TIMEOUT
 from ledger.log.layout import write_atomic
 from ledger.log.note import TlogProof, format_tlog_proof, note_text, parse_checkpoint
 from ledger.log.outputs import check_output_path

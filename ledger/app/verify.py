@@ -16,10 +16,10 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, opened
 from ledger.app.result import Result
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError
 from ledger.log.keys import load_verifier
 from ledger.log.note import Verifier
-from ledger.log.store import DEFAULT_BUSY_TIMEOUT
 from ledger.log.verify import LOG_CHECKS, verify_ledger
 from ledger.log.verify_report import OutsideCheckpoint, Problem, VerifyReport
 

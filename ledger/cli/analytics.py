@@ -8,15 +8,12 @@ import sys
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ledger.analytics import sql as analytics
-from ledger.analytics import views
+import ledger
 from ledger.cli import main
 from ledger.cli.options import (
     emit_json,
@@ -28,8 +25,9 @@ from ledger.cli.options import (
 )
 from ledger.cli.output import is_terminal, render_table, terminal_width
 from ledger.errors import LedgerError
-from ledger.log.outputs import check_output_path
 
+if TYPE_CHECKING:  # pyarrow, DuckDB and the views load only when a query runs
+    import pyarrow as pa
 FORMATS = ("table", "csv", "json", "parquet")
 
 
@@ -72,25 +70,21 @@ def format_csv(table: pa.Table) -> str:
     return buf.getvalue()
 
 
-def format_json(table: pa.Table) -> str:
-    """A JSON array of row objects."""
-    rows = analytics.json_rows(table)
-    return (
-        orjson.dumps(rows, default=analytics.json_default, option=orjson.OPT_INDENT_2).decode()
-        + "\n"
-    )
+def format_json(table: pa.Table, nl: bool = False) -> str:
+    """A JSON array of row objects, or (``--nl``) one compact JSON object per row;
+    JSON-typed columns are embedded as values."""
+    from ledger.analytics.sql import json_default, json_rows  # noqa: PLC0415
 
-
-def format_json_lines(table: pa.Table) -> str:
-    """``--nl``: one compact JSON object per row, JSON-typed columns embedded as values."""
-    return "".join(
-        orjson.dumps(r, default=analytics.json_default).decode() + "\n"
-        for r in analytics.json_rows(table)
-    )
+    rows = json_rows(table)
+    if nl:
+        return "".join(orjson.dumps(r, default=json_default).decode() + "\n" for r in rows)
+    return orjson.dumps(rows, default=json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def _parquet_safe(table: pa.Table) -> pa.Table:
     """Extension types (DuckDB's JSON) as plain strings, so any Parquet reader opens the file."""
+    import pyarrow as pa  # noqa: PLC0415
+
     cols = []
     for col in table.columns:
         if isinstance(col.type, pa.ExtensionType):
@@ -102,6 +96,8 @@ def _parquet_safe(table: pa.Table) -> pa.Table:
 def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) -> None:
     """Format last: the rows are an Arrow table until here."""
     if fmt == "parquet":
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
         if out is None and is_terminal():
             raise click.UsageError(
                 "--format parquet is binary and stdout is a terminal: pass --out FILE, or "
@@ -116,10 +112,8 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) 
         return
     if fmt == "table":
         text = format_table(table, terminal_width() if out is None else None)
-    elif fmt == "json" and nl:
-        text = format_json_lines(table)
     else:
-        text = {"csv": format_csv, "json": format_json}[fmt](table)
+        text = format_json(table, nl) if fmt == "json" else format_csv(table)
     _write_text(text, out)
 
 
@@ -131,6 +125,8 @@ def _write_text(text: str, out: Path | None) -> None:
 
 
 def _schema_text() -> str:
+    from ledger.analytics import views  # noqa: PLC0415
+
     parts = []
     for v in views.PUBLIC_VIEWS:
         parts.append(f"{v.name} — {v.doc}")
@@ -142,6 +138,8 @@ def _schema_text() -> str:
 
 
 def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
+    from ledger.log.outputs import check_output_path  # noqa: PLC0415
+
     try:
         check_output_path(out, ledger_dir)
     except LedgerError as exc:
@@ -202,7 +200,7 @@ def sql_command(
     if not schema and not query:
         raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
     try:
-        result = analytics.sql(
+        result = ledger.sql(
             query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema
         )
     except LedgerError as exc:
@@ -230,10 +228,8 @@ def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     Example:
       vledger report --out report.html
     """
-    from ledger.analytics.report import report  # noqa: PLC0415 - keeps `vledger sql` start-up light
-
     try:
-        result = report(ledger=resolve_ledger(ledger_dir), out=out)
+        result = ledger.report(ledger=resolve_ledger(ledger_dir), out=out)
     except LedgerError as exc:
         _fail(exc)
     if as_json:

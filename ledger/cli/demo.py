@@ -19,7 +19,6 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.output import fmt_number, json_text
-from ledger.cli.retrace import status_counts
 from ledger.errors import LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +163,8 @@ def _units_line(r: dict[str, Any]) -> str:
 
 
 def _retrace_line(r: dict[str, Any]) -> str:
+    from ledger.cli.retrace import status_counts  # noqa: PLC0415 - `--help` loads no retrace
+
     classes = sorted({f"{c['task_id']}: {c['class']}" for c in r.get("constraints", [])})
     return "; ".join([f"{status_counts(r.get('trials', []))} trials", *classes])
 

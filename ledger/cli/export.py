@@ -1,4 +1,4 @@
-"""``vledger export --parquet DIR`` / ``--otel FILE``: a thin shell over :func:`ledger.app.export.export`."""
+"""``vledger export --parquet DIR`` / ``--otel FILE``: a thin shell over ``ledger.export``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ledger.app.export import export
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
@@ -45,7 +45,7 @@ def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     if kw["parquet"] is None and kw["otel"] is None:
         raise click.UsageError("pass --parquet DIR, --otel FILE or both")
     try:
-        res = export(resolve_ledger(ledger_dir), **kw)
+        res = ledger.export(resolve_ledger(ledger_dir), **kw)
     except LedgerError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,16 +10,10 @@ from typing import Any, TypeVar
 import click
 
 from ledger.cli.output import json_text
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, default_ledger_path
 from ledger.text import escape_controls  # noqa: F401  (re-exported for the CLI modules)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-DEFAULT_LEDGER = ".vledger"
-
-
-def default_ledger_path() -> Path:
-    return Path(os.environ.get("VLEDGER_HOME") or DEFAULT_LEDGER)
-
 
 def ledger_option(fn: F) -> F:
     """``--ledger DIR`` (default ``$VLEDGER_HOME`` or ``./.vledger``)."""
@@ -56,7 +49,7 @@ def busy_option(fn: F) -> F:
     return click.option(
         "--busy-timeout",
         type=float,
-        default=5.0,
+        default=DEFAULT_BUSY_TIMEOUT,
         show_default=True,
         help="Seconds to wait for another process holding the ledger.",
     )(fn)

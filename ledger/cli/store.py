@@ -1,23 +1,21 @@
 """``vledger init | append | log | keygen | checkpoint | prove | seal | verify | repair``.
 
-Each command parses, calls one API function (ledger/app/store_ops.py, ledger/app/verify.py)
-and prints (STYLE.md, sqlite-utils). Errors from ``ledger/`` are translated once, in :func:`run`: ``Error: …`` on
-stderr and the exit code of ``ledger.errors.EXIT_CODES`` (1 by default; usage errors exit 2
-via click).
+Each command parses, calls one API function through the lazy namespace (``ledger.append``…,
+so ``--help`` loads no store) and prints (STYLE.md, sqlite-utils). A LedgerError becomes
+``Error: …`` on stderr and its exit code in the group (ledger/cli/__init__.py); usage
+errors exit 2 via click.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.app import store_ops
+import ledger
 from ledger.app.context import opened
-from ledger.app.verify import verify
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
@@ -29,21 +27,10 @@ from ledger.cli.options import (
     resolve_ledger,
 )
 from ledger.cli.output import write_json_rows
-from ledger.errors import LedgerError
-from ledger.log import segments
-from ledger.log.keys import DEFAULT_KEY_NAME
-from ledger.log.store import init_ledger
+from ledger.defaults import DEFAULT_KEY_NAME, DEFAULT_MAX_ROWS
 
-T = TypeVar("T")
-
-
-def run(fn: Callable[[], T]) -> T:
-    """Call ``fn``; turn a LedgerError into ``Error: …`` and its documented exit code."""
-    try:
-        return fn()
-    except LedgerError as exc:
-        click.echo(f"Error: {escape_controls(str(exc))}", err=True)
-        sys.exit(exc.exit_code)
+if TYPE_CHECKING:
+    from ledger.app.store_ops import RepairResult
 
 
 @main.command("init")
@@ -55,7 +42,7 @@ def init_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     Example: vledger init --ledger ./.vledger
     """
     path = resolve_ledger(ledger_dir)
-    lg = run(lambda: init_ledger(path))
+    lg = ledger.init(path)
     origin = lg.origin
     lg.close()
     if as_json:
@@ -78,7 +65,7 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
     Example: vledger append events.jsonl
     """
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: store_ops.append(file, path, busy_timeout=busy_timeout))
+    res = ledger.append(file, path, busy_timeout=busy_timeout)
     if as_json:
         emit_json(res.to_json())
         return
@@ -118,15 +105,17 @@ def log_cmd(
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
     path = resolve_ledger(ledger_dir)
-    run(lambda: _print_events(path, busy_timeout, as_json or as_nl, as_nl, stream=stream,
-                              type=type_, from_seq=from_seq, to_seq=to_seq, limit=limit))  # fmt: skip
+    _print_events(path, busy_timeout, as_json or as_nl, as_nl, stream=stream, type=type_,
+                  from_seq=from_seq, to_seq=to_seq, limit=limit)  # fmt: skip
 
 
 def _print_events(path: Path, busy_timeout: float, as_json: bool, nl: bool, **kw: Any) -> None:
+    from ledger.app.store_ops import event_json  # noqa: PLC0415 - `--help` loads no store
+
     with opened(path, read_only=True, busy_timeout=busy_timeout) as lg:
-        rows = store_ops.events(lg, **kw).events  # read as printed, while the store is open
+        rows = ledger.events(lg, **kw).events  # read as printed, while the store is open
         if as_json:
-            write_json_rows(map(store_ops.event_json, rows), nl=nl)
+            write_json_rows(map(event_json, rows), nl=nl)
             return
         for e in rows:
             payload = e.payload.decode()
@@ -154,7 +143,7 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
 
     Example: vledger keygen --out ~/.vledger-key
     """
-    res = run(lambda: store_ops.keygen(out, name=name, ledger=resolve_ledger(ledger_dir)))
+    res = ledger.keygen(out, name=name, ledger=resolve_ledger(ledger_dir))
     if as_json:
         emit_json(res.to_json())
         return
@@ -200,7 +189,7 @@ def checkpoint_cmd(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: store_ops.checkpoint(path, key=key_file, out=out, busy_timeout=busy_timeout))
+    res = ledger.checkpoint(path, key=key_file, out=out, busy_timeout=busy_timeout)
     if as_json:
         emit_json(res.to_json())
         return
@@ -223,7 +212,7 @@ def prove_cmd(
     Example: vledger prove 42 --size 100
     """
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: store_ops.prove(seq, path, size=size, busy_timeout=busy_timeout))
+    res = ledger.prove(seq, path, size=size, busy_timeout=busy_timeout)
     if as_json:
         emit_json(res.to_json())
         return
@@ -274,8 +263,8 @@ def verify_cmd(
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: verify(path, pub=pub_file, checkpoint=checkpoint_file, deep=deep,
-                             busy_timeout=busy_timeout))  # fmt: skip
+    res = ledger.verify(path, pub=pub_file, checkpoint=checkpoint_file, deep=deep,
+                        busy_timeout=busy_timeout)  # fmt: skip
     if as_json:
         emit_json(res.to_json())
     else:
@@ -291,7 +280,7 @@ def verify_cmd(
 @click.option(
     "--max-rows",
     type=click.IntRange(min=1),
-    default=1_000_000,
+    default=DEFAULT_MAX_ROWS,
     show_default=True,
     help="Rows per segment (a longer trial still stays whole).",
 )
@@ -318,8 +307,7 @@ def seal_cmd(
     Example: vledger seal --max-rows 100000
     """
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: store_ops.seal(path, max_rows=max_rows, max_bytes=max_bytes,
-                                     busy_timeout=busy_timeout))  # fmt: skip
+    res = ledger.seal(path, max_rows=max_rows, max_bytes=max_bytes, busy_timeout=busy_timeout)
     if as_json:
         emit_json(res.to_json())
         return
@@ -352,23 +340,25 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
              vledger repair --apply    (change it)
     """
     path = resolve_ledger(ledger_dir)
-    res = run(lambda: store_ops.repair(path, apply=apply_, busy_timeout=busy_timeout))
+    res = ledger.repair(path, apply=apply_, busy_timeout=busy_timeout)
     if as_json:
         emit_json(res.to_json())
     else:
         for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)
     if res.conflicts:
+        from ledger.log.segments import SEGMENT_DIR  # noqa: PLC0415 - `--help` loads no store
+
         bad = res.conflicts[0]
         click.echo(
-            f"Error: {segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            f"Error: {SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
             "sealed segment that disagrees with the store, nothing changed",
             err=True,
         )
         sys.exit(1)
 
 
-def repair_lines(res: store_ops.RepairResult, *, applied: bool) -> list[str]:
+def repair_lines(res: RepairResult, *, applied: bool) -> list[str]:
     """What repair found and would do (or did), one line each."""
     if not res.needed:
         return [
@@ -380,24 +370,19 @@ def repair_lines(res: store_ops.RepairResult, *, applied: bool) -> list[str]:
         if res.manifest_exists
         else f"segments/manifest.json is missing; {upto}"
     )
-    verb = {
-        "write": "wrote" if applied else "would write",
-        "keep": "kept" if applied else "would keep",
-    }
+    wrote, kept = ("wrote", "kept") if applied else ("would write", "would keep")
     out = [found]
     for st in res.steps:
         span = f"seq {st.first_seq}..{st.last_seq}"
         if st.action == "conflict":
             out.append(f"refusing: {st.file} ({span}) {st.detail}; it is never overwritten")
         elif st.action == "keep":
-            out.append(f"{verb['keep']} {st.file} ({span}): it matches the store")
+            out.append(f"{kept} {st.file} ({span}): it matches the store")
         else:
-            out.append(f"{verb['write']} {st.file} ({span}) from the store")
+            out.append(f"{wrote} {st.file} ({span}) from the store")
     if res.conflicts:
-        out.append("nothing changed")
-    elif applied:
-        out.append(f"wrote segments/manifest.json listing {len(res.steps)} new segment(s)")
-    else:
-        out.append(f"would write segments/manifest.json listing {len(res.steps)} new segment(s)")
+        return [*out, "nothing changed"]
+    out.append(f"{wrote} segments/manifest.json listing {len(res.steps)} new segment(s)")
+    if not applied:
         out.append("dry run: nothing changed; run `vledger repair --apply` to make these changes")
     return out

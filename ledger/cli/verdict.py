@@ -10,16 +10,17 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ledger.app import receipts, verdicts
+import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.errors import LedgerError
-from replay.vcore_verify import ABSENT
-from schemas.gvc import COUNTER_NAMES
+
+if TYPE_CHECKING:
+    from ledger.app.verdicts import DerivedCase, Recorded
 
 ANTI_CLAIM = "grades state evidence strength, not correctness"
 KINDS = click.Choice(["human", "agent", "kernel"])
@@ -65,7 +66,7 @@ def verdict() -> None:
 @json_option
 def declare_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Declare a judge for UNIT (before the work is produced)."""
-    res = _call(verdicts.verdict_declare, ledger=resolve_ledger(ledger_dir), **kw)
+    res = _call(ledger.verdict_declare, ledger=resolve_ledger(ledger_dir), **kw)
     _written(as_json, res, f"declared oracle {kw['oracle']!r} for unit {res.unit!r} at seq {res.seq}")
 
 
@@ -83,7 +84,7 @@ def declare_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
 @json_option
 def ran_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record an observed run of a declared judge of UNIT."""
-    res = _call(verdicts.verdict_ran, ledger=resolve_ledger(ledger_dir), **kw)
+    res = _call(ledger.verdict_ran, ledger=resolve_ledger(ledger_dir), **kw)
     outcome = "pass" if kw["passed"] else "failure"
     _written(as_json, res, f"recorded {outcome} of {kw['oracle']!r} at seq {res.seq}")
 
@@ -99,11 +100,11 @@ def ran_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
 @json_option
 def produced_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record the work delivered for UNIT."""
-    res = _call(verdicts.verdict_produced, ledger=resolve_ledger(ledger_dir), **kw)
+    res = _call(ledger.verdict_produced, ledger=resolve_ledger(ledger_dir), **kw)
     _written(as_json, res, f"recorded work for unit {res.unit!r} at seq {res.seq}")
 
 
-def _written(as_json: bool, res: verdicts.Recorded, text: str) -> None:
+def _written(as_json: bool, res: Recorded, text: str) -> None:
     """What a recording verb prints: ``{type, unit, seq}`` with --json, else one line."""
     if as_json:
         emit_json(res.to_json())
@@ -117,7 +118,7 @@ def _written(as_json: bool, res: verdicts.Recorded, text: str) -> None:
 @json_option
 def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Derive UNIT's grade from its evidence and record it (once)."""
-    res = _call(verdicts.verdict_admit, unit, ledger=resolve_ledger(ledger_dir))
+    res = _call(ledger.verdict_admit, unit, ledger=resolve_ledger(ledger_dir))
     if as_json:
         emit_json(res.to_json())
         return
@@ -149,7 +150,7 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
     All or nothing: the whole file is checked, then appended as one atomic batch; the
     first refused line is named (exit 1) and nothing is recorded.
     """
-    res = _call(verdicts.verdict_record, jsonl, ledger=resolve_ledger(ledger_dir))
+    res = _call(ledger.verdict_record, jsonl, ledger=resolve_ledger(ledger_dir))
     if as_json:
         emit_json(res.to_json())
         return
@@ -170,7 +171,7 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
 @json_option
 def derive_cmd(as_json: bool, **kw: Any) -> None:
     """Run every case of a gvc-derivation-cases/v1 file through the derivation."""
-    res = _call(verdicts.verdict_derive, **kw)
+    res = _call(ledger.verdict_derive, **kw)
     if as_json:
         emit_json(res.to_json())
     else:
@@ -183,7 +184,9 @@ def derive_cmd(as_json: bool, **kw: Any) -> None:
         sys.exit(1)
 
 
-def _print_cases(cases: tuple[verdicts.DerivedCase, ...]) -> None:
+def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
+    from schemas.gvc import COUNTER_NAMES  # noqa: PLC0415 - `--help` loads no pydantic
+
     click.echo(f"# {len(cases)} case(s); {ANTI_CLAIM}")
     for case in cases:
         d = case.derived
@@ -208,7 +211,7 @@ def _print_cases(cases: tuple[verdicts.DerivedCase, ...]) -> None:
 @json_option
 def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """List admitted units, weakest evidence first, and units still pending admission."""
-    res = _call(verdicts.admissions, resolve_ledger(ledger_dir))
+    res = _call(ledger.admissions, resolve_ledger(ledger_dir))
     if as_json:
         emit_json(res.to_json())
         return
@@ -255,7 +258,7 @@ def receipt_verify_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> Non
     A run directory is rebuilt from events.jsonl + graph.json (+ review.json) and
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
-    res = _call(receipts.receipt_verify, ledger=resolve_ledger(ledger_dir), **kw)
+    res = _call(ledger.receipt_verify, ledger=resolve_ledger(ledger_dir), **kw)
     if as_json:
         emit_json(res.to_json())
     elif res.differences is None:  # a ledger receipt
@@ -273,7 +276,9 @@ def receipt_verify_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> Non
         for line in difference_lines(res.differences):
             click.echo(line)
     if not as_json:
-        for line in receipts.trust_lines(res.trust):
+        from ledger.app.receipts import trust_lines  # noqa: PLC0415 - `--help` loads no replay
+
+        for line in trust_lines(res.trust):
             click.echo(line)
     if not res.ok:
         sys.exit(1)
@@ -298,6 +303,8 @@ def difference_lines(differences: list[Any]) -> list[str]:
 
 
 def _shown(value: Any) -> str:
+    from replay.vcore_verify import ABSENT  # noqa: PLC0415 - `--help` loads no replay
+
     if value is ABSENT:
         return "(absent)"
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
@@ -312,7 +319,7 @@ def _shown(value: Any) -> str:
 @json_option
 def receipt_show_cmd(ident: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Show the receipt carried by the event with seq or event_id IDENT."""
-    shown = _call(receipts.receipt_show, ident, ledger=resolve_ledger(ledger_dir)).to_json()
+    shown = _call(ledger.receipt_show, ident, ledger=resolve_ledger(ledger_dir)).to_json()
     if as_json:
         emit_json(shown)
         return

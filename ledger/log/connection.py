@@ -25,7 +25,6 @@ import duckdb
 from ledger.errors import LedgerBusy, LedgerError, TamperDetected
 from ledger.log.layout import DB_FILE
 
-DEFAULT_BUSY_TIMEOUT = 5.0
 DEFAULT_DUCKDB_MEMORY = "128MB"
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ledger.defaults import DEFAULT_KEY_NAME
 from ledger.errors import LedgerError
 from ledger.log.note import Signer, Verifier, generate_signer, parse_signer_key, parse_verifier_key
 from ledger.log.outputs import check_output_path
-
-DEFAULT_KEY_NAME = "vledger"
 
 
 class KeyFileError(LedgerError):

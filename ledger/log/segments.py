@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
+from ledger.defaults import DEFAULT_MAX_ROWS
 from ledger.errors import LedgerError, TamperDetected
 from ledger.log import merkle
 from ledger.log.fast import STORED_COLUMNS
@@ -54,7 +55,6 @@ from schemas.envelope import ARROW_SCHEMA, envelope_bytes
 SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "vledger-segments/1"
-DEFAULT_MAX_ROWS = 1_000_000
 # Uncompressed bytes per segment: a segment is materialised whole when it is written (and
 # by the task that reads it), so this bounds memory — 100k rows of replay outputs overran
 # DuckDB's default 128MB buffer pool without it. ~100k typical trial rows.

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
 from ledger.log import checkpoints, connection, fast, layout, merkle
 from ledger.log.batch import AppendResult, Batch, arrow_rows, check_expected, dedupe, prepare_batch
-from ledger.log.connection import DEFAULT_BUSY_TIMEOUT, first_row, locked, transaction
+from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, READ_WINDOW, needs_upgrade
 from ledger.log.note import Checkpoint, Signer
 from ledger.log.raw import RawReads
