@@ -41,6 +41,7 @@ from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, read_units, tasks_for
 from ledger.app.ingest_spool import IngestInterrupted, append_in_batches, park, spool, unpark
 from ledger.app.result import Result
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError
 from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
@@ -129,7 +130,7 @@ def ingest(
     skip_bad: bool = False,
     keep_inconsistent: bool = False,
     max_file_bytes: int = DEFAULT_MAX_BYTES,
-    busy_timeout: float = 5.0,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     progress: Progress | None = None,
 ) -> IngestResult:
     """``vledger ingest PATH…``: every PATH into ``ledger`` (created if absent; one this

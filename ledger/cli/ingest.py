@@ -12,7 +12,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
-from ledger.defaults import DEFAULT_MAX_BYTES
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _with_progress(
     skip_bad: bool,
     keep_inconsistent: bool,
     limits: YamlLimits,
-    busy_timeout: float = 5.0,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     bar: bool = True,
 ) -> IngestResult:
     """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
