@@ -35,7 +35,7 @@ class Authority(StrEnum):
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class CuratedBundle(_Closed):

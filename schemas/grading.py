@@ -43,7 +43,7 @@ TurnBound = Annotated[int, Field(strict=True)]
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # ---------------------------------------------------------------------------- combine

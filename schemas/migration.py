@@ -32,7 +32,7 @@ CriterionKind = Literal["binary", "graded"]
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class WasShape(_Closed):

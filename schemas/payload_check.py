@@ -84,6 +84,7 @@ def _typed_dict(node: dict[str, Any]) -> dict[str, Any]:
 
 def plain_schema(model: type[BaseModel]) -> dict[str, Any] | None:
     """The model's core schema as plain data, or None when that could change a verdict."""
+    model.model_rebuild()  # a deferred model (defer_build) gets its schema built here
     try:
         return _plain(model.__pydantic_core_schema__)
     except _Unsafe:

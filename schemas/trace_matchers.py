@@ -76,7 +76,7 @@ Patterns = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
 
 
 class Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Predicate(Closed):

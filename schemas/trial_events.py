@@ -22,7 +22,7 @@ from schemas.timeline import Role, ToolExecutionStatus, ToolExecutorIdentity, Tr
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class CorpusMembership(_Closed):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.gvc import Party
 from schemas.open_payload import OpenPayload
 
-_CLOSED = ConfigDict(extra="forbid", frozen=True)
+_CLOSED = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class OracleDeclared(BaseModel):
