@@ -50,7 +50,7 @@ TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 class Grade(BaseModel):
     """The GRADE object of the ``vledger grade --json`` contract (extend, don't rename)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     score: float | None
     binary_pass: bool | None

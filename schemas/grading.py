@@ -389,7 +389,7 @@ class CustomChecksConfig(_Closed):
 class GradingConfig(BaseModel):
     """The grading config as loaded: typed blocks, the effective combine, lenient tier."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     combine: CombineConfig = Field(default_factory=CombineConfig)
     state_checks: StateChecksConfig | None = None

@@ -55,7 +55,7 @@ class Registration(BaseModel):
     """The vocabulary registration artifact. Only ``schema_version`` and
     ``ordered_grades`` carry conformance weight (spec § 9.1); other fields are local."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     schema_version: Literal["verdict-grade-registration/v1"]
     ordered_grades: tuple[str, ...] = Field(min_length=1)
@@ -115,7 +115,7 @@ class Ladder:
 class Party(BaseModel):
     """A custody role triple ``{identity, kind, chain_id}`` (spec § 3)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     identity: str
     kind: Kind
@@ -125,7 +125,7 @@ class Party(BaseModel):
 class CaseOracle(BaseModel):
     """One declared oracle of a conformance case, with its observed run/pass state."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     tier: str
     ran: bool
@@ -136,7 +136,7 @@ class CaseOracle(BaseModel):
 
 
 class CaseInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     admission_evidence: bool = True
     declared: tuple[CaseOracle, ...]
@@ -148,7 +148,7 @@ class CaseInput(BaseModel):
 class CaseCounters(BaseModel):
     """Expected counts. A canonical population a case does not name expects zero."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     unverified_from_unrun_declared: int = 0
     degraded: int = 0
@@ -165,7 +165,7 @@ class CaseExpect(BaseModel):
     """What a case expects. Fields left out (``None``) are not compared, except the
     counters, which are always compared in full (spec § 9.2)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     effective_grade: str
     evidence_kind: str
@@ -180,7 +180,7 @@ class CaseExpect(BaseModel):
 
 
 class Case(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str
     comment: str | None = None
@@ -191,7 +191,7 @@ class Case(BaseModel):
 class CaseFile(BaseModel):
     """A ``gvc-derivation-cases/v1`` file."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     schema_: Literal["gvc-derivation-cases/v1"] = Field(alias="schema")
     source: str | None = None

@@ -130,7 +130,7 @@ class StateRecorded(_Closed):
 class RecordedGrade(BaseModel):
     """grade.yaml: typed where every generation agrees, open for everything else."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     binary_pass: bool
     score: float
