@@ -29,12 +29,27 @@ def export(rev: str, into: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(into, filter="data")
     subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-        cwd=into,
-        capture_output=True,
-        check=False,  # optional=True in setup.py: without a compiler the tree runs pure
-    )
+        [sys.executable, "-c", _BUILD], cwd=into, capture_output=True, check=False
+    )  # optional, as in setup.py: without a compiler the tree runs pure
     return into
+
+
+# Builds the tree's extension from its setup.py's Extension(...) call alone: running
+# setup.py itself reads pyproject.toml, whose license string needs a newer setuptools
+# than a project venv may have, and a failed build would leave the baseline pure-Python.
+_BUILD = """
+import ast
+from setuptools import Distribution, Extension
+call = next(n for n in ast.walk(ast.parse(open("setup.py").read()))
+            if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Extension")
+name = ast.literal_eval(call.args[0])
+kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+dist = Distribution({"ext_modules": [Extension(name, **kw)]})
+cmd = dist.get_command_obj("build_ext")
+cmd.inplace = True
+cmd.ensure_finalized()
+cmd.run()
+"""
 
 
 def _env(code: Path, extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -148,11 +148,6 @@ def result(text: str = "", nl: bool = True) -> None:
     click.echo(text, nl=nl)
 
 
-def diag(text: str, nl: bool = True) -> None:
-    """Progress or a diagnostic, on stderr (never mixed into a piped result)."""
-    click.echo(text, err=True, nl=nl)
-
-
 def json_text(value: Any) -> str:
     """The one JSON encoding of a result document (indented, non-string keys allowed)."""
     return (
