@@ -20,7 +20,7 @@ LAYOUT = ["trial/a", "trial/b", "note/x", "trial/a", "trial/c", "trial/b", "tria
 def event(seq: int, stream: str) -> StoredEvent:
     first = LAYOUT.index(stream) == seq
     kind = "trial.registered" if first and stream != "trial/u" else "trial.message"
-    return StoredEvent(seq, stream, 0, f"e{seq}", kind, 1, datetime.now(UTC), b"{}", b"")
+    return StoredEvent(seq, stream, 0, f"e{seq}", kind, 1, datetime.now(UTC), b"{}", bytes(32))
 
 
 class FakeLog:
@@ -71,3 +71,39 @@ def test_results_are_sorted_by_stream_and_equal_for_any_workers(monkeypatch):
     two = LocalEngine(2).map_trials(FakeLog(), select, count, 2)
     assert one == two == [("trial/a", (0, 6, 16)), ("trial/b", (2, 10)), ("trial/c", (8, 14, 18))]
     assert totals == [4]  # every trial stream the log holds, before filtering
+
+
+class ArrowFakeLog(FakeLog):
+    """The two reads the pool path uses on the DuckDB store: spans and Arrow windows."""
+
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        seqs: dict[str, list[int]] = {}
+        for e in self.events[start:end]:
+            if e.stream.startswith("trial/"):
+                seqs.setdefault(e.stream, []).append(e.seq)
+        return [(min(s), max(s)) for s in seqs.values()]
+
+    def read_arrow(self, stream_prefix: str, from_seq: int, to_seq: int):  # noqa: ANN201
+        import dataclasses
+
+        import pyarrow as pa
+
+        from schemas.envelope import ARROW_SCHEMA
+
+        rows = [
+            dataclasses.asdict(e)
+            for e in self.events[from_seq : to_seq + 1]
+            if e.stream.startswith(stream_prefix)
+        ]
+        return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 64])
+def test_the_pool_reads_arrow_windows_and_keeps_interleaved_trials_whole(monkeypatch, chunk):
+    """Workers > 1: the driver ships Arrow windows, each trial projected once, whole, by the
+    window holding its last event, even when trials interleave (trial/a spans the log)."""
+    monkeypatch.setattr(local, "CHUNK", chunk)
+    select = TrialSelection(to_seq=len(LAYOUT) - 1)
+    one = LocalEngine(1).map_trials(ArrowFakeLog(), select, count, 2)
+    two = LocalEngine(2).map_trials(ArrowFakeLog(), select, count, 2)
+    assert one == two == [("trial/a", (0, 6, 16)), ("trial/b", (2, 10)), ("trial/c", (8, 14, 18))]

@@ -10,7 +10,7 @@ come back sorted by stream, so they are identical for any ``workers``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -20,7 +20,7 @@ from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent
 
 READ_WINDOW = 4096  # seqs read at once: the driver holds one window plus the trials still open
-CHUNK = 64  # trials per pool task: large enough to amortise pickling, small enough to stay flat
+CHUNK = 64  # trials per pool task: large enough to amortise a task, small enough to stay flat
 
 Trial = tuple[str, list[StoredEvent]]
 
@@ -49,29 +49,53 @@ def complete_trials(lg: Any, select: TrialSelection, ends: set[int]) -> Iterator
                 yield from select.group(evs).items()
 
 
-def _run_chunk(chunk: list[Trial], fn: TrialFn, params: Any) -> list[tuple[str, Any]]:
-    return [(stream, fn(evs, params)) for stream, evs in chunk]
+def _partitions(spans: list[tuple[int, int]]) -> Iterator[tuple[int, int, frozenset[int]]]:
+    """``(lo, hi, ends)`` per pool task: CHUNK trials, each in the one task whose ``ends``
+    hold its last seq; every event of those trials lies in ``[lo, hi]``."""
+    spans = sorted(spans, key=lambda span: span[1])
+    for i in range(0, len(spans), CHUNK):
+        part = spans[i : i + CHUNK]
+        yield min(first for first, _ in part), part[-1][1], frozenset(last for _, last in part)
 
 
-def _chunks(trials: Iterable[Trial]) -> Iterator[list[Trial]]:
-    chunk: list[Trial] = []
-    for trial in trials:
-        chunk.append(trial)
-        if len(chunk) == CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def _ipc(table: Any) -> bytes:
+    import pyarrow as pa  # noqa: PLC0415 - the pool path only
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _run_window(
+    data: bytes, ends: frozenset[int], select: TrialSelection, fn: TrialFn, params: Any
+) -> list[tuple[str, Any]]:
+    """Worker side: the window's rows decoded here (in parallel), and the trials whose last
+    event is one of ``ends`` (those are whole in the window) projected."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    events = [StoredEvent(**row) for row in pa.ipc.open_stream(data).read_all().to_pylist()]
+    last = {ev.stream: ev.seq for ev in events}
+    mine = [ev for ev in events if last[ev.stream] in ends]
+    return [(stream, fn(evs, params)) for stream, evs in select.group(mine).items()]
 
 
 def run_pool(
-    trials: Iterable[Trial], fn: TrialFn, params: Any, workers: int, on_done: Progress | None
+    lg: Any,
+    select: TrialSelection,
+    fn: TrialFn,
+    params: Any,
+    workers: int,
+    on_done: Progress | None,
 ) -> Iterator[tuple[str, Any]]:
-    """``fn`` over ``trials`` in ``workers`` processes, at most two chunks per worker in flight."""
+    """``fn`` over the log's trials in ``workers`` processes: the driver reads Arrow windows
+    (no decoding), the workers decode and project; at most two windows per worker in flight."""
+    spans = lg.trial_spans(0, select.to_seq + 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         flight: deque[Future] = deque()
-        for chunk in _chunks(trials):
-            flight.append(pool.submit(_run_chunk, chunk, fn, params))
+        for lo, hi, ends in _partitions(spans):
+            window = lg.read_arrow(stream_prefix=TRIAL_PREFIX, from_seq=lo, to_seq=hi)
+            flight.append(pool.submit(_run_window, _ipc(window), ends, select, fn, params))
             while len(flight) > 2 * workers or (flight and flight[0].done()):
                 yield from _collect(flight.popleft(), on_done)
         while flight:
@@ -110,12 +134,11 @@ class LocalEngine:
             and all(v is None for v in (select.corpus, select.task, select.streams))
         ):
             on_total(len(ends))  # with a filter the total is unknown until the end
-        trials = complete_trials(lg, select, ends)
-        if self.workers > 1:
-            out = list(run_pool(trials, fn, params, self.workers, on_done))
+        if self.workers > 1 and hasattr(lg, "read_arrow") and hasattr(lg, "trial_spans"):
+            out = list(run_pool(lg, select, fn, params, self.workers, on_done))
         else:
             out = []
-            for stream, evs in trials:
+            for stream, evs in complete_trials(lg, select, ends):
                 out.append((stream, fn(evs, params)))
                 if on_done:
                     on_done(1)
