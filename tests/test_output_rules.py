@@ -236,3 +236,18 @@ def test_one_table_renderer() -> None:
     assert sql_cli.render_table is output.render_table is retrace_cli.render_table
     for module in (ROOT / "ledger" / "cli").glob("*.py"):
         assert "rich.table" not in module.read_text(), module
+
+
+def test_every_error_line_goes_through_the_one_escaping_rule() -> None:
+    """Rule 6: no CLI module writes its own ``Error:`` line (a message can quote a bundle's
+    bytes, and only ledger.cli.output.error escapes them)."""
+    import re
+
+    own = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "ledger" / "cli").glob("*.py")
+        if p.name != "output.py"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"""f?["']Error: ?\{""", line) and "escape_controls" not in line
+    }
+    assert own == {}

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import click
 
 from ledger.cli.options import GROUP_LEDGER
-from ledger.text import escape_controls
+from ledger.cli.output import error
 from schemas.errors import LedgerError
 
 
@@ -125,7 +125,7 @@ class _Main(click.Group):
             _silence_stdout()
             ctx.exit(0)
         except LedgerError as exc:  # one the command did not render itself: never a traceback
-            click.echo(f"Error: {escape_controls(str(exc))}", err=True)
+            error(exc)
             ctx.exit(exc.exit_code)
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
@@ -133,7 +133,7 @@ class _Main(click.Group):
                 raise
             from ledger.log.connection import damaged_store_error
 
-            click.echo(f"Error: {damaged_store_error(exc)}", err=True)
+            error(damaged_store_error(exc))
             ctx.exit(1)
 
 

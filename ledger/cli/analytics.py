@@ -23,7 +23,7 @@ from ledger.cli.options import (
     nl_option,
     resolve_ledger,
 )
-from ledger.cli.output import is_terminal, render_table, terminal_width
+from ledger.cli.output import error, is_terminal, render_table, terminal_width
 from ledger.errors import LedgerError
 
 if TYPE_CHECKING:  # pyarrow, DuckDB and the views load only when a query runs
@@ -147,7 +147,7 @@ def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
 
 
 def _fail(exc: LedgerError) -> NoReturn:
-    click.echo(f"Error: {exc}", err=True)
+    error(exc)
     sys.exit(1)
 
 

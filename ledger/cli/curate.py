@@ -11,6 +11,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import error
 from ledger.cli.output import result as out
 from ledger.errors import LedgerError
 
@@ -80,7 +81,7 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
     except LedgerError as exc:  # a refusal (CurationError: 1) or the store's own, with its code
         if as_json:
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
@@ -88,10 +89,9 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
         _print(result)
     if result.admitted_nothing:
         searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {root}"
-        click.echo(
-            f"Error: no trial under {searched} is admissible evidence for {flags['criterion']}; "
-            "a corpus of nothing is evidence of nothing, so nothing was written",
-            err=True,
+        error(
+            f"no trial under {searched} is admissible evidence for {flags['criterion']}; "
+            "a corpus of nothing is evidence of nothing, so nothing was written"
         )
         sys.exit(EXIT_REFUSED)
 

@@ -11,6 +11,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import error
 from ledger.errors import LedgerError
 
 
@@ -47,7 +48,7 @@ def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     try:
         res = ledger.export(resolve_ledger(ledger_dir), **kw)
     except LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(exc.exit_code)
     if as_json:
         emit_json(res.to_json())

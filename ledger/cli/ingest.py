@@ -12,6 +12,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import error
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.errors import LedgerError
 
@@ -85,7 +86,7 @@ def ingest_command(
             source = {"source": exc.source} if refused else {}
             kind = exc.kind if refused else type(exc).__name__
             emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": unchanged})
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         if unchanged:
             click.echo(
                 _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True

@@ -9,6 +9,8 @@
 4. **One table renderer**, :func:`render_table`, sized to the terminal when there is one.
 5. **JSON lists are a choice**: one JSON array (``--json``) or one object per line
    (``--json --nl``, as sqlite-utils' ``--nl``).
+6. **An error is one ``Error:`` line on stderr** (:func:`error`), its text escaped like all
+   text shown (a message may quote a stranger's bundle).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import IO, Any
 
 import click
 import orjson
+
+from ledger.text import escape_controls
 
 # Three decimals: enough to tell κ 0.999 from 1, and what reconcile has always printed.
 DECIMALS = 3
@@ -146,6 +150,11 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 def result(text: str = "", nl: bool = True) -> None:
     """A result line, on stdout."""
     click.echo(text, nl=nl)
+
+
+def error(message: object) -> None:
+    """The ``Error: …`` line of a failed command (the caller exits with the code)."""
+    click.echo(f"Error: {escape_controls(str(message))}", err=True)
 
 
 def json_text(value: Any) -> str:

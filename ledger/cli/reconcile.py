@@ -27,6 +27,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import error
 from ledger.defaults import DEFAULT_PACKS
 from schemas.errors import FAILED
 
@@ -94,7 +95,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     try:  # the options are the API's keywords, passed through as they are
         result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     except ReconcileError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())
@@ -128,7 +129,7 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
     try:
         result = ledger.validate(pack_dir, **flags)
     except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
     if as_json:
         emit_json(result.to_json())

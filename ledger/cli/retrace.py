@@ -15,7 +15,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.cli.output import fmt_number, plural, render_table, result, terminal_width
+from ledger.cli.output import error, fmt_number, plural, render_table, result, terminal_width
 from ledger.errors import LedgerError
 
 
@@ -74,7 +74,7 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     except LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader
         if as_json and isinstance(exc, RetraceError):
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(exc.exit_code)
     if as_json:
         emit_json(result.to_json())

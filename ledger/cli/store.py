@@ -26,7 +26,7 @@ from ledger.cli.options import (
     nl_option,
     resolve_ledger,
 )
-from ledger.cli.output import write_json_rows
+from ledger.cli.output import error, write_json_rows
 from ledger.defaults import DEFAULT_KEY_NAME, DEFAULT_MAX_ROWS
 
 if TYPE_CHECKING:
@@ -272,7 +272,7 @@ def verify_cmd(
             click.echo(escape_controls(line))
     if not res.ok:
         first = res.problems[0]
-        click.echo(escape_controls(f"Error: {first.where}: {first.what}"), err=True)
+        error(f"{first.where}: {first.what}")
         sys.exit(1)
 
 
@@ -350,10 +350,9 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
         from ledger.log.segments import SEGMENT_DIR  # noqa: PLC0415 - `--help` loads no store
 
         bad = res.conflicts[0]
-        click.echo(
-            f"Error: {SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
-            "sealed segment that disagrees with the store, nothing changed",
-            err=True,
+        error(
+            f"{SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            "sealed segment that disagrees with the store, nothing changed"
         )
         sys.exit(1)
 

@@ -17,6 +17,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import error
 from ledger.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _call(api: Callable[..., T], *args: Any, **kw: Any) -> T:
     try:
         return api(*args, **kw)
     except LedgerError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        error(exc)
         sys.exit(exc.exit_code)
 
 
