@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.log.protocol import Store
 from ledger.sources import strict_json
 from ledger.sources.files import InputError
 from replay.verdict import Admission, derive
@@ -37,17 +38,6 @@ from schemas.verdict_events import VerdictAdmitted
 UNIT_PREFIX = "unit/"
 ADMITTED = "verdict.admitted"
 REGISTRATION_FILE = Path(__file__).with_name("verdict-grade-registration.json")
-
-
-class LedgerLike(Protocol):
-    """The slice of ``ledger.log.store.Ledger`` this module uses."""
-
-    def append(self, events: Iterable[NewEvent]) -> Any: ...
-    def read(
-        self, stream: str | None = None, type: str | None = None, stream_prefix: str | None = None
-    ) -> Iterable[StoredEvent]: ...
-    def stream_version(self, stream: str) -> int | None: ...
-    def streams(self, prefix: str | None = None) -> list[str]: ...
 
 
 class UnitRejected(LedgerError, ValueError):
@@ -95,7 +85,7 @@ def as_unit_event(ev: StoredEvent) -> UnitEvent:
     return UnitEvent(ev.type, ev.data(), seq=ev.seq, stream_version=ev.stream_version)
 
 
-def read_unit(lg: LedgerLike, unit: str) -> list[UnitEvent]:
+def read_unit(lg: Store, unit: str) -> list[UnitEvent]:
     return [as_unit_event(ev) for ev in lg.read(stream=unit_stream(unit))]
 
 
@@ -152,7 +142,7 @@ def _content_key(type: str, data: Any) -> tuple[str, bytes]:
 
 
 def write_units(
-    lg: LedgerLike,
+    lg: Store,
     items: Iterable[tuple[str, str, dict[str, Any]]],
     registration: Registration | None = None,
 ) -> list[Written]:
@@ -236,7 +226,7 @@ def _checked(
     return body, None
 
 
-def record(lg: LedgerLike, unit: str, type: str, payload: dict[str, Any]) -> int:
+def record(lg: Store, unit: str, type: str, payload: dict[str, Any]) -> int:
     """Check and append one evidence event to ``unit/<unit>``; return its seq.
 
     Refuses (``UnitRejected``) an event that would make the stream unsound: a malformed
@@ -253,14 +243,14 @@ def _given(**optional: Any) -> dict[str, Any]:
 
 
 def declare(
-    lg: LedgerLike, unit: str, oracle_id: str, tier: str, author: Party, command: str | None = None
+    lg: Store, unit: str, oracle_id: str, tier: str, author: Party, command: str | None = None
 ) -> int:
     payload = {"oracle_id": oracle_id, "tier": tier, "author": author.model_dump()}
     return record(lg, unit, "oracle.declared", {**payload, **_given(command=command)})
 
 
 def ran(
-    lg: LedgerLike, unit: str, oracle_id: str, passed: bool, runner: Party,
+    lg: Store, unit: str, oracle_id: str, passed: bool, runner: Party,
     content_identity: str = "", exit_code: int | None = None, evidence: str | None = None,
 ) -> int:  # fmt: skip
     payload = {"oracle_id": oracle_id, "passed": passed, "runner": runner.model_dump(),
@@ -270,7 +260,7 @@ def ran(
 
 
 def produced(
-    lg: LedgerLike, unit: str, producer: Party, content_identity: str = "",
+    lg: Store, unit: str, producer: Party, content_identity: str = "",
     producer_supplied_grade: str | None = None,
 ) -> int:  # fmt: skip
     payload = {"producer": producer.model_dump(), "content_identity": content_identity}
@@ -296,7 +286,7 @@ def derive_unit(events: list[UnitEvent], unit: str, ladder: Ladder) -> Admission
     return derive(unit_evidence(unit, events), ladder)
 
 
-def admit(lg: LedgerLike, unit: str, registration: Registration | None = None) -> Admission:
+def admit(lg: Store, unit: str, registration: Registration | None = None) -> Admission:
     """Derive the unit's record and append it as ``verdict.admitted`` — exactly once.
 
     A unit with no ``work.produced`` is admitted fail-closed (``unverified``,
@@ -348,7 +338,7 @@ def parse_jsonl(text: str, source: str = "<stdin>") -> list[tuple[int, tuple[str
     return items
 
 
-def record_jsonl(lg: LedgerLike, text: str, source: str = "<stdin>") -> list[Written]:
+def record_jsonl(lg: Store, text: str, source: str = "<stdin>") -> list[Written]:
     """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
     with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
 
@@ -373,7 +363,7 @@ class AdmissionRow:
     record: dict[str, Any]
 
 
-def admissions(lg: LedgerLike, ladder: Ladder | None = None) -> list[AdmissionRow]:
+def admissions(lg: Store, ladder: Ladder | None = None) -> list[AdmissionRow]:
     """Every recorded admission, weakest evidence first (then flagged failures first,
     then unit id), so the least-evidenced work surfaces before confident summaries."""
     ladder = ladder or load_ladder()
@@ -392,13 +382,13 @@ def admissions(lg: LedgerLike, ladder: Ladder | None = None) -> list[AdmissionRo
     )
 
 
-def pending_units(lg: LedgerLike) -> list[str]:
+def pending_units(lg: Store) -> list[str]:
     """Units with evidence but no admission yet (surfaced, never silently dropped)."""
     admitted = {ev.stream for ev in lg.read(type=ADMITTED)}
     return [unit_of(s) for s in lg.streams(prefix=UNIT_PREFIX) if s not in admitted]
 
 
-def verify_admissions(lg: LedgerLike, registration: Registration | None = None) -> list[str]:
+def verify_admissions(lg: Store, registration: Registration | None = None) -> list[str]:
     """Re-derive every recorded admission; one problem string per thing that is off.
 
     Checks each ``unit/`` stream for soundness (malformed events, undeclared oracles,
@@ -408,7 +398,7 @@ def verify_admissions(lg: LedgerLike, registration: Registration | None = None) 
     return [f"unit {unit!r}: {what}" for unit, what in unit_problems(lg, registration)]
 
 
-def unit_problems(lg: LedgerLike, registration: Registration | None) -> list[tuple[str, str]]:
+def unit_problems(lg: Store, registration: Registration | None) -> list[tuple[str, str]]:
     registration = registration or load_registration()
     ladder = registration.ladder()
     problems: list[tuple[str, str]] = []

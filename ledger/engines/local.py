@@ -25,7 +25,7 @@ CHUNK = 64  # trials per pool task: large enough to amortise a task, small enoug
 Trial = tuple[str, list[StoredEvent]]
 
 
-def trial_ends(lg: Any, to_seq: int) -> set[int]:
+def trial_ends(lg: Store, to_seq: int) -> set[int]:
     """The seq of each trial stream's last event up to ``to_seq``: where a trial is complete."""
     spans = getattr(lg, "trial_spans", None)  # the DuckDB store answers in one query
     if spans is not None:
@@ -34,7 +34,7 @@ def trial_ends(lg: Any, to_seq: int) -> set[int]:
     return set(last_of.values())
 
 
-def complete_trials(lg: Any, select: TrialSelection, ends: set[int]) -> Iterator[Trial]:
+def complete_trials(lg: Store, select: TrialSelection, ends: set[int]) -> Iterator[Trial]:
     """Each selected trial and its events as soon as its last event (one of ``ends``) is
     read, in seq order: memory holds the trials still open, never the corpus."""
     pending: dict[str, list[StoredEvent]] = {}
@@ -134,7 +134,7 @@ class LocalEngine:
             and all(v is None for v in (select.corpus, select.task, select.streams))
         ):
             on_total(len(ends))  # with a filter the total is unknown until the end
-        if self.workers > 1 and hasattr(lg, "read_arrow") and hasattr(lg, "trial_spans"):
+        if self.workers > 1 and hasattr(lg, "trial_spans"):  # Arrow windows (SealedStore)
             out = list(run_pool(lg, select, fn, params, self.workers, on_done))
         else:
             out = []
