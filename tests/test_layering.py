@@ -250,3 +250,12 @@ def test_the_inner_layering_check_sees_the_log_importing_the_app(tmp_path: Path)
         (tmp_path / rel).write_text(text)
     known = modules(tmp_path, ("ledger",))
     assert forbidden_inside(known) == ["ledger.log.store imports ledger.app.use"]
+
+
+def test_only_the_cli_imports_click_or_rich() -> None:
+    """The API returns results and raises LedgerErrors; printing is the CLI's (issue 17)."""
+    below_cli = [p for p in (ROOT / "ledger").rglob("*.py") if "cli" not in p.parts]
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(_imports(p) & {"click", "rich"}) for p in below_cli
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
