@@ -92,7 +92,7 @@ class _Scan:
         return True
 
     def window_sql(self, t: pa.Table, nodes: pa.Table) -> bool:
-        """Like :meth:`window_fast`, from entries DuckDB assembled (``Ledger.verify_windows``).
+        """Like :meth:`window_fast`, from entries DuckDB assembled (``ledger.log.raw.verify_windows``).
 
         False (state untouched) when anything differs or a row's entry is NULL (a string
         that needs JSON escaping): the caller then takes the Python paths for the window.
