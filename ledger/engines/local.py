@@ -9,6 +9,7 @@ come back sorted by stream, so they are identical for any ``workers``.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -91,7 +92,10 @@ def run_pool(
     """``fn`` over the log's trials in ``workers`` processes: the driver reads Arrow windows
     (no decoding), the workers decode and project; at most two windows per worker in flight."""
     spans = lg.trial_spans(0, select.to_seq + 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # forkserver, not fork: the driver may hold threads (the hash pool, Ray's gRPC) that a
+    # forked child would inherit mid-state; a fresh server process has none
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         flight: deque[Future] = deque()
         for lo, hi, ends in _partitions(spans):
             window = lg.read_arrow(stream_prefix=TRIAL_PREFIX, from_seq=lo, to_seq=hi)
