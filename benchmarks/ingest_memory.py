@@ -16,39 +16,25 @@ With ``--scale K`` a third input, ``K × --trials`` generated bundles, shows whe
 peak stays flat in the corpus size (issue 17: the plan is spooled to disk and appended in
 bounded batches); its ratio to the first row is printed last.
 
-Each row divides the peak by the bytes of the files read. A process that only imports
-the CLI (``vledger --help``) gives the fixed floor (interpreter, DuckDB, PyArrow), shown
-beside it, so the ratio of what ingest adds can be read too.
+Each row divides the peak by the bytes of the files read. A process that only creates an
+empty ledger (``vledger init``) gives the fixed floor (interpreter, DuckDB, PyArrow, the
+store), shown beside it, so the ratio of what ingest adds can be read too. (``vledger
+--help`` no longer loads any of those since issue 17, so it is no floor.)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.baseline import ROOT, peak_rss
 from benchmarks.generate_corpus import generate
-
-ROOT = Path(__file__).resolve().parents[1]
-_ENTRY = "import sys; from ledger.cli import main; sys.exit(main(prog_name='vledger'))"
 
 
 def child_peak_rss(*args: str | Path) -> int:
-    """Peak RSS in bytes of one fresh ``vledger ARGS`` process (Linux: ru_maxrss in KiB)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-c", _ENTRY, *map(str, args)]
-    # each measurement in its own grandchild, so RUSAGE_CHILDREN holds that one process only
-    probe = (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
-        "stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, *cmd], env=env, capture_output=True, text=True, check=True
-    )
-    return int(out.stdout.strip()) * 1024
+    """Peak RSS in bytes of one fresh ``vledger ARGS`` process of this tree."""
+    return peak_rss(ROOT, list(args))
 
 
 def input_bytes(root: Path) -> int:
@@ -86,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         corpus = work / "corpus"
         generate(corpus, args.trials, args.seed)
-        floor = child_peak_rss("--help")
+        floor = child_peak_rss("init", "--ledger", work / "floor")
         rows = []
         for label, path in (
             (f"{args.trials} generated bundles", corpus),
@@ -98,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             size = input_bytes(path)
             peak = child_peak_rss("ingest", "--ledger", work / f"L-{len(rows)}", path)
             rows.append((label, size, peak))
-    print(f"floor (vledger --help): peak RSS {floor / 2**20:.0f} MiB")
+    print(f"floor (vledger init): peak RSS {floor / 2**20:.0f} MiB")
     print("| input | bytes read | peak RSS | peak ÷ input | (peak − floor) ÷ input |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for label, size, peak in rows:
