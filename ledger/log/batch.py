@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
@@ -356,7 +355,7 @@ def arrow_rows(
         next_version[stream] = v
         push(v)
     columns = [
-        pc.add_checked(_iota(n), pa.scalar(size, pa.uint64())),
+        pa.array(range(size, size + n), pa.uint64()),
         pa.array(new.streams, pa.string()),
         pa.array(stream_versions, pa.uint32()),
         pa.array(new.event_ids, pa.string()),
@@ -381,10 +380,6 @@ def arrow_rows(
 
 
 @functools.lru_cache(maxsize=8)
-def _iota(n: int) -> pa.UInt64Array:
-    """0, 1, …, n - 1 (append adds its first seq in C instead of converting n ints)."""
-    return pa.array(range(n), pa.uint64())
-
 
 def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
     """Concatenated 32-byte digests as one Arrow array over the same buffer (no copy)."""

@@ -17,6 +17,7 @@ import hashlib
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -24,15 +25,15 @@ import pyarrow as pa
 
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
-from ledger.log import checkpoints, connection, fast, layout, merkle
+from ledger.log import connection, fast, layout, merkle
 from ledger.log.batch import AppendResult, Batch, arrow_rows, check_expected, dedupe, prepare_batch
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, READ_WINDOW, needs_upgrade
-from ledger.log.note import Checkpoint, Signer
 from ledger.log.raw import RawReads
 from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent
 
 if TYPE_CHECKING:
+    from ledger.log.note import Checkpoint, Signer
     from ledger.log.segments import SegmentInfo
 
 # The id and stream filters of each ledger file this process appended to (ledger.log.fast),
@@ -409,19 +410,20 @@ class Ledger(RawReads, merkle.TreeReads):
 
     def checkpoints(self) -> list[tuple[Path, str]]:
         """Stored checkpoint notes ``(file, note)``, oldest (smallest size) first."""
-        return checkpoints.stored_notes(self.path)
+        return _checkpoints().stored_notes(self.path)
 
     def latest_checkpoint(self) -> Checkpoint | None:
         """The body of the largest stored checkpoint (its signatures are not checked here)."""
-        return checkpoints.latest(self.checkpoints())
+        return _checkpoints().latest(self.checkpoints())
 
     def checkpoint(self, signer: Signer) -> str:
         """Sign, store and return a C2SP checkpoint note of the current tree (the rules:
         :mod:`ledger.log.checkpoints`)."""
         with self._lock:
             size, frontier = self._tree_state()
-            cp = Checkpoint(self.origin, size, merkle.frontier_root(frontier))
-            signed = checkpoints.signed_checkpoint(cp, signer, self.checkpoints(), self)
+            notes = _checkpoints()
+            cp = notes.Checkpoint(self.origin, size, merkle.frontier_root(frontier))
+            signed = notes.signed_checkpoint(cp, signer, self.checkpoints(), self)
             target = layout.checkpoint_file(self.path, size)
             if not target.exists() or target.read_text(encoding="utf-8") != signed:
                 target.parent.mkdir(exist_ok=True)
@@ -440,3 +442,11 @@ def _filters(
         ("type IN (SELECT unnest(?::VARCHAR[]))", None if types is None else list(types)),
     ]
     return [(sql, value) for sql, value in conditions if value is not None]
+
+
+def _checkpoints() -> ModuleType:
+    """The checkpoint module, imported on first use: it loads the Ed25519 stack
+    (cryptography), which appending and reading never need (issue 17 start-up)."""
+    from ledger.log import checkpoints  # noqa: PLC0415
+
+    return checkpoints
