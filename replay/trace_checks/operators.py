@@ -22,21 +22,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 
-class _Missing:
-    """An argument path the call never sent — distinct from an explicit JSON null."""
+class _Sentinel:
+    """A marker read by identity; it pickles and copies as itself (the module global)."""
 
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return self.name
+
+    def __reduce__(self) -> str:
+        return self.name
 
 
-MISSING: Any = _Missing()
+MISSING: Any = _Sentinel("MISSING")  # an argument path the call never sent, not a JSON null
+UNKNOWN: Any = _Sentinel("UNKNOWN")  # a field whose evidence the trial does not carry
 
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 
