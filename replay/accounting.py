@@ -19,12 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from replay.trace_checks.results import TraceChecksResult
-from schemas.grading import (
-    GradingConfig,
-    LlmJudgeConfig,
-    StateChecksConfig,
-    TranscriptRulesConfig,
-)
+from schemas.grading import GradingConfig, LlmJudgeConfig, StateChecksConfig, TranscriptRulesConfig
 from schemas.key_manifest import BY_KEY
 from schemas.trace_checks import Require, TraceChecksConfig
 

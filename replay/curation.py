@@ -20,13 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from replay.trial_inputs import TrialInputs
-from schemas.curation import (
-    Authority,
-    CorpusManifest,
-    CuratedBundle,
-    RejectedTrial,
-    Rejection,
-)
+from schemas.curation import Authority, CorpusManifest, CuratedBundle, RejectedTrial, Rejection
 from schemas.errors import LedgerError
 from schemas.timeline import ToolExecutionStatus
 
