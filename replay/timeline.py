@@ -1,27 +1,16 @@
 """The trial event timeline: the message view and the tool-call record joined (GRADING.md G1–G8).
 
-``build_trial_timeline`` is pure and runs in hot loops (retrace over whole corpora), so it
-works on the frozen dataclasses of ``schemas.timeline`` directly and builds each event
-once, at its final position, through per-kind constructors that set its slots directly.
+Pure and hot (retrace over whole corpora): each event is built once, at its final position.
+Per message in order, skipping ``role: system`` (N3) and ``role: tool`` (its text becomes a
+tool_result): the message event, then its executed calls each followed by its own result
+(G8 order; GRADING.md § Trace Checks, ``among``), then its never-executed calls.
+Messages-only (G6b) keeps that shape, declaration order standing in for execution order.
 
-Event order, per message in ``messages`` order (G1), skipping ``role: system`` (N3) and
-``role: tool`` messages (their text becomes a tool_result, never an event of its own):
-
-    <the message event> then, for each call the message declares,
-    tool_call, tool_result, tool_call, tool_result, …   (executed calls, G8 order)
-    tool_call, tool_call, …                              (never executed, declaration order)
-
-Each result sits right after its own call: GRADING.md § Trace Checks (``among``) says so
-("a call's own result sits between it and the next call"), and G8's ordering guarantee
-only holds in execution terms that way, as the calls ran. Messages-only (G6b) keeps the
-shape, declaration order standing in for execution order, so a trial read with and
-without its tool_log.yaml differs in fields, never in where a tool_result sits.
-
-Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 (the recorder) builds
-them: a *user tool step* (a role: user message whose calls the role: tool run right after
-it answers; addressed to the environment, not the dialogue, so its calls are events and
-the message is not) and, messages-only, a role: tool message answering either actor. The
-recorder's ``Error: `` stripping is not followed (G6b); docs/readme/timeline.md § Decisions.
+Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 builds them: a *user
+tool step* (a role: user message whose calls the following role: tool run answers: its
+calls are events, the message is not) and, messages-only, a role: tool message answering
+either actor. The recorder's ``Error: `` stripping is not followed (G6b);
+docs/readme/timeline.md § Decisions.
 """
 
 from __future__ import annotations

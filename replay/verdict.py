@@ -1,20 +1,11 @@
 """The GVC derivation: a unit's effective grade from its declared and observed oracles.
 
-Graded Verdict Custody spec § 5–8, as a pure function. Grades state evidence strength,
-never correctness. ``derive`` runs the pipeline in order: fail-closed admission (§ 8),
-base grade (§ 5.1; the record's ``evidence_kind``, never changed afterwards), unrun-declared
-cap (§ 5.2), the step-3 rank operations (§ 5.3) for every oracle tied at the base tier
-folded by MAX with tie selection, then producer-mint rejection (§ 6) and the nine counted
-populations (§ 7).
-
-Every rank operation is recorded only when it actually lowers the grade. The pieces
-are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so
-the mutation tests can remove or reorder each one and watch the conformance suite fail.
-
-Where the spec leaves room (the tied set under several operations, tie selection, which
-oracle the populations follow, "capped", the kernel exemption, both chains empty, a
-disagreement at base ``unverified``) the choices are docs/readme/verdict.md's, each pinned
-by a test in tests/test_gvc_properties.py.
+Graded Verdict Custody spec § 5–8 as a pure function (``derive``, steps in spec order).
+Grades state evidence strength, never correctness; a rank operation is recorded only when
+it lowers the grade. The pieces are small module-level functions (and the ``STEP3_OPS`` /
+``COUNTER_RULES`` tables) so the mutation tests can remove or reorder each one. Where the
+spec leaves room, the choices are docs/readme/verdict.md's, each pinned by a test in
+tests/test_gvc_properties.py.
 """
 
 from __future__ import annotations
