@@ -11,7 +11,7 @@ tests/test_gvc_properties.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from schemas.gvc import (
@@ -89,25 +89,12 @@ class Admission:
     def record(self) -> dict[str, Any]:
         """The record as plain JSON values (the ``verdict.admitted`` payload body)."""
 
-        def party(p: Party | None) -> dict[str, str] | None:
-            return None if p is None else p.model_dump()
-
-        return {
-            "effective_grade": self.effective_grade,
-            "evidence_kind": self.evidence_kind,
-            "applied_rank_ops": list(self.applied_rank_ops),
-            "conflicting_evidence": self.conflicting_evidence,
-            "failed_declared_evidence": self.failed_declared_evidence,
-            "provenance": self.provenance,
-            "oracle_author": party(self.oracle_author),
-            "oracle_runner": party(self.oracle_runner),
-            "work_producer": party(self.work_producer),
-            "content_identity": self.content_identity,
-            "current_content_identity": self.current_content_identity,
-            "declared_count": self.declared_count,
-            "unrun_count": self.unrun_count,
-            "counters": {name: self.counters[name] for name in COUNTER_NAMES},
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("oracle_author", "oracle_runner", "work_producer"):
+            out[name] = None if out[name] is None else out[name].model_dump()
+        out["applied_rank_ops"] = list(self.applied_rank_ops)
+        out["counters"] = {name: self.counters[name] for name in COUNTER_NAMES}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
