@@ -14,11 +14,8 @@ from collections.abc import Iterable
 
 
 class CallIdDeriver:
-    """Online derivation for one view: feed raw ids in observation order, get keys back.
-
-    Each view (message declarations, role: tool answers, the record) uses its own deriver,
-    because each derives from its own observation order (G3).
-    """
+    """Online derivation for one view (each derives from its own observation order, G3):
+    feed raw ids in observation order, get keys back."""
 
     __slots__ = ("_counts", "_issued")
 

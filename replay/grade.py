@@ -67,12 +67,8 @@ class Grade(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class GradeInputs:
-    """One trial's grading inputs, as the recording holds them.
-
-    ``recorded_calls`` is ``None`` when the bundle carried no tool-call record (not the
-    same as an empty record). ``initial_db`` is the task snapshot's
-    ``initial_state.json_db``; ``final_state`` the final environment state, where recorded.
-    """
+    """One trial's grading inputs, as the recording holds them (``recorded_calls`` None: no
+    tool-call record, not an empty one; ``initial_db``: ``initial_state.json_db``)."""
 
     trial: str
     messages: tuple[Message, ...]

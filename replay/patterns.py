@@ -38,11 +38,8 @@ class RegexBudgetExceeded(LedgerError):
 
 
 class BoundedPattern:
-    """A compiled backtracking pattern whose every match is time-bounded.
-
-    Offers the part of ``re.Pattern`` the evaluators use: ``search``, ``finditer``
-    (materialised, so the budget covers the whole scan) and ``groups``.
-    """
+    """A compiled backtracking pattern whose every match is time-bounded (``finditer`` is
+    materialised, so the budget covers the whole scan)."""
 
     __slots__ = ("_compiled", "budget", "pattern")
 

@@ -124,11 +124,8 @@ def _registered(stream: str, p: Mapping[str, Any]) -> RegisteredInfo:
 
 
 def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
-    """Fold one trial stream's events (any order) into its grading inputs.
-
-    Raises :class:`TrialInputsError` when the events span several streams, carry no
-    ``trial.registered``, or disagree with it about the record view.
-    """
+    """Fold one trial stream's events (any order) into its grading inputs, or raise
+    :class:`TrialInputsError` naming what does not hold together."""
     if not events:
         raise TrialInputsError("no events: a trial needs at least its trial.registered event")
     ordered = sorted(events, key=lambda e: e.stream_version)

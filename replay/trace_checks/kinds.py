@@ -206,12 +206,8 @@ def _achievable(res: Resolution, extreme: str) -> list[int]:
 def _side_options(
     res: Resolution, q: str, increasing: bool, for_pass: bool
 ) -> list[frozenset[int]]:
-    """The readings of one side that reach the extremes of a monotone verdict.
-
-    For a first/last side every achievable singleton; for an any/all side the minimal
-    readings (D, or each singleton where D is empty) and the maximal one (D ∪ U), picking
-    whichever end helps the outcome being tested.
-    """
+    """The readings of one side that reach the extremes of a monotone verdict: every
+    achievable singleton for first/last; for any/all the end helping the tested outcome."""
     if q in ("first", "last"):
         return [frozenset({p}) for p in _achievable(res, "min" if q == "first" else "max")]
     d, u = res.matched, res.undecidable
