@@ -12,7 +12,7 @@ components still decides ``binary_pass: false``, whatever the rest would have sa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -307,12 +307,7 @@ class Difference:
     reason: str
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "component": self.component,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def _same(a: Any, b: Any) -> bool:
