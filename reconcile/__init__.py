@@ -9,6 +9,5 @@ One concept per module:
 * ``compose`` / ``counterfactual`` — the re-fold under the declared ``combine_weights``;
 * ``report`` — the exit contract, the ``--json`` document and the human text.
 
-No I/O happens here: ``ledger.app.reconcile`` reads packs, corpora and the ledger and
-hands values in.
+No I/O: ``ledger.app.reconcile`` reads packs, corpora and the ledger and hands values in.
 """

@@ -1,13 +1,10 @@
 """The runner-side trial verdict, recomposed offline through the project's one fold
 (GRADING.md § Score Combination, § Required-gate semantics; FORMATS.md § 4 Fold rules).
 
-The counterfactual must be "recomposed by the same function the runner folds a live trial
-through" (RUBRIC_MIGRATION.md § The counterfactual), so this module adds no grading rule of
-its own: it adapts reconciliation's values to ``replay.components.judge.aggregate_rubric``
-(required criteria gate, the weighted mean of the rest, the component zeroed on a failed
-gate) and ``replay.components.combine.combine_components`` (weighted / all / any, a failed
-gate forcing ``binary_pass`` false), and turns every way the recorded evidence cannot be
-routed through them into a named :class:`NotRecomposable` instead of a guess.
+No grading rule of its own: "recomposed by the same function the runner folds a live trial
+through" (RUBRIC_MIGRATION.md § The counterfactual), it adapts reconciliation's values to
+``aggregate_rubric`` and ``combine_components``, and names every way the recorded evidence
+cannot be routed through them (:class:`NotRecomposable`) instead of guessing.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """What the migration would have done to each contributing trial's verdict
 (RUBRIC_MIGRATION.md § The counterfactual; FORMATS.md § 8 Counterfactual).
 
-*Before* recomposes the trial from its own recording — the judge component from the
-recorded rubric and criterion verdicts, folded with the recorded components under the
-recorded ``combine.weights`` — and must reproduce the recorded ``llm_judge``, ``score`` and
-``binary_pass`` (to 1e-9) before any *after* column is believed. *After* drops the criterion
-from the rubric (in every mode: the columns are the bound of a full retirement), adds the
-recomputed trace component, and folds under the entry's declared ``combine_weights`` (else
-the recorded map). The veto sets are mode-aware: a narrowed criterion keeps its veto.
-
-Nothing reads the counterfactual: no verdict, exit code or refusal depends on it.
+*Before* must reproduce the recorded ``llm_judge``, ``score`` and ``binary_pass`` (to 1e-9)
+before any *after* column is believed. *After* drops the criterion in every mode (the bound
+of a full retirement); only the veto sets are mode-aware. Nothing reads the counterfactual:
+no verdict, exit code or refusal depends on it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The values reconciliation reads: a pack's view, and one observation per recorded trial.
 
-Everything here is plain frozen data built by the caller (``ledger/app/reconcile.py`` from
-bundles and packs, tests by hand). Reconciliation never opens a file: a trial arrives as
-its recorded grade, the rubric it recorded, and the verdicts the trace-check projection
-recomputed over it under the *pack's* constraints.
+Plain frozen data built by the caller (``ledger/app/reconcile.py``, tests by hand):
+reconciliation never opens a file.
 """
 
 from __future__ import annotations
@@ -34,11 +32,8 @@ class CriterionShape:
 
 @dataclass(frozen=True, slots=True)
 class ConstraintDecl:
-    """One trace_checks constraint: where it sits (``""`` = shared) and its severity.
-
-    ``spec`` is the constraint's canonical JSON as the pack wrote it, so two packs can be
-    pooled only when they recompute a criterion with byte-identical constraints.
-    """
+    """One trace_checks constraint: its route (``""`` = shared), severity and canonical JSON
+    (``spec``: packs pool only with byte-identical constraints)."""
 
     id: str
     route: str
@@ -92,13 +87,9 @@ class RecordedGrading:
 
 @dataclass(frozen=True, slots=True)
 class CandidateEvaluation:
-    """The trace-check projection of the pack's block over one trial.
-
-    ``verdicts`` covers the scoring decision set — the shared constraints plus the winning
-    route's — with ``None`` for an undecided constraint. A route-scoped constraint whose
-    route lost is simply absent. ``component`` / ``gate_failed`` are the recomputed trace
-    component the counterfactual folds in.
-    """
+    """The trace-check projection of the pack's block over one trial: ``verdicts`` over the
+    scoring decision set (shared + winning route; ``None`` undecided), and the recomputed
+    component the counterfactual folds in."""
 
     verdicts: Mapping[str, bool | None]
     component: float | None
@@ -118,12 +109,8 @@ Candidate = CandidateEvaluation | Unavailable
 
 @dataclass(frozen=True, slots=True)
 class TrialObservation:
-    """One recorded trial, as reconciliation sees it.
-
-    ``trial`` is the display id (a bundle path); ``keys`` are every spelling a waiver may
-    use for it (corpus-relative and base-relative paths). ``candidate`` is either the
-    precomputed projection or a zero-argument callable computing it on demand.
-    """
+    """One recorded trial: ``keys`` are every spelling a waiver may use for it; ``candidate``
+    is the projection or a zero-argument callable computing it on demand."""
 
     trial: str
     task_id: str
@@ -151,12 +138,8 @@ def normalise_trial_path(path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CorpusResolution:
-    """What the caller found when it resolved one declared ``corpus`` value against a base.
-
-    The filesystem work (joining, refusing ``..`` and symlink escapes, looking for
-    ``corpus.yaml``, listing bundles) is the caller's; validation only reads the outcome.
-    ``bundles`` are bundle paths relative to the resolved corpus directory.
-    """
+    """The caller's resolution of one declared ``corpus`` value against a base (the
+    filesystem work is the caller's); ``bundles`` are relative to the corpus directory."""
 
     value: str
     base: str

@@ -1,21 +1,18 @@
 """The 2×2 agreement table, accuracy and Cohen's κ (RUBRIC_MIGRATION.md § The bar).
 
-Rows are the reference labeller (the judge's recorded verdict), columns the candidate
-(the recomputed constraint). κ is computed in exact integer arithmetic and divided once,
-so "undefined" is decided by an exact zero rather than a float that happens to round to
-one:
+Rows: the judge's recorded verdict; columns: the recomputed constraint. κ is exact integer
+arithmetic divided once, so "undefined" is an exact zero, never a float rounding to one:
 
     N = a + b + c + d,  agree = a + d,  R = a + b (judge met),  C = a + c (constraint passed)
     p_o = agree / N,  p_e = (R·C + (N−R)(N−C)) / N²
     κ = (p_o − p_e) / (1 − p_e) = (N·agree − E) / (N² − E),  E = R·C + (N−R)(N−C)
 
-κ is ``None`` below two observations, and where ``N² = E`` — chance agreement is total,
-which happens exactly when neither labeller varies and they agree on the one label.
+κ is ``None`` below two observations and where ``N² = E`` (neither labeller varies).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +25,9 @@ class Table:
     not_met_failed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("met_passed", "met_failed", "not_met_passed", "not_met_failed"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"Table.{name} = {getattr(self, name)}, want a count >= 0")
+        for f in fields(self):
+            if getattr(self, f.name) < 0:
+                raise ValueError(f"Table.{f.name} = {getattr(self, f.name)}, want a count >= 0")
 
     @property
     def n(self) -> int:
@@ -42,31 +39,15 @@ class Table:
 
     def add(self, judge_met: bool, constraint_passed: bool) -> Table:
         """The table with one more observation in the cell the two labels name."""
-        if judge_met and constraint_passed:
-            return Table(
-                self.met_passed + 1, self.met_failed, self.not_met_passed, self.not_met_failed
-            )
-        if judge_met:
-            return Table(
-                self.met_passed, self.met_failed + 1, self.not_met_passed, self.not_met_failed
-            )
-        if constraint_passed:
-            return Table(
-                self.met_passed, self.met_failed, self.not_met_passed + 1, self.not_met_failed
-            )
-        return Table(self.met_passed, self.met_failed, self.not_met_passed, self.not_met_failed + 1)
+        cell = f"{'' if judge_met else 'not_'}met_{'passed' if constraint_passed else 'failed'}"
+        return replace(self, **{cell: getattr(self, cell) + 1})
 
     def transposed(self) -> Table:
         """The same observations with the two labellers swapped."""
         return Table(self.met_passed, self.not_met_passed, self.met_failed, self.not_met_failed)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "met_passed": self.met_passed,
-            "met_failed": self.met_failed,
-            "not_met_passed": self.not_met_passed,
-            "not_met_failed": self.not_met_failed,
-        }
+        return asdict(self)
 
 
 def accuracy(table: Table) -> float | None:

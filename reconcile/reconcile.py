@@ -1,9 +1,7 @@
 """Reconciliation: one declared claim against the recorded judge verdicts of its corpus
 (RUBRIC_MIGRATION.md § The bar, § Which trials contribute an observation; FORMATS.md § 8).
 
-Pure: a :class:`Claim` and a sequence of :class:`TrialObservation` in, an
-:class:`EntryResult` out. Per trial, in this order, either a pair of labels or a named
-exclusion:
+Pure. Per trial, in this order, either a pair of labels or a named exclusion:
 
 1. ``criterion_absent_from_recorded_rubric`` — evidence-carrying entries only;
 2. the judge label — ``judge_did_not_complete`` / ``no_criterion_results`` /
@@ -11,9 +9,7 @@ exclusion:
 3. the constraint label — the conjunction of ``by`` over the recomputed decision set,
    else ``constraint_verdict_unavailable`` (undecided, or route-scoped and its route lost).
 
-Then the 2×2 table, accuracy, κ, every disagreement with its direction, the refusals, and
-the verdict: ``refused`` if anything refused, else ``insufficient_evidence`` when κ is
-undefined, else ``no_counter_evidence``.
+Then the 2×2 table, κ, the disagreements, the refusals and the verdict (:func:`verdict_of`).
 """
 
 from __future__ import annotations
@@ -43,14 +39,6 @@ TOLERATED: Mapping[str, frozenset[str]] = {
     "narrowed": frozenset({"permissive"}),
     "retired": frozenset(),
 }
-
-REFUSAL_KINDS = (
-    "unacknowledged_disagreement",
-    "stale_acknowledgement",
-    "recorded_rubric_contradicts_was",
-    "corpus_straddles_a_pack_revision",
-    "declared_evidence_contradicts_measurement",
-)
 
 POST_MIGRATION = (
     "the corpus records the post-migration rubric; evidence for a migration must come from "
@@ -135,11 +123,8 @@ class _Labelled:
 def reconcile_entry(
     claim: Claim, observations: Sequence[TrialObservation], *, sweep: bool
 ) -> EntryResult:
-    """Reconcile ``claim`` over the observations of its task ids.
-
-    ``sweep`` says the observations are the whole corpus the entry names (no ``--source``),
-    which turns the declared-observations bound into an equality.
-    """
+    """Reconcile ``claim`` over the observations of its task ids; ``sweep`` (the whole corpus
+    the entry names, no ``--source``) turns the declared-observations bound into an equality."""
     entry = claim.entry
     labelled, exclusions = _label_all(claim, observations)
     table = Table()
@@ -191,17 +176,10 @@ def verdict_of(refusals: Sequence[Refusal], kappa: float | None) -> VerdictName:
 def _label_all(
     claim: Claim, observations: Sequence[TrialObservation]
 ) -> tuple[list[_Labelled], list[Exclusion]]:
-    labelled: list[_Labelled] = []
-    exclusions: list[Exclusion] = []
-    for obs in observations:
-        if obs.task_id not in claim.task_ids:
-            continue  # another task's trial: not this claim's, and not an exclusion either
-        outcome = _label(claim, obs)
-        if isinstance(outcome, Exclusion):
-            exclusions.append(outcome)
-        else:
-            labelled.append(outcome)
-    return labelled, exclusions
+    # another task's trial is not this claim's, and not an exclusion either
+    outcomes = [_label(claim, obs) for obs in observations if obs.task_id in claim.task_ids]
+    labelled = [o for o in outcomes if isinstance(o, _Labelled)]
+    return labelled, [o for o in outcomes if isinstance(o, Exclusion)]
 
 
 def _counterfactual(claim: Claim, labelled: Sequence[_Labelled]) -> Counterfactual:
@@ -342,12 +320,8 @@ def _rubric_refusals(claim: Claim, labelled: Sequence[_Labelled]) -> list[Refusa
         out.append(Refusal("recorded_rubric_contradicts_was", detail))
 
     shapes: dict[tuple, str] = {}
-    for item in labelled:
-        r = item.recorded
-        if r is None:
-            continue
-        key = (r.kind, r.required, r.weight, words(r.description))
-        shapes.setdefault(key, item.obs.trial)
+    for r, trial in ((i.recorded, i.obs.trial) for i in labelled if i.recorded is not None):
+        shapes.setdefault((r.kind, r.required, r.weight, words(r.description)), trial)
     if len(shapes) > 1:
         first, second = list(shapes.values())[:2]
         out.append(
@@ -390,18 +364,16 @@ def _disagreement_refusals(
 
 def _stale_acknowledgements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> list[Refusal]:
     disagreeing = [i.obs for i in labelled if i.judge_met != i.constraint_passed]
-    out = []
-    for ack in entry.acknowledged:
-        if not any(obs.answers_to(ack.trial) for obs in disagreeing):
-            out.append(
-                Refusal(
-                    "stale_acknowledgement",
-                    f"acknowledged trial {ack.trial!r} contributed no disagreement in this run "
-                    "(it agrees now, or is not under the source), so the waiver would wave "
-                    "through the next disagreement on it unread — remove the waiver",
-                )
-            )
-    return out
+    return [
+        Refusal(
+            "stale_acknowledgement",
+            f"acknowledged trial {ack.trial!r} contributed no disagreement in this run "
+            "(it agrees now, or is not under the source), so the waiver would wave "
+            "through the next disagreement on it unread — remove the waiver",
+        )
+        for ack in entry.acknowledged
+        if not any(obs.answers_to(ack.trial) for obs in disagreeing)
+    ]
 
 
 def format_kappa(kappa: float | None) -> str:

@@ -1,16 +1,14 @@
 """The reconcile report: the exit contract, the ``--json`` document and the human text
 (FORMATS.md § 8 Console; the JSON contract of issue 7 — extend, never rename).
 
-One :class:`CorpusReport` per corpus read (``--source`` gives one; the sweep one per
-declared corpus). The exit code is a function of the *blocking* list alone: every
-unreadable trial, plus every narrowed / retired entry whose verdict is not
-``no_counter_evidence``. A candidate never gates.
+One :class:`CorpusReport` per corpus read. The exit code is a function of the *blocking*
+list alone: every unreadable trial, and every gating entry short of ``no_counter_evidence``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from reconcile.counterfactual import Counterfactual
@@ -52,13 +50,7 @@ def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
         "weights_declared": dict(cf.weights_declared) if cf.weights_declared is not None else None,
         "trials": [
             {
-                "trial": r.trial,
-                "judge_component_before": r.judge_component_before,
-                "judge_component_after": r.judge_component_after,
-                "score_before": r.score_before,
-                "score_after": r.score_after,
-                "binary_pass_before": r.binary_pass_before,
-                "binary_pass_after": r.binary_pass_after,
+                **asdict(r),
                 "weights_before": dict(r.weights_before),
                 "weights_after": dict(r.weights_after),
                 "vetoes_before": list(r.vetoes_before),
@@ -66,9 +58,7 @@ def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
             }
             for r in cf.rows
         ],
-        "unrecomputed_trials": [
-            {"trial": u.trial, "gap": u.gap, "reason": u.reason} for u in cf.unrecomputed
-        ],
+        "unrecomputed_trials": [asdict(u) for u in cf.unrecomputed],
         "pass_rate_before": {"passed": before[0], "of": before[1]},
         "pass_rate_after": {"passed": after[0], "of": after[1]},
     }
@@ -84,26 +74,13 @@ def entry_json(e: EntryResult, *, source: str | None = None) -> dict[str, Any]:
         "table": e.table.as_dict(),
         "accuracy": e.accuracy,
         "kappa": e.kappa,
-        "disagreements": [
-            {
-                "trial": d.trial,
-                "direction": d.direction,
-                "judge_met": d.judge_met,
-                "constraint_passed": d.constraint_passed,
-                "justification": d.justification,
-                "acknowledged_reason": d.acknowledged_reason,
-                "tolerated": d.tolerated,
-            }
-            for d in e.disagreements
-        ],
-        "refusals": [{"kind": r.kind, "detail": r.detail} for r in e.refusals],
+        "disagreements": [asdict(d) for d in e.disagreements],
+        "refusals": [asdict(r) for r in e.refusals],
         "counterfactual": _counterfactual_json(e.counterfactual),
         # extensions beyond the issue's contract
         "by": list(e.by),
         "residual": {"kind": e.residual[0], "reason": e.residual[1]} if e.residual else None,
-        "excluded_trials": [
-            {"trial": x.trial, "exclusion": x.exclusion, "reason": x.reason} for x in e.exclusions
-        ],
+        "excluded_trials": [asdict(x) for x in e.exclusions],
         "tolerated_directions": list(e.tolerated_directions),
         "gates_exit_code": e.gates,
         "declared_evidence": (

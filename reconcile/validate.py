@@ -1,19 +1,8 @@
 """The load-time rules of a ``migration.yaml`` against its pack (GRADING.md § Declaring a migration).
 
-Every rule yields a :class:`Finding` naming the entry, the key and what to write instead.
-Nothing here reads a file: the pack arrives as a :class:`PackView` and each declared corpus
-as the :class:`CorpusResolution` the caller produced against its base.
-
-Rules, in the order they are checked per entry:
-
-* mode shape — candidate / narrowed / retired (with the ``was`` cross-check for narrowed);
-* ``by`` resolution — every id is a constraint of this pack, shared or inside a route;
-* one-route — route-scoped ids in one ``by`` all sit in the same route (every mode);
-* veto — a narrowed / retired entry whose ``was.required`` is true names only shared gates;
-* freed-share — a narrowed / retired entry on a non-required criterion declares
-  ``combine_weights``;
-* corpus — named in every mode, relative, inside the base, resolving to a corpus;
-* acknowledged — every waiver's trial is a bundle under the entry's corpus.
+Every rule (:data:`RULES`, checked per entry in that order) yields a :class:`Finding`
+naming the entry, the key and what to write instead. Nothing here reads a file: the pack
+is a :class:`PackView` and each corpus the :class:`CorpusResolution` the caller produced.
 """
 
 from __future__ import annotations
@@ -65,11 +54,11 @@ def validate_migration(
     corpora: Mapping[str, CorpusResolution],
 ) -> list[Finding]:
     """Every finding for every entry; an empty list means the declaration loads."""
-    findings: list[Finding] = []
-    for index, entry in enumerate(migration.migrations):
-        for rule, message in _entry_findings(entry, pack, corpora):
-            findings.append(Finding(rule, index, entry.criterion, message))
-    return findings
+    return [
+        Finding(rule, index, entry.criterion, message)
+        for index, entry in enumerate(migration.migrations)
+        for rule, message in _entry_findings(entry, pack, corpora)
+    ]
 
 
 def _entry_findings(

@@ -1,15 +1,10 @@
 """Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22).
 
-GRADING.md § Substrate Parity, "The runtime ledger". Every evaluator records, where it runs
-or deliberately skips, the author keys that accounts for (:func:`evaluated`,
-:func:`skipped`, carried on its ``ComponentResult``); the grade subtracts those records from
-the scored keys the config populated (:func:`populated_scored_keys`). A key left over would
-have scored nothing: an authored config is refused its grade naming it, a recorded snapshot
-reports it ``not_measured`` (recorded evidence is read, not refused).
-
-Three rules of the section hold here: only ``scored_check`` keys are accounted; a key is
-populated only when non-empty (``disallowed_tools: []`` is unset); every skip carries the
-reason an author reads. Pure: no I/O.
+GRADING.md § Substrate Parity, "The runtime ledger": every evaluator records the author
+keys it accounted for (:func:`evaluated`, :func:`skipped`); the grade subtracts those from
+the populated scored keys (:func:`populated_scored_keys`). A leftover key would have scored
+nothing: an authored config is refused its grade, a recorded snapshot reports it
+``not_measured``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -19,12 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from replay.trace_checks.results import TraceChecksResult
-from schemas.grading import (
-    GradingConfig,
-    LlmJudgeConfig,
-    StateChecksConfig,
-    TranscriptRulesConfig,
-)
+from schemas.grading import GradingConfig, LlmJudgeConfig, StateChecksConfig, TranscriptRulesConfig
 from schemas.key_manifest import BY_KEY
 from schemas.trace_checks import Require, TraceChecksConfig
 

@@ -1,16 +1,11 @@
 """The trial's episode-unique call ids, derived from the provider's raw ids (GRADING.md G3).
 
-The k-th occurrence (0-based) of a raw id ``x`` in one view's observation order is keyed
-``x`` for k = 0 and ``x#<k+1>`` thereafter. On a view whose raw ids are already unique
-this is the identity, byte for byte, so a bundle the runtime assigner wrote (which already
-carries ``x#2``) derives exactly the ids it recorded.
-
-One case the spec's formula leaves open: a provider that itself minted a raw id spelled
-like a derived one (raw ids ``x, x, x#2``), where the formula would give ``x#2`` twice and
-break "call_id is unique per call whatever the provider did" (N7). We then take the next
-free suffix (``x#2#2`` for the raw ``x#2`` here). The choice depends only on ids observed
-earlier, so a view that saw a prefix of the other's occurrences derives the same keys for
-that prefix, which is what the k-th-declaration / k-th-record pairing needs.
+The k-th occurrence (0-based) of a raw id ``x`` is ``x`` for k = 0 and ``x#<k+1>`` after,
+the identity on already-unique ids (so a bundle carrying ``x#2`` derives what it recorded).
+Left open by the spec: a provider minting a raw id spelled like a derived one (``x, x,
+x#2``) would get ``x#2`` twice, breaking N7, so we take the next free suffix (``x#2#2``).
+That depends only on ids observed earlier, so the k-th-declaration / k-th-record pairing
+derives the same keys on both views.
 """
 
 from __future__ import annotations
@@ -19,11 +14,8 @@ from collections.abc import Iterable
 
 
 class CallIdDeriver:
-    """Online derivation for one view: feed raw ids in observation order, get keys back.
-
-    Each view (message declarations, role: tool answers, the record) uses its own deriver,
-    because each derives from its own observation order (G3).
-    """
+    """Online derivation for one view (each derives from its own observation order, G3):
+    feed raw ids in observation order, get keys back."""
 
     __slots__ = ("_counts", "_issued")
 

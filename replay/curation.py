@@ -20,13 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from replay.trial_inputs import TrialInputs
-from schemas.curation import (
-    Authority,
-    CorpusManifest,
-    CuratedBundle,
-    RejectedTrial,
-    Rejection,
-)
+from schemas.curation import Authority, CorpusManifest, CuratedBundle, RejectedTrial, Rejection
 from schemas.errors import LedgerError
 from schemas.timeline import ToolExecutionStatus
 
@@ -42,11 +36,8 @@ class CurationError(LedgerError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One discovered trial: its reading, how messages name it, and what may exclude it.
-
-    ``label`` is the bundle directory as the source named it, or the trial's stream when
-    read from the log; ``keys`` are the strings an ``--exclude`` may use for it.
-    """
+    """One discovered trial: its reading, its ``label`` in messages (bundle directory, or
+    stream when read from the log), and the ``keys`` an ``--exclude`` may use for it."""
 
     inputs: TrialInputs
     label: str
@@ -75,14 +66,9 @@ class Curation:
 
 
 def recorded_location(inputs: TrialInputs) -> Location:
-    """The trial's recorded location, the same whichever door read it.
-
-    A bundle of a run directory (``<run-id>/trials/<task-id>/<index>``, FORMATS.md § 1) is
-    named by that path and belongs to ``<run-id>``; the importer records it as
-    ``bundle_path: trials/<task-id>/<index>`` and names the trial ``<run-id>_trial<index>``.
-    A bundle of a curated corpus names its run through its ``corpus.yaml`` row
-    (``source_run``) — the row the reference's own curate wrote. Anything else names no run.
-    """
+    """The trial's recorded location, the same whichever door read it: a run directory's
+    bundle (FORMATS.md § 1; recorded as ``bundle_path: trials/<task-id>/<index>`` of trial
+    ``<run-id>_trial<index>``), or a curated one naming its run in its ``corpus.yaml`` row."""
     reg = inputs.registered.payload
     path = str(reg.get("bundle_path") or "")
     trial = inputs.registered.trial
@@ -134,11 +120,8 @@ def record_carried(inputs: TrialInputs) -> bool:
 def rule_rejection(
     inputs: TrialInputs, criterion: str, where: str | None = None
 ) -> tuple[Rejection, str] | None:
-    """The rule's reason and observation for not admitting the trial, or ``None``.
-
-    Checked in the reference's order, so a trial failing two tests is named by the first.
-    ``where`` names the trial in a refusal (default: its stream).
-    """
+    """The rule's reason and observation for not admitting the trial, or ``None``; checked
+    in the reference's order, so a trial failing two tests is named by the first."""
     if inputs.registered.payload.get("task_source") != TASK_FILE:
         return Rejection.MISSING_TASK_SNAPSHOT, "no task.yaml"
     grade = inputs.recorded_grade
@@ -259,11 +242,8 @@ def curate(
     curated_at: str,
     exclusions: Mapping[str, str] | None = None,
 ) -> Curation:
-    """Classify every candidate and assemble the manifest (raises :class:`CurationError`).
-
-    Bundles and rejections are listed in the order of their recorded location, so a
-    corpus cut from the log lists what the same runs' curation lists.
-    """
+    """Classify every candidate and assemble the manifest (raises :class:`CurationError`),
+    in recorded-location order so a corpus cut from the log lists what the runs' would."""
     exclusions = dict(exclusions or {})
     _refuse_unmatched_exclusions(exclusions, candidates)
     ordered = sorted(candidates, key=lambda c: _location_key(recorded_location(c.inputs)))

@@ -12,7 +12,7 @@ components still decides ``binary_pass: false``, whatever the rest would have sa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,12 +67,8 @@ class Grade(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class GradeInputs:
-    """One trial's grading inputs, as the recording holds them.
-
-    ``recorded_calls`` is ``None`` when the bundle carried no tool-call record (not the
-    same as an empty record). ``initial_db`` is the task snapshot's
-    ``initial_state.json_db``; ``final_state`` the final environment state, where recorded.
-    """
+    """One trial's grading inputs, as the recording holds them (``recorded_calls`` None: no
+    tool-call record, not an empty one; ``initial_db``: ``initial_state.json_db``)."""
 
     trial: str
     messages: tuple[Message, ...]
@@ -311,12 +307,7 @@ class Difference:
     reason: str
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "component": self.component,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def _same(a: Any, b: Any) -> bool:

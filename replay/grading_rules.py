@@ -2,12 +2,8 @@
 grading block refuses, § What shape a grading key must be, § What is validated before a run,
 § Score Combination); every problem found in one read is reported in one raise.
 
-An unknown key inside a typed block is a load error (for combine, state_checks and
-transcript_rules the message names the closest declared field and the accepted set); an
-unknown top-level key is ignored and listed on ``GradingConfig.ignored_keys``. An authored
-read (a pack an author can still fix) raises the pre-run gate's findings; a recorded one
-(task.yaml ``grading_config``) keeps them as advisories, so a bundle written before a gate
-rule still loads (``expected_state_hash`` is dropped, per § Which keys a grading block refuses).
+An authored read raises the pre-run gate's findings; a recorded one (task.yaml
+``grading_config``) keeps them as advisories, so a bundle written before a rule still loads.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Grading patterns under their declared engine; a backtracking one may be slow, never endless.
 
-``regex_engine: linear`` (RE2, the default) cannot backtrack, so it cannot hang.
-``regex_engine: backtracking`` exists for patterns RE2 refuses (backreferences,
-lookaround), and with it a pattern such as ``(a+)+$`` over ``'a' * 5000 + '!'`` takes
-longer than the universe has. Such a pattern can sit in a recorded snapshot nobody here
-wrote, so every match runs with a budget: the ``regex`` package (a drop-in superset of
-``re`` whose matcher checks a ``timeout=`` while it backtracks). A match that runs past
-the budget raises :class:`RegexBudgetExceeded`; the evaluator that asked makes that
-check ``not_measured``, naming the pattern, and goes on.
-
-Which patterns compile is still Python's ``re``'s decision (the authoring rule the
-reference applies); ``regex`` only runs them.
+``linear`` (RE2, the default) cannot hang; ``backtracking`` exists for patterns RE2 refuses,
+and such a pattern (``(a+)+$``) can sit in a recorded snapshot nobody here wrote. So every
+match runs with a budget (the ``regex`` package's ``timeout=``); past it,
+:class:`RegexBudgetExceeded` makes the asking check ``not_measured``. Which patterns compile
+is still Python's ``re``'s decision (the authoring rule the reference applies).
 """
 
 from __future__ import annotations
@@ -44,11 +38,8 @@ class RegexBudgetExceeded(LedgerError):
 
 
 class BoundedPattern:
-    """A compiled backtracking pattern whose every match is time-bounded.
-
-    Offers the part of ``re.Pattern`` the evaluators use: ``search``, ``finditer``
-    (materialised, so the budget covers the whole scan) and ``groups``.
-    """
+    """A compiled backtracking pattern whose every match is time-bounded (``finditer`` is
+    materialised, so the budget covers the whole scan)."""
 
     __slots__ = ("_compiled", "budget", "pattern")
 

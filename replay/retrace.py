@@ -1,9 +1,7 @@
 """Retrace: the pure half of auditing a recorded corpus (TRACE_REPLAY.md, FORMATS.md § retrace).
 
-Given one trial's re-derived grade beside its recorded one, this module decides whether
-the trial agrees with what was recorded and what each constraint observed; folding the
-corpus is ``replay.retrace_report``'s. Reading the ledger, choosing configs and appending
-results live in ``ledger/app/retrace.py``.
+Whether one trial's re-derived grade agrees with its recorded one, and what each constraint
+observed; the corpus fold is ``replay.retrace_report``'s, the I/O ``ledger/app/retrace.py``'s.
 """
 
 from __future__ import annotations
@@ -51,11 +49,8 @@ class ConstraintObservation:
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """What the caller replaces: a whole grading config, or just the trace_checks block.
-
-    Both replace wholesale, never merge (TRACE_REPLAY.md): two constraint lists folded
-    together assert something neither was written to assert.
-    """
+    """What the caller replaces: a whole grading config, or just the trace_checks block;
+    wholesale, never merged (TRACE_REPLAY.md)."""
 
     grading: GradingConfig | None = None
     trace_checks: TraceChecksConfig | None = None
@@ -125,11 +120,8 @@ def declared_constraints(block: TraceChecksConfig | None) -> tuple[tuple[str, st
 
 
 def replaced_blocks(recorded: GradingConfig | None, effective: GradingConfig) -> frozenset[str]:
-    """The components (and ``combine``) whose rule differs from the one the trial was graded by.
-
-    Only a component graded by the same rule can agree or disagree with its recorded
-    value; one whose rule was replaced has nothing recorded to be compared against.
-    """
+    """The components (and ``combine``) whose rule differs from the one the trial was graded
+    by: those have nothing recorded to be compared against."""
     if recorded is None:
         return frozenset((*COMPONENTS, "combine"))
     return frozenset(
@@ -144,15 +136,14 @@ def comparable_differences(
 ) -> tuple[Difference, ...]:
     """Drop what is not a disagreement: replaced rules, and components the recording cannot
     decide (those are reported as not measured, never as a contradiction)."""
-    fold_comparable = not replaced
-    kept = []
-    for d in diffs:
-        if d.component in replaced or d.component in not_measured:
-            continue
-        if d.component in ("score", "binary_pass") and (not fold_comparable or not_measured):
-            continue
-        kept.append(d)
-    return tuple(kept)
+    fold_comparable = not replaced and not not_measured
+    return tuple(
+        d
+        for d in diffs
+        if d.component not in replaced
+        and d.component not in not_measured
+        and (fold_comparable or d.component not in ("score", "binary_pass"))
+    )
 
 
 def _recorded_trace(grade: Mapping[str, Any] | None) -> dict[str, bool | None]:
@@ -319,11 +310,8 @@ _MISSING_CALL_ID = re.compile(r"(tool_calls\[\d+\]\.id|call_id)'?: expected this
 
 
 def unreadable_bundle(source: str, reason: str) -> TrialRetrace:
-    """A bundle of the source that could not be read into a trial: reported, never dropped.
-
-    Counted apart when it predates call ids — a property of the corpus's age, not of a
-    broken file (TRACE_REPLAY.md § What gets re-checked).
-    """
+    """A bundle that could not be read into a trial: reported, never dropped; counted apart
+    when it predates call ids (TRACE_REPLAY.md § What gets re-checked)."""
     return TrialRetrace(
         trial=source,
         task_id="",

@@ -47,11 +47,8 @@ class ConstraintRow:
 
 
 def classify(passed: int, failed: int, undecided: int) -> tuple[str, bool | None]:
-    """The verdict of TRACE_REPLAY.md, decided in its order: not_measured first.
-
-    Returns ``(class, decided_verdict)``; decided_verdict is set only for
-    ``undecided_in_part`` (the value the decided trials agree on).
-    """
+    """``(class, decided_verdict)`` of TRACE_REPLAY.md, in its order; decided_verdict is set
+    only for ``undecided_in_part`` (the value the decided trials agree on)."""
     evaluated = passed + failed + undecided
     if evaluated == 0:
         return "not_measured", None
@@ -68,12 +65,8 @@ def discrimination(
     declared: Mapping[str, Sequence[tuple[str, str]]],
     observations: Iterable[ConstraintObservation],
 ) -> list[ConstraintRow]:
-    """One row per declared ``(task_id, constraint_id)``, in declaration order.
-
-    ``declared`` maps a task to its constraints as ``(id, route)`` pairs (route ``""`` for
-    shared). Every declared constraint gets a row even if no trial evaluated it — a row
-    that vanished would read as a constraint never declared.
-    """
+    """One row per declared ``(task_id, constraint_id)`` in declaration order, evaluated or
+    not: a row that vanished would read as a constraint never declared."""
     rows: dict[tuple[str, str], ConstraintRow] = {}
     for task_id, constraints in declared.items():
         for cid, route in constraints:

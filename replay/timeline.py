@@ -1,27 +1,16 @@
 """The trial event timeline: the message view and the tool-call record joined (GRADING.md G1–G8).
 
-``build_trial_timeline`` is pure and runs in hot loops (retrace over whole corpora), so it
-works on the frozen dataclasses of ``schemas.timeline`` directly and builds each event
-once, at its final position, through per-kind constructors that set its slots directly.
+Pure and hot (retrace over whole corpora): each event is built once, at its final position.
+Per message in order, skipping ``role: system`` (N3) and ``role: tool`` (its text becomes a
+tool_result): the message event, then its executed calls each followed by its own result
+(G8 order; GRADING.md § Trace Checks, ``among``), then its never-executed calls.
+Messages-only (G6b) keeps that shape, declaration order standing in for execution order.
 
-Event order, per message in ``messages`` order (G1), skipping ``role: system`` (N3) and
-``role: tool`` messages (their text becomes a tool_result, never an event of its own):
-
-    <the message event> then, for each call the message declares,
-    tool_call, tool_result, tool_call, tool_result, …   (executed calls, G8 order)
-    tool_call, tool_call, …                              (never executed, declaration order)
-
-Each result sits right after its own call: GRADING.md § Trace Checks (``among``) says so
-("a call's own result sits between it and the next call"), and G8's ordering guarantee
-only holds in execution terms that way, as the calls ran. Messages-only (G6b) keeps the
-shape, declaration order standing in for execution order, so a trial read with and
-without its tool_log.yaml differs in fields, never in where a tool_result sits.
-
-Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 (the recorder) builds
-them: a *user tool step* (a role: user message whose calls the role: tool run right after
-it answers; addressed to the environment, not the dialogue, so its calls are events and
-the message is not) and, messages-only, a role: tool message answering either actor. The
-recorder's ``Error: `` stripping is not followed (G6b); docs/readme/timeline.md § Decisions.
+Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 builds them: a *user
+tool step* (a role: user message whose calls the following role: tool run answers: its
+calls are events, the message is not) and, messages-only, a role: tool message answering
+either actor. The recorder's ``Error: `` stripping is not followed (G6b);
+docs/readme/timeline.md § Decisions.
 """
 
 from __future__ import annotations
@@ -161,16 +150,9 @@ def build_trial_timeline(
 ) -> TrialTimeline:
     """Join the message view and the tool-call record into one ordered timeline.
 
-    ``recorded_calls=None`` means no record view was supplied (no tool_log.yaml):
-    ``records_present=False`` and results come from the role: tool messages (G6b). An
-    empty sequence is a record view holding no calls (``records_present=True``).
-    Without any assistant or user message the timeline is built from the records alone,
-    in sequence order at turn_index 0 (G6, ``message_view_present=False``).
-
-    Raises TimelineInconsistencyError for a record no declaration links to, a record
-    whose tool_name disagrees with its declaration (G7), and, when no record view is
-    supplied, a role: tool message answering no declared call (G6b). Its ``call_id`` is
-    the derived key and ``where`` the record's sequence or the message's index.
+    ``recorded_calls=None`` is no record view (results from role: tool messages, G6b), not
+    an empty one; with no assistant or user message the records alone make it (G6).
+    Raises TimelineInconsistencyError where the views do not join (G6b, G7).
     """
     records_present = recorded_calls is not None
     message_view_present, declared, calls_of, tool_messages = read_message_view(
@@ -324,13 +306,9 @@ _PAYLOAD_FIELDS = frozenset(_EVENT_FIELDS + _FLAG_FIELDS)
 
 
 def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
-    """One JSON-safe dict per event, enums as their string values, every field present.
-
-    Each payload also carries the projection version and the two view flags: a
-    ``timeline.event`` read on its own must still say whether a None status is a fact or
-    an absent view ("both degenerate states are reported on the timeline, never
-    inferred"). ``termination_reason`` is not repeated; it travels on ``trial.ended``.
-    ``arguments`` is passed through as recorded (JSON-safe when the source was).
+    """One JSON-safe dict per event, every field present, plus the projection version and
+    the view flags: a ``timeline.event`` read alone must still say whether a None status is
+    a fact or an absent view ("never inferred"). termination_reason travels on trial.ended.
     """
     view, records = timeline.message_view_present, timeline.records_present
     return [
@@ -361,13 +339,8 @@ def timeline_from_payloads(
     message_view_present: bool | None = None,
     records_present: bool | None = None,
 ) -> TrialTimeline:
-    """Inverse of :func:`timeline_to_payloads`.
-
-    The view flags are read from the payloads; pass them explicitly for a timeline with
-    no events (there is nothing to read them from). Raises ValueError naming the payload
-    index and key for an unknown or missing key, a foreign projection version, flags that
-    disagree, or positions that are not dense.
-    """
+    """Inverse of :func:`timeline_to_payloads` (pass the view flags for a timeline with no
+    events); raises ValueError naming the payload index and key of any inconsistency."""
     events = []
     flags = {"message_view_present": message_view_present, "records_present": records_present}
     for index, payload in enumerate(payloads):

@@ -51,11 +51,8 @@ def agent_facing_text(record: RecordedToolCall) -> str:
 def read_message_view(
     messages: Sequence[Message], records_present: bool
 ) -> tuple[bool, dict[str, tuple[int, ToolCallDecl]], dict[int, list], list[int]]:
-    """Derive every declaration's key in declaration order (G3); note the role: tool messages.
-
-    Declarations on assistant and user messages share one derivation: both actors draw
-    their ids from one trial-scoped sequence (G3, N2).
-    """
+    """Derive every declaration's key in declaration order, both actors sharing one
+    derivation (G3, N2); note the role: tool messages."""
     present = False
     declared: dict[str, tuple[int, ToolCallDecl]] = {}
     calls_of: dict[int, list[tuple[str, ToolCallDecl]]] = {}
@@ -139,11 +136,8 @@ def read_answers(
     tool_messages: Sequence[int],
     declared: Mapping[str, tuple[int, ToolCallDecl]],
 ) -> dict[str, Message]:
-    """Messages-only results (G6b): each role: tool message keyed in message order by its
-    own view's derivation (G3), so the k-th result naming raw id x answers the k-th
-    declaration of x — whichever actor declared it (a user tool step's results are
-    role: tool messages too). Joined by key, never by position.
-    """
+    """Messages-only results (G6b): each role: tool message keyed by its own view's
+    derivation (G3), so the k-th result naming x answers the k-th declaration of x."""
     answers: dict[str, Message] = {}
     deriver = CallIdDeriver()
     for i in tool_messages:
@@ -172,12 +166,9 @@ def read_answers(
 
 
 def user_tool_steps(messages: Sequence[Message]) -> frozenset[int]:
-    """Indexes of the user tool steps: a role: user message declaring calls whose every
-    raw id is answered by the run of role: tool messages right after it (docs/readme/timeline.md).
-
-    Read from the transcript's shape alone, as the recorder reads it; a message declaring
-    one of a step's raw ids is read as a step as well (the recorder's own test).
-    """
+    """Indexes of the user tool steps (docs/readme/timeline.md), read from the transcript's
+    shape alone as the recorder reads it: a role: user message whose raw ids the following
+    role: tool run answers, and any message declaring one of those ids."""
     step_ids: set[str] = set()
     n = len(messages)
     for i, message in enumerate(messages):

@@ -1,14 +1,9 @@
 """A trial's grading inputs, read back from its stream of events (pure, no I/O).
 
-Every grading, retrace and reconcile component reads a trial through
-:func:`trial_inputs`, so they all see one reading of the raw events: the messages in
-order (system ones included — the timeline drops them, N3), the tool-call record or
-``None`` when the bundle carried none ("no record view", which is not an empty record),
-how the trial ended, the recorded states and the recorded grade.
-
-The payload → value converters (:func:`message_from_payload`,
-:func:`recorded_call_from_payload`) are also what ingest uses to build the timeline it
-stores, so ``verify --deep`` recomputes the timeline from exactly what ingest saw.
+Grading, retrace and reconcile all read a trial through :func:`trial_inputs`, so they see
+one reading of the raw events. Ingest builds the timeline it stores with the same
+converters (:func:`message_from_payload`, :func:`recorded_call_from_payload`), so
+``verify --deep`` recomputes it from exactly what ingest saw.
 """
 
 from __future__ import annotations
@@ -129,11 +124,8 @@ def _registered(stream: str, p: Mapping[str, Any]) -> RegisteredInfo:
 
 
 def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
-    """Fold one trial stream's events (any order) into its grading inputs.
-
-    Raises :class:`TrialInputsError` when the events span several streams, carry no
-    ``trial.registered``, or disagree with it about the record view.
-    """
+    """Fold one trial stream's events (any order) into its grading inputs, or raise
+    :class:`TrialInputsError` naming what does not hold together."""
     if not events:
         raise TrialInputsError("no events: a trial needs at least its trial.registered event")
     ordered = sorted(events, key=lambda e: e.stream_version)

@@ -1,12 +1,9 @@
 """Constraints a trial's recorder cannot measure: they read a field it never recorded.
 
-A recorder other than Tolokaforge (an inspect_ai log, ledger.sources.inspect_log) fills
-every timeline field the record's shape requires, but some of them are the importer's
-default rather than evidence: inspect records no tool executor, so ``executor`` is
-written ``agent`` for every call. ``trial.registered`` lists such fields under
-``trajectory_meta.unrecorded_fields``. A constraint whose matchers read one of them would
-measure that default, so retrace leaves its verdict out of the discrimination (the
-constraint is ``not_measured`` over such trials) and names the field.
+An importer such as ledger.sources.inspect_log fills fields the recorder never wrote with a
+default (inspect records no executor, so every call says ``agent``) and lists them under
+``trajectory_meta.unrecorded_fields``. A constraint reading one would measure that default,
+so retrace reports it ``not_measured`` over such trials, naming the field.
 """
 
 from __future__ import annotations

@@ -20,12 +20,8 @@ _PROBE_FIELDS = ("probe_class", "cache_checked_at", "cache_freshness")
 
 
 def present_text(data: Mapping[str, Any], fields: Sequence[str]) -> dict[str, str]:
-    """The ``fields`` of ``data`` that are *present* in § 4.1's sense, as strings.
-
-    A null or empty value is not present: verdict-core leaves such a key off the row
-    rather than writing ``null``, so a newer event that carries ``cache_checked_at:
-    null`` must not add a key its receipt never had.
-    """
+    """The ``fields`` of ``data`` *present* in § 4.1's sense, as strings: verdict-core
+    leaves a null or empty value off the row rather than writing ``null``."""
     return {f: str(data[f]) for f in fields if data.get(f)}
 
 

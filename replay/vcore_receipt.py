@@ -1,17 +1,11 @@
 """verdict-core run receipts: rebuild ``receipt.json`` from the evidence (FORMAT.md § 4).
 
 Implements ../shared/reference/verdict-core/FORMAT.md (section numbers in every
-``replay.vcore_*`` module refer to it). Pure: the caller reads the run directory and hands
-over bytes (``replay.vcore_run.RunFiles``); node records are ``replay.vcore_attempts``'s,
-and ``replay.vcore_verify`` checks a stored receipt against this rebuild (§ 7).
-
-Where § 4 can be read two ways, verdict-core's own receipt code (which wrote every real
-receipt) decides, so an honest receipt never reads as tampered: docs/readme/verdict.md
-lists each reading, each stated where ``replay.vcore_attempts`` applies it.
-
-JSON is parsed with Python's ``json`` module on purpose: the receipt is compared with
-Python semantics (``1 == 1.0 == true``, § 7) and ``graph_digest`` is defined over
-``json.dumps`` output (§ 3), so the reference encoder is the one to use here.
+``replay.vcore_*`` module refer to it). Pure: the caller hands over bytes
+(``replay.vcore_run.RunFiles``). Where § 4 reads two ways, verdict-core's own receipt code
+decides, so an honest receipt never reads as tampered (docs/readme/verdict.md lists each).
+Python's ``json`` on purpose: the receipt compares with Python semantics (§ 7) and
+``graph_digest`` is defined over ``json.dumps`` output (§ 3).
 """
 
 from __future__ import annotations

@@ -27,11 +27,8 @@ class VEvent:
 
 @dataclass(frozen=True, slots=True)
 class RunFiles:
-    """A run directory's contents as the reader found them.
-
-    ``None`` means the file is absent; a ``*_error`` string is a read failure already
-    phrased as § 7 phrases it (e.g. ``cannot read graph.json: [Errno 2] …``).
-    """
+    """A run directory's contents as the reader found them: ``None`` absent, a ``*_error``
+    string a read failure already phrased as § 7 phrases it."""
 
     name: str
     receipt: bytes | None
@@ -50,11 +47,8 @@ def events_digest(raw: bytes) -> str:
 
 
 def parse_events(raw: bytes, label: str = "events.jsonl") -> list[VEvent]:
-    """§ 1: UTF-8, ``splitlines()``, blank lines skipped, seq strictly increasing.
-
-    Unknown event types are accepted (a tolerant reader, as § 1 allows): only the
-    projected types can change a receipt, and ``events_digest`` covers the rest.
-    """
+    """§ 1: UTF-8, ``splitlines()``, blank lines skipped, seq strictly increasing; unknown
+    event types accepted (§ 1 allows it; ``events_digest`` covers them)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -18,11 +18,8 @@ STRICT_BYTES_PROBLEM = (
 
 @dataclass(frozen=True, slots=True)
 class Difference:
-    """One leaf where the stored receipt and the rebuilt one differ.
-
-    ``path`` is a short JSON path from the receipt's top (``nodes[0].attempts[1].outcome``);
-    a side that has no value there (a key or list item missing) is ``ABSENT``.
-    """
+    """One leaf where the stored receipt and the rebuilt one differ, at a short JSON
+    ``path`` (``nodes[0].attempts[1].outcome``); a side with no value there is ``ABSENT``."""
 
     path: str
     stored: Any
@@ -63,11 +60,8 @@ def verify_run_files(files: RunFiles, strict: bool = False) -> list[str]:
 
 
 def check_run_files(files: RunFiles, strict: bool = False) -> Verification:
-    """§ 7, with the differing leaves of every mismatching field.
-
-    ``strict`` adds § 7's optional byte check: ``receipt.json`` must be exactly the
-    rebuilt receipt as verdict-core writes it (§ 4), reported last.
-    """
+    """§ 7, with the differing leaves of every mismatching field; ``strict`` adds § 7's
+    optional byte check (reported last)."""
 
     def stop(*problems: str) -> Verification:
         return Verification(list(problems), [])
@@ -116,11 +110,8 @@ def _compared_keys(stored: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> lis
 
 
 def receipt_differences(stored: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list[Difference]:
-    """The differing leaves under each mismatching top-level field (§ 7 step 7).
-
-    Same equality as § 7 (Python's, so ``1 == 1.0`` is no difference); a top-level key
-    missing on one side reads as null there, as § 7 says, while a nested one is absent.
-    """
+    """The differing leaves under each mismatching top-level field (§ 7 step 7, Python's
+    equality); a missing top-level key reads as null (§ 7), a nested one as absent."""
     return [
         d
         for key in _compared_keys(stored, rebuilt)

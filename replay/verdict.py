@@ -1,26 +1,17 @@
 """The GVC derivation: a unit's effective grade from its declared and observed oracles.
 
-Graded Verdict Custody spec § 5–8, as a pure function. Grades state evidence strength,
-never correctness. ``derive`` runs the pipeline in order: fail-closed admission (§ 8),
-base grade (§ 5.1; the record's ``evidence_kind``, never changed afterwards), unrun-declared
-cap (§ 5.2), the step-3 rank operations (§ 5.3) for every oracle tied at the base tier
-folded by MAX with tie selection, then producer-mint rejection (§ 6) and the nine counted
-populations (§ 7).
-
-Every rank operation is recorded only when it actually lowers the grade. The pieces
-are small module-level functions (and the ``STEP3_OPS`` / ``COUNTER_RULES`` tables) so
-the mutation tests can remove or reorder each one and watch the conformance suite fail.
-
-Where the spec leaves room (the tied set under several operations, tie selection, which
-oracle the populations follow, "capped", the kernel exemption, both chains empty, a
-disagreement at base ``unverified``) the choices are docs/readme/verdict.md's, each pinned
-by a test in tests/test_gvc_properties.py.
+Graded Verdict Custody spec § 5–8 as a pure function (``derive``, steps in spec order).
+Grades state evidence strength, never correctness; a rank operation is recorded only when
+it lowers the grade. The pieces are small module-level functions (and the ``STEP3_OPS`` /
+``COUNTER_RULES`` tables) so the mutation tests can remove or reorder each one. Where the
+spec leaves room, the choices are docs/readme/verdict.md's, each pinned by a test in
+tests/test_gvc_properties.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from schemas.gvc import (
@@ -98,25 +89,12 @@ class Admission:
     def record(self) -> dict[str, Any]:
         """The record as plain JSON values (the ``verdict.admitted`` payload body)."""
 
-        def party(p: Party | None) -> dict[str, str] | None:
-            return None if p is None else p.model_dump()
-
-        return {
-            "effective_grade": self.effective_grade,
-            "evidence_kind": self.evidence_kind,
-            "applied_rank_ops": list(self.applied_rank_ops),
-            "conflicting_evidence": self.conflicting_evidence,
-            "failed_declared_evidence": self.failed_declared_evidence,
-            "provenance": self.provenance,
-            "oracle_author": party(self.oracle_author),
-            "oracle_runner": party(self.oracle_runner),
-            "work_producer": party(self.work_producer),
-            "content_identity": self.content_identity,
-            "current_content_identity": self.current_content_identity,
-            "declared_count": self.declared_count,
-            "unrun_count": self.unrun_count,
-            "counters": {name: self.counters[name] for name in COUNTER_NAMES},
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("oracle_author", "oracle_runner", "work_producer"):
+            out[name] = None if out[name] is None else out[name].model_dump()
+        out["applied_rank_ops"] = list(self.applied_rank_ops)
+        out["counters"] = {name: self.counters[name] for name in COUNTER_NAMES}
+        return out
 
 
 @dataclass(frozen=True, slots=True)

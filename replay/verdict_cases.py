@@ -45,11 +45,8 @@ def derived_view(admission: Admission) -> dict[str, Any]:
 
 
 def canonical_counters(admission: Admission) -> dict[str, int]:
-    """Local counters under the declared static mapping onto canonical populations.
-
-    Fail-closed (§ 9.2): a canonical population the mapping does not cover raises
-    rather than being skipped.
-    """
+    """Local counters under the declared static mapping onto canonical populations;
+    fail-closed (§ 9.2): an uncovered canonical population raises."""
     image = {canonical: local for local, canonical in COUNTER_MAPPING.items()}
     missing = [name for name in COUNTER_NAMES if name not in image]
     if missing:

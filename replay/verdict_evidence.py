@@ -69,11 +69,8 @@ ADMITTED = "verdict.admitted"
 
 @dataclass
 class UnitStreamCheck:
-    """An incremental check of one unit's stream: feed events in stream order.
-
-    ``problems`` accumulates every finding by name; ``evidence()`` assembles the
-    derivation's input from what was collected before the admission (if any).
-    """
+    """An incremental check of one unit's stream, fed in stream order: ``problems`` by
+    name, and ``evidence()`` from what came before the admission (if any)."""
 
     unit: str | None
     declared: dict[str, OracleDeclared] = field(default_factory=dict)
@@ -181,12 +178,8 @@ def check_stream(unit: str | None, events: Iterable[UnitEvent]) -> UnitStreamChe
 
 
 def check_unit_events(unit: str | None, events: Iterable[UnitEvent]) -> list[str]:
-    """Every problem with a unit's stream, in stream order; ``[]`` when it is sound.
-
-    Reported by name: malformed payloads, events naming another unit, oracles run but
-    never declared, oracles declared twice or after the work was produced (judges are
-    declared before delegation, § 4), and anything after the unit's admission.
-    """
+    """Every problem with a unit's stream by name, in stream order; ``[]`` when sound
+    (judges are declared before delegation, § 4; nothing follows the admission)."""
     return check_stream(unit, events).problems
 
 

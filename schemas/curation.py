@@ -87,12 +87,9 @@ class CorpusManifest(_Closed):
 
 
 class CorpusCurated(_Closed):
-    """Payload of ``corpus.curated``: what a corpus was cut from and what it holds.
-
-    ``manifest_digest`` is SHA-256 over the written ``corpus.yaml`` bytes, so the log
-    names the exact manifest a migration was measured over. ``log_size`` is the prefix of
-    the log a ``--from-ledger`` curation read (null when curated from run directories).
-    """
+    """Payload of ``corpus.curated``: what a corpus was cut from and what it holds
+    (``manifest_digest``: SHA-256 of the written ``corpus.yaml``; ``log_size``: the log
+    prefix a ``--from-ledger`` curation read)."""
 
     criterion: str
     into: str

@@ -41,11 +41,8 @@ def envelope_bytes(
     schema_version: int,
     payload: bytes,
 ) -> bytes:
-    """The canonical bytes of one event: a JSON header line, a newline, the payload bytes.
-
-    The payload is already canonical JSON, so it is appended verbatim rather than
-    re-encoded: verification hashes exactly the bytes that are stored.
-    """
+    """The canonical bytes of one event: a JSON header line, a newline, the payload bytes
+    verbatim (already canonical), so verification hashes exactly what is stored."""
     header = orjson.dumps([seq, stream, stream_version, event_id, type, schema_version])
     return header + b"\n" + payload
 
@@ -57,12 +54,8 @@ def leaf_hash(entry: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    """An event offered to ``append``: the store assigns seq, stream_version, time and hash.
-
-    ``expected_version`` applies to the stream as it stands before the first event of
-    this stream in the batch: ``"any"``, ``"no_stream"``, ``"exists"`` or an exact int
-    (the version of the stream's last event).
-    """
+    """An event offered to ``append`` (the store assigns seq, stream_version, time, hash);
+    ``expected_version`` is checked against the stream before this batch touches it."""
 
     stream: str
     type: str

@@ -14,16 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from schemas.reading import rule_broken
 from schemas.trace_checks import TraceChecksConfig
 
-GRADING_KEYS: tuple[str, ...] = (
-    "combine",
-    "state_checks",
-    "transcript_rules",
-    "trace_checks",
-    "llm_judge",
-    "custom_checks",
-)
-"""Every key a grading.yaml may carry; each is a mapping or absent."""
-
 COMPONENT_SECTIONS: tuple[str, ...] = (
     "state_checks",
     "transcript_rules",
@@ -32,6 +22,9 @@ COMPONENT_SECTIONS: tuple[str, ...] = (
     "custom_checks",
 )
 """The five components; each combine.weights key names one, and so does its section."""
+
+GRADING_KEYS: tuple[str, ...] = ("combine", *COMPONENT_SECTIONS)
+"""Every key a grading.yaml may carry; each is a mapping or absent."""
 
 CombineMethod = Literal["weighted", "all", "any"]
 COMBINE_METHODS: tuple[str, ...] = ("weighted", "all", "any")
@@ -410,15 +403,13 @@ class GradingConfig(BaseModel):
 
     def configured(self) -> tuple[str, ...]:
         """Components the config asks to score (custom_checks only when enabled is on)."""
-        out = []
-        for name in COMPONENT_SECTIONS:
-            block = getattr(self, name)
-            if block is None:
-                continue
-            if name == "custom_checks" and not block.get("enabled"):
-                continue  # an explicit opt-out asks for nothing
-            out.append(name)
-        return tuple(out)
+        # custom_checks with enabled off is an explicit opt-out: it asks for nothing
+        return tuple(
+            name
+            for name in COMPONENT_SECTIONS
+            if getattr(self, name) is not None
+            and (name != "custom_checks" or getattr(self, name).get("enabled"))
+        )
 
 
 JSONPATH_OPERATORS: tuple[str, ...] = ("equals", "equals_ci", "contains", "contains_ci")

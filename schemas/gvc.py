@@ -76,12 +76,8 @@ class Registration(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Ladder:
-    """The order predicate derived from the registration (spec § 2).
-
-    ``grades`` is strongest first, as registered. Rank is ordinal: the weakest member
-    ranks 1, the strongest ``len(grades)``, and anything outside the vocabulary ranks 0
-    — strictly below the weakest member, so a made-up grade never outranks a real one.
-    """
+    """The order predicate derived from the registration (spec § 2), ``grades`` strongest
+    first; an out-of-vocabulary grade ranks 0, below every real one."""
 
     grades: tuple[str, ...]
     _ranks: dict[str, int] = field(init=False, repr=False, compare=False)

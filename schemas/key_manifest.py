@@ -1,17 +1,11 @@
 """Every author-facing grading key, its kind, and the evaluator that consumes it (issue 22).
 
-GRADING.md § Substrate Parity, "The runtime ledger": a key an author writes that silently
-scores nothing is the failure every grading system eventually has. This is the one list of
-which key is a scored check, a config input or an aggregation; ``replay/accounting.py``
-records, per replayed grade, how each populated scored key was accounted for, and
-``tests/test_key_manifest.py`` derives the key set from the models themselves so a field
-added to a model without an entry here fails the suite.
-
-Addresses are dotted from the block: ``state_checks.jsonpaths``. Trace-check constraint
-kinds and per-constraint fields are one entry each, at leaf granularity
-(``trace_checks.constraints.before``, ``trace_checks.constraints.weight``), because the ten
-kinds are independently implementable; a kind written only inside an alternatives path is
-accounted under ``trace_checks.alternatives`` (§ The runtime ledger, #772).
+GRADING.md § Substrate Parity, "The runtime ledger": a key that silently scores nothing is
+the failure to prevent. ``replay/accounting.py`` accounts each populated scored key per
+grade; ``tests/test_key_manifest.py`` derives the key set from the models, so a new field
+without an entry here fails. Trace-check kinds and constraint fields are one entry each
+(the kinds are independently implementable); a kind written only inside an alternatives
+path is accounted under ``trace_checks.alternatives`` (#772).
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The ``migration.yaml`` sidecar (GRADING.md § Declaring a migration; FORMATS.md § 7).
 
-A pack may declare, beside its grading.yaml, which rubric criterion its trace constraints
-are a candidate for, have narrowed, or have retired. Nothing about grading reads the file:
-it records a claim and the evidence behind it so ``vledger reconcile`` can check the claim
-against recorded judge verdicts.
-
-This module is the *shape* only — keys and types, closed with ``extra="forbid"``. The rules
-that relate an entry to its pack and its corpus (mode shapes, ``was`` cross-check, ``by``
-resolution, one-route, veto, freed-share, corpus resolution) live in
-``reconcile.validate`` because they need the pack.
-
-Two schema generations are read:
-
-* current — ``corpus`` on the entry, ``evidence: {observations, kappa}``;
-* older — ``evidence: {corpus, observations, kappa}`` and no entry-level ``corpus``.
-
-:attr:`MigrationEntry.corpus_value` is the one reader: ``entry.corpus``, falling back to
-``entry.evidence.corpus``.
+Nothing about grading reads the file: it records a claim for ``vledger reconcile`` to check.
+This is the *shape* only; the rules relating an entry to its pack and corpus need the pack
+and live in ``reconcile.validate``. Two generations are read: ``corpus`` on the entry, or
+(older) ``evidence.corpus``; :attr:`MigrationEntry.corpus_value` is the one reader.
 """
 
 from __future__ import annotations
@@ -128,8 +115,7 @@ def parse_migration(data: Any, *, source: str = "migration.yaml") -> MigrationFi
     """Parse a loaded YAML document into a :class:`MigrationFile` or raise, naming every problem."""
     if not isinstance(data, dict):
         raise MigrationSchemaError(
-            source,
-            [f"the document is {type(data).__name__}; {_HINTS['migrations']}"],
+            source, [f"the document is {type(data).__name__}; {_HINTS['migrations']}"]
         )
     try:
         return MigrationFile.model_validate(data)

@@ -1,18 +1,11 @@
 """Accept-or-refuse checks for built-in payloads, as strict as their models and cheaper.
 
-Append validates every built-in payload against its pydantic model, and building frozen
-model instances (nested ones included) is a good part of that: a ``trial.message`` took
-1.4 µs through its model and 0.8 µs through a plain-data validator of the same schema
-(measured on the store benchmark's payloads).
-
-:func:`payload_checker` compiles each model's own core schema with every ``model`` node
-replaced by its fields as a typed dict (so it outputs plain dicts): the same field
-validators, defaults, aliases, strictness and ``extra`` rule. A schema that could behave
-differently without its model class (a function validator, a custom ``__init__``, a root
-model, config beyond ``title`` and ``extra``) keeps the model's validator.
-
-Only the verdict is used: when a batch fails the fast check, ``prepare_event`` re-validates
-with the model to word the error. ``tests/test_payload_check.py`` holds the verdicts equal.
+Building frozen model instances is a good part of append's validation (a ``trial.message``:
+1.4 µs through its model, 0.8 µs as plain data). :func:`payload_checker` compiles the
+model's own core schema with every ``model`` node replaced by a typed dict of its fields;
+a schema that could behave differently without its class keeps the model's validator.
+Only the verdict is used (``prepare_event`` re-validates with the model to word an error);
+``tests/test_payload_check.py`` holds the verdicts equal.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Two reads of one grading document: authored, or recorded (issue 15's design rule).
 
-* **authored** — what a user writes (``--grading``, ``--constraints``, a pack, ``vledger
-  validate``): every load-time rule of GRADING.md is an error, raised.
-* **recorded** — a snapshot a run wrote (task.yaml ``grading_config``): evidence, read as
-  written. A load-time rule it breaks is an *advisory* kept beside the config, never a
-  refusal; a key the models do not know (a newer recorder) is listed, dropped from the
-  value, and the component that holds it is reported ``not_measured`` naming the key.
+* **authored** (``--grading``, a pack, ``vledger validate``): a broken load-time rule raises.
+* **recorded** (a run's task.yaml ``grading_config``): evidence, read as written. A broken
+  rule is an *advisory*; an unknown key (a newer recorder) is listed, dropped, and its
+  component reported ``not_measured``.
 
-The models call :func:`rule_broken` where they used to raise an authoring rule; the read
-mode travels in pydantic's validation context, so one set of models serves both reads.
+The read mode travels in pydantic's validation context, so one set of models serves both.
 """
 
 from __future__ import annotations
@@ -114,11 +111,8 @@ def _without(data: Any, loc: tuple[Any, ...]) -> bool:
 
 
 def read_model(model: type[M], data: Any, notes: ReadNotes, *, prefix: str = "") -> M:
-    """Validate ``data`` as ``model`` under the read ``notes`` describe.
-
-    A recorded read drops each key the model does not declare, lists it (addressed from
-    ``prefix``) on ``notes.unknown_keys`` and validates again; anything else still raises.
-    """
+    """Validate ``data`` as ``model`` under the read ``notes`` describe; a recorded read drops
+    and lists (on ``notes.unknown_keys``) each key the model does not declare."""
     if notes.authored:
         return model.model_validate(data, context=notes.context())
     working = data

@@ -55,11 +55,8 @@ class ToolCallDecl:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message of trajectory.yaml: role, wire text, declared calls, answered call id.
-
-    ``tool_status`` is the completed outcome a recorder wrote on a ``role: tool`` message when
-    it knew it (Tolokaforge 0.33.1's ``Message.tool_status``); None where not recorded.
-    """
+    """One message of trajectory.yaml; ``tool_status`` is the outcome a recorder wrote on a
+    ``role: tool`` message (Tolokaforge 0.33.1), None where not recorded."""
 
     role: Role
     content: str = ""
@@ -85,12 +82,8 @@ class RecordedToolCall:
 
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
-    """One flat event of the timeline. ``None`` means inapplicable or unrecorded.
-
-    Not hashable (N7): ``arguments`` is a dict on every tool_call, so hashing would work
-    for some kinds and raise for others; it fails uniformly instead. Key on ``position``
-    or ``call_id``.
-    """
+    """One flat event of the timeline (``None``: inapplicable or unrecorded). Not hashable
+    (N7; ``arguments`` is a dict): key on ``position`` or ``call_id``."""
 
     position: int
     turn_index: int

@@ -1,15 +1,9 @@
 """Payload models for recorded trials: registration, messages, tool calls, end, state, grade.
 
-One bundle is one stream ``trial/<corpus>/<task_id>/<trial>`` holding, in order:
-``trial.registered``, one ``trial.message`` per message, one ``trial.tool_call`` per
-tool_log.yaml record, ``trial.ended``, ``state.recorded`` (initial / final, where the
-bundle carries them), ``grade.recorded`` (when grade.yaml exists), then the derived
-``timeline.event``s. Packs are ``pack/<pack>`` streams (``pack.registered``,
-``migration.declared``); skipped bundles are ``ingest.skipped`` events on ``ingest/skipped``.
-
-Every model is closed (``extra="forbid"``) except the *inside* of a recorded grade,
-task snapshot and state, which are evidence copied verbatim: their shapes belong to the
-recording harness and grow fields across generations (FORMATS.md § 4).
+One bundle is one stream ``trial/<corpus>/<task_id>/<trial>``; packs are ``pack/<pack>``
+streams; skipped bundles are ``ingest.skipped`` events on ``ingest/skipped``. Every model
+is closed except the *inside* of a recorded grade, task snapshot and state: evidence copied
+verbatim, whose shapes belong to the recording harness (FORMATS.md § 4).
 """
 
 from __future__ import annotations
@@ -60,9 +54,8 @@ class TrialRegistered(_Closed):
     models: Models
     task: dict[str, Any] | None = None  # task.yaml (or bundle.yaml) verbatim, grading_config inside
     task_source: str | None = None
-    trajectory_meta: dict[
-        str, Any
-    ] = {}  # trajectory.yaml top level minus messages / trial.ended's fields
+    # trajectory.yaml top level minus messages / trial.ended's fields
+    trajectory_meta: dict[str, Any] = {}
     metrics: dict[str, Any] | None = None
     schema_version_stamp: int | None = None  # metrics.yaml schema_version
     redacted: bool = False  # metrics.yaml carries a redaction stamp
@@ -114,9 +107,8 @@ class TrialEnded(_Closed):
     status: str | None = None
     termination_reason: str | None = None
     grading_error: str | None = None
-    grading_error_recorded: bool | None = (
-        None  # False on bundles predating the key (FORMATS.md § 2)
-    )
+    # False on bundles predating the key (FORMATS.md § 2)
+    grading_error_recorded: bool | None = None
     start_ts: str | None = None  # trajectory.yaml start_ts / end_ts, as written
     end_ts: str | None = None
 
@@ -156,12 +148,8 @@ class TimelineInconsistency(_Closed):
 
 
 class TimelineEvent(_Closed):
-    """One TraceEvent, tagged with the projection version and the two view flags.
-
-    The shape is ``replay.timeline.timeline_to_payloads``'s (every field present, None
-    where inapplicable or unrecorded). A trial whose views disagree (G6b / G7) has
-    instead exactly one ``timeline.event`` with ``inconsistency`` set and no event fields.
-    """
+    """One ``replay.timeline.timeline_to_payloads`` row; a trial whose views disagree (G6b /
+    G7) has instead one ``timeline.event`` with ``inconsistency`` set and no event fields."""
 
     timeline_version: str
     message_view_present: bool

@@ -40,11 +40,8 @@ def _number_token(value: Decimal) -> str:
 
 
 def canonical_number(value: Any, *, fold_strings: bool = False) -> Any:
-    """One token for every representation of one number; everything else unchanged.
-
-    ``fold_strings`` is the per-field opt-in of the string tier. Strings that begin with
-    the reserved prefix are escaped whatever the tier, which keeps the map injective.
-    """
+    """One token for every representation of one number; everything else unchanged
+    (``fold_strings``: the string tier's opt-in; reserved-prefix strings are escaped)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float | Decimal):

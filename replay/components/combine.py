@@ -1,12 +1,9 @@
 """The fold of component scores into one score and one pass flag
 (GRADING.md § Score Combination).
 
-Methods: weighted (Σ w·s / Σ w, pass at ≥ threshold), all (weakest; every component
-≥ threshold), any (strongest; some component ≥ threshold). all/any never read the
-shares. A scored component with no declared weight raises — neither 1.0 nor 0.0 may be
-invented. With no weighted scored component the fold decides instead of aggregating:
-nothing asked → (1.0, True); anything else → (0.0, False) naming what was asked. A failed
-judge or trace gate forces binary_pass false whatever the threshold.
+A scored component with no declared weight raises: neither 1.0 nor 0.0 may be invented.
+With no weighted scored component the fold decides instead of aggregating (nothing asked:
+1.0 and a pass; otherwise 0.0 and a fail naming what was asked).
 """
 
 from __future__ import annotations

@@ -22,12 +22,7 @@ from replay.accounting import KeyRecord, evaluated, skipped
 from replay.components.canonical import extract_db_state, state_digest
 from replay.components.comparison_view import apply_view
 from replay.components.result import ComponentResult
-from schemas.grading import (
-    JSONPATH_OPERATORS,
-    ComparisonView,
-    StateChecksConfig,
-    StateHashConfig,
-)
+from schemas.grading import JSONPATH_OPERATORS, ComparisonView, StateChecksConfig, StateHashConfig
 
 HASH_MATCH = "State hash matches (tau-bench algorithm)"
 WEIGHT_NOT_CONSULTED = (

@@ -1,14 +1,9 @@
 """The transcript_rules component over the trial event timeline (GRADING.md § Transcript
 Rules, § Turn bounds, § tool_expectations, § The runtime ledger: every skip is recorded).
 
-One sub-check per declared entry; the score is the fraction that passed. A declared
-``min_assistant_turns`` is a gate on the whole component, not a sub-check: unmet, the
-component is 0.0 whatever the rest scored; met, it adds no row (so it cannot be diluted
-into a 0.8 or a 0.667 that a threshold swallows). On a timeline carrying no events every
-rule but the floor is skipped, and without a floor the component drops out of the fold.
-
-Phrase rules read the agent's own text only; tool rules read the agent's own calls and
-need the record view to know whether a declared call ran and who ran it.
+A declared ``min_assistant_turns`` gates the whole component rather than adding a row, so
+it cannot be diluted into a score a threshold swallows. Phrase rules read the agent's own
+text; tool rules read the agent's own calls and need the record view.
 """
 
 from __future__ import annotations

@@ -28,10 +28,8 @@ def iter_nodes(req: Require, address: str) -> Iterator[tuple[Require, str]]:
 
 
 def leaf_matchers(req: Require) -> tuple[tuple[str, Matcher], ...]:
-    """(payload path, matcher) for a leaf kind's matchers; () for a composite.
-
-    The path's first segment is the role (match, left, right, forbidden, anchor, start, end).
-    """
+    """(payload path, matcher) for a leaf kind's matchers, the path led by the matcher's role;
+    () for a composite."""
     p = req.payload
     match req.kind:
         case "present" | "absent" | "count":

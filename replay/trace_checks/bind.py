@@ -1,25 +1,20 @@
 """Correlating arguments: candidates, universal quantification, the three-valued candidate set.
 
-GRADING.md § Correlating arguments across matchers. The binder's events supply candidate
-values; candidates are distinct *values* (value and JSON type, so True and 1 are two), and
-the constraint must hold under every one — invariant under any permutation of the
-binder's events. An empty candidate set reads ``on_unbound`` rather than a vacuous pass.
-
-The candidate set is three-valued: D are the values definitely bound, U the values of
-undecidable binder events (a value D also carries absorbs its undecidable reading). The
-readings compared are D, D ∪ {u} for each u in U, and D ∪ U; the first is the empty
-reading exactly where D is empty. Each distinct candidate costs one evaluation of the
-require tree; the readings are then folds of those verdicts.
+GRADING.md § Correlating arguments across matchers. Candidates are distinct *values* (value
+and JSON type, so True and 1 are two). The set is three-valued: D definitely bound, U the
+values of undecidable binder events (a value in D absorbs its undecidable reading); the
+readings compared are D, D ∪ {u} for each u in U, and D ∪ U. Each distinct candidate costs
+one evaluation of the require tree; the readings are folds of those verdicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from replay.trace_checks.kleene import Truth, Verdict
+from replay.trace_checks.kleene import Truth, Verdict, fold_truths
 from replay.trace_checks.matching import (
     UNKNOWN,
     Resolution,
@@ -148,10 +143,8 @@ def fold_bound(
     evaluate: Callable[[Mapping[str, Any]], Verdict],
     on_unbound: str,
 ) -> tuple[Verdict, tuple[Mapping[str, Any], ...]]:
-    """∀ candidate: the require tree, folded over the compared readings of the set.
-
-    Returns the verdict and the failing bindings (the values whose own reading failed).
-    """
+    """∀ candidate: the require tree folded over the compared readings of the set, and the
+    failing bindings (the values whose own reading failed)."""
     verdicts: dict[Any, Verdict] = {}
     for c in (*cands.definite, *cands.undecidable):
         if c.env is None:
@@ -161,16 +154,16 @@ def fold_bound(
     unbound = Truth.TRUE if on_unbound == "pass" else Truth.FALSE
     d, u = list(cands.definite), list(cands.undecidable)
     if d:
-        base = _and(verdicts[c.key].truth for c in d)
+        base = fold_truths(verdicts[c.key].truth for c in d)
         readings = {base}
         if u:
-            readings.add(_and([base, *(verdicts[c.key].truth for c in u)]))
-            readings.update(_and([base, verdicts[c.key].truth]) for c in u)
+            readings.add(fold_truths([base, *(verdicts[c.key].truth for c in u)]))
+            readings.update(fold_truths([base, verdicts[c.key].truth]) for c in u)
     else:
         # D empty: the empty reading is on_unbound, and each singleton is its own reading.
         readings = {unbound}
         if u:
-            readings.add(_and(verdicts[c.key].truth for c in u))
+            readings.add(fold_truths(verdicts[c.key].truth for c in u))
             readings.update(verdicts[c.key].truth for c in u)
     positions = (
         frozenset().union(*(v.positions for v in verdicts.values())) if verdicts else frozenset()
@@ -198,16 +191,6 @@ def fold_bound(
     return Verdict(
         Truth.UNKNOWN, _undecided_message(cands, verdicts), positions, diagnostics
     ), failing_envs
-
-
-def _and(truths: Iterable[Truth]) -> Truth:
-    """Kleene AND with the recorded-only WITHHELD between FALSE and UNKNOWN (kleene.py)."""
-    seen = set(truths)
-    if Truth.FALSE in seen:
-        return Truth.FALSE
-    if Truth.WITHHELD in seen:
-        return Truth.WITHHELD
-    return Truth.UNKNOWN if Truth.UNKNOWN in seen else Truth.TRUE
 
 
 def _undecided_message(cands: CandidateSet, verdicts: Mapping[Any, Verdict]) -> str:

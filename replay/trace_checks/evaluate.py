@@ -1,9 +1,7 @@
 """evaluate_trace_checks: a pure function from (timeline, validated config) to the verdicts.
 
-GRADING.md § Trace Checks. A timeline carrying no events leaves the component unscored
-(``component is None``, no per-constraint results). Otherwise every constraint — shared,
-and every route's — is evaluated once; the decision set reported is the shared
-constraints plus the winning route's, in declaration order.
+GRADING.md § Trace Checks: every constraint, shared and every route's, is evaluated once;
+the decision set reported is the shared constraints plus the winning route's.
 """
 
 from __future__ import annotations
@@ -159,11 +157,8 @@ def _measured(
 def evaluate_trace_checks(
     timeline: TrialTimeline, config: TraceChecksConfig | Mapping[str, Any]
 ) -> TraceChecksResult:
-    """Score a validated trace_checks block over one trial's timeline. Pure; no I/O.
-
-    A raw mapping is validated first (raising TraceChecksConfigError), so a caller holding
-    the block as parsed YAML meets the same load-time refusals as one holding the model.
-    """
+    """Score a trace_checks block over one trial's timeline. Pure; a raw mapping meets the
+    same load-time refusals (TraceChecksConfigError) as the model."""
     if not isinstance(config, TraceChecksConfig):
         config = load_trace_checks(config)
     if not timeline.events:

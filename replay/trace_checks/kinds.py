@@ -36,10 +36,7 @@ from schemas.trace_checks import CountPayload, OnMissing
 
 
 def _positions(*resolutions: Resolution) -> frozenset[int]:
-    out: set[int] = set()
-    for r in resolutions:
-        out.update(r.matched)
-    return frozenset(out)
+    return frozenset().union(*(r.matched for r in resolutions))
 
 
 def _diag(*resolutions: Resolution) -> tuple[str, ...]:
@@ -51,10 +48,13 @@ def _undecided(kind: str, detail: str, *resolutions: Resolution) -> str:
     return f"{kind} is undecided: {detail}; the trial does not carry {missing}"
 
 
-def _can() -> dict[str, bool]:
-    """Which outcomes some completion reaches; ``withhold`` is an unmatched reading under
-    on_missing: withhold (set through ``can[on_missing]`` like the other two policies)."""
-    return {"pass": False, "fail": False, "withhold": False}
+def _can(on_missing: OnMissing, *sides: Resolution) -> dict[str, bool]:
+    """Which outcomes some completion reaches, starting from on_missing's where a side has no
+    definite match (``withhold``: an unmatched reading under on_missing: withhold)."""
+    can = {"pass": False, "fail": False, "withhold": False}
+    if any(not r.matched for r in sides):
+        can[on_missing] = True
+    return can
 
 
 def _verdict(
@@ -78,6 +78,14 @@ def _verdict(
     truth = from_outcomes(can_pass, can_fail)
     msg = {Truth.TRUE: "", Truth.FALSE: fail_msg, Truth.UNKNOWN: undecided_msg}[truth]
     return Verdict(truth, msg, _positions(*res), _diag(*res))
+
+
+def _decide(
+    can: dict[str, bool], fail_msg: str, kind: str, detail: str, *res: Resolution
+) -> Verdict:
+    """The verdict of the outcomes ``can`` reached, undecided as ``kind`` with ``detail``."""
+    undecided = _undecided(kind, detail, *res)
+    return _verdict(can["pass"], can["fail"], fail_msg, undecided, *res, withheld=can["withhold"])
 
 
 def _selected_nothing(res: Resolution, on_missing: OnMissing) -> bool:
@@ -166,9 +174,7 @@ def _unmatched(kind: str, roles: Sequence[tuple[str, Resolution]]) -> str | None
 
 
 def before(left: Resolution, ql: str, right: Resolution, qr: str, on_missing: OnMissing) -> Verdict:
-    can = _can()
-    if not left.matched or not right.matched:
-        can[on_missing] = True
+    can = _can(on_missing, left, right)
     rl = extreme_range(left, _LEFT_EXTREME[ql])
     rr = extreme_range(right, _RIGHT_EXTREME[qr])
     if rl is not None and rr is not None:
@@ -181,15 +187,7 @@ def before(left: Resolution, ql: str, right: Resolution, qr: str, on_missing: On
         else "before: no match is ordered before the other side under the declared quantifiers"
         f" (left: {ql} at {list(left.matched[:10])}, right: {qr} at {list(right.matched[:10])})"
     )
-    return _verdict(
-        can["pass"],
-        can["fail"],
-        fail_msg,
-        _undecided("before", "the readings of its sides disagree", left, right),
-        left,
-        right,
-        withheld=can["withhold"],
-    )
+    return _decide(can, fail_msg, "before", "the readings of its sides disagree", left, right)
 
 
 # --- immediately_before ---------------------------------------------------------------------
@@ -208,12 +206,8 @@ def _achievable(res: Resolution, extreme: str) -> list[int]:
 def _side_options(
     res: Resolution, q: str, increasing: bool, for_pass: bool
 ) -> list[frozenset[int]]:
-    """The readings of one side that reach the extremes of a monotone verdict.
-
-    For a first/last side every achievable singleton; for an any/all side the minimal
-    readings (D, or each singleton where D is empty) and the maximal one (D ∪ U), picking
-    whichever end helps the outcome being tested.
-    """
+    """The readings of one side that reach the extremes of a monotone verdict: every
+    achievable singleton for first/last; for any/all the end helping the tested outcome."""
     if q in ("first", "last"):
         return [frozenset({p}) for p in _achievable(res, "min" if q == "first" else "max")]
     d, u = res.matched, res.undecidable
@@ -250,9 +244,7 @@ def immediately_before(
     on_missing: OnMissing,
 ) -> Verdict:
     nxt = idx.next_in_view(among)
-    can = _can()
-    if not left.matched or not right.matched:
-        can[on_missing] = True
+    can = _can(on_missing, left, right)
     # any (∃) is increasing in its side, all (∀ over the left) decreasing; a right all is
     # decreasing too (one more right event can only break "adjacent to every right").
     l_inc = ql != "all"
@@ -272,15 +264,8 @@ def immediately_before(
         f" the {among} view under left: {ql}, right: {qr} (left at {list(left.matched[:10])},"
         f" right at {list(right.matched[:10])})"
     )
-    return _verdict(
-        can["pass"],
-        can["fail"],
-        fail_msg,
-        _undecided("immediately_before", "the readings of its sides disagree", left, right),
-        left,
-        right,
-        withheld=can["withhold"],
-    )
+    disagree = "the readings of its sides disagree"
+    return _decide(can, fail_msg, "immediately_before", disagree, left, right)
 
 
 # --- windows --------------------------------------------------------------------------------
@@ -294,9 +279,7 @@ def _count_between(sorted_positions: Sequence[int], lo: int, hi: int) -> int:
 def absent_before(
     forbidden: Resolution, anchor: Resolution, qa: str, on_missing: OnMissing
 ) -> Verdict:
-    can = _can()
-    if not anchor.matched:
-        can[on_missing] = True
+    can = _can(on_missing, anchor)
     ra = extreme_range(anchor, "min" if qa == "first" else "max")
     if ra is not None:
         all_f = sorted((*forbidden.matched, *forbidden.undecidable))
@@ -310,20 +293,8 @@ def absent_before(
         a = anchor.matched[0] if qa == "first" else anchor.matched[-1]
         bad = [p for p in forbidden.matched if p < a]
         fail_msg = f"absent_before: forbidden event(s) at {bad[:10]} precede the anchor at {a}"
-    return _verdict(
-        can["pass"],
-        can["fail"],
-        fail_msg,
-        _undecided(
-            "absent_before",
-            "the readings of its forbidden events and anchor disagree",
-            forbidden,
-            anchor,
-        ),
-        forbidden,
-        anchor,
-        withheld=can["withhold"],
-    )
+    disagree = "the readings of its forbidden events and anchor disagree"
+    return _decide(can, fail_msg, "absent_before", disagree, forbidden, anchor)
 
 
 def absent_between(
@@ -336,9 +307,7 @@ def absent_between(
 ) -> Verdict:
     """Nothing forbidden strictly inside (start, end); an inverted or empty window
     (start >= end) is unmatched, so on_missing decides it."""
-    can = _can()
-    if not start.matched or not end.matched:
-        can[on_missing] = True
+    can = _can(on_missing, start, end)
     s_opts = sorted(_achievable(start, "min" if qs == "first" else "max"))
     e_opts = sorted(_achievable(end, "min" if qe == "first" else "max"))
     if s_opts and e_opts:
@@ -358,22 +327,8 @@ def absent_between(
                     can["pass"] = True
                     break
     fail_msg = _between_message(forbidden, start, qs, end, qe)
-    return _verdict(
-        can["pass"],
-        can["fail"],
-        fail_msg,
-        _undecided(
-            "absent_between",
-            "the readings of its window and forbidden events disagree",
-            forbidden,
-            start,
-            end,
-        ),
-        forbidden,
-        start,
-        end,
-        withheld=can["withhold"],
-    )
+    disagree = "the readings of its window and forbidden events disagree"
+    return _decide(can, fail_msg, "absent_between", disagree, forbidden, start, end)
 
 
 def _between_message(

@@ -1,15 +1,9 @@
 """Three-valued verdicts and their Kleene folds (GRADING.md § When a constraint cannot be decided).
 
-A verdict is decided only where every completion of the missing evidence agrees. The
-composites fold their branches the strong-Kleene way: a conjunction with a failing branch
-fails whatever an undecided branch would have said, a disjunction with a holding branch
-passes, and otherwise an undecided branch leaves the composite undecided.
-
 ``WITHHELD`` is the recorded-only ``on_missing: withhold`` verdict (Tolokaforge 0.33.1; not
 in GRADING.md, so the reference's folds are the contract): contagious under composites
-unless a definite verdict beats it — a conjunction with a failing branch fails, a
-disjunction with a holding branch passes, otherwise a withheld branch withholds the
-composite (ahead of an undecided one); negate leaves it withheld.
+unless a definite verdict beats it (a failing conjunct, a holding disjunct), ahead of an
+undecided branch; negate leaves it withheld.
 """
 
 from __future__ import annotations
@@ -53,34 +47,36 @@ def _merge(verdicts: Sequence[Verdict]) -> tuple[frozenset[int], tuple[str, ...]
     return positions, diagnostics
 
 
-def kleene_and(branches: Iterable[Verdict], label: str = "all_of") -> Verdict:
-    vs = list(branches)
+def fold_truths(truths: Iterable[Truth], absorbing: Truth = Truth.FALSE) -> Truth:
+    """The strong-Kleene fold: AND with ``absorbing`` FALSE, OR with TRUE; WITHHELD ranks
+    ahead of UNKNOWN. An empty fold is the identity (AND: TRUE, OR: FALSE)."""
+    seen = set(truths)
+    for truth in (absorbing, Truth.WITHHELD, Truth.UNKNOWN):
+        if truth in seen:
+            return truth
+    return Truth.TRUE if absorbing is Truth.FALSE else Truth.FALSE
+
+
+def _fold(vs: Sequence[Verdict], absorbing: Truth, label: str) -> Verdict:
+    """``label[i]`` names the first branch carrying the composite's verdict."""
     positions, diagnostics = _merge(vs)
-    for i, v in enumerate(vs):
-        if v.truth is Truth.FALSE:
-            return Verdict(Truth.FALSE, f"{label}[{i}] failed: {v.message}", positions, diagnostics)
-    for i, v in enumerate(vs):
-        if v.truth is Truth.WITHHELD:
-            return Verdict(Truth.WITHHELD, f"{label}[{i}] {v.message}", positions, diagnostics)
-    for i, v in enumerate(vs):
-        if v.truth is Truth.UNKNOWN:
-            return Verdict(Truth.UNKNOWN, f"{label}[{i}] {v.message}", positions, diagnostics)
-    return Verdict(Truth.TRUE, "", positions, diagnostics)
+    truth = fold_truths((v.truth for v in vs), absorbing)
+    if truth is Truth.TRUE:
+        return Verdict(Truth.TRUE, "", positions, diagnostics)
+    if truth is Truth.FALSE and absorbing is Truth.TRUE:
+        joined = "; ".join(f"[{i}] {v.message}" for i, v in enumerate(vs))
+        return Verdict(Truth.FALSE, f"{label}: no branch held — {joined}", positions, diagnostics)
+    i, v = next((i, v) for i, v in enumerate(vs) if v.truth is truth)
+    failed = "failed: " if truth is Truth.FALSE else ""
+    return Verdict(truth, f"{label}[{i}] {failed}{v.message}", positions, diagnostics)
+
+
+def kleene_and(branches: Iterable[Verdict], label: str = "all_of") -> Verdict:
+    return _fold(list(branches), Truth.FALSE, label)
 
 
 def kleene_or(branches: Iterable[Verdict], label: str = "any_of") -> Verdict:
-    vs = list(branches)
-    positions, diagnostics = _merge(vs)
-    if any(v.truth is Truth.TRUE for v in vs):
-        return Verdict(Truth.TRUE, "", positions, diagnostics)
-    for i, v in enumerate(vs):
-        if v.truth is Truth.WITHHELD:
-            return Verdict(Truth.WITHHELD, f"{label}[{i}] {v.message}", positions, diagnostics)
-    for i, v in enumerate(vs):
-        if v.truth is Truth.UNKNOWN:
-            return Verdict(Truth.UNKNOWN, f"{label}[{i}] {v.message}", positions, diagnostics)
-    joined = "; ".join(f"[{i}] {v.message}" for i, v in enumerate(vs))
-    return Verdict(Truth.FALSE, f"{label}: no branch held — {joined}", positions, diagnostics)
+    return _fold(list(branches), Truth.TRUE, label)
 
 
 def kleene_not(v: Verdict, what: str) -> Verdict:

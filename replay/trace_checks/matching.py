@@ -1,15 +1,6 @@
 """What a matcher resolves to: the events that definitely match and the undecidable ones.
 
-GRADING.md § What a matcher resolves to. Three rules:
-
-* a predicate over a ``None`` field is unmatched (only ``exists`` reads a None);
-* a tool_call matcher reads ``status`` / ``result`` through the tool_result paired to it by
-  call_id, so a call with no recorded result has no outcome to read;
-* evidence only the tool-call record supplies (``executor``, ``status``, and a call's
-  ``result`` where nothing answered it) is *unknown* where missing, and an event whose
-  other predicates all pass but which reads unknown evidence is undecidable — scoped to the
-  matcher, so an event another predicate already rejects stays decided.
-
+GRADING.md § What a matcher resolves to (None fields, pairing by call_id, unknown evidence).
 Resolution is split in two so a bound constraint costs one pass over the timeline plus one
 cheap pass per candidate: the literal predicates are evaluated once per (matcher, window),
 and only the binding references are re-read per candidate, through a value index where the
@@ -23,27 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.patterns import compile_pattern
-from replay.trace_checks.operators import MISSING, apply_operator, can_ever_hold, json_type
+from replay.trace_checks.operators import MISSING, UNKNOWN, apply_operator, can_ever_hold, json_type
 from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
 from schemas.trace_checks import Within
 from schemas.trace_matchers import BINDING_OPERATORS, REGEX_OPERATORS, Matcher, RegexEngine
-
-
-class _Unknown:
-    """The value of a field whose evidence the trial does not carry."""
-
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
 
 VIEW_KINDS: dict[str, frozenset[TraceEventKind]] = {
     "tool_calls": frozenset({TraceEventKind.TOOL_CALL}),
@@ -211,10 +185,9 @@ def prepare(
         if rejected:
             continue
         values = tuple(read_field(idx, event, label) for label, _, _ in dynamic)
-        if any(v is UNKNOWN for v in values):
-            unknown.extend(
-                label for (label, _, _), v in zip(dynamic, values, strict=True) if v is UNKNOWN
-            )
+        unknown.extend(
+            label for (label, _, _), v in zip(dynamic, values, strict=True) if v is UNKNOWN
+        )
         reason = missing_reason(idx, event) if unknown else ""
         survivors.append(_Survivor(event.position, tuple(dict.fromkeys(unknown)), values, reason))
     read_types = tuple(
@@ -276,18 +249,15 @@ def resolve(idx: TimelineIndex, prepared: PreparedMatcher, env: Mapping[str, Any
         for i, (label, op, name) in enumerate(prepared.dynamic)
         if (d := _type_diagnostic(prepared.read_types[i], label, op, name, env[name]))
     )
-    rows = _candidate_rows(prepared, env)
-    out: list[tuple[_Survivor, tuple[str, ...]]] = []
-    for n in rows:
-        s = prepared.survivors[n]
-        ok = True
-        for i, (_, op, name) in enumerate(prepared.dynamic):
-            v = s.dynamic_values[i]
-            if v is not UNKNOWN and not apply_operator(op, v, env[name]):
-                ok = False
-                break
-        if ok:
-            out.append((s, s.unknown))
+    survivors = (prepared.survivors[n] for n in _candidate_rows(prepared, env))
+    out = [
+        (s, s.unknown)
+        for s in survivors
+        if all(
+            v is UNKNOWN or apply_operator(op, v, env[name])
+            for v, (_, op, name) in zip(s.dynamic_values, prepared.dynamic, strict=True)
+        )
+    ]
     res = _collect(idx, out)
     if diagnostics:
         return Resolution(res.matched, res.undecidable, res.missing, diagnostics)
@@ -316,11 +286,8 @@ def render_value(value: Any) -> str:
 def _type_diagnostic(
     read_types: frozenset[str], label: str, op: str, name: str, bound: Any
 ) -> str | None:
-    """The evaluation-time sentence for a reference no read event could ever satisfy.
-
-    Fires only where at least one event was read (its other predicates admit it and it
-    carries a value at the field) and none of them carried a type the operator can pair.
-    """
+    """The evaluation-time sentence for a reference no read event could ever satisfy: some
+    event carried a value at the field, and none a type the operator can pair."""
     if not read_types:
         return None
     bound_type = json_type(bound)

@@ -22,21 +22,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 
-class _Missing:
-    """An argument path the call never sent — distinct from an explicit JSON null."""
+class _Sentinel:
+    """A marker read by identity; it pickles and copies as itself (the module global)."""
 
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return self.name
+
+    def __reduce__(self) -> str:
+        return self.name
 
 
-MISSING: Any = _Missing()
+MISSING: Any = _Sentinel("MISSING")  # an argument path the call never sent, not a JSON null
+UNKNOWN: Any = _Sentinel("UNKNOWN")  # a field whose evidence the trial does not carry
 
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 
@@ -125,11 +125,8 @@ def _many(pattern: Any) -> tuple[Any, ...]:
 
 
 def apply_operator(op: str, value: Any, operand: Any, pattern: Any = None) -> bool:
-    """Whether ``op`` holds for a field value (``MISSING`` where an argument was never sent).
-
-    ``pattern`` is a regex / not_regex's compiled pattern, or a tuple of them (a recorded
-    list: every pattern must search for regex, none may for not_regex).
-    """
+    """Whether ``op`` holds for a field value (``MISSING``: an argument never sent);
+    ``pattern`` is the compiled regex, or a recorded tuple of them."""
     if op == "is_null":
         return (value is None) is operand
     if op == "omitted":
@@ -188,12 +185,8 @@ _CONTAINER_TYPES = frozenset({"array", "object"})
 
 
 def can_ever_hold(op: str, field_type: str, bound_type: str) -> bool:
-    """The per-operator comparability table for a binding reference.
-
-    ``equals_binding`` pairs integer / number / boolean with each other, and a type with
-    itself; ``contains_binding`` finds any scalar inside an array or object by descent, a
-    string inside a string, and otherwise falls back to equality — never a container needle.
-    """
+    """The per-operator comparability table for a binding reference (GRADING.md § Operators:
+    ``contains`` descends into containers, never finds a container needle)."""
     if op == "equals_binding":
         if field_type in _NUMERIC and bound_type in _NUMERIC:
             return True

@@ -1,9 +1,7 @@
 """What evaluate_trace_checks returns, in the shapes grade.yaml records.
 
-``to_grade_dict()`` emits exactly the keys FORMATS.md § 4 lists for ``trace_check_results``
-entries and ``trace_checks_summary``, so a recorded grade and a replayed one compare field
-by field. Failing bindings and the route are kept beside them for reports, outside the
-grade shape.
+``to_grade_dict()`` emits exactly FORMATS.md § 4's keys, so a recorded grade and a replayed
+one compare field by field; failing bindings and the route are kept outside that shape.
 """
 
 from __future__ import annotations

@@ -52,14 +52,7 @@ def score_flat(results: Sequence[ConstraintResult]) -> tuple[float, TraceChecksS
 
 def choose_winner(path_ids: Sequence[str], scores: Sequence[SetScore]) -> int:
     """Index of the winning path: highest score, ties to a shut gate, then first declared."""
-    best = 0
-    for i in range(1, len(scores)):
-        if (scores[i].score, scores[i].gate_failed) > (
-            scores[best].score,
-            scores[best].gate_failed,
-        ):
-            best = i
-    return best
+    return max(range(len(scores)), key=lambda i: (scores[i].score, scores[i].gate_failed))
 
 
 def score_paths(
