@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +20,7 @@ from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
     emit_json,
+    emitted,
     escape_controls,
     json_option,
     ledger_option,
@@ -64,10 +65,8 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 
     Example: vledger append events.jsonl
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.append(file, path, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.append(file, resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
+    if emitted(as_json, res):
         return
     if res.appended:
         click.echo(f"appended {res.appended} events: seq {res.first_seq}..{res.last_seq}")
@@ -104,18 +103,13 @@ def log_cmd(
 
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
-    path = resolve_ledger(ledger_dir)
-    _print_events(path, busy_timeout, as_json or as_nl, as_nl, stream=stream, type=type_,
-                  from_seq=from_seq, to_seq=to_seq, limit=limit)  # fmt: skip
-
-
-def _print_events(path: Path, busy_timeout: float, as_json: bool, nl: bool, **kw: Any) -> None:
     from ledger.app.store_ops import event_json  # noqa: PLC0415 - `--help` loads no store
 
-    with opened(path, read_only=True, busy_timeout=busy_timeout) as lg:
+    kw = {"stream": stream, "type": type_, "from_seq": from_seq, "to_seq": to_seq, "limit": limit}
+    with opened(resolve_ledger(ledger_dir), read_only=True, busy_timeout=busy_timeout) as lg:
         rows = ledger.events(lg, **kw).events  # read as printed, while the store is open
-        if as_json:
-            write_json_rows(map(event_json, rows), nl=nl)
+        if as_json or as_nl:
+            write_json_rows(map(event_json, rows), nl=as_nl)
             return
         for e in rows:
             payload = e.payload.decode()
@@ -144,8 +138,7 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
     Example: vledger keygen --out ~/.vledger-key
     """
     res = ledger.keygen(out, name=name, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(res.to_json())
+    if emitted(as_json, res):
         return
     click.echo(f"private key: {res.private_key} (keep it outside the ledger)")
     click.echo(f"public key:  {res.public_key}")
@@ -188,12 +181,11 @@ def checkpoint_cmd(
         raise click.UsageError(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
-    path = resolve_ledger(ledger_dir)
-    res = ledger.checkpoint(path, key=key_file, out=out, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-        return
-    click.echo(res.note, nl=False)
+    res = ledger.checkpoint(
+        resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
+    )
+    if not emitted(as_json, res):
+        click.echo(res.note, nl=False)
 
 
 @main.command("prove")
@@ -211,12 +203,9 @@ def prove_cmd(
 
     Example: vledger prove 42 --size 100
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.prove(seq, path, size=size, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-        return
-    click.echo(res.tlog_proof, nl=False)
+    res = ledger.prove(seq, resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
+    if not emitted(as_json, res):
+        click.echo(res.tlog_proof, nl=False)
 
 
 @main.command("verify")
@@ -262,12 +251,9 @@ def verify_cmd(
 
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.verify(path, pub=pub_file, checkpoint=checkpoint_file, deep=deep,
-                        busy_timeout=busy_timeout)  # fmt: skip
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    res = ledger.verify(resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
+                        deep=deep, busy_timeout=busy_timeout)  # fmt: skip
+    if not emitted(as_json, res):
         for line in res.report.lines():
             click.echo(escape_controls(line))
     if not res.ok:
@@ -306,10 +292,9 @@ def seal_cmd(
 
     Example: vledger seal --max-rows 100000
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.seal(path, max_rows=max_rows, max_bytes=max_bytes, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.seal(resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
+                      busy_timeout=busy_timeout)  # fmt: skip
+    if emitted(as_json, res):
         return
     if not res.segments:
         click.echo("nothing to seal")
@@ -339,11 +324,8 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
     Example: vledger repair            (say what would change)
              vledger repair --apply    (change it)
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.repair(path, apply=apply_, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    res = ledger.repair(resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
+    if not emitted(as_json, res):
         for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)
     if res.conflicts:
