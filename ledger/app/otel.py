@@ -205,19 +205,12 @@ def component_events(grade: Mapping[str, Any] | None, at: int) -> list[dict[str,
     """One ``gen_ai.evaluation.result`` event per grade component that has a value."""
     comps = (grade or {}).get("components") or {}
     return [
-        {
-            "timeUnixNano": str(at),
-            "name": EVALUATION_EVENT,
-            "attributes": _attrs(
-                [
-                    ("gen_ai.evaluation.name", name),
-                    ("gen_ai.evaluation.score.value", _number(value)),
-                ]
-            ),  # fmt: skip
-        }
+        {"timeUnixNano": str(at), "name": EVALUATION_EVENT, "attributes": _attrs([
+            ("gen_ai.evaluation.name", name), ("gen_ai.evaluation.score.value", _number(value)),
+        ])}
         for name, value in sorted(comps.items())
         if _number(value) is not None
-    ]
+    ]  # fmt: skip
 
 
 def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, Any]]:

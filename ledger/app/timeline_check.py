@@ -1,11 +1,8 @@
 """The verify check for stored timelines: recompute each from its trial's raw events.
 
-Ingest stores each trial's ``timeline.event``s as a projection of its ``trial.message`` /
-``trial.tool_call`` / ``trial.ended`` events (issue 3). This check rebuilds every stored
-timeline with ``replay.timeline`` through :func:`replay.trial_inputs.trial_inputs` and
-reports any stream whose stored events differ — the first differing position and field —
-or whose stored timeline was built by another projection version, or whose recorded
-view inconsistency the running projection no longer raises. ``vledger verify --deep`` runs it
+Every stored ``timeline.event`` run (ingest's projection, issue 3) must equal what
+``replay.timeline`` rebuilds through ``replay.trial_inputs``, at the running projection
+version and with the same recorded view inconsistency; ``vledger verify --deep`` runs it
 (:data:`ledger.app.verify.CHECKS`).
 """
 

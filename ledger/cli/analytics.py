@@ -134,29 +134,17 @@ def _schema_text() -> str:
 @main.command("sql")
 @click.argument("query", required=False)
 @ledger_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option(
-    "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE."
-)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to FILE.")  # fmt: skip
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
 @json_option
 @nl_option
 def sql_command(
-    query: str | None,
-    ledger_dir: Path | None,
-    fmt: str,
-    out: Path | None,
-    schema: bool,
-    as_json: bool,
-    as_nl: bool,
-) -> None:
+    query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool,
+    as_json: bool, as_nl: bool,
+) -> None:  # fmt: skip
     """Run a read-only SQL QUERY over the ledger's documented views.
 
     A write statement (INSERT, UPDATE, DELETE, CREATE, DROP, ATTACH, COPY, SET, …) is refused
@@ -190,13 +178,9 @@ def sql_command(
 
 @main.command("report")
 @ledger_option
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("report.html"),
-    show_default=True,
-    help="Where to write the HTML file.",
-)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("report.html"), show_default=True,
+              help="Where to write the HTML file.")  # fmt: skip
 @json_option
 def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     """Write one self-contained HTML report (inline SVG, no scripts, no network).

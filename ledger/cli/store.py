@@ -87,16 +87,9 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 @json_option
 @nl_option
 def log_cmd(
-    stream: str | None,
-    type_: str | None,
-    from_seq: int | None,
-    to_seq: int | None,
-    limit: int | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
-    as_json: bool,
-    as_nl: bool,
-) -> None:
+    stream: str | None, type_: str | None, from_seq: int | None, to_seq: int | None,
+    limit: int | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool, as_nl: bool,
+) -> None:  # fmt: skip
     """Print events in seq order.
 
     --json prints one JSON array; --nl one JSON object per line.
@@ -121,15 +114,10 @@ def log_cmd(
 
 
 @main.command("keygen")
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Private key file to write (public key goes to FILE.pub).",
-)
-@click.option(
-    "--name", default=DEFAULT_KEY_NAME, show_default=True, help="Key name shown in signature lines."
-)
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Private key file to write (public key goes to FILE.pub).")
+@click.option("--name", default=DEFAULT_KEY_NAME, show_default=True,
+              help="Key name shown in signature lines.")  # fmt: skip
 @ledger_option
 @json_option
 def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> None:
@@ -146,30 +134,19 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
 
 
 @main.command("checkpoint")
-@click.option(
-    "--key",
-    "key_file",
-    envvar="VLEDGER_KEY",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Private key from `vledger keygen` (default: $VLEDGER_KEY).",
-)
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the signed note to FILE, kept OUTSIDE the ledger (verify --checkpoint FILE).",
-)
+@click.option("--key", "key_file", envvar="VLEDGER_KEY", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Private key from `vledger keygen` (default: $VLEDGER_KEY).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the signed note to FILE, kept OUTSIDE the ledger "
+                   "(verify --checkpoint FILE).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def checkpoint_cmd(
-    key_file: Path | None,
-    out: Path | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
+    key_file: Path | None, out: Path | None, ledger_dir: Path | None, busy_timeout: float,
     as_json: bool,
-) -> None:
+) -> None:  # fmt: skip
     """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
 
     With --out, also write it to FILE: a copy kept where whoever can rewrite the ledger
@@ -190,9 +167,8 @@ def checkpoint_cmd(
 
 @main.command("prove")
 @click.argument("seq", type=int)
-@click.option(
-    "--size", type=int, default=None, help="Tree size of a stored checkpoint (default: the latest)."
-)
+@click.option("--size", type=int, default=None,
+              help="Tree size of a stored checkpoint (default: the latest).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
@@ -209,36 +185,21 @@ def prove_cmd(
 
 
 @main.command("verify")
-@click.option(
-    "--pub",
-    "pub_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Public key (.pub) to check checkpoint signatures with.",
-)
-@click.option(
-    "--checkpoint",
-    "checkpoint_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must extend it.",
-)
-@click.option(
-    "--deep",
-    is_flag=True,
-    help="Also recompute stored projections (every trial's timeline) from the raw events.",
-)
+@click.option("--pub", "pub_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Public key (.pub) to check checkpoint signatures with.")
+@click.option("--checkpoint", "checkpoint_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must "
+                   "extend it.")
+@click.option("--deep", is_flag=True, help="Also recompute stored projections (every trial's "
+              "timeline) from the raw events.")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def verify_cmd(
-    pub_file: Path | None,
-    checkpoint_file: Path | None,
-    deep: bool,
-    ledger_dir: Path | None,
-    busy_timeout: float,
-    as_json: bool,
-) -> None:
+    pub_file: Path | None, checkpoint_file: Path | None, deep: bool, ledger_dir: Path | None,
+    busy_timeout: float, as_json: bool,
+) -> None:  # fmt: skip
     """Recompute every leaf hash and the tree; check checkpoints and segments. Exit 1 on the first problem.
 
     Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
@@ -263,29 +224,18 @@ def verify_cmd(
 
 
 @main.command("seal")
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_ROWS,
-    show_default=True,
-    help="Rows per segment (a longer trial still stays whole).",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Target bytes per segment (default 32 MiB; a longer trial still stays whole).",
-)
+@click.option("--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
+              show_default=True, help="Rows per segment (a longer trial still stays whole).")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+              help="Target bytes per segment (default 32 MiB; a longer trial still stays "
+                   "whole).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def seal_cmd(
-    max_rows: int,
-    max_bytes: int | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
+    max_rows: int, max_bytes: int | None, ledger_dir: Path | None, busy_timeout: float,
     as_json: bool,
-) -> None:
+) -> None:  # fmt: skip
     """Seal unsealed events into immutable Parquet segments (trial streams never split).
 
     A sealed trial stream takes no further events (exit 4, StreamSealed).
@@ -305,12 +255,9 @@ def seal_cmd(
 
 
 @main.command("repair")
-@click.option(
-    "--apply",
-    "apply_",
-    is_flag=True,
-    help="Make the changes (default: a dry run that only says what it would change).",
-)
+@click.option("--apply", "apply_", is_flag=True,
+              help="Make the changes (default: a dry run that only says what it would "
+                   "change).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
