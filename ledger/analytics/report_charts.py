@@ -11,20 +11,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-PASS, FAIL, UNDECIDED, ACCENT = "#2e8b57", "#c0392b", "#d4a017", "#3b6fb6"
+PASS, FAIL, UNDECIDED = "#2e8b57", "#c0392b", "#d4a017"
 PALETTE = ("#3b6fb6", "#e07b39", "#2e8b57", "#8e5ea2", "#c0392b", "#17a2b8", "#b8860b", "#6c757d")
 
 
 def _t(
-    x: float,
-    y: float,
-    s: str,
-    *,
-    anchor: str = "start",
-    cls: str = "",
-    rot: int = 0,
+    x: float, y: float, s: str, *, anchor: str = "start", cls: str = "", rot: int = 0,
     full: str | None = None,
-) -> str:
+) -> str:  # fmt: skip
     """A text label; ``full`` (the uncut name) becomes its tooltip when ``s`` is shortened."""
     c = f' class="{cls}"' if cls else ""
     r = f' transform="rotate({rot} {x:.1f} {y:.1f})"' if rot else ""
@@ -131,13 +125,9 @@ def _y_axis(left: int, right: int, base: int, plot_h: float, top_v: float) -> li
 
 
 def grouped_bars(
-    categories: Sequence[str],
-    series: Sequence[tuple[str, Sequence[float]]],
-    *,
-    y_label: str,
-    y_max: float | None = None,
-    label: str,
-) -> str:
+    categories: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], *, y_label: str,
+    y_max: float | None = None, label: str,
+) -> str:  # fmt: skip
     """Vertical grouped bars: one group per category, one bar per series.
 
     Few categories: labels under their group. Many: labels turned upright, every
@@ -149,9 +139,7 @@ def grouped_bars(
     w, left, top = 540, 44, 12
     bottom = int(24 + CHAR_W * longest) if many else 30
     h = 200 + bottom
-    top_v = (
-        y_max if y_max is not None else nice_max(max([0.0] + [v for _, vs in series for v in vs]))
-    )
+    top_v = nice_max(max([0.0, *(v for _, vs in series for v in vs)])) if y_max is None else y_max
     plot_w, plot_h = w - left - 10, h - bottom - top
     parts = _y_axis(left, w - 10, h - bottom, plot_h, top_v)
     group_w = plot_w / max(len(categories), 1)
@@ -162,16 +150,8 @@ def grouped_bars(
         for si, (name, vs) in enumerate(series):
             v = vs[ci]
             bh = plot_h * (v / top_v if top_v else 0)
-            parts.append(
-                _bar(
-                    gx + si * bar_w,
-                    h - bottom,
-                    bar_w - 1,
-                    bh,
-                    PALETTE[si % len(PALETTE)],
-                    f"{name} · {cat}: {v:g}",
-                )
-            )
+            color, tip = PALETTE[si % len(PALETTE)], f"{name} · {cat}: {v:g}"
+            parts.append(_bar(gx + si * bar_w, h - bottom, bar_w - 1, bh, color, tip))
         if ci % step:
             continue
         cx = gx + group_w * 0.4
@@ -188,15 +168,9 @@ def grouped_bars(
 
 
 def line_chart(
-    xs: Sequence[float],
-    series: Sequence[tuple[str, Sequence[float | None]]],
-    *,
-    x_label: str,
-    y_label: str,
-    y_max: float = 1.0,
-    label: str,
-    x_ticks: Sequence[str] | None = None,
-) -> str:
+    xs: Sequence[float], series: Sequence[tuple[str, Sequence[float | None]]], *, x_label: str,
+    y_label: str, y_max: float = 1.0, label: str, x_ticks: Sequence[str] | None = None,
+) -> str:  # fmt: skip
     w, h, left, bottom, top = 540, 240, 44, 40, 12
     plot_w, plot_h = w - left - 14, h - bottom - top
     n = len(xs)
@@ -256,12 +230,9 @@ def stacked_hbars(
 
 
 def heatmap(
-    row_labels: Sequence[str],
-    col_labels: Sequence[str],
-    cells: dict[tuple[str, str], tuple[float, str]],
-    *,
-    label: str,
-) -> str:
+    row_labels: Sequence[str], col_labels: Sequence[str],
+    cells: dict[tuple[str, str], tuple[float, str]], *, label: str,
+) -> str:  # fmt: skip
     """Rows × columns of cells coloured by a value in [0, 1] (red → green), with tooltips."""
     cw, ch, left = 64, 18, 300
     # Column labels (model names) are never cut: upright, they need their length above
@@ -301,10 +272,7 @@ def nice_max(v: float) -> float:
 def _ramp(v: float) -> str:
     """Value in [0, 1] → a red-to-green colour (light enough for dark text on top)."""
     v = min(1.0, max(0.0, v))
-    r = int(235 - 110 * v)
-    g = int(150 + 70 * v)
-    b = int(140 - 10 * v)
-    return f"rgb({r},{g},{b})"
+    return f"rgb({int(235 - 110 * v)},{int(150 + 70 * v)},{int(140 - 10 * v)})"
 
 
 def matrix_2x2(
@@ -319,12 +287,8 @@ def matrix_2x2(
     out.append(_t(x0 + s * 1.5, y0 - 6, "failed", anchor="middle", cls="muted"))
     out.append(_t(x0 - 6, y0 + s / 2 + 4, "judge met", anchor="end", cls="muted"))
     out.append(_t(x0 - 6, y0 + s * 1.5 + 4, "not met", anchor="end", cls="muted"))
-    for (i, j), v, agree in (
-        ((0, 0), a, True),
-        ((0, 1), b, False),
-        ((1, 0), c, False),
-        ((1, 1), d, True),
-    ):
+    for (i, j), v, agree in (((0, 0), a, True), ((0, 1), b, False), ((1, 0), c, False),
+                             ((1, 1), d, True)):  # fmt: skip
         shade = 0.25 + 0.75 * v / total
         color = PASS if agree else FAIL
         out.append(

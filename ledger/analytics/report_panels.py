@@ -37,6 +37,11 @@ class Panel:
         )
 
 
+def _showing(shown: int, total: int, what: str) -> str:
+    """The note under a chart cut to its first rows; nothing when none was cut."""
+    return charts.note(f"showing {shown} of {total} {what}") if total > shown else ""
+
+
 def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = analytics.rows(
         con,
@@ -89,9 +94,7 @@ def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         for r in rows
     }
     body = charts.heatmap(shown, models, cells, label="pass rate per task and model")
-    if len(tasks) > len(shown):
-        body += charts.note(f"showing {len(shown)} of {len(tasks)} tasks")
-    return replace(panel, body=body)
+    return replace(panel, body=body + _showing(len(shown), len(tasks), "tasks"))
 
 
 def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
@@ -139,9 +142,7 @@ def _pass_at_k_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         y_max=1.0,
         label="pass@k per task",
     ) + charts.legend([(f"pass@{k}", PALETTE[i]) for i, k in enumerate(sorted({1, k_hi}))])
-    if len(tasks) > len(shown):
-        body += charts.note(f"showing {len(shown)} of {len(tasks)} tasks")
-    return replace(panel, body=body)
+    return replace(panel, body=body + _showing(len(shown), len(tasks), "tasks"))
 
 
 def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
@@ -158,24 +159,13 @@ def _separation_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     if not rows:
         return panel
     shown = rows[:MAX_ROWS]
+    parts = (("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED))
     bars = [
-        (
-            f"{r['task_id']} · {r['constraint_id']}",
-            [
-                ("passed", r["passed"], PASS),
-                ("failed", r["failed"], FAIL),
-                ("undecided", r["undecided"], UNDECIDED),
-            ],
-            r["class"],
-        )
+        (f"{r['task_id']} · {r['constraint_id']}", [(p, r[p], c) for p, c in parts], r["class"])
         for r in shown
     ]
-    body = charts.stacked_hbars(bars, label="constraint separation") + charts.legend(
-        [("passed", PASS), ("failed", FAIL), ("undecided", UNDECIDED)]
-    )
-    if len(rows) > len(shown):
-        body += charts.note(f"showing {len(shown)} of {len(rows)} constraints")
-    return replace(panel, body=body)
+    body = charts.stacked_hbars(bars, label="constraint separation") + charts.legend(parts)
+    return replace(panel, body=body + _showing(len(shown), len(rows), "constraints"))
 
 
 AGREEMENT_PAIRS = 12  # 2×2 tables shown; the note says how many pairs there are
@@ -198,25 +188,11 @@ def _agreement_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     )
     if not rows:
         return panel
-    body = (
-        '<div style="display:flex;flex-wrap:wrap;gap:8px">'
-        + "".join(
-            charts.matrix_2x2(
-                r["criterion"],
-                r["constraint_id"],
-                r["met_passed"],
-                r["met_failed"],
-                r["not_met_passed"],
-                r["not_met_failed"],
-                r["kappa"],
-            )
-            for r in rows
-        )
-        + "</div>"
-    )
-    if total > len(rows):
-        body += charts.note(f"showing {len(rows)} of {total} pairs, the most observed first")
-    return replace(panel, body=body)
+    keys = ("criterion", "constraint_id", "met_passed", "met_failed", "not_met_passed",
+            "not_met_failed", "kappa")  # fmt: skip
+    tables = "".join(charts.matrix_2x2(*(r[k] for k in keys)) for r in rows)
+    body = f'<div style="display:flex;flex-wrap:wrap;gap:8px">{tables}</div>'
+    return replace(panel, body=body + _showing(len(rows), total, "pairs, the most observed first"))
 
 
 DISAGREEMENT_SQL = (
@@ -328,11 +304,7 @@ def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
             for r in shown
         )
         + "</table>"
-        + (
-            charts.note(f"showing {len(shown)} of {len(rows)} keys")
-            if len(rows) > len(shown)
-            else ""
-        )
+        + _showing(len(shown), len(rows), "keys")
     )
     return Panel(
         "Keys that never scored",

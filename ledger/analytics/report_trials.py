@@ -1,15 +1,8 @@
 """The report's trial pages: a list of trials, and one anchored section per trial listed.
 
 The page has no script (its Content-Security-Policy forbids one), so a trial "page" is a
-``<section id="trial-…">`` hidden until it is the URL's target (CSS ``:target``): a link
-from the list opens it, the browser's back button closes it, and the file stays one
-self-contained page. Each section shows the trial's timeline of messages and tool calls
-with, beside each event, the constraints that read it and their verdicts, and the recorded
-and replayed grade side by side.
-
-Only the trials most worth reading get a section (disagreements first, then failures), at
-most :data:`TRIAL_PAGES`; the list says how many it shows of how many, and the SQL for
-the rest.
+``<section id="trial-…">`` shown only as the URL's target (CSS ``:target``); what each
+holds, and which trials get one: docs/readme/analytics.md § The report, "Trial pages".
 """
 
 from __future__ import annotations

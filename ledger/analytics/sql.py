@@ -1,11 +1,8 @@
 """Read-only SQL over a ledger: the documented views on an in-memory DuckDB.
 
-``query(ledger_dir, sql)`` opens a fresh in-memory connection, attaches the ledger's
-``events.duckdb`` READ_ONLY (or, when a writer holds it, reads the sealed Parquet segments
-under ``segments/``), creates the views of :mod:`ledger.analytics.views` over it, and runs one
-statement — only after DuckDB's own parser has classified every statement of the text as a
-read. A write statement is refused before anything runs, so nothing changes; and the store
-is attached read-only besides, so even a statement the check missed could not change it.
+The store is attached READ_ONLY (or, while a writer holds it, its sealed segments are
+read), every statement is classified as a read by DuckDB's own parser before anything
+runs, and the connection is sandboxed to the views' sources (docs/readme/analytics.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """``curate``: a judge-labelled corpus from run directories or from the log (the I/O side).
 
-RUBRIC_MIGRATION.md, "Building a corpus". Two doors, one rule: run directories are read
-through the project's one importer (``plan_bundle``: bounded YAML, shape checks, the
-bundle → events mapping ``ingest`` uses), the log is read as events, and either way each
-trial reaches :mod:`replay.curation` as :class:`~replay.trial_inputs.TrialInputs` — the
-reading ``retrace`` uses — and its files are rendered by
-:func:`ledger.sources.export_bundle.bundle_files`. That is why curating runs, ingesting
-them and curating the same criterion ``--from-ledger`` writes the same bytes.
-
-The destination rules are the reference's: ``--into`` may not nest with a source (nor
-with the ledger), must be a directory, and is either empty, absent, or a corpus rewritten
-whole with ``replace`` — a corpus is never a half-refresh. The corpus is built beside the
-destination and renamed into place, so an interrupted curation leaves the old corpus or
-the new one, never a mixture. A dry run classifies and reports and writes nothing.
-
-Every written curation appends one ``corpus.curated`` event (stream
-``curation/<criterion>``) naming what was admitted and rejected and the SHA-256 of the
-written ``corpus.yaml``, so what a migration was measured over is itself in the log.
+Two doors, one rule (``replay.curation``): run directories through the one importer
+(``plan_bundle``), the log as events; either way each trial is read as ``retrace`` reads it
+(``replay.trial_inputs``) and rendered by ``bundle_files``, so both doors write the same
+bytes. Destination rules, the rename into place and the ``corpus.curated`` event:
+docs/readme/curate.md (RUBRIC_MIGRATION.md, "Building a corpus").
 """
 
 from __future__ import annotations
@@ -232,18 +220,13 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
         {"trial": result.streams.get(c.label), **r.model_dump(mode="json")}
         for c, r in result.curation.rejected
     ]
+    rq = result.request
     payload = CorpusCurated(
-        criterion=m.criterion,
-        into=str(result.request.into),
-        origin=result.origin,
-        sources=[str(s) for s in result.request.sources],
-        where=result.request.where,
-        log_size=log_size,
-        curated_at=m.curated_at,
-        admitted=admitted,
-        rejected=rejected,
+        criterion=m.criterion, into=str(rq.into), origin=result.origin,
+        sources=[str(s) for s in rq.sources], where=rq.where, log_size=log_size,
+        curated_at=m.curated_at, admitted=admitted, rejected=rejected,
         manifest_digest=result.manifest_digest,
-    ).model_dump(mode="json")
+    ).model_dump(mode="json")  # fmt: skip
     stream = f"curation/{m.criterion.replace('%', '%25').replace('/', '%2F')}"
     event_id = hashlib.sha256(canonical_json([stream, EVENT_TYPE, payload])).hexdigest()[:32]
     return NewEvent(stream, EVENT_TYPE, payload, event_id=event_id)

@@ -1,25 +1,9 @@
 """``vledger export --parquet DIR``: the sealed segments plus their manifest, for other engines.
 
-The export is the ledger's own segment files, copied byte for byte after each is verified
-against the manifest (row count, seq range, Merkle root: a corrupted segment is never
-shipped), and ``_manifest.json`` beside them. The files are plain Parquet in the envelope's
-``ARROW_SCHEMA``, readable without conversion by DuckDB (``read_parquet('DIR/*.parquet')``),
-``pyarrow.dataset``, Spark, DataFusion or Daft (docs/readme/ray.md); the manifest ties each file to its seq
-range, its own root and the log root at its end. The manifest is written as
-``_manifest.json`` (the ledger's ``segments/manifest.json``, same content): dataset readers
-skip files starting with ``_``, so ``DIR`` itself reads as one Parquet dataset.
-
-The export never changes the ledger unless asked: events not yet sealed (the tail) are
-written as one more Parquet file, ``seg-<first>-<last>-tail.parquet`` in the same schema, so
-DIR still holds the whole log, and the trial streams stay open for more events. Sealing
-is a decision with a consequence (a sealed trial stream takes no more events,
-``ledger.log.segments``), so ``seal=True`` (``vledger export --seal``) seals the tail first,
-as ``vledger seal`` would; ``tail=False`` exports the sealed segments only.
-
-Example (``export`` is the API of ``vledger export``; ``export_parquet`` takes an open log)::
-
-    ledger.export(".vledger", parquet="out")
-    duckdb.sql("SELECT type, count(*) FROM read_parquet('out/*.parquet') GROUP BY type")
+Each segment file is verified against the manifest, then copied byte for byte; the
+unsealed tail becomes one more Parquet file unless ``tail=False``, and only ``seal=True``
+changes the ledger. File names, readers and the ``_manifest.json`` rule:
+docs/readme/ray.md (``vledger export --parquet``).
 """
 
 from __future__ import annotations
@@ -100,14 +84,9 @@ def export(
 
 
 def export_parquet(
-    lg: Any,
-    out: Path,
-    *,
-    seal: bool = False,
-    tail: bool = True,
-    max_rows: int | None = None,
-    max_bytes: int | None = None,
-) -> ExportResult:
+    lg: Any, out: Path, *, seal: bool = False, tail: bool = True,
+    max_rows: int | None = None, max_bytes: int | None = None,
+) -> ExportResult:  # fmt: skip
     """Copy every sealed segment (verified) and the manifest into ``out`` (empty or new),
     plus (``tail``) the unsealed events as one Parquet file; ``seal`` seals the tail first."""
     out = Path(out)
@@ -144,15 +123,9 @@ def export_parquet(
     write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
     _fsync_dir(out)
     tail_rows = size - manifest.sealed_upto if tail_file else 0
-    return ExportResult(
-        out,
-        len(manifest.segments),
-        rows + tail_rows,
-        manifest.sealed_upto,
-        size - manifest.sealed_upto - tail_rows,
-        tail_file,
-        tail_rows,
-    )
+    unsealed = size - manifest.sealed_upto - tail_rows
+    return ExportResult(out, len(manifest.segments), rows + tail_rows, manifest.sealed_upto,
+                        unsealed, tail_file, tail_rows)  # fmt: skip
 
 
 def tail_name(first_seq: int, last_seq: int) -> str:

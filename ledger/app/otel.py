@@ -1,31 +1,10 @@
 """``vledger export --otel FILE``: every trial as an OTLP/JSON trace in the GenAI conventions.
 
-One trace per trial stream (Tolokaforge bundle or inspect_ai sample alike), following the
-OpenTelemetry GenAI semantic conventions (gen-ai-spans.md, gen-ai-agent-spans.md):
-
-* the trial span — ``invoke_agent <task>``, ``gen_ai.operation.name = invoke_agent`` — is
-  the agent turn and the root; it carries the recorded grade as ``gen_ai.evaluation.*``
-  attributes (name ``grade``, score value, label ``pass``/``fail``, explanation = reasons)
-  and one ``gen_ai.evaluation.result`` span event per grade component;
-* one ``chat <model>`` span per model call (``gen_ai.operation.name = chat``, CLIENT) with
-  ``gen_ai.usage.input_tokens`` / ``output_tokens`` where the evidence has usage (inspect's
-  model events, metrics.yaml ``usage.calls``), else one per assistant message;
-* one ``execute_tool <tool>`` span per attempted call (``gen_ai.tool.name``,
-  ``gen_ai.tool.call.id``, ``gen_ai.tool.type = function``) — a failed call has status
-  ERROR and ``error.type`` = the recorded status.
-
-The document is OTLP/JSON (the OTLP specification's JSON mapping of
-``opentelemetry.proto.trace.v1.TracesData``): lowerCamelCase keys, trace and span ids as
-hex, 64-bit integers as decimal strings, enums as integers. Ids are derived from the
-stream name, so exporting the same log twice gives the same bytes. Times are the recorded
-ones where the evidence has them (``start_ts``/``end_ts``, a record's ``timestamp`` and
-``latency_seconds``, a model call's ``started_at``/``latency_s``); an event with none is
-placed at the trial's start with no duration.
-
-Example (or ``ledger.export(otel="traces.json")``, the API of ``vledger export --otel``)::
-
-    with open_ledger(".vledger") as lg:
-        result = export_otel(lg, Path("traces.json"))
+One trace per trial stream: an ``invoke_agent`` root carrying the recorded grade, a
+``chat`` span per model call and an ``execute_tool`` span per attempted call. The span
+and attribute table, ids and times: docs/readme/inspect.md § OpenTelemetry export. The
+document is OTLP/JSON (``TracesData``'s JSON mapping: lowerCamelCase keys, hex ids,
+64-bit integers as decimal strings, enums as integers).
 """
 
 from __future__ import annotations
@@ -226,19 +205,12 @@ def component_events(grade: Mapping[str, Any] | None, at: int) -> list[dict[str,
     """One ``gen_ai.evaluation.result`` event per grade component that has a value."""
     comps = (grade or {}).get("components") or {}
     return [
-        {
-            "timeUnixNano": str(at),
-            "name": EVALUATION_EVENT,
-            "attributes": _attrs(
-                [
-                    ("gen_ai.evaluation.name", name),
-                    ("gen_ai.evaluation.score.value", _number(value)),
-                ]
-            ),  # fmt: skip
-        }
+        {"timeUnixNano": str(at), "name": EVALUATION_EVENT, "attributes": _attrs([
+            ("gen_ai.evaluation.name", name), ("gen_ai.evaluation.score.value", _number(value)),
+        ])}
         for name, value in sorted(comps.items())
         if _number(value) is not None
-    ]
+    ]  # fmt: skip
 
 
 def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -1,16 +1,10 @@
-"""Receipt verification at the file/ledger seam.
+"""Receipt verification at the file/ledger seam (docs/readme/verdict.md § Receipts).
 
-* verdict-core run directories: read ``receipt.json``, ``events.jsonl``, ``graph.json``
-  and ``review.json`` and hand their bytes to the pure verifier in
+* verdict-core run directories: their files' bytes go to the pure verifier in
   ``replay.vcore_receipt`` (FORMAT.md § 7).
-* our own receipts: a ``replay.completed`` / ``reconcile.completed`` (or
-  ``receipt.issued``) event carries ``{checkpoint: {size, root}, config_digest,
-  outputs_digest}`` (at the top level or under ``receipt``). Verifying one checks that
-  the receipt event is included in the current log (RFC 9162 § 2.1.3), that the
-  checkpoint it read is consistent with the current log (§ 2.1.4), and, with
-  ``recompute``, that re-running the projection gives the same outputs digest.
-
-``receipt_verify`` and ``receipt_show`` are the API of ``vledger receipt verify|show``.
+* our own receipts (``replay.completed`` / ``reconcile.completed`` / ``receipt.issued``):
+  the event is included in the current log (RFC 9162 § 2.1.3), its checkpoint is
+  consistent with it (§ 2.1.4) and, with ``recompute``, the outputs digest recomputes.
 """
 
 from __future__ import annotations
@@ -107,13 +101,10 @@ def verify_ingested_runs(lg: Any) -> list[Problem]:
 
 RECEIPT_TYPES = ("replay.completed", "reconcile.completed", "receipt.issued")
 
-# Projections register how to recompute their outputs digest from the ledger, keyed by
-# the receipt event type: ``fn(ledger, receipt_event) -> "sha256:…"``. Kept as a
-# registry so ledger/app/receipts.py never imports the projections that write receipts.
+# ``fn(ledger, receipt_event) -> "sha256:…"``, the outputs digest recomputed from the log.
 Recompute = Callable[[Any, StoredEvent], str]
-# receipt event type -> the projection that recomputes its outputs digest ("module:function"),
-# imported only when a receipt of that type is checked: an explicit table, so a fresh
-# process recomputes without having imported the projection first.
+# receipt event type -> its recomputer ("module:function"), imported only when a receipt of
+# that type is checked: this module never imports the projections that write receipts.
 RECOMPUTERS: dict[str, str] = {
     "replay.completed": "ledger.app.retrace:recompute_replay",
     "reconcile.completed": "ledger.app.reconcile:recompute_reconcile",
@@ -192,11 +183,8 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
     body = data.get("receipt") if isinstance(data.get("receipt"), dict) else data
     cp = body.get("checkpoint") if isinstance(body, dict) else None
     where = f"{ev.type} at seq {ev.seq}"
-    if (
-        not isinstance(cp, dict)
-        or not isinstance(cp.get("size"), int)
-        or not isinstance(cp.get("root"), str)
-    ):
+    if not (isinstance(cp, dict) and isinstance(cp.get("size"), int)
+            and isinstance(cp.get("root"), str)):  # fmt: skip
         raise ReceiptMalformed(
             f"{where} carries no checkpoint receipt: want "
             "{'checkpoint': {'size': int, 'root': hex}, 'config_digest', 'outputs_digest'}"
@@ -205,13 +193,8 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
         root = bytes.fromhex(cp["root"])
     except ValueError:
         raise ReceiptMalformed(f"{where}: checkpoint.root {cp['root']!r} is not hex") from None
-    return LedgerReceipt(
-        event=ev,
-        size=cp["size"],
-        root=root,
-        config_digest=body.get("config_digest") or body.get("inputs_digest"),
-        outputs_digest=body.get("outputs_digest"),
-    )
+    config = body.get("config_digest") or body.get("inputs_digest")
+    return LedgerReceipt(ev, cp["size"], root, config, body.get("outputs_digest"))
 
 
 def verify_ledger_receipt(

@@ -289,14 +289,9 @@ def _corpus_report(ctx: _Context, read: _Read, claims: Sequence[Claim]) -> Corpu
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
     sweep = read.corpus_value is not None
     entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
-    return CorpusReport(
-        read.source,
-        ctx.roots,
-        len(obs) + len(read.unreadable),
-        entries,
-        tuple(read.unreadable),
-        tuple(read.excluded),
-    )
+    total = len(obs) + len(read.unreadable)
+    return CorpusReport(read.source, ctx.roots, total, entries, tuple(read.unreadable),
+                        tuple(read.excluded))  # fmt: skip
 
 
 def run_reconcile(
@@ -311,13 +306,8 @@ def run_reconcile(
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
     corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
-    ctx = _Context(
-        inv.base,
-        packs_by_task(packs),
-        evaluator or trace_evaluator(),
-        tuple(str(p) for p in inv.packs),
-        ledger,
-    )
+    roots = tuple(str(p) for p in inv.packs)
+    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger)
     reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)
@@ -337,9 +327,8 @@ def run_reconcile(
         "packs": [p.document(str(p.directory)) for p in packs],
         "corpora": [read.record() for read, _ in reads],
     }
-    return ReconcileResult(
-        reports, document, digest(sorted(digests)), document["exit_code"], config
-    )
+    inputs = digest(sorted(digests))
+    return ReconcileResult(reports, document, inputs, document["exit_code"], config)
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
@@ -388,12 +377,8 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
     payload = ev.data()
     config = payload["config"]
     size = payload["receipt"]["checkpoint"]["size"]
-    packs = [
-        pack_from(
-            d["directory"], d["task_id"], d["grading"], d["migration"], d["migration"] is not None
-        )
-        for d in config["packs"]
-    ]
+    packs = [pack_from(d["directory"], d["task_id"], d["grading"], d["migration"],
+                       d["migration"] is not None) for d in config["packs"]]  # fmt: skip
     claims = pool_claims(packs)
     ctx = _Context(
         Path("."), packs_by_task(packs), trace_evaluator(), tuple(config["packs_searched"]), lg

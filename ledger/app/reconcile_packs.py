@@ -59,14 +59,8 @@ def _pack_file(path: Path, pack: Path, allow: Sequence[Path] = ()) -> bytes:
     user named it (or a directory holding it) with ``--allow-outside`` — never because a
     file of the pack says so."""
     try:
-        return read_input(
-            path,
-            max_bytes=DEFAULT_LIMITS.max_bytes,
-            root=pack,
-            what=f"the pack {pack}",
-            allow=allow,
-            hint=OUTSIDE_HINT,
-        )
+        return read_input(path, max_bytes=DEFAULT_LIMITS.max_bytes, root=pack,
+                          what=f"the pack {pack}", allow=allow, hint=OUTSIDE_HINT)  # fmt: skip
     except InputError as exc:
         raise ReconcileError(str(exc)) from None
 
@@ -213,24 +207,15 @@ def read_pack(
         raw_bytes += b"\0" + migration_bytes
         migration_doc = _parse_pack_file(migration_bytes, migration_path)
     shown = display_path(directory, base) if base is not None else str(directory)
-    return pack_from(
-        shown,
-        task_id,
-        _parse_pack_file(grading_bytes, grading_path) or {},
-        migration_doc,
-        migration_path.is_file(),
-        "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
-    )
+    grading = _parse_pack_file(grading_bytes, grading_path) or {}
+    pack_digest = "sha256:" + hashlib.sha256(raw_bytes).hexdigest()
+    return pack_from(shown, task_id, grading, migration_doc, migration_path.is_file(), pack_digest)
 
 
 def pack_from(
-    shown: str,
-    task_id: str,
-    grading: Mapping[str, Any],
-    migration_doc: Any,
-    has_migration: bool,
-    pack_digest: str = "",
-) -> Pack:
+    shown: str, task_id: str, grading: Mapping[str, Any], migration_doc: Any,
+    has_migration: bool, pack_digest: str = "",
+) -> Pack:  # fmt: skip
     """A pack from its loaded documents (disk, or a receipt's record of them)."""
     migration = None
     if has_migration:
@@ -287,12 +272,8 @@ def pack_view(
 
     def add(raw: Mapping[str, Any], route: str) -> None:
         cid = str(raw.get("id"))
-        constraints[cid] = ConstraintDecl(
-            cid,
-            route,
-            severity.get(cid, "scored"),
-            canonical_json(raw),  # type: ignore[arg-type]
-        )
+        spec = canonical_json(raw)  # type: ignore[arg-type]
+        constraints[cid] = ConstraintDecl(cid, route, severity.get(cid, "scored"), spec)
 
     for raw in block.get("constraints") or []:
         add(raw, SHARED)
@@ -300,13 +281,10 @@ def pack_view(
         for raw in path.get("constraints") or []:
             add(raw, str(path.get("id")))
     return PackView(
-        task_id=task_id,
-        source=source,
-        criteria={c.id: c for c in rubric_of(config) or ()},
-        constraints=constraints,
-        combine_weights=dict(config.combine.weights),
+        task_id=task_id, source=source, criteria={c.id: c for c in rubric_of(config) or ()},
+        constraints=constraints, combine_weights=dict(config.combine.weights),
         has_trace_checks=bool(block),
-    )
+    )  # fmt: skip
 
 
 def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusResolution]:
@@ -331,15 +309,9 @@ def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusReso
 
 def _claim_key(e: MigrationEntry, pack: Pack) -> tuple:
     specs = tuple(pack.view.constraints[c].spec for c in e.by)
-    return (
-        words(e.was.description),
-        specs,
-        e.mode,
-        e.residual,
-        tuple(sorted((e.combine_weights or {}).items())),
-        e.evidence.model_dump() if e.evidence else None,
-        e.acknowledged,
-    )
+    weights = tuple(sorted((e.combine_weights or {}).items()))
+    evidence = e.evidence.model_dump() if e.evidence else None
+    return (words(e.was.description), specs, e.mode, e.residual, weights, evidence, e.acknowledged)
 
 
 def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:

@@ -57,14 +57,9 @@ def recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
             if not isinstance(row.get("id"), str) or not isinstance(row.get("met"), bool):
                 raise UnreadableBundle(f"grade.yaml criterion_results[{i}] is not a judge verdict")
             score = row.get("score")
-            results.append(
-                CriterionResult(
-                    row["id"],
-                    row["met"],
-                    None if score is None else _number(score, f"criterion_results[{i}].score"),
-                    str(row.get("justification") or ""),
-                )
-            )
+            score = None if score is None else _number(score, f"criterion_results[{i}].score")
+            why = str(row.get("justification") or "")
+            results.append(CriterionResult(row["id"], row["met"], score, why))
         results = tuple(results)
     components = {
         k: (None if v is None else _number(v, f"components.{k}"))

@@ -26,13 +26,9 @@ def _read_optional(path: Path) -> tuple[bytes | None, str | None]:
     if not present(path):
         return None, None
     try:
-        return read_input(
-            path,
-            max_bytes=MAX_JSON_BYTES,
-            name=path.name,
-            root=path.parent,
-            what="the run directory",
-        ), None
+        data = read_input(path, max_bytes=MAX_JSON_BYTES, name=path.name, root=path.parent,
+                          what="the run directory")  # fmt: skip
+        return data, None
     except InputError as exc:
         return None, exc.problem
 

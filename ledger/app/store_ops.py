@@ -118,17 +118,13 @@ def append(
 
 
 def event_json(e: StoredEvent) -> dict[str, Any]:
+    """One event as ``vledger log --json`` prints it (the envelope's fields, in order)."""
     return {
-        "seq": e.seq,
-        "stream": e.stream,
-        "stream_version": e.stream_version,
-        "event_id": e.event_id,
-        "type": e.type,
-        "schema_version": e.schema_version,
-        "recorded_at": e.recorded_at.isoformat(),
-        "payload": e.data(),
+        "seq": e.seq, "stream": e.stream, "stream_version": e.stream_version,
+        "event_id": e.event_id, "type": e.type, "schema_version": e.schema_version,
+        "recorded_at": e.recorded_at.isoformat(), "payload": e.data(),
         "leaf_hash": e.leaf_hash.hex(),
-    }
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -141,15 +137,10 @@ class EventsResult(Result):
 
 
 def events(
-    ledger: LedgerArg = None,
-    *,
-    stream: str | None = None,
-    type: str | None = None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-    limit: int | None = None,
+    ledger: LedgerArg = None, *, stream: str | None = None, type: str | None = None,
+    from_seq: int | None = None, to_seq: int | None = None, limit: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> EventsResult:
+) -> EventsResult:  # fmt: skip
     """``vledger log``: events in seq order (``--from``/``--to`` are ``from_seq``/``to_seq``)."""
     with opened(ledger, read_only=True, busy_timeout=busy_timeout) as lg:
         read = lg.read(stream=stream, type=type, from_seq=from_seq, to_seq=to_seq)
@@ -185,12 +176,9 @@ class CheckpointResult(Result):
 
 
 def checkpoint(
-    ledger: LedgerArg = None,
-    *,
-    key: PathArg,
-    out: PathArg | None = None,
+    ledger: LedgerArg = None, *, key: PathArg, out: PathArg | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> CheckpointResult:
+) -> CheckpointResult:  # fmt: skip
     """``vledger checkpoint --key FILE [--out COPY]``: sign the current tree head and store
     it; ``out`` also writes it where whoever can rewrite the ledger cannot reach it."""
     out = None if out is None else Path(out)
@@ -221,12 +209,9 @@ class ProveResult(Result):
 
 
 def prove(
-    seq: int,
-    ledger: LedgerArg = None,
-    *,
-    size: int | None = None,
+    seq: int, ledger: LedgerArg = None, *, size: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> ProveResult:
+) -> ProveResult:  # fmt: skip
     """``vledger prove SEQ``: the C2SP tlog-proof of SEQ against a stored checkpoint."""
     with opened(ledger, read_only=True, busy_timeout=busy_timeout) as lg:
         proof = prove_record(lg, seq, size)
@@ -264,12 +249,9 @@ class SealResult(Result):
 
 
 def seal(
-    ledger: LedgerArg = None,
-    *,
-    max_rows: int = segments.DEFAULT_MAX_ROWS,
-    max_bytes: int | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> SealResult:
+    ledger: LedgerArg = None, *, max_rows: int = segments.DEFAULT_MAX_ROWS,
+    max_bytes: int | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> SealResult:  # fmt: skip
     """``vledger seal``: unsealed events into immutable Parquet segments (trials stay whole)."""
     with opened(ledger, busy_timeout=busy_timeout) as lg:
         return SealResult(tuple(lg.seal(max_rows, max_bytes)))
@@ -300,11 +282,5 @@ def repair(
         fix = apply and plan.interrupted and not plan.conflicts
         made = segments.apply_seal(lg, plan) if fix else []
     steps = plan.steps if plan.interrupted else ()
-    return RepairResult(
-        apply and bool(made),
-        plan.interrupted,
-        plan.recorded,
-        plan.start,
-        plan.manifest_exists,
-        steps,
-    )
+    return RepairResult(apply and bool(made), plan.interrupted, plan.recorded, plan.start,
+                        plan.manifest_exists, steps)  # fmt: skip

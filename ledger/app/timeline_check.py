@@ -1,11 +1,8 @@
 """The verify check for stored timelines: recompute each from its trial's raw events.
 
-Ingest stores each trial's ``timeline.event``s as a projection of its ``trial.message`` /
-``trial.tool_call`` / ``trial.ended`` events (issue 3). This check rebuilds every stored
-timeline with ``replay.timeline`` through :func:`replay.trial_inputs.trial_inputs` and
-reports any stream whose stored events differ — the first differing position and field —
-or whose stored timeline was built by another projection version, or whose recorded
-view inconsistency the running projection no longer raises. ``vledger verify --deep`` runs it
+Every stored ``timeline.event`` run (ingest's projection, issue 3) must equal what
+``replay.timeline`` rebuilds through ``replay.trial_inputs``, at the running projection
+version and with the same recorded view inconsistency; ``vledger verify --deep`` runs it
 (:data:`ledger.app.verify.CHECKS`).
 """
 
@@ -23,13 +20,8 @@ from schemas.timeline import TimelineInconsistencyError
 if TYPE_CHECKING:
     from ledger.log.store import Ledger
 
-TRIAL_TYPES = (
-    "trial.registered",
-    "trial.message",
-    "trial.tool_call",
-    "trial.ended",
-    "timeline.event",
-)
+TRIAL_TYPES = ("trial.registered", "trial.message", "trial.tool_call", "trial.ended",
+               "timeline.event")  # fmt: skip
 
 
 def check_timelines(lg: Ledger) -> list[Problem]:
@@ -52,13 +44,9 @@ def check_stream(
     first = f"seq {stored[0].seq}"
     versions = {p.get("timeline_version") for p in payloads}
     if versions != {TIMELINE_VERSION}:
-        return [
-            Problem(
-                first,
-                f"{stream}: timeline stored as {sorted(map(str, versions))}, the running "
-                f"projection is {TIMELINE_VERSION!r}; re-derive it (ingest under a new --corpus)",
-            )
-        ]
+        return [Problem(first, f"{stream}: timeline stored as {sorted(map(str, versions))}, the "
+                f"running projection is {TIMELINE_VERSION!r}; re-derive it (ingest under a new "
+                "--corpus)")]  # fmt: skip
     try:
         ti = trial_inputs(list(evs))
     except TrialInputsError as exc:
@@ -71,21 +59,12 @@ def check_stream(
         recorded = ti.timeline_inconsistency
         if recorded is not None and recorded.get("message") == str(exc):
             return []
-        return [
-            Problem(
-                first,
-                f"{stream}: the raw events' views disagree ({exc}) but the stored "
-                "timeline does not record that disagreement",
-            )
-        ]
+        return [Problem(first, f"{stream}: the raw events' views disagree ({exc}) but the "
+                "stored timeline does not record that disagreement")]  # fmt: skip
     if ti.timeline_inconsistency is not None:
-        return [
-            Problem(
-                first,
-                f"{stream}: the stored timeline records a view disagreement "
-                f"({ti.timeline_inconsistency.get('message')}) that recomputation does not raise",
-            )
-        ]
+        return [Problem(first, f"{stream}: the stored timeline records a view disagreement "
+                f"({ti.timeline_inconsistency.get('message')}) that recomputation does not "
+                "raise")]  # fmt: skip
     return _compare(stream, stored, payloads, rebuilt)
 
 
@@ -95,19 +74,10 @@ def _compare(
     for i, (got, want) in enumerate(zip(payloads, rebuilt, strict=False)):
         if got != want:
             fields = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-            return [
-                Problem(
-                    f"seq {stored[i].seq}",
-                    f"{stream}: timeline.event position {i} differs from the "
-                    f"timeline recomputed from the raw events in {', '.join(fields)}",
-                )
-            ]
+            return [Problem(f"seq {stored[i].seq}", f"{stream}: timeline.event position {i} "
+                    "differs from the timeline recomputed from the raw events in "
+                    f"{', '.join(fields)}")]  # fmt: skip
     if len(payloads) != len(rebuilt):
-        return [
-            Problem(
-                f"seq {stored[-1].seq}",
-                f"{stream}: {len(payloads)} timeline.event(s) stored, "
-                f"{len(rebuilt)} recomputed from the raw events",
-            )
-        ]
+        return [Problem(f"seq {stored[-1].seq}", f"{stream}: {len(payloads)} timeline.event(s) "
+                f"stored, {len(rebuilt)} recomputed from the raw events")]  # fmt: skip
     return []

@@ -148,13 +148,10 @@ def write_units(
 ) -> list[Written]:
     """Check every ``(type, unit, payload)`` in order and append them as ONE atomic batch.
 
-    ``type`` is oracle.declared, work.produced, oracle.ran, or ``admit`` (derive the
-    unit's record from its stream as it stands at that point and append
-    ``verdict.admitted``). Each event is checked against its stream with every earlier
-    item applied; the first refusal raises ``ItemRejected`` (naming the item) and
-    nothing is appended. Identical content already in the stream is an idempotent
-    no-op, as in the store. Each stream is appended with the version it was checked
-    against, so a concurrent writer turns into a conflict, never an unchecked event.
+    ``type`` is one of :data:`WRITE_TYPES` (``admit``: derive and append ``verdict.admitted``
+    as the stream stands there). The first refusal raises ``ItemRejected`` and nothing is
+    appended; identical content already stored is a no-op (the module docstring says why
+    each stream is appended with the version it was checked against).
     """
     registration = registration or load_registration()
     ladder = registration.ladder()
@@ -271,12 +268,9 @@ def produced(
 def admission_payload(
     unit: str, admission: Admission, registration: str, through_version: int
 ) -> dict[str, Any]:
-    payload = {
-        "unit": unit,
-        **admission.record(),
-        "registration": registration,
-        "through_version": through_version,
-    }
+    record = admission.record()
+    payload = {"unit": unit, **record, "registration": registration,
+               "through_version": through_version}  # fmt: skip
     VerdictAdmitted.model_validate(payload)  # our own record must fit the closed schema
     return payload
 
@@ -339,13 +333,8 @@ def parse_jsonl(text: str, source: str = "<stdin>") -> list[tuple[int, tuple[str
 
 
 def record_jsonl(lg: Store, text: str, source: str = "<stdin>") -> list[Written]:
-    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``
-    with ``type`` one of oracle.declared, work.produced, oracle.ran, or ``admit``.
-
-    All or nothing: every line is checked in order (with the lines before it applied)
-    and the whole file is appended as one atomic batch; the first refused line raises
-    ``LineRejected`` naming it, and nothing is recorded.
-    """
+    """One append path for harnesses: each line is ``{"type": …, "unit": …, …payload}``,
+    all or nothing as :func:`write_units`; the first refused line raises ``LineRejected``."""
     parsed = parse_jsonl(text, source)
     try:
         return write_units(lg, [item for _, item in parsed])
@@ -372,14 +361,12 @@ def admissions(lg: Store, ladder: Ladder | None = None) -> list[AdmissionRow]:
         for ev in lg.read(type=ADMITTED)
         if ev.stream.startswith(UNIT_PREFIX)
     ]
-    return sorted(
-        rows,
-        key=lambda r: (
-            ladder.rank(r.record.get("effective_grade", "")),
-            not r.record.get("failed_declared_evidence", False),
-            r.unit,
-        ),
-    )
+    def weakest_first(r: AdmissionRow) -> tuple[int, bool, str]:
+        rec = r.record
+        return (ladder.rank(rec.get("effective_grade", "")),
+                not rec.get("failed_declared_evidence", False), r.unit)  # fmt: skip
+
+    return sorted(rows, key=weakest_first)
 
 
 def pending_units(lg: Store) -> list[str]:
@@ -417,12 +404,9 @@ def unit_problems(lg: Store, registration: Registration | None) -> list[tuple[st
 
 
 def _check_admission(
-    unit: str,
-    before: list[UnitEvent],
-    admitted: UnitEvent,
-    registration: Registration,
+    unit: str, before: list[UnitEvent], admitted: UnitEvent, registration: Registration,
     ladder: Ladder,
-) -> list[str]:
+) -> list[str]:  # fmt: skip
     where = f"verdict.admitted at seq {admitted.seq}"
     evidence = [e for e in before if e.type != ADMITTED]
     try:

@@ -160,13 +160,9 @@ def _group_ledger(ctx: click.Context, _param: click.Parameter, value: Path | Non
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="verdict-ledger")
-@click.option(
-    "--ledger",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    expose_value=False,
-    callback=_group_ledger,
-    help="Ledger directory for the command (also accepted after the command's name).",
-)
+@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None,
+              expose_value=False, callback=_group_ledger,
+              help="Ledger directory for the command (also accepted after the command's "
+                   "name).")  # fmt: skip
 def main() -> None:
     """verdict-ledger: an immutable, provable event log for AI-agent evaluations."""

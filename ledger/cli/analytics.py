@@ -8,7 +8,7 @@ import sys
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -16,15 +16,14 @@ import orjson
 import ledger
 from ledger.cli import main
 from ledger.cli.options import (
-    emit_json,
+    emitted,
     escape_controls,
     json_option,
     ledger_option,
     nl_option,
     resolve_ledger,
 )
-from ledger.cli.output import error, is_terminal, render_table, terminal_width
-from ledger.errors import LedgerError
+from ledger.cli.output import is_terminal, render_table, terminal_width
 
 if TYPE_CHECKING:  # pyarrow, DuckDB and the views load only when a query runs
     import pyarrow as pa
@@ -85,11 +84,8 @@ def _parquet_safe(table: pa.Table) -> pa.Table:
     """Extension types (DuckDB's JSON) as plain strings, so any Parquet reader opens the file."""
     import pyarrow as pa  # noqa: PLC0415
 
-    cols = []
-    for col in table.columns:
-        if isinstance(col.type, pa.ExtensionType):
-            col = col.cast(col.type.storage_type)
-        cols.append(col)
+    cols = [c.cast(c.type.storage_type) if isinstance(c.type, pa.ExtensionType) else c
+            for c in table.columns]  # fmt: skip
     return pa.table(cols, names=table.column_names)
 
 
@@ -103,12 +99,10 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) 
                 "--format parquet is binary and stdout is a terminal: pass --out FILE, or "
                 "redirect (> out.parquet) or pipe it"
             )
-        if out is None:
-            buf = io.BytesIO()
-            pq.write_table(_parquet_safe(table), buf)
-            sys.stdout.buffer.write(buf.getvalue())
-        else:
-            pq.write_table(_parquet_safe(table), out)
+        sink = io.BytesIO() if out is None else out
+        pq.write_table(_parquet_safe(table), sink)
+        if isinstance(sink, io.BytesIO):
+            sys.stdout.buffer.write(sink.getvalue())
         return
     if fmt == "table":
         text = format_table(table, terminal_width() if out is None else None)
@@ -137,46 +131,20 @@ def _schema_text() -> str:
     return "\n".join(parts) + "\n"
 
 
-def _refuse_in_ledger(out: Path, ledger_dir: Path) -> None:
-    from ledger.log.outputs import check_output_path  # noqa: PLC0415
-
-    try:
-        check_output_path(out, ledger_dir)
-    except LedgerError as exc:
-        _fail(exc)
-
-
-def _fail(exc: LedgerError) -> NoReturn:
-    error(exc)
-    sys.exit(1)
-
-
 @main.command("sql")
 @click.argument("query", required=False)
 @ledger_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option(
-    "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE."
-)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to FILE.")  # fmt: skip
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
 @json_option
 @nl_option
 def sql_command(
-    query: str | None,
-    ledger_dir: Path | None,
-    fmt: str,
-    out: Path | None,
-    schema: bool,
-    as_json: bool,
-    as_nl: bool,
-) -> None:
+    query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool,
+    as_json: bool, as_nl: bool,
+) -> None:  # fmt: skip
     """Run a read-only SQL QUERY over the ledger's documented views.
 
     A write statement (INSERT, UPDATE, DELETE, CREATE, DROP, ATTACH, COPY, SET, …) is refused
@@ -188,8 +156,10 @@ def sql_command(
                    WHERE level = 'task' AND model = '*' AND k IN (1, 5)"
       vledger sql --schema
     """
-    if out is not None:
-        _refuse_in_ledger(out, resolve_ledger(ledger_dir))
+    if out is not None:  # a LedgerError here and below: `Error: …`, exit 1 (the group's rule)
+        from ledger.log.outputs import check_output_path  # noqa: PLC0415
+
+        check_output_path(out, resolve_ledger(ledger_dir))
     as_json = as_json or as_nl
     if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
         if fmt not in ("table", "json"):
@@ -199,12 +169,7 @@ def sql_command(
         return _write_text(_schema_text(), out)
     if not schema and not query:
         raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
-    try:
-        result = ledger.sql(
-            query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema
-        )
-    except LedgerError as exc:
-        _fail(exc)
+    result = ledger.sql(query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema)
     if result.source is not None and result.source.kind == "segments":
         detail = result.source.detail
         click.echo(f"note: read {detail}; events after the last seal are not shown", err=True)
@@ -213,13 +178,9 @@ def sql_command(
 
 @main.command("report")
 @ledger_option
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("report.html"),
-    show_default=True,
-    help="Where to write the HTML file.",
-)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("report.html"), show_default=True,
+              help="Where to write the HTML file.")  # fmt: skip
 @json_option
 def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     """Write one self-contained HTML report (inline SVG, no scripts, no network).
@@ -228,10 +189,6 @@ def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
     Example:
       vledger report --out report.html
     """
-    try:
-        result = ledger.report(ledger=resolve_ledger(ledger_dir), out=out)
-    except LedgerError as exc:
-        _fail(exc)
-    if as_json:
-        return emit_json(result.to_json())
-    click.echo(f"wrote {out} ({result.summary_line()})")
+    result = ledger.report(ledger=resolve_ledger(ledger_dir), out=out)
+    if not emitted(as_json, result):
+        click.echo(f"wrote {out} ({result.summary_line()})")

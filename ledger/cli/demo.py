@@ -47,22 +47,12 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
 
 
 @main.command()
-@click.option(
-    "--ledger",
-    "ledger_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEMO_LEDGER,
-    show_default=True,
-    help="Where the demo builds its ledger (removed and rebuilt on every run).",
-)
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("report.html"),
-    show_default=True,
-    help="Where to write the HTML report.",
-)
+@click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=DEMO_LEDGER, show_default=True,
+              help="Where the demo builds its ledger (removed and rebuilt on every run).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("report.html"), show_default=True,
+              help="Where to write the HTML report.")  # fmt: skip
 def demo(ledger_dir: Path, report_path: Path) -> None:
     """Build a fresh ledger from the shipped corpora and walk through what it proves.
 
@@ -95,11 +85,8 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     if key.exists():
         key.unlink()
         key.with_name(key.name + ".pub").unlink(missing_ok=True)
-    step(
-        "keygen",
-        lambda: ledger.keygen(out=key, **at),
-        lambda b: f"Ed25519 key at {key} (outside the ledger)",
-    )
+    keyed = f"Ed25519 key at {key} (outside the ledger)"
+    step("keygen", lambda: ledger.keygen(out=key, **at), lambda b: keyed)
     step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
     retraced = step(
         "retrace", lambda: ledger.retrace(constraints_file=narrowed, **at), _retrace_line
@@ -109,11 +96,9 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     step("checkpoint", lambda: ledger.checkpoint(key=key, **at), _checkpoint_line)
     pub = key.with_name(key.name + ".pub")
     step("verify", lambda: ledger.verify(deep=True, pub=pub, **at), _verify_line)
-    step(
-        "receipt",
-        lambda: ledger.receipt_verify(f"{retraced['replay_id']}:completed", recompute=True, **at),
-        lambda b: "the retrace receipt re-verifies and its outputs recompute",
-    )
+    receipt = f"{retraced['replay_id']}:completed"
+    step("receipt", lambda: ledger.receipt_verify(receipt, recompute=True, **at),
+         lambda b: "the retrace receipt re-verifies and its outputs recompute")  # fmt: skip
     step("report", lambda: ledger.report(out=report_path, **at), lambda b: f"wrote {report_path}")
     click.echo(
         "\n" + _path_hint() + "Next, try:\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +9,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.cli.output import error
-from ledger.errors import LedgerError
+from ledger.cli.options import emitted, json_option, ledger_option, resolve_ledger
 
 
 @main.command("export")
@@ -45,13 +42,8 @@ def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """
     if kw["parquet"] is None and kw["otel"] is None:
         raise click.UsageError("pass --parquet DIR, --otel FILE or both")
-    try:
-        res = ledger.export(resolve_ledger(ledger_dir), **kw)
-    except LedgerError as exc:
-        error(exc)
-        sys.exit(exc.exit_code)
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.export(resolve_ledger(ledger_dir), **kw)  # a LedgerError: the group's rule
+    if emitted(as_json, res):
         return
     if res.otel is not None:
         click.echo(f"wrote {res.otel.traces} trace(s), {res.otel.spans} span(s) to {res.otel.path}")

@@ -21,8 +21,6 @@ from ledger.errors import LedgerError
 def _fmt(value: Any) -> str:
     if value is None:
         return "—"
-    if isinstance(value, bool):
-        return str(value)
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 

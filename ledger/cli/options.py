@@ -15,6 +15,7 @@ from ledger.text import escape_controls  # noqa: F401  (re-exported for the CLI 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 def ledger_option(fn: F) -> F:
     """``--ledger DIR`` (default ``$VLEDGER_HOME`` or ``./.vledger``)."""
     return click.option(
@@ -70,3 +71,10 @@ def nl_option(fn: F) -> F:
 
 def emit_json(value: Any) -> None:
     sys.stdout.write(json_text(value))
+
+
+def emitted(as_json: bool, res: Any) -> bool:
+    """With ``--json``, print ``res.to_json()`` and say so: the command has nothing to add."""
+    if as_json:
+        emit_json(res.to_json())
+    return as_json

@@ -63,11 +63,7 @@ def fmt_number(value: Any) -> str:
     ``0.7999999999999999`` reads ``0.800``; ``1`` stays ``1``; ``True`` stays ``True`` (a
     boolean is not a number here); NaN and infinities are spelled out.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value) or math.isinf(value):
+    if not isinstance(value, float) or not math.isfinite(value):  # bool and int included
         return str(value)
     text = f"{value:.{DECIMALS}f}"
     return "0.000" if text == "-0.000" else text  # a rounded -0.0001 is not negative

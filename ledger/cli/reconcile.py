@@ -92,11 +92,8 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     dry_run = flags["dry_run"]
     if flags["engine"] != "local" and dry_run:
         raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
-    try:  # the options are the API's keywords, passed through as they are
-        result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
-    except ReconcileError as exc:
-        error(exc)
-        sys.exit(exc.exit_code)
+    # the options are the API's keywords; a ReconcileError exits 5 by the group's rule
+    result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:

@@ -108,9 +108,7 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
     width = terminal_width()
     trials = report["trials"]
     result(retrace_headline(report["replay_id"], trials))
-    for line in disagreement_lines(trials):
-        result(line)
-    for line in not_rechecked_lines(trials):
+    for line in disagreement_lines(trials) + not_rechecked_lines(trials):
         result(line)
     if report["constraints"]:
         result("constraints:")
@@ -121,14 +119,9 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
                    f"{plural(c['not_measured_trials'], 'trial')}: {c['not_measured_reason']}")
     for p in report["paths"]:
         result(f"path {p['path']} won {plural(p['won'], 'trial')} of task {p['task_id']}")
-    ev = report["evidence"]
-    result(
-        "evidence: "
-        + ", ".join(
-            f"{k} {', '.join(v) or 'none'}" if isinstance(v, list) else f"{k} {fmt_number(v)}"
-            for k, v in ev.items()
-        )
-    )
+    evidence = [f"{k} {', '.join(v) or 'none'}" if isinstance(v, list) else f"{k} {fmt_number(v)}"
+                for k, v in report["evidence"].items()]  # fmt: skip
+    result("evidence: " + ", ".join(evidence))
     cp = report["receipt"]["checkpoint"]
     if report.get("dry_run"):
         result("dry run: nothing appended")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +20,7 @@ from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
     emit_json,
+    emitted,
     escape_controls,
     json_option,
     ledger_option,
@@ -64,10 +65,8 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 
     Example: vledger append events.jsonl
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.append(file, path, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.append(file, resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
+    if emitted(as_json, res):
         return
     if res.appended:
         click.echo(f"appended {res.appended} events: seq {res.first_seq}..{res.last_seq}")
@@ -88,34 +87,22 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 @json_option
 @nl_option
 def log_cmd(
-    stream: str | None,
-    type_: str | None,
-    from_seq: int | None,
-    to_seq: int | None,
-    limit: int | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
-    as_json: bool,
-    as_nl: bool,
-) -> None:
+    stream: str | None, type_: str | None, from_seq: int | None, to_seq: int | None,
+    limit: int | None, ledger_dir: Path | None, busy_timeout: float, as_json: bool, as_nl: bool,
+) -> None:  # fmt: skip
     """Print events in seq order.
 
     --json prints one JSON array; --nl one JSON object per line.
 
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
-    path = resolve_ledger(ledger_dir)
-    _print_events(path, busy_timeout, as_json or as_nl, as_nl, stream=stream, type=type_,
-                  from_seq=from_seq, to_seq=to_seq, limit=limit)  # fmt: skip
-
-
-def _print_events(path: Path, busy_timeout: float, as_json: bool, nl: bool, **kw: Any) -> None:
     from ledger.app.store_ops import event_json  # noqa: PLC0415 - `--help` loads no store
 
-    with opened(path, read_only=True, busy_timeout=busy_timeout) as lg:
+    kw = {"stream": stream, "type": type_, "from_seq": from_seq, "to_seq": to_seq, "limit": limit}
+    with opened(resolve_ledger(ledger_dir), read_only=True, busy_timeout=busy_timeout) as lg:
         rows = ledger.events(lg, **kw).events  # read as printed, while the store is open
-        if as_json:
-            write_json_rows(map(event_json, rows), nl=nl)
+        if as_json or as_nl:
+            write_json_rows(map(event_json, rows), nl=as_nl)
             return
         for e in rows:
             payload = e.payload.decode()
@@ -127,15 +114,10 @@ def _print_events(path: Path, busy_timeout: float, as_json: bool, nl: bool, **kw
 
 
 @main.command("keygen")
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Private key file to write (public key goes to FILE.pub).",
-)
-@click.option(
-    "--name", default=DEFAULT_KEY_NAME, show_default=True, help="Key name shown in signature lines."
-)
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Private key file to write (public key goes to FILE.pub).")
+@click.option("--name", default=DEFAULT_KEY_NAME, show_default=True,
+              help="Key name shown in signature lines.")  # fmt: skip
 @ledger_option
 @json_option
 def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> None:
@@ -144,8 +126,7 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
     Example: vledger keygen --out ~/.vledger-key
     """
     res = ledger.keygen(out, name=name, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(res.to_json())
+    if emitted(as_json, res):
         return
     click.echo(f"private key: {res.private_key} (keep it outside the ledger)")
     click.echo(f"public key:  {res.public_key}")
@@ -153,30 +134,19 @@ def keygen_cmd(out: Path, name: str, ledger_dir: Path | None, as_json: bool) -> 
 
 
 @main.command("checkpoint")
-@click.option(
-    "--key",
-    "key_file",
-    envvar="VLEDGER_KEY",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Private key from `vledger keygen` (default: $VLEDGER_KEY).",
-)
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the signed note to FILE, kept OUTSIDE the ledger (verify --checkpoint FILE).",
-)
+@click.option("--key", "key_file", envvar="VLEDGER_KEY", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Private key from `vledger keygen` (default: $VLEDGER_KEY).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the signed note to FILE, kept OUTSIDE the ledger "
+                   "(verify --checkpoint FILE).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def checkpoint_cmd(
-    key_file: Path | None,
-    out: Path | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
+    key_file: Path | None, out: Path | None, ledger_dir: Path | None, busy_timeout: float,
     as_json: bool,
-) -> None:
+) -> None:  # fmt: skip
     """Sign the current tree head (C2SP checkpoint), store it in the ledger and print it.
 
     With --out, also write it to FILE: a copy kept where whoever can rewrite the ledger
@@ -188,19 +158,17 @@ def checkpoint_cmd(
         raise click.UsageError(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
-    path = resolve_ledger(ledger_dir)
-    res = ledger.checkpoint(path, key=key_file, out=out, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-        return
-    click.echo(res.note, nl=False)
+    res = ledger.checkpoint(
+        resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
+    )
+    if not emitted(as_json, res):
+        click.echo(res.note, nl=False)
 
 
 @main.command("prove")
 @click.argument("seq", type=int)
-@click.option(
-    "--size", type=int, default=None, help="Tree size of a stored checkpoint (default: the latest)."
-)
+@click.option("--size", type=int, default=None,
+              help="Tree size of a stored checkpoint (default: the latest).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
@@ -211,45 +179,27 @@ def prove_cmd(
 
     Example: vledger prove 42 --size 100
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.prove(seq, path, size=size, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-        return
-    click.echo(res.tlog_proof, nl=False)
+    res = ledger.prove(seq, resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
+    if not emitted(as_json, res):
+        click.echo(res.tlog_proof, nl=False)
 
 
 @main.command("verify")
-@click.option(
-    "--pub",
-    "pub_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Public key (.pub) to check checkpoint signatures with.",
-)
-@click.option(
-    "--checkpoint",
-    "checkpoint_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must extend it.",
-)
-@click.option(
-    "--deep",
-    is_flag=True,
-    help="Also recompute stored projections (every trial's timeline) from the raw events.",
-)
+@click.option("--pub", "pub_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Public key (.pub) to check checkpoint signatures with.")
+@click.option("--checkpoint", "checkpoint_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A checkpoint kept outside the ledger (`checkpoint --out`): the log must "
+                   "extend it.")
+@click.option("--deep", is_flag=True, help="Also recompute stored projections (every trial's "
+              "timeline) from the raw events.")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def verify_cmd(
-    pub_file: Path | None,
-    checkpoint_file: Path | None,
-    deep: bool,
-    ledger_dir: Path | None,
-    busy_timeout: float,
-    as_json: bool,
-) -> None:
+    pub_file: Path | None, checkpoint_file: Path | None, deep: bool, ledger_dir: Path | None,
+    busy_timeout: float, as_json: bool,
+) -> None:  # fmt: skip
     """Recompute every leaf hash and the tree; check checkpoints and segments. Exit 1 on the first problem.
 
     Also re-derives recorded admissions, re-verifies ingested verdict-core runs and checks
@@ -262,12 +212,9 @@ def verify_cmd(
 
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.verify(path, pub=pub_file, checkpoint=checkpoint_file, deep=deep,
-                        busy_timeout=busy_timeout)  # fmt: skip
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    res = ledger.verify(resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
+                        deep=deep, busy_timeout=busy_timeout)  # fmt: skip
+    if not emitted(as_json, res):
         for line in res.report.lines():
             click.echo(escape_controls(line))
     if not res.ok:
@@ -277,39 +224,27 @@ def verify_cmd(
 
 
 @main.command("seal")
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_ROWS,
-    show_default=True,
-    help="Rows per segment (a longer trial still stays whole).",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Target bytes per segment (default 32 MiB; a longer trial still stays whole).",
-)
+@click.option("--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
+              show_default=True, help="Rows per segment (a longer trial still stays whole).")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+              help="Target bytes per segment (default 32 MiB; a longer trial still stays "
+                   "whole).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
 def seal_cmd(
-    max_rows: int,
-    max_bytes: int | None,
-    ledger_dir: Path | None,
-    busy_timeout: float,
+    max_rows: int, max_bytes: int | None, ledger_dir: Path | None, busy_timeout: float,
     as_json: bool,
-) -> None:
+) -> None:  # fmt: skip
     """Seal unsealed events into immutable Parquet segments (trial streams never split).
 
     A sealed trial stream takes no further events (exit 4, StreamSealed).
 
     Example: vledger seal --max-rows 100000
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.seal(path, max_rows=max_rows, max_bytes=max_bytes, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.seal(resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
+                      busy_timeout=busy_timeout)  # fmt: skip
+    if emitted(as_json, res):
         return
     if not res.segments:
         click.echo("nothing to seal")
@@ -320,12 +255,9 @@ def seal_cmd(
 
 
 @main.command("repair")
-@click.option(
-    "--apply",
-    "apply_",
-    is_flag=True,
-    help="Make the changes (default: a dry run that only says what it would change).",
-)
+@click.option("--apply", "apply_", is_flag=True,
+              help="Make the changes (default: a dry run that only says what it would "
+                   "change).")  # fmt: skip
 @ledger_option
 @busy_option
 @json_option
@@ -339,11 +271,8 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
     Example: vledger repair            (say what would change)
              vledger repair --apply    (change it)
     """
-    path = resolve_ledger(ledger_dir)
-    res = ledger.repair(path, apply=apply_, busy_timeout=busy_timeout)
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    res = ledger.repair(resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
+    if not emitted(as_json, res):
         for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)
     if res.conflicts:

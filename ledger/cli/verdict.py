@@ -8,33 +8,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.cli.output import error
-from ledger.errors import LedgerError
+from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
 
 if TYPE_CHECKING:
     from ledger.app.verdicts import DerivedCase, Recorded
 
 ANTI_CLAIM = "grades state evidence strength, not correctness"
 KINDS = click.Choice(["human", "agent", "kernel"])
-T = TypeVar("T")
-
-
-def _call(api: Callable[..., T], *args: Any, **kw: Any) -> T:
-    """The one API call of a command; a LedgerError is ``Error: …`` and its exit code."""
-    try:
-        return api(*args, **kw)
-    except LedgerError as exc:
-        error(exc)
-        sys.exit(exc.exit_code)
+# A LedgerError a command raises is ``Error: …`` and its exit code: the group's rule
+# (ledger/cli/__init__.py), so no command here catches one.
 
 
 # --------------------------------------------------------------------------- verdict
@@ -67,7 +56,7 @@ def verdict() -> None:
 @json_option
 def declare_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Declare a judge for UNIT (before the work is produced)."""
-    res = _call(ledger.verdict_declare, ledger=resolve_ledger(ledger_dir), **kw)
+    res = ledger.verdict_declare(ledger=resolve_ledger(ledger_dir), **kw)
     _written(as_json, res, f"declared oracle {kw['oracle']!r} for unit {res.unit!r} at seq {res.seq}")
 
 
@@ -85,7 +74,7 @@ def declare_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
 @json_option
 def ran_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record an observed run of a declared judge of UNIT."""
-    res = _call(ledger.verdict_ran, ledger=resolve_ledger(ledger_dir), **kw)
+    res = ledger.verdict_ran(ledger=resolve_ledger(ledger_dir), **kw)
     outcome = "pass" if kw["passed"] else "failure"
     _written(as_json, res, f"recorded {outcome} of {kw['oracle']!r} at seq {res.seq}")
 
@@ -101,15 +90,13 @@ def ran_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
 @json_option
 def produced_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
     """Record the work delivered for UNIT."""
-    res = _call(ledger.verdict_produced, ledger=resolve_ledger(ledger_dir), **kw)
+    res = ledger.verdict_produced(ledger=resolve_ledger(ledger_dir), **kw)
     _written(as_json, res, f"recorded work for unit {res.unit!r} at seq {res.seq}")
 
 
 def _written(as_json: bool, res: Recorded, text: str) -> None:
     """What a recording verb prints: ``{type, unit, seq}`` with --json, else one line."""
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    if not emitted(as_json, res):
         click.echo(text)
 
 
@@ -119,9 +106,8 @@ def _written(as_json: bool, res: Recorded, text: str) -> None:
 @json_option
 def admit_cmd(unit: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Derive UNIT's grade from its evidence and record it (once)."""
-    res = _call(ledger.verdict_admit, unit, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.verdict_admit(unit, ledger=resolve_ledger(ledger_dir))
+    if emitted(as_json, res):
         return
     rec = res.admission.record()
     ops = ", ".join(rec["applied_rank_ops"]) or "none"
@@ -151,9 +137,8 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
     All or nothing: the whole file is checked, then appended as one atomic batch; the
     first refused line is named (exit 1) and nothing is recorded.
     """
-    res = _call(ledger.verdict_record, jsonl, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.verdict_record(jsonl, ledger=resolve_ledger(ledger_dir))
+    if emitted(as_json, res):
         return
     for w in res.recorded:
         what = (
@@ -172,10 +157,8 @@ def record_cmd(jsonl: Path, ledger_dir: Path | None, as_json: bool) -> None:
 @json_option
 def derive_cmd(as_json: bool, **kw: Any) -> None:
     """Run every case of a gvc-derivation-cases/v1 file through the derivation."""
-    res = _call(ledger.verdict_derive, **kw)
-    if as_json:
-        emit_json(res.to_json())
-    else:
+    res = ledger.verdict_derive(**kw)
+    if not emitted(as_json, res):
         _print_cases(res.cases)
     if not res.ok:
         click.echo(
@@ -212,9 +195,8 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
 @json_option
 def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """List admitted units, weakest evidence first, and units still pending admission."""
-    res = _call(ledger.admissions, resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(res.to_json())
+    res = ledger.admissions(resolve_ledger(ledger_dir))
+    if emitted(as_json, res):
         return
     rows, pending = res.admissions, res.pending
     click.echo(f"# {len(rows)} admitted unit(s), weakest first; {ANTI_CLAIM}")
@@ -259,7 +241,7 @@ def receipt_verify_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> Non
     A run directory is rebuilt from events.jsonl + graph.json (+ review.json) and
     compared with its receipt.json (verdict-core FORMAT.md § 7). Exit 1 on any problem.
     """
-    res = _call(ledger.receipt_verify, ledger=resolve_ledger(ledger_dir), **kw)
+    res = ledger.receipt_verify(ledger=resolve_ledger(ledger_dir), **kw)
     if as_json:
         emit_json(res.to_json())
     elif res.differences is None:  # a ledger receipt
@@ -320,7 +302,7 @@ def _shown(value: Any) -> str:
 @json_option
 def receipt_show_cmd(ident: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Show the receipt carried by the event with seq or event_id IDENT."""
-    shown = _call(ledger.receipt_show, ident, ledger=resolve_ledger(ledger_dir)).to_json()
+    shown = ledger.receipt_show(ident, ledger=resolve_ledger(ledger_dir)).to_json()
     if as_json:
         emit_json(shown)
         return
