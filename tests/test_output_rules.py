@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -251,3 +252,16 @@ def test_every_error_line_goes_through_the_one_escaping_rule() -> None:
         if re.search(r"""f?["']Error: ?\{""", line) and "escape_controls" not in line
     }
     assert own == {}
+
+
+def test_grade_errors_follow_the_group_rule(tmp_path: Path) -> None:
+    """``vledger grade`` leaves its LedgerErrors to the group: the Error line is escaped like
+    every other (it quotes the argument) and exits with the error's own code. It used to wrap
+    them in a click.ClickException, which printed the argument's raw bytes."""
+    ledger_dir = str(tmp_path / "L")
+    assert CliRunner().invoke(main, ["init", "--ledger", ledger_dir]).exit_code == 0
+    res = CliRunner().invoke(main, ["grade", "trial/x\x1b[2J", "--ledger", ledger_dir])
+    assert res.exit_code == 1, res.output
+    assert "\x1b" not in res.output
+    assert "Error: trial/x\\x1b[2J: no such trial stream" in res.output
+    assert not isinstance(res.exception, click.ClickException)

@@ -1,7 +1,8 @@
 """``vledger grade BUNDLE [--grading FILE] [--json]``: a thin shell over :func:`ledger.grade`.
 
-Exit codes: 0 graded (differences or not), 1 a bundle or config that cannot be read or
-graded (the error names the file and key), 2 usage.
+Exit codes: 0 graded (differences or not), otherwise the error's own (README table): 1 a
+bundle or config that cannot be read or graded (the error names the file and key), 2 usage,
+3 busy.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
-from ledger.errors import LedgerError
 
 
 def _fmt(value: Any) -> str:
@@ -59,10 +59,7 @@ def grade_command(
 
     Example: vledger grade corpora/notes_duplicate_check/met/<trial> --json
     """
-    try:
-        result = ledger.grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = ledger.grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
     if as_json:
         emit_json(result.to_json())
     else:
