@@ -165,7 +165,10 @@ def _u64(col: pa.Array | pa.ChunkedArray) -> memoryview:
 
 
 def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    # one chunk is the usual case; combine_chunks would copy it even then
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def string_column(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
