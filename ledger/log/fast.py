@@ -1,13 +1,9 @@
 """The fast paths of the log: batch SHA-256, payload encoding and the append filters.
 
-Each operation has one reference definition in pure Python (the ``py_*`` functions; for the
-filters, looking every key up) and one native path through the optional C accelerator
-``ledger.log.native`` (built by ``setup.py`` when it can be; ``VLEDGER_PURE=1`` opts out),
-chosen in one place: the operation's public function, from :data:`NATIVE`. The tests hold
-the two paths equal. Why (docs/readme/store.md): hashlib's per-call overhead is as large as
-hashing a ~400-byte entry, and the id and stream lookups that the Bloom filters of
-:class:`Seen` spare grew with the log. A filter describes the log at one ``(size,
-frontier)`` state and is rebuilt when append finds another, so a stale one is never trusted.
+Each has a pure-Python reference (``py_*``; for the filters, looking every key up) and a
+native path through the optional C accelerator, chosen in the operation's public function
+from :data:`NATIVE`; the tests hold the two equal. Why, and how a filter is tied to one
+``(size, frontier)`` state so a stale one is never trusted: docs/readme/store.md.
 """
 
 from __future__ import annotations
