@@ -188,9 +188,6 @@ def native() -> ModuleType:
     return _native
 
 
-# --- payload encoding --------------------------------------------------------------------
-
-
 def py_encode_payloads(objs: list[Any]) -> list[bytes]:
     """Each payload's canonical JSON, copied to its exact size (orjson leaves each result in
     a ~4 KiB allocation: ~40 MB per 10k-event batch otherwise). TypeError: not JSON."""

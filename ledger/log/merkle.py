@@ -38,9 +38,6 @@ class HashReader(Protocol):
     def read_hashes(self, indexes: Sequence[HashIndex]) -> list[bytes]: ...
 
 
-# --- the frontier: complete subtrees of the current tree, O(log n) hashes ---------------
-
-
 def frontier_levels(size: int) -> list[int]:
     """Levels of the complete subtrees that make up a tree of ``size`` leaves, largest first."""
     return [lv for lv in range(size.bit_length() - 1, -1, -1) if size >> lv & 1]
@@ -118,9 +115,6 @@ def subtree_root(leaves: bytes) -> bytes:
 def frontier_root(frontier: Sequence[bytes]) -> bytes:
     """RFC 9162 § 2.1.1 root from the complete subtrees."""
     return fold_right(frontier) if frontier else EMPTY_ROOT
-
-
-# --- subtree hashes ---------------------------------------------------------------------
 
 
 def _split(n: int) -> int:

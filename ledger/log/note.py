@@ -76,9 +76,6 @@ class NoVerifiableSignatures(NoteError):
         super().__init__(f"note has no signature from a trusted key (signed by: {names})")
 
 
-# --- keys -------------------------------------------------------------------------------
-
-
 def valid_name(name: str) -> bool:
     """C2SP signed-note: non-empty, no whitespace, no ``+``."""
     return bool(name) and "+" not in name and not any(c.isspace() for c in name)
@@ -176,9 +173,6 @@ def parse_signer_key(skey: str) -> Signer:
     if compute_key_id(name, signer.verifier().public) != key_id:
         raise BadKey(f"signer key for {name!r}: key ID does not match the name and key")
     return signer
-
-
-# --- notes ------------------------------------------------------------------------------
 
 
 def _b64(text: str, problem: str) -> bytes:

@@ -92,9 +92,6 @@ def recomputed_leaves(table: pa.Table) -> Iterator[bytes]:
         yield merkle.leaf_hash(envelope_bytes(*row))
 
 
-# --- choosing cut points ----------------------------------------------------------------
-
-
 def cut_points(
     start: int,
     end: int,
@@ -149,8 +146,6 @@ def cut_points(
         pos = b
     return cuts
 
-
-# --- sealing ---------------------------------------------------------------------------
 
 _SEGMENT_NAME = re.compile(r"seg-(\d+)-(\d+)\.parquet")
 
@@ -342,9 +337,6 @@ def read_sealed(ledger_dir: Path) -> Iterator[pa.Table]:
     """Each sealed segment's rows, in seq order, without opening DuckDB (never blocks)."""
     for info in load_manifest(Path(ledger_dir)).segments:
         yield pq.read_table(segment_dir(Path(ledger_dir)) / info.file, schema=ARROW_SCHEMA)
-
-
-# --- verifying --------------------------------------------------------------------------
 
 
 def check_segments(lg: SealedStore, report: Findings) -> int:

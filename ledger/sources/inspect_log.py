@@ -54,9 +54,6 @@ class InspectUnavailable(LedgerError, RuntimeError):
         )
 
 
-# --------------------------------------------------------------------------- discovery
-
-
 def is_log_file(path: Path) -> bool:
     """A name inspect_ai would list as a log (see ``_JSON_LOG_NAME``)."""
     return path.suffix == ".eval" or bool(_JSON_LOG_NAME.match(path.name))
@@ -72,9 +69,6 @@ def discover_logs(root: Path) -> list[Path]:
         )  # fmt: skip
         found += [Path(dirpath, f) for f in sorted(filenames) if is_log_file(Path(f))]
     return found
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def read_log(path: Path, label: str) -> Any:
@@ -97,9 +91,6 @@ def read_log(path: Path, label: str) -> Any:
             "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
             f"{type(exc).__name__}: {first}",
         ) from None
-
-
-# --------------------------------------------------------------------------- values
 
 
 def _iso(value: Any) -> str | None:
@@ -153,9 +144,6 @@ def score_value(value: Any) -> float | None:
     return None
 
 
-# --------------------------------------------------------------------------- phases
-
-
 def solver_events(events: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """The sample's events split at its ``scorers`` span: (solver phase, scoring phase)."""
     for i, ev in enumerate(events):
@@ -166,9 +154,6 @@ def solver_events(events: Sequence[Any]) -> tuple[list[Any], list[Any]]:
 
 def _of(events: Iterable[Any], kind: str) -> list[Any]:
     return [e for e in events if getattr(e, "event", None) == kind]
-
-
-# --------------------------------------------------------------------------- payloads
 
 
 def message_payload(index: int, m: Any) -> dict[str, Any]:
@@ -387,9 +372,6 @@ def ended_payload(sample: Any) -> dict[str, Any]:
         "start_ts": _iso(sample.started_at),
         "end_ts": _iso(sample.completed_at),
     }
-
-
-# --------------------------------------------------------------------------- plans
 
 
 @dataclass(frozen=True, slots=True)
