@@ -1,20 +1,9 @@
 """The Ray engine: one Ray task per sealed Parquet segment (or per run of small ones).
 
-The driver (this process) makes sure every trial event it will read is sealed, lists the
-segments from the manifest, and submits one task per unit. Each task reads its own
-segment files, verifies them against the manifest (:mod:`ledger.engines.segment_task`),
-and runs the same per-trial projection the local engine runs. Segments hold whole trials
-(``ledger.log.segments``), so nothing shuffles; results come back to the driver, which sorts
-them by stream — identical to the local engine for any partitioning. Workers never write
-the ledger: the caller appends on the driver, and only once every task has succeeded.
-
-Failures: a worker crash or a :class:`SegmentTaskError` is retried ``max_retries`` times
-by Ray, then the job fails with an :class:`EngineError` naming the segment; a
-:class:`SegmentIntegrityError` (corrupted or swapped segment) fails it at once.
-
-Ray is imported here only, and only when a job runs (``pip install verdict-ledger[ray]``).
-Workers import this package themselves: on a cluster (``--address``) install it on every
-node and give them the ledger directory at the same path (a shared filesystem).
+Each task reads and verifies its own segment files (:mod:`ledger.engines.segment_task`);
+segments hold whole trials, so nothing shuffles, and the driver sorts the results by
+stream. Workers never write the ledger. Retries, failures and cluster setup:
+docs/readme/ray.md, "CLI". Ray is imported here only, and only when a job runs.
 """
 
 from __future__ import annotations
@@ -23,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
@@ -74,31 +64,19 @@ def _task(folder: str, unit: list[SegmentInfo], select: TrialSelection, job: tup
     return run_segments(folder, unit, select, fn, params)
 
 
+@dataclass(eq=False)
 class RayEngine:
     name = "ray"
-
-    def __init__(
-        self,
-        workers: int = 1,
-        *,
-        address: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        seal: bool = True,
-        segment_rows: int | None = None,
-        segment_bytes: int | None = None,
-        task_rows: int | None = None,
-    ) -> None:
-        self.workers = workers
-        self.address = address
-        self.max_retries = max_retries
-        self.seal = seal
-        self.segment_rows = segment_rows
-        self.segment_bytes = segment_bytes
-        self.task_rows = task_rows
-        # Wall-clock split of the last job (benchmarks and the CLI summary read it).
-        self.timings: dict[str, float] = {}
-
-    # ------------------------------------------------------------------ driver side
+    workers: int = 1
+    _: KW_ONLY
+    address: str | None = None
+    max_retries: int = DEFAULT_MAX_RETRIES
+    seal: bool = True
+    segment_rows: int | None = None
+    segment_bytes: int | None = None
+    task_rows: int | None = None
+    # Wall-clock split of the last job (benchmarks and the CLI summary read it).
+    timings: dict[str, float] = field(default_factory=dict, init=False)
 
     def sealed_segments(self, lg: Store, select: TrialSelection) -> list[SegmentInfo]:
         """Seal the tail when it holds trial events this job reads; the segments to read."""
@@ -212,7 +190,8 @@ class RayEngine:
             return EngineError(
                 f"segment {cause.segment} failed after {attempts} attempt(s): {cause.detail}"
             )
+        first = (str(cause).strip().splitlines() or [""])[0]
         return EngineError(
             f"segment {describe(unit)} failed after {attempts} attempt(s): "
-            f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}"
+            f"{type(cause).__name__}: {first}"
         )

@@ -1,14 +1,6 @@
-"""``reconcile --engine …``: the candidate projection of every trial, run on an engine.
-
-Reconciliation's per-trial projection is the pack's trace checks over the trial's
-timeline (:func:`ledger.app.reconcile_trials.trace_evaluator`, pure and total: a problem is an
-``Unavailable`` candidate, never an exception). This module ingests the corpora the
-invocation reads (idempotent, exactly the ingest ``run_reconcile`` does itself), runs that
-evaluator on every trial of a task that has a pack through an :class:`Engine` (one Ray
-task per sealed segment), and hands ``run_reconcile`` an evaluator that returns those
-precomputed candidates. Everything else — reading each bundle back from its stream, the
-verdicts, the receipt — stays on the driver, unchanged, so the document is identical to
-the local engine's.
+"""``reconcile --engine …``: every trial's candidate label (the pack's trace checks,
+:func:`ledger.app.reconcile_trials.trace_evaluator`) computed on an engine; the rest of
+reconcile stays on the driver, so the document is the local engine's (docs/readme/ray.md).
 """
 
 from __future__ import annotations

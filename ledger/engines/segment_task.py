@@ -1,12 +1,6 @@
-"""What one distributed task does with its Parquet segment(s), without Ray.
-
-Read the segment file itself (pyarrow), verify it against its manifest entry — row count,
-seq range and the RFC 9162 root recomputed from the columns — before computing anything,
-then group the trial events and run the same per-trial projection the local engine runs.
-A corrupted or swapped segment raises :class:`SegmentIntegrityError` (never retried: the
-bytes will not change); anything else raises :class:`SegmentTaskError` (retried a bounded
-number of times by the engine). Both name the segment.
-"""
+"""What one distributed task does with its Parquet segment(s), without Ray: verify each
+against its manifest entry before computing anything, then run the per-trial projection.
+A corrupted or swapped segment is never retried (the bytes will not change)."""
 
 from __future__ import annotations
 

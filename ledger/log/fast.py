@@ -1,13 +1,9 @@
 """The fast paths of the log: batch SHA-256, payload encoding and the append filters.
 
-Each operation has one reference definition in pure Python (the ``py_*`` functions; for the
-filters, looking every key up) and one native path through the optional C accelerator
-``ledger.log.native`` (built by ``setup.py`` when it can be; ``VLEDGER_PURE=1`` opts out),
-chosen in one place: the operation's public function, from :data:`NATIVE`. The tests hold
-the two paths equal. Why (docs/readme/store.md): hashlib's per-call overhead is as large as
-hashing a ~400-byte entry, and the id and stream lookups that the Bloom filters of
-:class:`Seen` spare grew with the log. A filter describes the log at one ``(size,
-frontier)`` state and is rebuilt when append finds another, so a stale one is never trusted.
+Each has a pure-Python reference (``py_*``; for the filters, looking every key up) and a
+native path through the optional C accelerator, chosen in the operation's public function
+from :data:`NATIVE`; the tests hold the two equal. Why, and how a filter is tied to one
+``(size, frontier)`` state so a stale one is never trusted: docs/readme/store.md.
 """
 
 from __future__ import annotations
@@ -165,7 +161,10 @@ def _u64(col: pa.Array | pa.ChunkedArray) -> memoryview:
 
 
 def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    # one chunk is the usual case; combine_chunks would copy it even then
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def string_column(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
@@ -187,9 +186,6 @@ def native() -> ModuleType:
     if _native is None:
         raise RuntimeError("ledger.log.native is not built (check fast.NATIVE first)")
     return _native
-
-
-# --- payload encoding --------------------------------------------------------------------
 
 
 def py_encode_payloads(objs: list[Any]) -> list[bytes]:

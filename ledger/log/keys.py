@@ -28,9 +28,9 @@ def pub_path(key_file: Path) -> Path:
 def keygen(out: Path, name: str = DEFAULT_KEY_NAME, *, ledger_dir: Path | None = None) -> Verifier:
     """Write a new Ed25519 signer to ``out`` and its verifier to ``out.pub``; never overwrite,
     never inside a ledger directory (``ledger_dir`` or any other)."""
-    check_output_path(out, ledger_dir, what="private key")
-    check_output_path(pub_path(out), ledger_dir, what="public key")
     pub = pub_path(out)
+    check_output_path(out, ledger_dir, what="private key")
+    check_output_path(pub, ledger_dir, what="public key")
     for p in (out, pub):
         if p.exists():
             raise KeyFileError(

@@ -1,14 +1,10 @@
 """RFC 9162 Merkle tree hashes, inclusion and consistency proofs.
 
-Hashes are addressed as ``(level, index)``: level 0 are the leaf hashes, and the node at
-``(level, i)`` is the root of the complete subtree over leaves ``[i·2^level, (i+1)·2^level)``.
-Every hash an RFC 9162 proof needs is a fold of such complete subtrees, so each proof is
-computed in three steps (STYLE.md, Go sumdb/tlog): plan the ``(level, index)`` hashes it
-needs, read them once through a one-method :class:`HashReader`, compute.
-
-The store keeps the complete subtrees of the current tree (the *frontier*, O(log n) hashes)
-so that appending never re-reads history, and persists each interior node once, when it
-becomes complete.
+A hash is addressed as ``(level, index)``: the root of the complete subtree over leaves
+``[i·2^level, (i+1)·2^level)``. Every proof hash is a fold of such subtrees, so a proof is
+planned, read once through a :class:`HashReader`, then computed (STYLE.md, Go sumdb/tlog).
+The store keeps the *frontier* (the current tree's complete subtrees) so appending never
+re-reads history (docs/readme/store.md, "Leaf hash").
 """
 
 from __future__ import annotations
@@ -42,9 +38,6 @@ class HashReader(Protocol):
     def read_hashes(self, indexes: Sequence[HashIndex]) -> list[bytes]: ...
 
 
-# --- the frontier: complete subtrees of the current tree, O(log n) hashes ---------------
-
-
 def frontier_levels(size: int) -> list[int]:
     """Levels of the complete subtrees that make up a tree of ``size`` leaves, largest first."""
     return [lv for lv in range(size.bit_length() - 1, -1, -1) if size >> lv & 1]
@@ -72,22 +65,16 @@ def frontier_push(
 def push_many(
     frontier: list[bytes], size: int, leaves: Sequence[bytes]
 ) -> list[tuple[int, int, list[bytes]]]:
-    """Append many leaves at once; same result as repeated :func:`frontier_push`.
-
-    Returns the interior nodes that became complete as ``(level, first_index, hashes)``
-    runs, one per level (:func:`push_run` with lists instead of concatenated digests).
-    """
+    """:func:`push_run` over a list of leaves, each run's digests as a list."""
     runs = push_run(frontier, size, b"".join(leaves))
     return [(lv, first, fast.split(hs)) for lv, first, hs in runs]
 
 
 def push_run(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int, int, bytes]]:
-    """Append the concatenated 32-byte ``leaves`` as leaves ``size, size + 1, …``.
+    """Append the concatenated 32-byte ``leaves`` as leaves ``size, size + 1, …``, in place.
 
-    Works level by level: each level's parents are one :func:`ledger.log.fast.tree_level`
-    call over the level's concatenated hashes (the hot path of append and verify). Returns
-    the interior nodes that became complete as ``(level, first_index, digests)`` runs, one
-    per level, ``digests`` concatenated; ``frontier`` is updated in place.
+    One :func:`ledger.log.fast.tree_level` call per level (the hot path of append and
+    verify); returns the completed interior nodes as ``(level, first_index, digests)`` runs.
     """
     if len(leaves) % HASH_SIZE:
         raise ValueError("leaves must be concatenated 32-byte hashes")
@@ -126,16 +113,8 @@ def subtree_root(leaves: bytes) -> bytes:
 
 
 def frontier_root(frontier: Sequence[bytes]) -> bytes:
-    """RFC 9162 § 2.1.1 root from the complete subtrees, folding right to left."""
-    if not frontier:
-        return EMPTY_ROOT
-    h = frontier[-1]
-    for left in reversed(frontier[:-1]):
-        h = node_hash(left, h)
-    return h
-
-
-# --- subtree hashes ---------------------------------------------------------------------
+    """RFC 9162 § 2.1.1 root from the complete subtrees."""
+    return fold_right(frontier) if frontier else EMPTY_ROOT
 
 
 def _split(n: int) -> int:
@@ -176,12 +155,8 @@ def _read_ranges(ranges: Sequence[tuple[int, int]], reader: HashReader) -> list[
     got = reader.read_hashes(flat)
     if len(got) != len(flat):
         raise AssertionError(f"bad math in _read_ranges: asked {len(flat)}, got {len(got)}")
-    out = []
-    pos = 0
-    for plan in plans:
-        out.append(fold_right(got[pos : pos + len(plan)]))
-        pos += len(plan)
-    return out
+    hashes = iter(got)
+    return [fold_right([next(hashes) for _ in plan]) for plan in plans]
 
 
 def tree_hash(size: int, reader: HashReader) -> bytes:
@@ -219,11 +194,7 @@ def inclusion_plan(index: int, lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def prove_inclusion(index: int, size: int, reader: HashReader) -> list[bytes]:
-    """Inclusion proof of leaf ``index`` in the tree of ``size`` leaves.
-
-    Reads at most log₂(size)·(log₂(size)+1) stored hashes in one batch (each path hash is
-    a fold of complete subtrees; in practice about 2·log₂(size)).
-    """
+    """Inclusion proof of leaf ``index`` in the tree of ``size`` leaves (one batched read)."""
     if not 0 <= index < size:
         raise ProofError(f"prove_inclusion(index={index}, size={size}): need 0 <= index < size")
     return _read_ranges(inclusion_plan(index, 0, size), reader)
@@ -278,10 +249,7 @@ def consistency_plan(old: int, new: int) -> list[tuple[int, int]]:
 
 
 def prove_consistency(old: int, new: int, reader: HashReader) -> list[bytes]:
-    """Consistency proof between the trees of ``old`` and ``new`` leaves (0 < old <= new).
-
-    Empty when ``old == new``. Reads O(log² new) stored hashes in one batch.
-    """
+    """Consistency proof between the trees of ``old`` and ``new`` leaves (one batched read)."""
     if not 0 < old <= new:
         raise ProofError(f"prove_consistency(old={old}, new={new}): need 0 < old <= new")
     if old == new:
@@ -338,9 +306,6 @@ def _check_lengths(where: str, hashes: Sequence[bytes]) -> None:
     for h in hashes:
         if len(h) != 32:
             raise ProofError(f"{where}: hash {h.hex()!r} is {len(h)} bytes, not 32")
-
-
-# --- an in-memory hash store (tests, the reference store) -------------------------------
 
 
 class TreeReads:

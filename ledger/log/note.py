@@ -1,9 +1,4 @@
-"""C2SP signed notes (Ed25519) and C2SP tlog-checkpoint bodies.
-
-A signed note is ``text`` (UTF-8, ends in a newline, no control characters but ``\\n``),
-a blank line, then one or more signature lines ``— <name> <base64(key ID || signature)>``
-(C2SP signed-note § "Format"). An Ed25519 key's ID is the first four bytes of
-``SHA-256(name || 0x0A || 0x01 || public key)``.
+"""C2SP signed notes (Ed25519, signed-note § "Format") and C2SP tlog-checkpoint bodies.
 
 :func:`open_note` outcomes (C2SP signed-note § "Verifying"):
 
@@ -79,9 +74,6 @@ class NoVerifiableSignatures(NoteError):
         self.note = note
         names = ", ".join(f"{s.name}+{s.key_id}" for s in note.unknown) or "none"
         super().__init__(f"note has no signature from a trusted key (signed by: {names})")
-
-
-# --- keys -------------------------------------------------------------------------------
 
 
 def valid_name(name: str) -> bool:
@@ -183,7 +175,15 @@ def parse_signer_key(skey: str) -> Signer:
     return signer
 
 
-# --- notes ------------------------------------------------------------------------------
+def _b64(text: str, problem: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise MalformedNote(problem) from None
+
+
+def _canonical_decimal(text: str) -> bool:
+    return text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
 
 
 def _check_text(where: str, text: str) -> None:
@@ -234,10 +234,7 @@ def _parse(msg: bytes | str) -> tuple[str, list[tuple[str, bytes, bytes, str]]]:
         name, _, b64 = line[len(SIG_PREFIX) :].partition(" ")
         if not valid_name(name) or not b64 or " " in b64:
             raise MalformedNote(f"signature line {n}: want '— <name> <base64>'")
-        try:
-            blob = base64.b64decode(b64, validate=True)
-        except binascii.Error:
-            raise MalformedNote(f"signature line {n}: signature is not base64") from None
+        blob = _b64(b64, f"signature line {n}: signature is not base64")
         if len(blob) < 5:
             raise MalformedNote(f"signature line {n}: signature too short")
         sigs.append((name, blob[:4], blob[4:], line))
@@ -311,15 +308,12 @@ def parse_checkpoint(text: str) -> Checkpoint:
     origin, size_s, root_s, *ext = lines
     if not origin:
         raise MalformedNote("checkpoint: empty origin line")
-    if not size_s.isascii() or not size_s.isdigit() or (size_s != "0" and size_s[0] == "0"):
+    if not _canonical_decimal(size_s):
         raise MalformedNote(f"checkpoint: tree size {size_s!r} is not a canonical decimal")
     size = int(size_s)
     if size >= 2**63:
         raise MalformedNote(f"checkpoint: tree size {size_s} is too large")
-    try:
-        root = base64.b64decode(root_s, validate=True)
-    except binascii.Error:
-        raise MalformedNote(f"checkpoint: root {root_s!r} is not base64") from None
+    root = _b64(root_s, f"checkpoint: root {root_s!r} is not base64")
     if len(root) != 32 or base64.b64encode(root).decode() != root_s:
         raise MalformedNote(f"checkpoint: root {root_s!r} is not the base64 of 32 bytes")
     if any(not e for e in ext):
@@ -361,22 +355,16 @@ def parse_tlog_proof(text: str) -> TlogProof:
     pos = 1
     extra = None
     if pos < len(lines) and lines[pos].startswith("extra "):
-        try:
-            extra = base64.b64decode(lines[pos][6:], validate=True)
-        except binascii.Error:
-            raise MalformedNote("tlog-proof: extra data is not base64") from None
+        extra = _b64(lines[pos][6:], "tlog-proof: extra data is not base64")
         pos += 1
     if pos >= len(lines) or not lines[pos].startswith("index "):
         raise MalformedNote("tlog-proof: missing 'index N' line")
     idx = lines[pos][6:]
-    if not idx.isascii() or not idx.isdigit() or (idx != "0" and idx[0] == "0"):
+    if not _canonical_decimal(idx):
         raise MalformedNote(f"tlog-proof: index {idx!r} is not a canonical decimal")
     path = []
     for n, line in enumerate(lines[pos + 1 :], pos + 2):
-        try:
-            h = base64.b64decode(line, validate=True)
-        except binascii.Error:
-            raise MalformedNote(f"tlog-proof: line {n} is not base64") from None
+        h = _b64(line, f"tlog-proof: line {n} is not base64")
         if len(h) != 32:
             raise MalformedNote(f"tlog-proof: line {n} is not a 32-byte hash")
         path.append(h)

@@ -1,11 +1,8 @@
 """Where a command may write a file of its own: never inside a ledger directory.
 
-A ledger directory holds only what the store writes (``events.duckdb``, sealed segments,
-the manifest, checkpoints). Any other output written there could overwrite one of them —
-``sql --out LEDGER/events.duckdb`` replaced the store, ``report --out
-LEDGER/segments/<segment>.parquet`` destroyed a sealed segment — or sit beside them as
-something a later reader trusts. Every command that writes a file (``sql --out``, ``report
---out``, ``export --parquet``, ``keygen --out``, ``checkpoint --out``) asks
+A ledger directory holds only what the store writes; any other output there could
+overwrite it (``sql --out LEDGER/events.duckdb`` replaced the store) or sit beside it as
+something a later reader trusts. Every command that writes a file asks
 :func:`check_output_path` first; it is the one place the rule lives.
 """
 

@@ -1,33 +1,14 @@
 """Sealing the log into immutable Parquet segments (DESIGN.md § 4 guarantee 9).
 
-Layout: ``<ledger>/segments/seg-<first>-<last>.parquet`` (rows exactly as stored, in
-``ARROW_SCHEMA``, seq order) and ``<ledger>/segments/manifest.json``, which records for
-each segment its ``first_seq``, ``last_seq``, ``rows``, ``root`` (RFC 9162 root over the
-segment's own leaf hashes) and ``log_root`` (root of the whole log at ``last_seq + 1``, so
-a segment can be tied to a checkpoint).
-
-The trial rule — a trial stream's (``trial/…``) events never split across segments —
-is kept on both sides:
-
-* **cutting**: a segment ends only at a seq where no trial stream has events on both
-  sides. Sealing everything unsealed always satisfies this; with ``max_rows`` /
-  ``max_bytes`` the cut moves back to the nearest such seq (or forward past a trial larger
-  than the bound);
-* **appending**: once a trial stream is sealed, appending to it raises
-  :class:`StreamSealed`, so a later segment can never hold part of it. Append a trial's
-  events (timeline, grades…) before sealing it.
-
-Projections append their results to their own streams (``replay/…``, ``reconcile/…``),
-never to a trial's, so a replay of sealed trials appends freely.
+``<ledger>/segments/seg-<first>-<last>.parquet`` hold the rows as stored; the manifest's
+fields and the trial rule (a ``trial/…`` stream never spans two segments: cuts fall only
+where no trial has events on both sides, and a sealed trial stream refuses appends) are
+docs/readme/ray.md, "Segment layout guarantees".
 
 Order of writes, so a crash at any point leaves a recoverable state: (1) the new
-``sealed_upto`` is committed in DuckDB (appends to those trial streams are refused from
-then on), (2) each Parquet file is written to a temporary name, fsynced, renamed,
-(3) the manifest is rewritten the same way. ``seal`` first completes any range that (1)
-recorded but (3) did not, so re-running it after a crash finishes the job.
-
-Readers that must not block the single DuckDB writer read segments with
-:func:`read_sealed`, which never opens the database.
+``sealed_upto`` is committed in DuckDB, (2) each Parquet file is written to a temporary
+name, fsynced, renamed, (3) the manifest is rewritten the same way. ``seal`` first
+completes any range that (1) recorded but (3) did not.
 """
 
 from __future__ import annotations
@@ -101,10 +82,7 @@ def load_manifest(ledger_dir: Path) -> Manifest:
 def segment_root(table: pa.Table) -> bytes:
     """RFC 9162 root over the leaf hashes *recomputed* from a segment's columns."""
     tree: list[bytes] = []
-    nodes: list[tuple[int, int, bytes]] = []
-    for i, leaf in enumerate(recomputed_leaves(table)):
-        merkle.frontier_push(tree, i, leaf, nodes)
-        nodes.clear()
+    merkle.push_run(tree, 0, b"".join(recomputed_leaves(table)))
     return merkle.frontier_root(tree)
 
 
@@ -112,9 +90,6 @@ def recomputed_leaves(table: pa.Table) -> Iterator[bytes]:
     cols = [table.column(c).to_pylist() for c in STORED_COLUMNS]
     for row in zip(*cols, strict=True):
         yield merkle.leaf_hash(envelope_bytes(*row))
-
-
-# --- choosing cut points ----------------------------------------------------------------
 
 
 def cut_points(
@@ -128,11 +103,10 @@ def cut_points(
 ) -> list[int]:
     """Segment ends (exclusive) covering ``[start, end)`` with no trial span straddling one.
 
-    ``trial_spans`` are ``(min_seq, max_seq)`` of each trial stream within the range. A cut
-    at ``b`` is allowed when no span has ``min < b <= max``. A segment holds at most
-    ``max_rows`` rows and, when ``max_bytes`` is given, at most ``max_bytes`` of
-    ``row_bytes`` (one size per row of the range) — except that one trial larger than
-    either bound is taken whole. Pure; O((spans + cuts) · log spans).
+    ``trial_spans``: each trial stream's ``(min_seq, max_seq)``; a cut at ``b`` needs no
+    span with ``min < b <= max``. At most ``max_rows`` rows and ``max_bytes`` of
+    ``row_bytes`` (one per row) a segment, one larger trial taken whole. O((spans + cuts) ·
+    log spans).
     """
     if max_rows < 1:
         raise LedgerError(f"seal: max_rows must be >= 1, got {max_rows}")
@@ -172,8 +146,6 @@ def cut_points(
         pos = b
     return cuts
 
-
-# --- sealing ---------------------------------------------------------------------------
 
 _SEGMENT_NAME = re.compile(r"seg-(\d+)-(\d+)\.parquet")
 
@@ -229,11 +201,9 @@ def plan_seal(
 ) -> SealPlan:
     """What :func:`seal` would write, without writing anything.
 
-    Segment files already on disk past the manifest (a seal interrupted after some renames,
-    or a deleted manifest) are adopted in seq order when they hold exactly the store's rows,
-    so the original cuts stay; one that differs, or that does not fit the sealed range, is a
-    conflict. Raises :class:`LedgerError` when the manifest lists more than the store
-    records as sealed.
+    Files on disk past the manifest (an interrupted seal, a deleted manifest) are adopted
+    in seq order when they hold exactly the store's rows, so the original cuts stay; any
+    other is a conflict. LedgerError when the manifest lists more than the store sealed.
     """
     manifest = load_manifest(lg.path)
     manifest_exists = (segment_dir(lg.path) / MANIFEST).exists()
@@ -307,13 +277,10 @@ def _existing_step(lg: SealedStore, name: str, first: int, last: int) -> Segment
 def seal(
     lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
 ) -> list[SegmentInfo]:
-    """Seal every unsealed event; return the new segments (empty when nothing to seal).
+    """Seal every unsealed event (bounds: :func:`cut_points`); return the new segments.
 
-    Each new segment holds at most ``max_rows`` rows and (unless ``max_bytes`` is None) at
-    most ``max_bytes`` uncompressed row bytes (``Ledger._row_sizes``), a single trial larger
-    than a bound excepted (it is never split). A segment file already on disk is kept when
-    it matches the store and never overwritten when it does not (:class:`TamperDetected`,
-    nothing written): see :func:`plan_seal`.
+    A file already on disk that differs from the store is never overwritten
+    (:class:`TamperDetected`, nothing written): see :func:`plan_seal`.
     """
     return apply_seal(lg, plan_seal(lg, max_rows, max_bytes=max_bytes))
 
@@ -372,9 +339,6 @@ def read_sealed(ledger_dir: Path) -> Iterator[pa.Table]:
         yield pq.read_table(segment_dir(Path(ledger_dir)) / info.file, schema=ARROW_SCHEMA)
 
 
-# --- verifying --------------------------------------------------------------------------
-
-
 def check_segments(lg: SealedStore, report: Findings) -> int:
     """Verify every sealed segment against the manifest and the store; return how many."""
     try:
@@ -383,7 +347,8 @@ def check_segments(lg: SealedStore, report: Findings) -> int:
         report.add("segments/manifest.json", str(exc))
         return 0
     recorded = lg.sealed_upto()
-    if recorded and not (segment_dir(lg.path) / MANIFEST).exists():
+    has_manifest = (segment_dir(lg.path) / MANIFEST).exists()
+    if recorded and not has_manifest:
         report.add(
             f"{SEGMENT_DIR}/{MANIFEST}",
             f"missing: the store records sealing up to seq {recorded} and "
@@ -409,7 +374,7 @@ def check_segments(lg: SealedStore, report: Findings) -> int:
             )
         expect_first = info.last_seq + 1
         _check_one(lg, report, info, where)
-    if recorded != manifest.sealed_upto and (segment_dir(lg.path) / MANIFEST).exists():
+    if recorded != manifest.sealed_upto and has_manifest:
         report.add(
             f"{SEGMENT_DIR}/{MANIFEST}",
             f"covers seq < {manifest.sealed_upto} but the store records sealing up to {recorded} "

@@ -72,10 +72,8 @@ def verify_ledger(
     if deep:
         raise LedgerError("deep checks recompute application projections: use ledger.verify(...)")
     report = VerifyReport(signatures_checked=pub is not None, anchored=anchor is not None)
-    sizes = _checkpoint_sizes(lg)
-    if anchor is not None:
-        with contextlib.suppress(MalformedNote):  # reported by _check_checkpoints
-            sizes.add(parse_checkpoint(note_text(anchor.note)).size)
+    notes = [stored for _, stored in lg.checkpoints()]
+    sizes = _checkpoint_sizes([*notes, anchor.note] if anchor is not None else notes)
     try:
         roots = scan_events(lg, report, sizes)
         _check_checkpoints(lg, report, pub, roots, anchor)
@@ -88,11 +86,11 @@ def verify_ledger(
     return report
 
 
-def _checkpoint_sizes(lg: Ledger) -> set[int]:
+def _checkpoint_sizes(notes: list[str]) -> set[int]:
     sizes = set()
-    for _, stored in lg.checkpoints():
+    for note in notes:
         with contextlib.suppress(MalformedNote):  # reported by _check_checkpoints
-            sizes.add(parse_checkpoint(note_text(stored)).size)
+            sizes.add(parse_checkpoint(note_text(note)).size)
     return sizes
 
 
@@ -157,16 +155,14 @@ def _check_note(
         report.add(where, f"malformed: {exc}")
         return None
     if pub is not None:
+        key = f"{pub.name}+{pub.key_id.hex()}"
         try:
             open_note(stored, [pub])
         except InvalidSignature:
-            report.add(
-                where,
-                f"signature by {pub.name}+{pub.key_id.hex()} does not verify: the note was altered",
-            )
+            report.add(where, f"signature by {key} does not verify: the note was altered")
             return None
         except NoVerifiableSignatures:
-            report.add(where, f"not signed by the given key {pub.name}+{pub.key_id.hex()}")
+            report.add(where, f"not signed by the given key {key}")
             return None
         except MalformedNote as exc:
             report.add(where, f"malformed note: {exc}")

@@ -56,15 +56,11 @@ class VerifyReport:
             self.problems.append(Problem(where, what))
 
     def lines(self) -> list[str]:
-        sig = (
-            "signatures checked"
-            if self.signatures_checked
-            else "signatures NOT checked (pass --pub)"
-        )
+        sig = "checked" if self.signatures_checked else "NOT checked (pass --pub)"
         out = [
             f"events: {self.events} (log size {self.size}), {self.bytes_hashed} bytes hashed",
             f"root: {self.root.hex()}",
-            f"checkpoints: {self.checkpoints} ({sig})",
+            f"checkpoints: {self.checkpoints} (signatures {sig})",
             self._anchor_line(),
             f"segments: {self.segments}",
         ]

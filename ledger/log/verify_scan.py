@@ -28,13 +28,9 @@ DEPTH = 4
 
 
 class _Scan:
-    """Rebuilds the tree from recomputed leaves while walking the stored rows.
-
-    Each window of rows first takes a fast path (column lists, one comprehension for the
-    leaf hashes, an inlined frontier push, list equality against the stored leaves and
-    nodes). Only a window where something differs is re-walked row by row, which is what
-    names the first bad seq.
-    """
+    """Rebuilds the tree from recomputed leaves while walking the stored rows: each window
+    takes a fast path first, and only one where something differs is re-walked row by row
+    (which names the first bad seq)."""
 
     def __init__(self, report: VerifyReport, sizes: set[int]) -> None:
         self.report = report
@@ -46,15 +42,11 @@ class _Scan:
         self.gap_reported = False
 
     def window_fast(self, t: pa.Table, stored_nodes: Callable[[int, int], pa.Table]) -> bool:
-        """Verify a clean window quickly; return False (state untouched) if anything differs.
-
-        Comparisons stay in Arrow (C) where they can: the seq column against the expected
-        range, the stored leaf and node hashes against arrays of the recomputed ones.
-        """
+        """Verify a clean window quickly; return False (state untouched) if anything differs."""
         n0 = self.next_seq
         k = t.num_rows
         seqs = range(n0, n0 + k)
-        if not k or not t.column("seq").equals(pa.chunked_array([pa.array(seqs, pa.uint64())])):
+        if not k or not _seqs_from(t, n0):
             return False
         cols = [t.column(c).to_pylist() for c in COLUMNS[1:-1]]
         entries = [envelope_bytes(*row) for row in zip(seqs, *cols, strict=True)]
@@ -92,17 +84,11 @@ class _Scan:
         return True
 
     def window_sql(self, t: pa.Table, nodes: pa.Table) -> bool:
-        """Like :meth:`window_fast`, from entries DuckDB assembled (``ledger.log.raw.verify_windows``).
-
-        False (state untouched) when anything differs or a row's entry is NULL (a string
-        that needs JSON escaping): the caller then takes the Python paths for the window.
-        """
-        n0 = self.next_seq
+        """Like :meth:`window_fast`, from entries DuckDB assembled (``raw.verify_windows``);
+        False also when an entry is NULL (a string that needs JSON escaping)."""
         k = t.num_rows
         entry_col = t.column("entry")
-        if not k or entry_col.null_count:
-            return False
-        if not t.column("seq").equals(pa.chunked_array([pa.array(range(n0, n0 + k), pa.uint64())])):
+        if not k or entry_col.null_count or not _seqs_from(t, self.next_seq):
             return False
         offsets, data = _binary_parts(entry_col)
         leaves = hashing.py_hash_slices(data, offsets.tolist())
@@ -150,21 +136,17 @@ class _Scan:
             self.roots[self.next_seq] = merkle.frontier_root(self.frontier)
 
 
+def _seqs_from(t: pa.Table, first: int) -> bool:
+    """Is the window's seq column exactly ``first, first + 1, …``?"""
+    seqs = pa.array(range(first, first + t.num_rows), pa.uint64())
+    return t.column("seq").equals(pa.chunked_array([seqs]))
+
+
 def _binary_parts(col: pa.ChunkedArray) -> tuple[memoryview, memoryview]:
-    """Offsets (k + 1 integers, a memoryview of format ``i`` or ``q``) and data buffer of a
-    binary column without NULLs, both views of the Arrow buffers (nothing copied)."""
-    # one chunk is the usual case; combine_chunks would copy it even then
-    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-    if arr.type == pa.large_binary():
-        fmt = "q"
-    elif arr.type == pa.binary():
-        fmt = "i"
-    else:
-        arr, fmt = arr.cast(pa.large_binary()), "q"
-    _, off_buf, data_buf = arr.buffers()
-    offsets = memoryview(off_buf).cast(fmt)[arr.offset : arr.offset + len(arr) + 1]
+    """Offsets (k + 1 integers) and data of a binary column without NULLs (nothing copied)."""
+    offsets, data, width = hashing.string_column(col)
     # cast: Arrow exports bytes as signed chars, which compare unequal to bytes above 0x7f
-    return offsets, memoryview(data_buf).cast("B") if data_buf is not None else memoryview(b"")
+    return offsets.cast("q" if width == 8 else "i"), data.cast("B")
 
 
 def _same_nodes(runs: list[tuple[int, int, bytes]], stored: pa.Table) -> bool:

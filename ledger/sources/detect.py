@@ -1,14 +1,8 @@
-"""What a PATH handed to ``vledger ingest`` is (FORMATS.md § 1, verdict-core FORMAT.md).
+"""What a PATH handed to ``vledger ingest`` is: docs/readme/ingest.md § "What a PATH is",
+tried in :func:`detect`'s order (FORMATS.md § 1, verdict-core FORMAT.md).
 
-Detection looks only at names on disk, never at file contents, so it is cheap and
-predictable; the importers then read and validate the files. The kinds are the table of
-docs/readme/ingest.md § "What a PATH is", tried in :func:`detect`'s order; a file PATH
-names its directory (``trajectory.yaml`` → that bundle, ``task.yaml`` → that pack, …),
-except an inspect_ai log, which is read on its own (``ledger.sources.inspect_log``).
-
-Discovery below a directory is recursive but never enters ``trace_replay`` or
-``replays`` (FORMATS.md § 1), hidden directories or symlinked ones (a link loop must not
-make discovery endless; pass the link itself as PATH to ingest what it points to).
+Only names on disk are looked at, never contents. Discovery never enters symlinked
+directories: a link loop must not make it endless (pass the link itself as PATH).
 """
 
 from __future__ import annotations
@@ -163,9 +157,8 @@ def discover_bundles(root: Path):
         yield root
         return
     for sub in _subdirs(root):
-        if sub.name in NEVER_DISCOVERED:
-            continue
-        yield from discover_bundles(sub)
+        if sub.name not in NEVER_DISCOVERED:
+            yield from discover_bundles(sub)
 
 
 def discover_packs(root: Path) -> list[Path]:

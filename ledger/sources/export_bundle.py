@@ -1,20 +1,11 @@
 """A trial's events → the bundle files they were read from (the importer's inverse; pure).
 
-``vledger curate`` writes every corpus bundle through :func:`bundle_files`, whether the
-trial came from a run directory (its events planned in memory, as ``ingest`` would plan
-them) or from the log (its events read back). One renderer over one event stream is why
-a corpus cut from the log is byte-identical to the same runs' corpus: the bytes are a
-function of the recorded content, not of how the source file happened to be formatted.
-
-The write set is RUBRIC_MIGRATION.md's ("Building a corpus"): ``task.yaml``,
-``trajectory.yaml``, ``grade.yaml``, plus ``tools_schemas.yaml``, ``metrics.yaml`` and
-``tool_log.yaml`` wherever the source bundle had them (``trial.registered.files``).
-
-What the events keep, the files give back: each document's keys and values (keys are
-written sorted — canonical JSON kept no order), messages and calls in their recorded
-order. Two distinctions the importer does not keep are written in one fixed way:
-``status`` / ``termination_reason`` absent reads back as null, and a record call without
-``arguments`` reads back as ``arguments: {}`` — both read identically by every reader.
+``vledger curate`` writes every bundle through :func:`bundle_files`, whether the trial's
+events were planned from a run directory or read back from the log, so a corpus cut from
+the log is byte-identical to the same runs' corpus. The write set is RUBRIC_MIGRATION.md's
+("Building a corpus"), plus the optional files the source bundle had. Keys are written
+sorted (canonical JSON kept no order); an absent ``status`` / ``termination_reason`` reads
+back as null, and a record call without ``arguments`` as ``arguments: {}``.
 """
 
 from __future__ import annotations
@@ -31,16 +22,10 @@ from schemas.errors import LedgerError
 _END_KEYS = ("status", "termination_reason")
 _TIME_KEYS = ("start_ts", "end_ts")
 WRITE_SET = ("task.yaml", "trajectory.yaml", "grade.yaml")
-CARRIED = ("tools_schemas.yaml", "metrics.yaml", "tool_log.yaml")
 
 
 class BundleExportError(LedgerError, ValueError):
     """The events do not hold what a bundle file needs; names the stream and the file."""
-
-
-def dump_yaml(document: Any) -> bytes:
-    """One YAML rendering for every written file: block style, keys sorted, UTF-8."""
-    return emit_yaml(document)
 
 
 def _payloads(events: Sequence[StoredEvent]) -> dict[str, list[Any]]:
@@ -112,4 +97,4 @@ def bundle_files(events: Sequence[StoredEvent]) -> dict[str, bytes]:
             f"stream {events[0].stream!r} carries no {', '.join(missing)}: a corpus bundle "
             "needs task.yaml, trajectory.yaml and grade.yaml"
         )
-    return {name: dump_yaml(doc) for name, doc in sorted(docs.items())}
+    return {name: emit_yaml(doc) for name, doc in sorted(docs.items())}

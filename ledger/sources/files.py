@@ -26,11 +26,9 @@ from pathlib import Path
 from ledger.text import escape_controls
 from schemas.errors import LedgerError
 
-
-def printable(text: str) -> str:
-    """A file or directory name is the input's own content: one holding a newline or an
-    escape sequence must not forge a line of output (``ledger.text`` is the one rule)."""
-    return escape_controls(text)
+# A file or directory name is the input's own content: one holding a newline or an
+# escape sequence must not forge a line of output (``ledger.text`` is the one rule).
+printable = escape_controls
 
 
 class InputError(LedgerError, ValueError):

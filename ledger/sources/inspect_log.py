@@ -1,17 +1,9 @@
 """inspect_ai evaluation logs → trial events (docs/readme/inspect.md § "The mapping").
 
-inspect_ai (the optional ``inspect`` extra) writes one log per task run: a ``.eval`` zip or
-a ``.json`` document holding every sample × epoch. Each sample × epoch becomes one trial
-stream holding the same event types a Tolokaforge bundle does, so the timeline, trace
-checks, retrace and the views read it unchanged. Reading goes through inspect_ai's own
-``read_eval_log`` (the only I/O here, and the only import of inspect_ai, done lazily so
-the rest of the ledger never needs the extra); the mapping to payloads is pure.
-
-**Scores are history, not content** (§ "Re-import and re-scoring"): the core events get
-position-derived ids as a bundle's do, but a ``grade.recorded`` is identified by its
-content alone (``SCORES_POSITION``), so a re-scored log adds its new scores beside the old
-ones instead of reading as changed. Only the solver phase (events before the ``scorers``
-span) feeds the transcript and the usage: re-scoring appends scorer events.
+:func:`read_log` is the only I/O and the only (lazy) import of inspect_ai; the mapping is
+pure. Scores are history, not content (§ "Re-import and re-scoring"): a ``grade.recorded``
+is identified by its content alone (``SCORES_POSITION``), and only the solver phase feeds
+the transcript and the usage.
 """
 
 from __future__ import annotations
@@ -38,11 +30,8 @@ RECORDER = "inspect_ai"
 # any ``.eval``; a ``.json`` only under its timestamped name, so a directory's other JSON
 # (a pack's fixtures/tools.json, a run's receipt.json) is never taken for a log.
 _JSON_LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}.*\.json$")
-# The trace-check fields an inspect log does not record. Every tool call inspect logs was
-# requested by the model under evaluation and run by inspect's harness; there is no
-# simulated user with tools of its own, so ``executor`` is written "agent" to satisfy the
-# record's shape, and a constraint reading it is not_measured (it would measure our
-# default, not the log).
+# The trace-check fields an inspect log does not record: ``executor`` is written "agent"
+# only to fit the record's shape (docs/readme/inspect.md § "Trace checks over inspect samples").
 UNRECORDED_FIELDS: tuple[str, ...] = ("executor",)
 # The position a grade.recorded's id is derived with: a name, not a stream position, so the
 # same scores get the same id whenever they are read and new scores a new one.
@@ -65,9 +54,6 @@ class InspectUnavailable(LedgerError, RuntimeError):
         )
 
 
-# --------------------------------------------------------------------------- discovery
-
-
 def is_log_file(path: Path) -> bool:
     """A name inspect_ai would list as a log (see ``_JSON_LOG_NAME``)."""
     return path.suffix == ".eval" or bool(_JSON_LOG_NAME.match(path.name))
@@ -83,9 +69,6 @@ def discover_logs(root: Path) -> list[Path]:
         )  # fmt: skip
         found += [Path(dirpath, f) for f in sorted(filenames) if is_log_file(Path(f))]
     return found
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def read_log(path: Path, label: str) -> Any:
@@ -108,9 +91,6 @@ def read_log(path: Path, label: str) -> Any:
             "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
             f"{type(exc).__name__}: {first}",
         ) from None
-
-
-# --------------------------------------------------------------------------- values
 
 
 def _iso(value: Any) -> str | None:
@@ -164,9 +144,6 @@ def score_value(value: Any) -> float | None:
     return None
 
 
-# --------------------------------------------------------------------------- phases
-
-
 def solver_events(events: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """The sample's events split at its ``scorers`` span: (solver phase, scoring phase)."""
     for i, ev in enumerate(events):
@@ -177,9 +154,6 @@ def solver_events(events: Sequence[Any]) -> tuple[list[Any], list[Any]]:
 
 def _of(events: Iterable[Any], kind: str) -> list[Any]:
     return [e for e in events if getattr(e, "event", None) == kind]
-
-
-# --------------------------------------------------------------------------- payloads
 
 
 def message_payload(index: int, m: Any) -> dict[str, Any]:
@@ -227,13 +201,12 @@ def record_payload(index: int, ev: Any) -> dict[str, Any]:
     }
 
 
-def _call_usage(ev: Any) -> dict[str, Any]:
-    """One ModelEvent's usage in metrics.yaml's ``usage.calls[]`` key names."""
-    u = getattr(ev.output, "usage", None)
+def _usage(model: str, u: Any, **rest: Any) -> dict[str, Any]:
+    """A ModelUsage (or None) in metrics.yaml's ``usage.calls[]`` key names, plus ``rest``."""
     read = (u.input_tokens_cache_read or 0) if u else 0
     write = (u.input_tokens_cache_write or 0) if u else 0
     return {
-        "model": ev.model,
+        "model": model,
         # inspect's input_tokens excludes cached input; a prompt is all of it
         "prompt_tokens": (u.input_tokens + read + write) if u else None,
         "completion_tokens": u.output_tokens if u else None,
@@ -243,10 +216,19 @@ def _call_usage(ev: Any) -> dict[str, Any]:
         "cache_read_input_tokens": read if u else None,
         "cost_usd": u.total_cost if u else None,
         "cost_source": RECORDER if u and u.total_cost is not None else None,
-        "latency_s": _seconds(ev.timestamp, getattr(ev, "completed", None)),
-        "started_at": _iso(ev.timestamp),
-        "error": ev.error,
+        **rest,
     }
+
+
+def _call_usage(ev: Any) -> dict[str, Any]:
+    """One ModelEvent's usage."""
+    return _usage(
+        ev.model,
+        getattr(ev.output, "usage", None),
+        latency_s=_seconds(ev.timestamp, getattr(ev, "completed", None)),
+        started_at=_iso(ev.timestamp),
+        error=ev.error,
+    )
 
 
 def _total(calls: Sequence[Mapping[str, Any]], key: str) -> int | float | None:
@@ -262,18 +244,10 @@ def usage_from_calls(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _usage_from_summary(model_usage: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per-model totals as calls, for a log recorded without model events."""
-    out = []
-    for model, u in sorted(model_usage.items()):
-        read, write = u.input_tokens_cache_read or 0, u.input_tokens_cache_write or 0
-        out.append({
-            "model": model, "prompt_tokens": u.input_tokens + read + write,
-            "completion_tokens": u.output_tokens, "reasoning_tokens": u.reasoning_tokens,
-            "cached_tokens": read, "cache_creation_input_tokens": write,
-            "cache_read_input_tokens": read, "cost_usd": u.total_cost,
-            "cost_source": RECORDER if u.total_cost is not None else None,
-            "latency_s": None, "started_at": None, "error": None, "summary": True,
-        })  # fmt: skip
-    return out
+    return [
+        _usage(model, u, latency_s=None, started_at=None, error=None, summary=True)
+        for model, u in sorted(model_usage.items())
+    ]
 
 
 def metrics_payload(sample: Any, solver: Sequence[Any]) -> dict[str, Any]:
@@ -398,9 +372,6 @@ def ended_payload(sample: Any) -> dict[str, Any]:
         "start_ts": _iso(sample.started_at),
         "end_ts": _iso(sample.completed_at),
     }
-
-
-# --------------------------------------------------------------------------- plans
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,10 @@
 """JSON read faithfully or refused: the one JSON parser for every file input.
 
-A JSON document an input hands us is either kept exactly or refused, naming the file,
-the line where known, and what to write instead — never stored as something else:
-
-* an integer outside the signed 64-bit range (orjson and canonical JSON would make it a
-  float or fail later, far from the file);
-* ``NaN``, ``Infinity`` or ``-Infinity`` (not JSON; Python's parser accepts them);
-* a key written twice in one object (every parser silently keeps one of the two);
-* nesting deeper than :data:`MAX_DEPTH` levels: canonical JSON (orjson) cannot encode
-  past 254 levels, and the document sits a few levels down in an event payload, so a
-  deeper input could be read but never stored. Refused here, typed, instead of a
-  ``RecursionError`` or an encoder error later.
-
-The standard library's parser is used (with hooks) rather than orjson, because orjson
-turns an integer beyond 64 bits into a float before any hook could see it.
+Kept exactly or refused naming the file, the line and what to write instead: integers
+outside int64, ``NaN`` / ``±Infinity``, a key written twice, nesting past
+:data:`MAX_DEPTH` (canonical JSON stops at 254 levels and the document sits a few levels
+down in a payload). docs/readme/ingest.md, "Bad input". The standard library's parser,
+because orjson turns an integer beyond 64 bits into a float before any hook could see it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """verdict-core run directories → ``run.event`` per events.jsonl line + ``receipt.issued``.
 
-verdict-core FORMAT.md § 1 reads lines with ``splitlines()`` and skips blank ones, but
-its ``events_digest`` is SHA-256 over the file's raw bytes (§ 5). So that a verifier can
-recompute the digest from the ledger alone, each ``run.event`` keeps its line's exact
-text (``raw``) and 1-based line number, and ``receipt.issued`` records the file's layout:
-byte count, digest, line count, whether it ends in a newline and the exact text of every
-blank line. Lines are split on ``\\n`` only (the writer never emits ``\\r``; a ``\\r``
-stays inside its line's ``raw``), so :func:`reassemble_events_file` gives back the
-original bytes.
-
-The stream is ``run/<run_id>`` with ``run_id`` = ``graph.json``'s ``run_id``, else the
-first ``run_started`` event's ``data.run_id``, else the directory name (§ 4). Unknown
-event types are accepted (a tolerant reader, § 1): only projected types change a receipt.
+verdict-core's ``events_digest`` is SHA-256 over the file's raw bytes (FORMAT.md § 5), so
+each ``run.event`` keeps its line's exact text and number, and ``receipt.issued`` the
+file's layout: :func:`reassemble_events_file` gives back the original bytes. Lines split
+on ``\\n`` only (a ``\\r`` stays inside its line). Stream naming: FORMAT.md § 4; unknown
+event types are accepted (a tolerant reader, § 1).
 """
 
 from __future__ import annotations
@@ -46,7 +39,10 @@ def _read_bytes(path: Path, label: str, max_bytes: int) -> bytes:
     )
 
 
-def _read_json(path: Path, label: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def _read_optional_json(path: Path, label: str, max_bytes: int) -> Any:
+    """The parsed file, or None when no such name exists (a dangling link is read, refused)."""
+    if not present(path):
+        return None
     return strict_json.loads(_read_bytes(path, label, max_bytes), f"{label}/{path.name}")
 
 
@@ -155,14 +151,8 @@ def run_events(
     efile = f"{label}/events.jsonl"
     data = _read_bytes(path / "events.jsonl", label, max_bytes)
     payloads, layout = parse_events_file(data, efile)
-    graph = (
-        _read_json(path / "graph.json", label, max_bytes) if present(path / "graph.json") else None
-    )
-    review = (
-        _read_json(path / "review.json", label, max_bytes)
-        if present(path / "review.json")
-        else None
-    )
+    graph = _read_optional_json(path / "graph.json", label, max_bytes)
+    review = _read_optional_json(path / "review.json", label, max_bytes)
     run_id = run_id_for(graph, payloads, path.name)
     typed: list[tuple[str, dict[str, Any]]] = [("run.event", p) for p in payloads]
     rpath = path / "receipt.json"

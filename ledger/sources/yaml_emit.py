@@ -1,13 +1,8 @@
 """Block-style YAML for JSON-shaped documents, written without PyYAML's representer (pure).
 
-Curating a corpus renders every bundle file (``export_bundle``); PyYAML's representer is
-pure Python even with the C emitter, and it was half of a curation's time
-(``benchmarks/curate.py``). Recorded documents are JSON-shaped — ``yaml_safe`` lets nothing
-else in — so a small emitter covers them: mappings with string keys (sorted), lists,
-strings, integers, finite floats, booleans and null.
-
-Every value must read back equal through ``yaml.safe_load`` (what Tolokaforge reads with)
-and ``ledger.sources.yaml_safe`` (pinned by a property test):
+PyYAML's representer was half of a curation's time (``benchmarks/curate.py``), and recorded
+documents are JSON-shaped (``yaml_safe`` lets nothing else in). Every value must read back
+equal through ``yaml.safe_load`` and ``ledger.sources.yaml_safe`` (pinned by a property test):
 
 * a string is written plain only when it is a bare word no YAML 1.1 resolver claims
   (``[A-Za-z_][A-Za-z0-9_./-]*`` minus null/bool words); otherwise it is a double-quoted
@@ -86,18 +81,12 @@ def _key(k: Any) -> str:
 
 def _lines(v: Any, pad: str, out: list[str], lead: str) -> None:
     """Append ``v`` as block lines at indent ``pad``; ``lead`` prefixes its first line."""
-    if isinstance(v, dict) and v:
-        first = True
-        for k, item in sorted(v.items()):
-            head = (lead if first else pad) + _key(k) + ":"
-            first = False
-            _value(item, pad + "  ", out, head, in_mapping=True)
-    elif isinstance(v, list) and v:
-        first = True
-        for item in v:
-            head = (lead if first else pad) + "-"
-            first = False
-            _value(item, pad + "  ", out, head, in_mapping=False)
+    if isinstance(v, (dict, list)) and v:
+        mapping = isinstance(v, dict)
+        items = sorted(v.items()) if mapping else [(None, item) for item in v]
+        for i, (k, item) in enumerate(items):
+            head = (pad if i else lead) + (_key(k) + ":" if mapping else "-")
+            _value(item, pad + "  ", out, head, in_mapping=mapping)
     else:
         out.append(lead + _empty_or_scalar(v))
 
@@ -111,20 +100,13 @@ def _empty_or_scalar(v: Any) -> str:
 
 
 def _value(v: Any, pad: str, out: list[str], head: str, *, in_mapping: bool) -> None:
-    if isinstance(v, dict) and v:
-        if in_mapping:
-            out.append(head)
-            _lines(v, pad, out, pad)
-        else:  # "- key: value", the rest of the mapping under it
-            _lines(v, pad, out, head + " ")
-    elif isinstance(v, list) and v:
-        if in_mapping:  # PyYAML's indentless sequence under a key
-            out.append(head)
-            inner = pad[:-2]
-            _lines(v, inner, out, inner)
-        else:
-            out.append(head)
-            _lines(v, pad, out, pad)
+    if isinstance(v, dict) and v and not in_mapping:  # "- key: value", the rest under it
+        _lines(v, pad, out, head + " ")
+    elif isinstance(v, (dict, list)) and v:
+        out.append(head)
+        # PyYAML's indentless sequence under a key
+        inner = pad[:-2] if in_mapping and isinstance(v, list) else pad
+        _lines(v, inner, out, inner)
     else:
         out.append(head + " " + _empty_or_scalar(v))
 

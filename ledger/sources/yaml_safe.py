@@ -4,28 +4,19 @@ Its bounds, each refusing the file by name rather than degrading:
 
 * **size** — the file is read through ``ledger.sources.files.read_input`` (regular
   files only, at most ``max_bytes``, confined to a root when the caller names one);
-* **alias expansion** — YAML aliases share one object in memory, but every consumer
-  downstream (canonical JSON, hashing, grading) walks the document as a tree, so a
-  "billion laughs" file that loads in microseconds would expand exponentially later.
-  The document's size *as a tree* (each alias counted as a full copy) must stay under
-  ``max_nodes`` nodes *and* under :func:`expansion_limit` characters of text: one long
-  scalar aliased a few thousand times stays far under any node limit while expanding a
-  1 MB file to gigabytes. A recursive alias is refused outright;
-* **faithful values** — only JSON-shaped values come out, each exactly as written or
-  refused with its line (the list: docs/readme/ingest.md, "Bad input"), since canonical
-  JSON cannot carry the refused ones without rewriting them; timestamps stay the strings
-  the file wrote (``ts: 2026-08-03T06:30:20Z`` is evidence text, not a datetime);
-* **depth** — nesting deeper than ``strict_json.MAX_DEPTH`` levels is refused (canonical
-  JSON cannot store it; libyaml itself stops at 1,000).
+* **alias expansion** — every consumer downstream walks the document as a tree, so its
+  size *as a tree* (each alias a full copy) must stay under ``max_nodes`` nodes *and*
+  :func:`expansion_limit` characters (one long scalar aliased thousands of times stays
+  under any node limit); a recursive alias is refused outright;
+* **faithful values** — only JSON-shaped values, each exactly as written or refused with
+  its line (docs/readme/ingest.md, "Bad input"); timestamps stay the text the file wrote;
+* **depth** — nesting deeper than ``strict_json.MAX_DEPTH`` levels is refused.
 
-The parser is PyYAML's C loader (``CSafeLoader``); the tree walk only runs when the
-bytes contain an anchor (``&``), which every alias needs. Two Python-side costs of that
-loader are trimmed, since ingest spends most of its time here (benchmarks/ingest.py):
-tag resolution skips the path-resolver bookkeeping no safe loader uses, and documents
-holding only the JSON-shaped core tags are built from the composed node graph by one
-small recursive function instead of PyYAML's generator-based constructor. Any other tag,
-a merge key (``<<``) or an unhashable key falls back to the full SafeConstructor, so
-both paths give the same value (pinned by tests/test_importers_yaml.py).
+Speed (ingest spends most of its time here, benchmarks/ingest.py): the C loader, a tree
+walk only when the bytes hold an anchor (``&``, which every alias needs), tag resolution
+without path-resolver bookkeeping, and core-tag documents built by one small recursive
+function; any other tag, a merge key or an unhashable key falls back to the full
+SafeConstructor, with the same value (pinned by tests/test_importers_yaml.py).
 """
 
 from __future__ import annotations
@@ -81,6 +72,9 @@ YamlTooLarge = InputTooLarge
 
 class YamlAliasBomb(YamlLoadError):
     """Aliases expand the document past the node limit, or an alias refers to itself."""
+
+
+_RECURSIVE = "an alias refers to a node containing itself (recursive alias)"
 
 
 def _refuse(tag: str):
@@ -184,7 +178,7 @@ def _no_path(self: Any, *args: Any) -> None:
 _Loader.resolve = _resolve
 _Loader.descend_resolver = _no_path
 _Loader.ascend_resolver = _no_path
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_Loader.add_constructor(_TIMESTAMP, _timestamp_as_text)
 _Loader.add_constructor(_INT, _int_in_range)
 _Loader.add_constructor(_FLOAT, _finite_float)
 
@@ -217,9 +211,7 @@ def _construct_fast(loader: Any, node: yaml.Node) -> Any:
         if key in memo:
             return memo[key]
         if key in active:
-            raise YamlAliasBomb(
-                loader.name, "an alias refers to a node containing itself (recursive alias)"
-            )
+            raise YamlAliasBomb(loader.name, _RECURSIVE)
         if depth > MAX_DEPTH:
             raise YamlLoadError(loader.name, too_deep(), line=_line(n))
         active.add(key)
@@ -326,12 +318,9 @@ def tree_size(value: Any) -> int:
 
 def tree_extent(value: Any) -> tuple[int, int]:
     """``(nodes, characters)`` of ``value`` read as a tree: shared sub-objects counted once
-    per reference; characters are those of every string (keys included), one per other
-    scalar.
+    per reference, every string's characters (keys included), one per other scalar.
 
-    Memoised per container identity, so the walk is linear in the number of *distinct*
-    objects even when the expanded count is astronomically large. Raises ``RecursionError``
-    on a cycle (a recursive alias).
+    Memoised per container, so linear in *distinct* objects; ``RecursionError`` on a cycle.
     """
     memo: dict[int, tuple[int, int]] = {}
     active: set[int] = set()
@@ -373,9 +362,7 @@ def _check_tree_size(value: Any, path: Path | str, limits: YamlLimits, size: int
     try:
         n, chars = tree_extent(value)
     except RecursionError:
-        raise YamlAliasBomb(
-            path, "an alias refers to a node containing itself (recursive alias)"
-        ) from None
+        raise YamlAliasBomb(path, _RECURSIVE) from None
     if n > max_nodes:
         raise YamlAliasBomb(
             path,
@@ -387,6 +374,5 @@ def _check_tree_size(value: Any, path: Path | str, limits: YamlLimits, size: int
             path,
             f"aliases expand the document to {chars} characters of text, over the "
             f"{max_chars}-character limit ({limits.max_expansion} times its size on disk, "
-            "at least 1 MiB); "
-            "write the repeated data out",
+            "at least 1 MiB); write the repeated data out",
         )
