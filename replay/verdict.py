@@ -10,7 +10,7 @@ tests/test_gvc_properties.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -151,22 +151,10 @@ def apply_op(step: Step, to: str, op: str, ladder: Ladder) -> Step:
     return step
 
 
-def passing_oracles(declared: Iterable[Oracle]) -> tuple[Oracle, ...]:
-    return tuple(o for o in declared if o.ran and o.passed)
-
-
 def base_grade(passing: Sequence[Oracle], ladder: Ladder) -> str:
     """§ 5.1: rank-max over ``{floor}`` and the passing tiers. Out-of-vocabulary tiers
     rank below the floor, so they never win and the base is always a member."""
-    best = ladder.floor
-    for oracle in passing:
-        if ladder.rank(oracle.tier) > ladder.rank(best):
-            best = oracle.tier
-    return best
-
-
-def tied_set(passing: Sequence[Oracle], base: str) -> tuple[Oracle, ...]:
-    return tuple(o for o in passing if o.tier == base)
+    return max([ladder.floor, *(o.tier for o in passing)], key=ladder.rank)
 
 
 def same_tier_conflict(declared: Sequence[Oracle], base: str) -> bool:
@@ -343,9 +331,8 @@ def derive(evidence: UnitEvidence, ladder: Ladder) -> Admission:
     if not evidence.admission_evidence:
         return fail_closed(evidence, ladder)
     declared = evidence.declared
-    passing = passing_oracles(declared)
+    passing = tuple(o for o in declared if o.ran and o.passed)
     base = base_grade(passing, ladder)
-    tied = tied_set(passing, base)
     ctx = Context(
         producer=evidence.work_producer,
         current_content_identity=evidence.current_content_identity,
@@ -353,7 +340,7 @@ def derive(evidence: UnitEvidence, ladder: Ladder) -> Admission:
         declared=declared,
     )
     capped = unrun_declared_cap(Step(base), declared, ladder)
-    outcomes = tuple(run_step3(capped, m, ctx, ladder) for m in tied)
+    outcomes = tuple(run_step3(capped, m, ctx, ladder) for m in passing if m.tier == base)
     chosen = fold_tied(outcomes, ladder) if outcomes else Outcome(None, capped)
     effective = chosen.step.grade
     failed = count_failed_declared(declared)

@@ -187,12 +187,7 @@ def write_units(
         st.pending += 1
         plan.append((len(batch) - 1, Written(unit, type, -1, False, admission)))
     seqs = lg.append(batch).seqs if batch else ()
-    out = []
-    for at, written in plan:
-        if at is not None:
-            written = replace(written, seq=seqs[at])
-        out.append(written)
-    return out
+    return [w if at is None else replace(w, seq=seqs[at]) for at, w in plan]
 
 
 def _checked(
@@ -268,8 +263,7 @@ def produced(
 def admission_payload(
     unit: str, admission: Admission, registration: str, through_version: int
 ) -> dict[str, Any]:
-    record = admission.record()
-    payload = {"unit": unit, **record, "registration": registration,
+    payload = {"unit": unit, **admission.record(), "registration": registration,
                "through_version": through_version}  # fmt: skip
     VerdictAdmitted.model_validate(payload)  # our own record must fit the closed schema
     return payload
