@@ -256,10 +256,7 @@ def _constraint_label(
 
 
 def _acknowledgement(entry: MigrationEntry, obs: TrialObservation) -> str | None:
-    for ack in entry.acknowledged:
-        if obs.answers_to(ack.trial):
-            return ack.reason
-    return None
+    return next((ack.reason for ack in entry.acknowledged if obs.answers_to(ack.trial)), None)
 
 
 def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iterator[Disagreement]:
@@ -282,14 +279,13 @@ def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iter
 
 
 def _shape_diffs(was: CriterionShape, recorded: CriterionShape) -> list[str]:
-    diffs = []
-    for name in ("kind", "required", "weight", "description"):
-        a, b = getattr(was, name), getattr(recorded, name)
-        if name == "description":
-            if words(a) != words(b):
-                diffs.append("description (the recorded text differs from was.description)")
-        elif a != b:
-            diffs.append(f"{name} (recorded {b!r}, was declares {a!r})")
+    diffs = [
+        f"{name} (recorded {getattr(recorded, name)!r}, was declares {getattr(was, name)!r})"
+        for name in ("kind", "required", "weight")
+        if getattr(was, name) != getattr(recorded, name)
+    ]
+    if words(was.description) != words(recorded.description):
+        diffs.append("description (the recorded text differs from was.description)")
     return diffs
 
 
@@ -338,18 +334,16 @@ def _disagreement_refusals(
     entry: MigrationEntry, disagreements: Sequence[Disagreement]
 ) -> list[Refusal]:
     out = []
-    for direction in ("strict", "permissive"):
+    for direction, meaning in (
+        ("strict", "judge met, constraint failed"),
+        ("permissive", "judge not met, constraint passed"),
+    ):
         open_ = [
             d.trial
             for d in disagreements
             if d.direction == direction and not d.tolerated and d.acknowledged_reason is None
         ]
         if open_:
-            meaning = (
-                "judge met, constraint failed"
-                if direction == "strict"
-                else "judge not met, constraint passed"
-            )
             out.append(
                 Refusal(
                     "unacknowledged_disagreement",

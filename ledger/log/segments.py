@@ -188,12 +188,8 @@ def segment_files(ledger_dir: Path) -> dict[str, tuple[int, int]]:
     folder = segment_dir(ledger_dir)
     if not folder.is_dir():
         return {}
-    found = {}
-    for p in folder.iterdir():
-        m = _SEGMENT_NAME.fullmatch(p.name)
-        if m:
-            found[p.name] = (int(m.group(1)), int(m.group(2)))
-    return found
+    matches = (_SEGMENT_NAME.fullmatch(p.name) for p in folder.iterdir())
+    return {m[0]: (int(m[1]), int(m[2])) for m in matches if m}
 
 
 def plan_seal(

@@ -1,24 +1,12 @@
 """``verify``: recompute everything the ledger claims and name the first thing that is wrong.
 
-Core checks, in order (each problem names a seq, a checkpoint file or a segment file):
-
-1. **Events**, scanned in seq order: ``seq`` dense from 0 (a gap names the missing seq, a
-   repeat the repeated one), each stream's versions 0, 1, 2…, and every stored
-   ``leaf_hash`` equal to ``SHA-256(0x00 || envelope_bytes)`` recomputed from the stored
-   columns (a changed payload byte names its seq).
-2. **Tree**: the RFC 9162 tree is rebuilt from the recomputed leaves; every stored interior
-   node and the stored frontier (``tree_state``) must match, and ``tree_state`` must count
-   exactly the events present (a truncated tail names the first missing seq).
-3. **Checkpoints**: each stored note parses, is for this log's origin, is signed by the
-   ``pub`` key when one is given, covers no more events than exist, carries the root the
-   rebuilt tree has at its size, and joins the current tree by an RFC 9162 consistency
-   proof. A re-hashed forgery (internally consistent, different content) passes 1–2 and
-   fails here, naming the checkpoint.
-4. **Segments**: see :func:`ledger.log.segments.check_segments`.
-
-Then the ``extra`` checks the caller passes run: the application's (admissions, receipts,
-ingested runs, stored timelines) are listed in :data:`ledger.app.verify.CHECKS`; this
-package never imports them. Checks 1–2 live in :mod:`ledger.log.verify_scan`.
+The core checks, in order — events, tree, checkpoints, segments — are those of
+docs/readme/store.md (``vledger verify``); each problem names a seq, a checkpoint file or a
+segment file. Events and tree (every leaf hash recomputed, the RFC 9162 tree rebuilt) live
+in :mod:`ledger.log.verify_scan`, segments in :func:`ledger.log.segments.check_segments`. A
+re-hashed forgery (internally consistent, different content) passes the first two and fails
+at the checkpoints, naming the checkpoint. Then the caller's ``extra`` checks run: the
+application's are listed in :data:`ledger.app.verify.CHECKS`; this package never imports them.
 """
 
 from __future__ import annotations
@@ -50,7 +38,7 @@ if TYPE_CHECKING:
 
 ExtraCheck = Callable[[Any], list[Problem]]
 
-# the core checks, in the order verify_ledger runs them (the module docstring's 1-4)
+# the core checks, in the order verify_ledger runs them
 LOG_CHECKS = ("events", "tree", "checkpoints", "segments")
 
 
