@@ -10,7 +10,7 @@ document is OTLP/JSON (``TracesData``'s JSON mapping: lowerCamelCase keys, hex i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 
 from ledger.app.result import Result
+from ledger.engines.trials import group_trials
 from ledger.errors import LedgerError
 from replay.timeline import attempted_calls, build_trial_timeline
 from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
-from schemas.envelope import StoredEvent
 from schemas.timeline import TimelineInconsistencyError, TraceEventKind
 
 SCOPE = "verdict-ledger"
@@ -111,7 +111,7 @@ class _Trace:
 def _span(
     t: _Trace, name: str, key: str, kind: int, start: int, end: int, attrs: list, **extra: Any
 ) -> dict[str, Any]:
-    span = {
+    return {
         "traceId": t.trace_id,
         "spanId": _hex_id(t.trace_id, key, length=16),
         "parentSpanId": t.root_id,
@@ -120,9 +120,8 @@ def _span(
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(max(start, end)),
         "attributes": attrs,
+        **extra,
     }
-    span.update(extra)
-    return span
 
 
 def _usage_calls(trial: TrialInputs) -> list[Mapping[str, Any]]:
@@ -284,15 +283,6 @@ def traces_document(spans: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _trial_events(lg: Any) -> Iterator[list[StoredEvent]]:
-    """Each trial stream's events, streams in name order."""
-    by_stream: dict[str, list[StoredEvent]] = {}
-    for ev in lg.read(stream_prefix="trial/"):
-        by_stream.setdefault(ev.stream, []).append(ev)
-    for stream in sorted(by_stream):
-        yield by_stream[stream]
-
-
 def export_otel(lg: Any, path: Path) -> OtelResult:
     """Write every trial of ``lg`` as OTLP/JSON to ``path`` (which must not exist)."""
     path = Path(path)
@@ -300,11 +290,11 @@ def export_otel(lg: Any, path: Path) -> OtelResult:
         raise OtelExportError(f"{path}: exists; pass a new file name (an export never overwrites)")
     spans: list[dict[str, Any]] = []
     traces = 0
-    for events in _trial_events(lg):
+    for events in group_trials(lg.read(stream_prefix="trial/")).values():  # in stream order
         try:
             trial = trial_inputs(events)
         except TrialInputsError:
-            continue  # not a trial (no trial.registered): nothing to trace
+            continue  # not readable as a trial: nothing to trace
         ended = next((e.data() for e in reversed(events) if e.type == "trial.ended"), {})
         spans += trial_spans(trial, ended)
         traces += 1

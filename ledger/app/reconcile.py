@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -271,14 +272,7 @@ def _authoring_gate(
 
 def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:
     """Evaluate on first demand only, and once: two entries over one trial share the result."""
-    memo: list[Candidate] = []
-
-    def compute() -> Candidate:
-        if not memo:
-            memo.append(evaluator(inputs, pack))
-        return memo[0]
-
-    return compute
+    return functools.cache(lambda: evaluator(inputs, pack))
 
 
 def _corpus_report(ctx: _Context, read: _Read, claims: Sequence[Claim]) -> CorpusReport:
@@ -333,13 +327,10 @@ def run_reconcile(
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
     """With --source, a criterion pooled under two corpus values is reconciled once."""
-    seen, out = set(), []
+    first: dict[tuple[str, tuple[str, ...]], Claim] = {}
     for c in claims:
-        key = (c.entry.criterion, c.task_ids)
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
-    return out
+        first.setdefault((c.entry.criterion, c.task_ids), c)
+    return list(first.values())
 
 
 # --- the receipt -----------------------------------------------------------------------------
