@@ -194,9 +194,6 @@ def _counterfactual(claim: Claim, labelled: Sequence[_Labelled]) -> Counterfactu
     return counterfactual(migration, [(i.obs, i.candidate) for i in labelled])
 
 
-# --- labels ----------------------------------------------------------------------------------
-
-
 def _label(claim: Claim, obs: TrialObservation) -> _Labelled | Exclusion:
     entry = claim.entry
     rubric = {c.id: c for c in (obs.grading.rubric or ())}
@@ -273,9 +270,6 @@ def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iter
             acknowledged_reason=_acknowledgement(entry, item.obs),
             tolerated=direction in TOLERATED[entry.mode],
         )
-
-
-# --- refusals --------------------------------------------------------------------------------
 
 
 def _shape_diffs(was: CriterionShape, recorded: CriterionShape) -> list[str]:

@@ -62,9 +62,6 @@ class Curation:
     rejected: tuple[tuple[Candidate, RejectedTrial], ...]
 
 
-# --------------------------------------------------------------------------- location
-
-
 def recorded_location(inputs: TrialInputs) -> Location:
     """The trial's recorded location, the same whichever door read it: a run directory's
     bundle (FORMATS.md § 1; recorded as ``bundle_path: trials/<task-id>/<index>`` of trial
@@ -89,9 +86,6 @@ def recorded_location(inputs: TrialInputs) -> Location:
 def _location_key(location: Location) -> tuple[str, ...]:
     # Path order, part by part: the order the reference lists a sorted discovery in.
     return tuple(location.source.split("/"))
-
-
-# --------------------------------------------------------------------------- the rule
 
 
 def _criterion_row(grade: Mapping, criterion: str) -> Mapping | None:
@@ -195,9 +189,6 @@ def admitted_entry(candidate: Candidate, criterion: str) -> CuratedBundle:
         met=bool(row["met"]),
         record_carried=record_carried(inputs),
     )
-
-
-# --------------------------------------------------------------------------- the corpus
 
 
 def _refuse_unmatched_exclusions(

@@ -39,9 +39,6 @@ OBS_KERNEL_EXEMPT = "proof_kernel_exempt"
 OBS_UNBINDABLE = "unbindable_content_identity"
 
 
-# ---------------------------------------------------------------------------- values
-
-
 @dataclass(frozen=True, slots=True)
 class Oracle:
     """A declared oracle with its observed run/pass state."""
@@ -141,9 +138,6 @@ class Trace:
     mint_rejected: bool
 
 
-# ------------------------------------------------------------------ rank primitives
-
-
 def apply_op(step: Step, to: str, op: str, ladder: Ladder) -> Step:
     """Move to ``to`` and record ``op`` — only when that lowers the grade (§ 5)."""
     if ladder.rank(to) < ladder.rank(step.grade):
@@ -174,9 +168,6 @@ def count_failed_declared(declared: Sequence[Oracle]) -> int:
 def count_unrun(declared: Sequence[Oracle]) -> int:
     """§ 5.2: one per declared oracle that never ran (the record's ``unrun_count``)."""
     return sum(1 for o in declared if not o.ran)
-
-
-# ------------------------------------------------------------------- rank operations
 
 
 def unrun_declared_cap(step: Step, declared: Sequence[Oracle], ladder: Ladder) -> Step:
@@ -243,9 +234,6 @@ def run_step3(start: Step, member: Oracle, ctx: Context, ladder: Ladder) -> Outc
     return Outcome(member, step)
 
 
-# ------------------------------------------------------------------------- MAX fold
-
-
 def tie_key(outcome: Outcome, ladder: Ladder) -> tuple[Any, ...]:
     """§ 5.1 tie selection: best surviving grade, uncapped first, then the least
     ``(author.identity, content_identity)``; the rest makes the order total."""
@@ -274,9 +262,6 @@ def is_tied_uncap(chosen: Outcome, outcomes: Sequence[Outcome]) -> bool:
     return not chosen.member_ops() and any(o.member_ops() for o in outcomes if o is not chosen)
 
 
-# ------------------------------------------------------------------------- counters
-
-
 def _observed(flag: str) -> Callable[[Trace], int]:
     return lambda t: int(flag in t.chosen.step.observed)
 
@@ -301,9 +286,6 @@ def count_populations(trace: Trace) -> dict[str, int]:
 def mint_rejected(supplied: str | None, effective: str) -> bool:
     """§ 6: a producer-supplied grade is never admitted; only a disagreeing one counts."""
     return supplied is not None and supplied != effective
-
-
-# ------------------------------------------------------------------------ derivation
 
 
 def fail_closed(evidence: UnitEvidence, ladder: Ladder) -> Admission:

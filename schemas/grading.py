@@ -39,9 +39,6 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
-# ---------------------------------------------------------------------------- combine
-
-
 class CombineConfig(_Closed):
     """Exactly three keys; the method set is closed (§ Score Combination)."""
 
@@ -58,9 +55,6 @@ class CombineConfig(_Closed):
                 f"{', '.join(COMBINE_METHODS)}"
             )
         return value
-
-
-# ---------------------------------------------------------------------- state_checks
 
 
 class StateHashConfig(_Closed):
@@ -252,9 +246,6 @@ class StateChecksConfig(_Closed):
         return bool(h and h.enabled and h.source and self.jsonpaths)
 
 
-# ------------------------------------------------------------------ transcript_rules
-
-
 class RequiredAction(_Closed):
     action_id: str
     requestor: Literal["assistant", "user"] = "assistant"
@@ -331,9 +322,6 @@ def unsatisfiable_window_message(lo: int, hi: int, file: str = "grading.yaml") -
     )
 
 
-# ------------------------------------------------------------------------- llm_judge
-
-
 class RubricCriterion(_Closed):
     id: str
     description: str = ""
@@ -360,9 +348,6 @@ class LlmJudgeConfig(_Closed):
     kind_config: dict[str, Any] | None = None
 
 
-# --------------------------------------------------------------------- custom_checks
-
-
 class CustomChecksConfig(_Closed):
     """Constructed at grade time (§ Which keys a grading block refuses: custom_checks
     key names are refused only then); the load tier keeps the block as a raw mapping."""
@@ -374,9 +359,6 @@ class CustomChecksConfig(_Closed):
     weight: StrictShare | None = None
     fail_on_error: bool = True
     relative_imports: list[str] = Field(default_factory=list)  # recorded by 0.33.1
-
-
-# ---------------------------------------------------------------------- whole config
 
 
 class GradingConfig(BaseModel):

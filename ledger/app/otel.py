@@ -45,9 +45,6 @@ class OtelResult(Result):
         return {"otel": str(self.path), "traces": self.traces, "spans": self.spans}
 
 
-# --------------------------------------------------------------------------- values
-
-
 def _attr(key: str, value: Any) -> dict[str, Any] | None:
     """One OTLP KeyValue; None for an absent value (an attribute is never written empty)."""
     if value is None:
@@ -96,9 +93,6 @@ def _plus(start: int, seconds: Any) -> int:
 def _provider(model: str | None) -> str | None:
     """``openai/gpt-4o`` → ``openai``: the provider prefix both recorders write."""
     return model.split("/", 1)[0] if model and "/" in model else None
-
-
-# --------------------------------------------------------------------------- spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,9 +260,6 @@ def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, 
 def _sum(calls: Sequence[Mapping[str, Any]], key: str) -> int | None:
     values = [c[key] for c in calls if isinstance(c.get(key), int)]
     return sum(values) if values else None
-
-
-# --------------------------------------------------------------------------- document
 
 
 def traces_document(spans: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -337,9 +337,6 @@ def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
         check.checked.append(f"outputs_digest recomputed: {got}")
 
 
-# ----------------------------------------------------------------------------- the API
-
-
 def receipt_verify(
     target: str, *, recompute: bool = False, strict: bool = False,
     pub: str | Path | None = None, ledger: LedgerArg = None,

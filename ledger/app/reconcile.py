@@ -333,9 +333,6 @@ def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
     return list(first.values())
 
 
-# --- the receipt -----------------------------------------------------------------------------
-
-
 def append_receipt(lg: Any, outcome: ReconcileResult, *, run_id: str) -> dict[str, Any]:
     """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest}.
 

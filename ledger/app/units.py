@@ -49,9 +49,6 @@ class UnitRejected(LedgerError, ValueError):
         super().__init__(f"unit {unit!r}: " + "; ".join(problems))
 
 
-# ------------------------------------------------------------------------ the ladder
-
-
 def load_registration(path: Path | None = None) -> Registration:
     """The grade vocabulary registration (GVC § 2), by default the copy shipped with us,
     which tests assert identical to the canonical one in its identity fields (§ 9.1)."""
@@ -66,9 +63,6 @@ def load_registration(path: Path | None = None) -> Registration:
 
 def load_ladder(path: Path | None = None) -> Ladder:
     return load_registration(path).ladder()
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def unit_stream(unit: str) -> str:
@@ -87,9 +81,6 @@ def as_unit_event(ev: StoredEvent) -> UnitEvent:
 
 def read_unit(lg: Store, unit: str) -> list[UnitEvent]:
     return [as_unit_event(ev) for ev in lg.read(stream=unit_stream(unit))]
-
-
-# --------------------------------------------------------------------------- writing
 
 
 ADMIT = "admit"  # the pseudo-type of an admission request in a batch
@@ -334,9 +325,6 @@ def record_jsonl(lg: Store, text: str, source: str = "<stdin>") -> list[Written]
         return write_units(lg, [item for _, item in parsed])
     except ItemRejected as exc:
         raise LineRejected(source, parsed[exc.index][0], str(exc)) from None
-
-
-# -------------------------------------------------------------------- listing, verify
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,6 @@ KINDS = click.Choice(["human", "agent", "kernel"])
 # (ledger/cli/__init__.py), so no command here catches one.
 
 
-# --------------------------------------------------------------------------- verdict
-
-
 @main.group()
 def verdict() -> None:
     """Record a unit's judges and work, admit it, and check derivations (GVC).
@@ -187,9 +184,6 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
             )
 
 
-# ------------------------------------------------------------------------ admissions
-
-
 @main.command("admissions")
 @ledger_option
 @json_option
@@ -216,9 +210,6 @@ def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
         )
     if pending:
         click.echo(f"# {len(pending)} unit(s) not admitted yet: {', '.join(pending)}")
-
-
-# -------------------------------------------------------------------------- receipts
 
 
 @main.group()
