@@ -266,30 +266,28 @@ def _binding_problems(c: Constraint, address: str) -> list[Problem]:
     """A reference to a name nothing binds cannot be read (there is no value to compare), so
     those stay refusals on every read; a bound name nothing references only multiplies the
     candidate set, which evaluates — an advisory on a recorded read."""
-    problems: list[Problem] = []
     referenced: dict[str, str] = {}
     for where, matcher in iter_matchers(c.require, f"{address}.require"):
         for label, pred in matcher.predicates():
             for name in pred.binding_names():
                 referenced.setdefault(name, f"{where}.{label}")
     if c.bind is None:
-        for name, where in referenced.items():
-            problems.append(
-                _unrunnable(
-                    f"{where}: references binding {name!r} but the constraint declares no bind;"
-                    f" add bind: {{match: …, values: {{{name}: {{field: …}}}}}} or compare"
-                    " against a literal with equals / contains"
-                )
+        return [
+            _unrunnable(
+                f"{where}: references binding {name!r} but the constraint declares no bind;"
+                f" add bind: {{match: …, values: {{{name}: {{field: …}}}}}} or compare"
+                " against a literal with equals / contains"
             )
-        return problems
-    for label, pred in c.bind.match.predicates():
-        if pred.binding_names():
-            problems.append(
-                _unrunnable(
-                    f"{address}.bind.match.{label}: the binder cannot reference a binding — it"
-                    " is what supplies the values; compare against a literal there"
-                )
-            )
+            for name, where in referenced.items()
+        ]
+    problems = [
+        _unrunnable(
+            f"{address}.bind.match.{label}: the binder cannot reference a binding — it"
+            " is what supplies the values; compare against a literal there"
+        )
+        for label, pred in c.bind.match.predicates()
+        if pred.binding_names()
+    ]
     for name, where in referenced.items():
         if name not in c.bind.values:
             problems.append(
@@ -424,14 +422,11 @@ def _regex_problems(c: Constraint, address: str, engine: RegexEngine) -> list[Pr
         except ValueError as exc:
             linear = site_engine == "linear"
             engine_name = "the linear engine (RE2)" if linear else "the backtracking engine"
-            hint = (
-                " — RE2 has no backreferences or lookaround; rewrite the pattern without them"
-                if linear
-                else ""
-            )
+            hint = " — RE2 has no backreferences or lookaround; rewrite the pattern without them"
             problems.append(
                 _unrunnable(
-                    f"{where}: {pattern!r} does not compile under {engine_name}: {exc}{hint}"
+                    f"{where}: {pattern!r} does not compile under {engine_name}: {exc}"
+                    + (hint if linear else "")
                 )
             )
     return problems
