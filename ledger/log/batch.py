@@ -190,6 +190,29 @@ def prepare_batch(events: Iterable[NewEvent]) -> Batch:
     return Batch(streams, types, svs, ids, payloads, expected)
 
 
+def prepare_part(events: Iterable[NewEvent], offset: int) -> Batch:
+    """One part of ``Ledger.append_parts`` prepared; a refused event is named by its
+    index in the whole batch, as ``Ledger.append`` names it."""
+    try:
+        return prepare_batch(events)
+    except InvalidEvent as exc:
+        raise InvalidEvent(exc.index + offset, exc.detail) from None
+
+
+def joined_result(results: list[tuple[int, AppendResult]]) -> AppendResult:
+    """The parts' results (each with its first index in the batch) as the batch's one."""
+    new = [r for _, r in results if r.appended]
+    return AppendResult(
+        new[0].first_seq if new else None,
+        new[-1].last_seq if new else None,
+        sum(r.appended for r in new),
+        tuple(
+            Duplicate(off + d.index, d.event_id, d.seq) for off, r in results for d in r.duplicates
+        ),
+        tuple(s for _, r in results for s in r.seqs),
+    )
+
+
 _STREAM = operator.attrgetter("stream")
 _TYPE = operator.attrgetter("type")
 _SCHEMA_VERSION = operator.attrgetter("schema_version")
@@ -342,10 +365,15 @@ _NODE_SCHEMA = pa.schema(
 
 
 def arrow_rows(
-    new: Batch, size: int, frontier: list[bytes], versions: dict[str, int]
+    new: Batch,
+    size: int,
+    frontier: list[bytes],
+    versions: dict[str, int],
+    now: datetime | None = None,
 ) -> tuple[pa.Table, pa.Table | None]:
     """The ``events`` rows of a batch appended at ``size`` (streams at ``versions``) and the
-    stored ``nodes`` rows it completes (None if none); ``frontier`` becomes the new one."""
+    stored ``nodes`` rows it completes (None if none); ``frontier`` becomes the new one.
+    ``now`` stamps the rows (default: the current time)."""
     n = len(new)
     next_version = dict(versions)
     stream_versions: list[int] = []
@@ -366,7 +394,7 @@ def arrow_rows(
     entry = [*columns, new.payload_array]  # the envelope: every column but time and hash
     leaves = fast.column_leaf_hashes(size, *entry)
     runs = merkle.push_run(frontier, size, leaves)
-    now = datetime.now(UTC)
+    now = datetime.now(UTC) if now is None else now
     table = pa.table(
         [
             *columns,
