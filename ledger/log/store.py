@@ -240,7 +240,8 @@ class Ledger(RawReads, merkle.TreeReads):
         with self._lock:
             self._committing = None
             try:
-                with transaction(self._con):
+                pool = connection.append_pool(self._con, prepared.payload_array.nbytes)
+                with pool, transaction(self._con):
                     result = self._append_in_tx(prepared)
                 if self._committing is not None:  # only what is durable enters the filter
                     seen, new, state = self._committing
@@ -265,11 +266,12 @@ class Ledger(RawReads, merkle.TreeReads):
         with self._lock:
             self._committing = None
             try:
-                with transaction(self._con):
+                with connection.append_pool(self._con, 0), transaction(self._con):
                     now = datetime.now(UTC)
                     for part in parts:
                         prepared = prepare_part(part, offset)
                         if len(prepared):
+                            connection.size_pool_for(self._con, prepared.payload_array.nbytes)
                             done = self._append_in_tx(prepared, now, before)
                             results.append((offset, done))
                         offset += len(prepared)
@@ -408,6 +410,7 @@ class Ledger(RawReads, merkle.TreeReads):
                     + " ORDER BY seq"
                 )
                 table = cur.sql(sql, params=[lo, top, *params]).to_arrow_table()
+                connection.trim_buffer_pool(cur)  # the window's blocks will not be read again
                 if table.num_rows:
                     yield from table.cast(ARROW_SCHEMA).to_batches()
                 lo = top + 1
