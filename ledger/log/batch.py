@@ -177,7 +177,7 @@ def prepare_batch(events: Iterable[NewEvent]) -> Batch:
         return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
     payloads, with_null = encoded
     for i in with_null:  # orjson writes NaN/Infinity as null: find them
-        if _non_finite_path(objs[i], "payload") is not None:
+        if _has_non_finite(objs[i]):
             prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = list(map(_EVENT_ID, evs))
     if set(map(type, ids)) != {str} or not all(ids):
@@ -229,6 +229,45 @@ def _expected_forms_ok(expected: list[Any]) -> bool:
     except TypeError:  # an unhashable value: certainly not a version
         return False
     return all(map(expected_form_ok, expected))
+
+
+def _has_non_finite(value: Any) -> bool:
+    """Whether a NaN/Infinity float hides in ``value``: :func:`_non_finite_path`'s answer
+    without a call and a path string per node (most payloads hold a JSON null and so are
+    scanned: that walk was 6 % of an ingest, measured). Exact types by identity first."""
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v = pop()
+        kind = type(v)
+        if kind is dict:
+            children: Any = v.values()
+        elif kind is list or kind is tuple:
+            children = v
+        elif kind in _LEAVES:
+            continue
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return True
+            continue
+        elif isinstance(v, dict):
+            children = v.values()
+        elif isinstance(v, list | tuple):
+            children = v
+        else:
+            continue
+        for x in children:
+            if type(x) in _LEAVES:
+                continue
+            if type(x) is float:
+                if not math.isfinite(x):
+                    return True
+                continue
+            push(x)
+    return False
+
+
+_LEAVES = frozenset({str, int, bool, type(None)})
 
 
 def _non_finite_path(value: Any, path: str) -> str | None:
