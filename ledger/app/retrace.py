@@ -239,6 +239,28 @@ def completed_event(
     return NewEvent(ids.stream, "replay.completed", payload, f"{ids.replay_id}:completed")
 
 
+def replay_events(
+    outcomes: Sequence[TrialRetrace],
+    report: Mapping[str, Any],
+    config: dict[str, Any],
+    size: int,
+    root: bytes,
+) -> list[NewEvent]:
+    """One grade.replayed per re-derived trial and the replay.completed receipt, as one
+    list (:func:`run_retrace` streams the same events instead)."""
+    ids = ReplayIds.of(config, size)
+    digest_ = outputs_digest(outcomes)
+    done = completed_event(ids, report, _status_counts(outcomes), size, root, digest_)
+    return [*replayed_events(ids, outcomes), done]
+
+
+def _status_counts(outcomes: Iterable[TrialRetrace]) -> dict[str, int]:
+    counts = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
+    for o in outcomes:
+        counts[o.status] += 1
+    return counts
+
+
 def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> int:
     """Append the replay as one atomic batch; a store that takes it in parts
     (``append_parts``) never holds every grade.replayed at once."""
@@ -332,7 +354,7 @@ def run_retrace(
             "(`vledger ingest PATH`) or pass --source PATH"
         )
     ids = ReplayIds.of(request.config_record(source, streams), size)
-    statuses = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
+    statuses = _status_counts(())
     hasher = _ListHasher()
 
     def tapped() -> Iterator[TrialRetrace]:  # the digest and counts in the report's pass

@@ -34,10 +34,11 @@ DEFAULT_DUCKDB_MEMORY = "128MB"
 # higher over 10,000 bundles than over 1,000. A lower cap instead refused big rows (one
 # trial with a 48 MiB trajectory: "Out of Memory" at 32MB, taken at 128MB), so one step
 # may still use the whole cap; only what it leaves cached is trimmed.
-TRIM_TO = "32MB"
-# An append's rows at the steady pool: ingest's ~4 MiB batches, retrace's parts. A bigger
-# one (one trial with a 12 MiB trajectory passes at 32MB, 16 MiB is refused) gets the cap.
-LARGE_APPEND_BYTES = 8 << 20
+TRIM_TO = "24MB"
+# An append's rows at the steady pool: ingest's ~4 MiB batches, retrace's ~1.5 MiB parts.
+# A bigger one gets the cap (one trial with an 8 MiB trajectory passes at 20MB, 16MB
+# refuses it: this leaves a third to spare at 24MB).
+LARGE_APPEND_BYTES = 6 << 20
 F = TypeVar("F", bound=Callable[..., Any])
 
 # One lock per ledger file per process: DuckDB shares one database instance between
