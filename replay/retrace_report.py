@@ -3,6 +3,7 @@ constraint separated the corpus, which paths won, and what it could prove (TRACE
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,62 +114,144 @@ class RetraceReportError(LedgerError, ValueError):
     """A corpus this report cannot stand behind (e.g. one task, two different blocks)."""
 
 
-def build_report(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
-    """Trials, per-constraint discrimination, path wins and the evidence block."""
-    declared: dict[str, tuple[tuple[str, str], ...]] = {}
-    block_of: dict[str, tuple[str | None, str]] = {}
-    tally = PathTally()
+def build_report(
+    outcomes: Iterable[TrialRetrace], trials: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Trials, per-constraint discrimination, path wins and the evidence block.
+
+    ``outcomes`` is read once, in order, and folded as it goes (:class:`ReportFold`), so a
+    caller that streams them holds no per-trial state; ``trials`` is then its own view of
+    the per-trial rows (default: each outcome's ``as_dict``, kept in a list)."""
+    fold = ReportFold()
+    rows: list[dict[str, Any]] = []
     for o in outcomes:
+        fold.add(o)
+        if trials is None:
+            rows.append(o.as_dict())
+    return {"trials": rows if trials is None else trials, **fold.summary()}
+
+
+@dataclass(slots=True)
+class ReportFold:
+    """The corpus-level half of the report, folded one outcome at a time: per task its
+    block, per constraint its counts, per reason its tally — never a per-trial list."""
+
+    declared: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    block_of: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    tally: PathTally = field(default_factory=PathTally)
+    # per (task, constraint) as first observed: counts only (routes come from `declared`)
+    observed: dict[tuple[str, str], ConstraintRow] = field(default_factory=dict)
+    unmeasured: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
+    evidence: Counter[str] = field(default_factory=Counter)
+    unknown_keys: set[str] = field(default_factory=set)
+
+    def add(self, o: TrialRetrace) -> None:
+        self._block(o)
+        for obs in o.observations:
+            key = (obs.task_id, obs.constraint_id)
+            row = self.observed.get(key)
+            if row is None:
+                row = self.observed[key] = ConstraintRow(*key, route="")
+            _count(row, obs)
+        for cid, reason in o.unmeasured:  # the count, and the latest trial's reason
+            n, _ = self.unmeasured.get((o.task_id, cid), (0, reason))
+            self.unmeasured[(o.task_id, cid)] = (n + 1, reason)
+        self.evidence.update(_evidence_marks(o))
+        self.unknown_keys.update(o.unknown_keys)
+
+    def _block(self, o: TrialRetrace) -> None:
         if o.block_digest is None:
-            continue  # no trace_checks block: nothing to discriminate (not_applicable)
-        seen = block_of.get(o.task_id)
+            return  # no trace_checks block: nothing to discriminate (not_applicable)
+        seen = self.block_of.get(o.task_id)
         if seen is not None and seen[0] != o.block_digest:
             raise RetraceReportError(
                 f"task {o.task_id!r}: trials {seen[1]!r} and {o.trial!r} declare different "
                 "trace_checks blocks; point the source at one revision of the pack, or "
                 "supply --constraints to measure one block over all of it"
             )
-        block_of[o.task_id] = (o.block_digest, o.trial)
-        declared[o.task_id] = o.declared
-        tally.add(o.task_id, o.winning_path)
-    rows = discrimination(declared, (obs for o in outcomes for obs in o.observations))
+        self.block_of[o.task_id] = (o.block_digest, o.trial)
+        self.declared[o.task_id] = o.declared
+        self.tally.add(o.task_id, o.winning_path)
+
+    def summary(self) -> dict[str, Any]:
+        """``constraints``, ``paths`` and ``evidence``, as :func:`build_report` gives them."""
+        return {
+            "constraints": _with_unmeasured(
+                [r.as_dict() for r in self.rows()], self.unmeasured
+            ),
+            "paths": self.tally.as_list(),
+            "evidence": {
+                **{k: self.evidence[k] for k in _EVIDENCE_KEYS},
+                "unknown_keys": sorted(self.unknown_keys),
+            },
+        }
+
+    def rows(self) -> list[ConstraintRow]:
+        """:func:`discrimination` of everything added: declared rows, observed counts."""
+        rows: dict[tuple[str, str], ConstraintRow] = {}
+        for task_id, constraints in self.declared.items():
+            for cid, route in constraints:
+                rows[(task_id, cid)] = ConstraintRow(task_id, cid, route)
+        for key, counts in self.observed.items():  # first observed first, as discrimination
+            row = rows.get(key)
+            if row is None:
+                raise ValueError(
+                    f"constraint {key[1]!r} of task {key[0]!r} was evaluated "
+                    "but is not declared by the block the trial was replayed with"
+                )
+            for name in _COUNTS:
+                setattr(row, name, getattr(counts, name))
+        for row in rows.values():
+            row.verdict, row.decided_verdict = classify(row.passed, row.failed, row.undecided)
+        return list(rows.values())
+
+
+_COUNTS = ("evaluated", "passed", "failed", "undecided", "labelled", "agreed")
+# evidence's counted keys, in the report's order (unknown_keys, the list, comes last)
+_EVIDENCE_KEYS = (
+    "bundles_read", "with_tool_call_record", "messages_only", "predating_call_ids", "failed",
+    "regex_refused", "with_advisories", "with_unknown_keys",
+)  # fmt: skip
+
+
+def _count(row: ConstraintRow, obs: ConstraintObservation) -> None:
+    """One observation into its row's counts (the rule :func:`discrimination` applies)."""
+    row.evaluated += 1
+    if obs.undecided:
+        row.undecided += 1
+        return
+    if obs.passed:
+        row.passed += 1
+    else:
+        row.failed += 1
+    if obs.recorded_passed is not None:
+        row.labelled += 1
+        row.agreed += int(obs.recorded_passed == obs.passed)
+
+
+def _evidence_marks(o: TrialRetrace) -> dict[str, int]:
+    """What one outcome adds to each counted evidence key."""
     return {
-        "trials": [o.as_dict() for o in outcomes],
-        "constraints": _with_unmeasured([r.as_dict() for r in rows], outcomes),
-        "paths": tally.as_list(),
-        "evidence": evidence(outcomes),
+        "bundles_read": 1,
+        "with_tool_call_record": int(o.readable and o.record_view),
+        "messages_only": int(o.readable and not o.record_view),
+        "predating_call_ids": int(o.predates_call_ids),
+        "failed": int(o.status == "not_rechecked"),
+        "regex_refused": int(o.regex_refused),
+        "with_advisories": int(bool(o.advisories)),
+        # a newer recorder's keys: the trials carrying any (which keys: the fold's set)
+        "with_unknown_keys": int(bool(o.unknown_keys)),
     }
 
 
 def _with_unmeasured(
-    rows: list[dict[str, Any]], outcomes: Sequence[TrialRetrace]
+    rows: list[dict[str, Any]], seen: Mapping[tuple[str, str], tuple[int, str]]
 ) -> list[dict[str, Any]]:
     """Each row gains ``not_measured_trials`` (how many trials could not measure it) and
     ``not_measured_reason`` (the field, named; None when every trial measured it)."""
-    seen: dict[tuple[str, str], tuple[int, str]] = {}
-    for o in outcomes:
-        for cid, reason in o.unmeasured:
-            n, _ = seen.get((o.task_id, cid), (0, reason))
-            seen[(o.task_id, cid)] = (n + 1, reason)
     for row in rows:
         n, reason = seen.get((row["task_id"], row["id"]), (0, None))
         row["not_measured_trials"] = n
         row["not_measured_reason"] = reason
     return rows
 
-
-def evidence(outcomes: Sequence[TrialRetrace]) -> dict[str, Any]:
-    """What the corpus could prove: a never_decided row means little on an old corpus."""
-    readable = [o for o in outcomes if o.readable]
-    return {
-        "bundles_read": len(outcomes),
-        "with_tool_call_record": sum(o.record_view for o in readable),
-        "messages_only": sum(not o.record_view for o in readable),
-        "predating_call_ids": sum(o.predates_call_ids for o in outcomes),
-        "failed": sum(o.status == "not_rechecked" for o in outcomes),
-        "regex_refused": sum(o.regex_refused for o in outcomes),
-        "with_advisories": sum(bool(o.advisories) for o in outcomes),
-        # a newer recorder's keys: the trials carrying any, and which keys they were
-        "with_unknown_keys": sum(bool(o.unknown_keys) for o in outcomes),
-        "unknown_keys": sorted({k for o in outcomes for k in o.unknown_keys}),
-    }

@@ -25,7 +25,7 @@ def ev(stream: str, n: int, **kw: Any) -> NewEvent:
 
 
 READ_APPEND_PROVE = {
-    "append", "read", "read_arrow", "size", "stream_version", "streams", "root",
+    "append", "append_parts", "read", "read_arrow", "size", "stream_version", "streams", "root",
     "prove_inclusion", "prove_consistency", "read_hashes", "checkpoint", "checkpoints",
     "latest_checkpoint", "seal", "verify", "close", "path", "origin", "meta", "tree_state",
     "max_stored_seq", "raw_rows", "stored_nodes", "stored_node_table", "count_nodes_from",
@@ -74,6 +74,30 @@ class StoreContract:
         assert store.size() == 1
         assert [e.stream for e in store.read()] == ["a"]
         assert store.stream_version("b") is None
+
+    def test_append_parts_is_one_append(self, tmp_path: Path) -> None:
+        """The same rows, seqs, duplicates and root as one append of every part's events;
+        expected_version is checked against the stream before the batch, not the part."""
+        batch = [ev("a", 0, expected_version="no_stream"), ev("b", 1), ev("a", 0)]
+        more = [ev("a", 2, expected_version="no_stream"), ev("b", 1), ev("c", 3)]
+        one, parts = self.open_store(tmp_path / "one"), self.open_store(tmp_path / "parts")
+        try:
+            for s in (one, parts):
+                s.append([ev("z", 9)])
+            whole = one.append(batch + more)
+            split = parts.append_parts(iter([batch[:1], batch[1:], [], more]))
+            assert split == whole
+            rows = [[(e.seq, e.stream, e.event_id, e.leaf_hash) for e in s.read()] for s in (one, parts)]
+            assert rows[0] == rows[1] and one.root() == parts.root()
+            assert len({e.recorded_at for e in parts.read(from_seq=1)}) == 1
+            with pytest.raises(StreamVersionConflict):
+                parts.append_parts([[ev("d", 4)], [ev("a", 5, expected_version="no_stream")]])
+            with pytest.raises(InvalidEvent) as info:
+                parts.append_parts([[ev("d", 4)], [ev("d", 5), NewEvent("d", "trial.nope", {})]])
+            assert info.value.index == 2 and parts.size() == one.size()
+        finally:
+            one.close()
+            parts.close()
 
     def test_append_is_durable(self, tmp_path: Path) -> None:
         if not self.persistent:

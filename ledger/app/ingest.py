@@ -31,7 +31,7 @@ import hashlib
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,16 @@ from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, read_units, tasks_for
-from ledger.app.ingest_spool import IngestInterrupted, append_in_batches, park, spool, unpark
+from ledger.app.ingest_spool import (
+    IngestInterrupted,
+    Sized,
+    append_in_batches,
+    park,
+    sized,
+    spool,
+    unpark,
+    unpark_new,
+)  # fmt: skip
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError
@@ -183,7 +192,7 @@ def run(ledger: Any, request: IngestRequest, progress: Progress | None = None) -
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
             raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
-        first, last = append_in_batches(ledger, groups + [job.skips])
+        first, last = append_in_batches(ledger, groups + [sized(job.skips)])
         return job.result(first, last)
 
 
@@ -280,7 +289,7 @@ class _Ingest:
             )
         return None
 
-    def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[list[PlannedEvent]]:
+    def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[Iterable[Sized]]:
         """Count each planned stream as new, present or changed; what to append, in order.
 
         A stream's events are read back from the spool only to append them (lazily, as the
@@ -289,7 +298,8 @@ class _Ingest:
         for stream, p in self.planned.items():
             held = existing.get(stream)
             if held is None:
-                groups.append(_lazy(self.file, p.offset))
+                # read back only when the append reaches it
+                groups.append(unpark_new(self.file, p.offset))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
@@ -314,7 +324,7 @@ class _Ingest:
             if additive:  # issue 19: content-identified events (re-scores) join the old ones
                 present = {e for e, _ in held}
                 added = [e for e in additive if e.event_id not in present]
-                groups.append(added)
+                groups.append(sized(added))
                 self.counts["events_new"] += len(added)
                 self.counts["events_present"] += len(additive) - len(added)
         return groups
@@ -332,13 +342,6 @@ class _Ingest:
         return IngestResult(
             self.paths, **self.counts, **self.lists, first_seq=first_seq, last_seq=last_seq
         )  # type: ignore[arg-type]
-
-
-def _lazy(file: IO[bytes], offset: int) -> Iterator[PlannedEvent]:
-    """A new stream's events, read back from the spool only when the append reaches it."""
-    events, additive = unpark(file, offset)
-    yield from events
-    yield from additive
 
 
 def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) -> NewEvent:

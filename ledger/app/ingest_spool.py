@@ -14,11 +14,12 @@ import dataclasses
 import operator
 import pickle
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from ledger.errors import LedgerError
 from ledger.sources.plan import PlannedEvent
+from schemas.canonical import parse_json
 from schemas.envelope import NewEvent
 
 # payload bytes per append: large enough that commits (each one fsync) stay few, small
@@ -56,12 +57,35 @@ def park(file: IO[bytes], *groups: Sequence[PlannedEvent]) -> int:
 
 
 def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:
+    return [[PlannedEvent(*r) for r in g] for g in _rows(file, offset)]
+
+
+def unpark_new(file: IO[bytes], offset: int) -> Iterator[Sized]:
+    """Every parked event at ``offset`` as the store takes it (see :data:`Sized`), with no
+    PlannedEvent in between: a frozen dataclass each is a measured 2 % of an ingest."""
+    for g in _rows(file, offset):
+        for stream, type_, event_id, body, expected, schema_version in g:
+            event = NewEvent(stream, type_, parse_json(body), event_id, schema_version, expected)
+            yield len(body), event
+
+
+def _rows(file: IO[bytes], offset: int) -> list[list[tuple[Any, ...]]]:
     file.seek(offset)
-    return [[PlannedEvent(*r) for r in g] for g in pickle.load(file)]  # noqa: S301 - ours
+    return pickle.load(file)  # noqa: S301 - written by park
+
+
+# An event on its way to the store and the bytes of its canonical payload (0 when not known:
+# ingest's own skip events), which is what batches are measured in.
+Sized = tuple[int, NewEvent]
+
+
+def sized(events: Iterable[PlannedEvent | NewEvent]) -> Iterator[Sized]:
+    for e in events:
+        yield (len(e.body), e.new_event()) if isinstance(e, PlannedEvent) else (0, e)
 
 
 def append_in_batches(
-    ledger: Any, groups: Iterable[Sequence[PlannedEvent | NewEvent]]
+    ledger: Any, groups: Iterable[Iterable[Sized]]
 ) -> tuple[int | None, int | None]:
     """Append ``groups`` in order, each group whole in one batch (a crash between batches
     leaves whole streams); returns the first and last seq appended (None when none)."""
@@ -87,10 +111,8 @@ def append_in_batches(
     for group in groups:
         if batch and size >= BATCH_BYTES:
             flush()
-        for e in group:
-            if isinstance(e, PlannedEvent):
-                size += len(e.body)
-                e = e.new_event()
+        for n, e in group:
+            size += n
             batch.append(e)
     if batch:
         flush()

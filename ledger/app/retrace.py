@@ -15,8 +15,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from ledger.app.context import LedgerArg, opened
 from ledger.app.result import Result
 from ledger.engines import get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
+from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
@@ -34,7 +37,7 @@ from replay.retrace_report import RetraceReportError, build_report
 from replay.timeline import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
-from schemas.canonical import digest
+from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
 
 PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
@@ -96,7 +99,8 @@ class RetraceResult(Result):
     appended: int
 
     def to_json(self) -> dict[str, Any]:
-        return self.report
+        # the per-trial rows are a view of outcomes parked on disk: a list for JSON
+        return {**self.report, "trials": list(self.report["trials"])}
 
 
 # ------------------------------------------------------------------ replacement configs
@@ -156,84 +160,123 @@ def override_from_source(source: dict[str, Any], label: str = "") -> Override:
 # ------------------------------------------------------------------ reading and running
 
 
-def outputs_digest(outcomes: Sequence[TrialRetrace]) -> str:
-    """The digest a receipt binds: every trial's status, differences and replayed grade."""
-    return digest(
-        [
-            {
-                "trial": o.trial,
-                "status": o.status,
-                "differences": [d.as_json() for d in o.differences],
-                "replayed": o.replayed,
-            }
-            for o in outcomes
-        ]
-    )
+def outputs_digest(outcomes: Iterable[TrialRetrace]) -> str:
+    """The digest a receipt binds: every trial's status, differences and replayed grade.
+
+    The canonical JSON of the list of rows, hashed row by row as it is written (no list
+    of every row in memory): the bytes, so the digest, are those of ``digest(rows)``."""
+    hasher = _ListHasher()
+    for o in outcomes:
+        hasher.add(_output_row(o))
+    return hasher.digest()
+
+
+def _output_row(o: TrialRetrace) -> dict[str, Any]:
+    return {
+        "trial": o.trial,
+        "status": o.status,
+        "differences": [d.as_json() for d in o.differences],
+        "replayed": o.replayed,
+    }
+
+
+@dataclass(frozen=True)
+class ReplayIds:
+    """What names a replay before its outcomes are known: its id, stream and config."""
+
+    replay_id: str
+    stream: str
+    config: dict[str, Any]
+    config_digest: str
+
+    @staticmethod
+    def of(config: dict[str, Any], size: int) -> ReplayIds:
+        config_digest = digest(config)
+        # The id binds the log size read, so a second identical run (which reads the first
+        # run's events too) is a second replay in the history, never a silent duplicate.
+        replay_id = "replay-" + digest({"config": config_digest, "size": size})[7:23]
+        # Replays live on their own stream, never on a trial's: the trial stream stays
+        # exactly what ingest recorded, so re-ingesting the same bundle still appends nothing.
+        return ReplayIds(replay_id, f"replay/{replay_id}", config, config_digest)
+
+
+def replayed_events(ids: ReplayIds, outcomes: Iterable[TrialRetrace]) -> Iterator[NewEvent]:
+    """One grade.replayed per re-derived trial, as the outcomes are read."""
+    for o in outcomes:
+        if o.replayed is None:
+            continue
+        payload = {
+            "trial": o.trial,
+            "task_id": o.task_id,
+            "replay_id": ids.replay_id,
+            "projection_version": PROJECTION_VERSION,
+            "config_digest": ids.config_digest,
+            "status": o.status,
+            "differences": [d.as_json() for d in o.differences],
+            "grade": o.replayed,
+        }
+        yield NewEvent(ids.stream, "grade.replayed", payload, f"{ids.replay_id}:{o.trial}")
+
+
+def completed_event(
+    ids: ReplayIds, report: Mapping[str, Any], statuses: dict[str, int], size: int,
+    root: bytes, out_digest: str,
+) -> NewEvent:  # fmt: skip
+    """The replay.completed receipt: the checkpoint read, the config and outputs digests."""
+    summary = {k: report[k] for k in ("constraints", "paths", "evidence")}
+    summary["statuses"] = statuses
+    payload = {
+        "replay_id": ids.replay_id,
+        "projection_version": PROJECTION_VERSION,
+        "config": ids.config,
+        "summary": summary,
+        "receipt": {
+            "checkpoint": {"size": size, "root": root.hex()},
+            "config_digest": ids.config_digest,
+            "outputs_digest": out_digest,
+        },
+    }
+    return NewEvent(ids.stream, "replay.completed", payload, f"{ids.replay_id}:completed")
 
 
 def replay_events(
     outcomes: Sequence[TrialRetrace],
-    report: dict[str, Any],
+    report: Mapping[str, Any],
     config: dict[str, Any],
     size: int,
     root: bytes,
 ) -> list[NewEvent]:
-    """One grade.replayed per re-derived trial and the replay.completed receipt."""
-    config_digest = digest(config)
-    out_digest = outputs_digest(outcomes)
-    # The id binds the log size read, so a second identical run (which reads the first
-    # run's events too) is a second replay in the history, never a silent duplicate.
-    replay_id = "replay-" + digest({"config": config_digest, "size": size})[7:23]
-    # Replays live on their own stream, never on a trial's: the trial stream stays exactly
-    # what ingest recorded, so re-ingesting the same bundle still appends nothing.
-    stream = f"replay/{replay_id}"
-    events = [
-        NewEvent(
-            stream=stream,
-            type="grade.replayed",
-            payload={
-                "trial": o.trial,
-                "task_id": o.task_id,
-                "replay_id": replay_id,
-                "projection_version": PROJECTION_VERSION,
-                "config_digest": config_digest,
-                "status": o.status,
-                "differences": [d.as_json() for d in o.differences],
-                "grade": o.replayed,
-            },
-            event_id=f"{replay_id}:{o.trial}",
-        )
-        for o in outcomes
-        if o.replayed is not None
-    ]
-    summary = {k: report[k] for k in ("constraints", "paths", "evidence")}
-    summary["statuses"] = _status_counts(outcomes)
-    events.append(
-        NewEvent(
-            stream=stream,
-            type="replay.completed",
-            payload={
-                "replay_id": replay_id,
-                "projection_version": PROJECTION_VERSION,
-                "config": config,
-                "summary": summary,
-                "receipt": {
-                    "checkpoint": {"size": size, "root": root.hex()},
-                    "config_digest": config_digest,
-                    "outputs_digest": out_digest,
-                },
-            },
-            event_id=f"{replay_id}:completed",
-        )
-    )
-    return events
+    """One grade.replayed per re-derived trial and the replay.completed receipt, as one
+    list (:func:`run_retrace` streams the same events instead)."""
+    ids = ReplayIds.of(config, size)
+    digest_ = outputs_digest(outcomes)
+    done = completed_event(ids, report, _status_counts(outcomes), size, root, digest_)
+    return [*replayed_events(ids, outcomes), done]
 
 
-def _status_counts(outcomes: Sequence[TrialRetrace]) -> dict[str, int]:
+def _status_counts(outcomes: Iterable[TrialRetrace]) -> dict[str, int]:
     counts = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
     for o in outcomes:
         counts[o.status] += 1
     return counts
+
+
+def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> int:
+    """Append the replay as one atomic batch; a store that takes it in parts
+    (``append_parts``) never holds every grade.replayed at once."""
+    parts = getattr(lg, "append_parts", None)
+    if parts is None:
+        return lg.append([*events, completed]).appended
+    return parts(chain(_chunks(events, REPLAY_PART), [[completed]])).appended
+
+
+REPLAY_PART = 1024  # grade.replayed events prepared and inserted at a time
+
+
+def _chunks(items: Iterable[NewEvent], n: int) -> Iterator[list[NewEvent]]:
+    it = iter(items)
+    while chunk := list(islice(it, n)):
+        yield chunk
 
 
 def retrace(
@@ -295,37 +338,74 @@ def run_retrace(
     override = override_from_source(source, label)
     size = lg.size()
     try:
-        pairs = request.make_engine().map_trials(
-            lg, request.selection(size, streams), retrace_trial, override,
+        outcomes = _parked_outcomes(
+            request.make_engine(), lg, request.selection(size, streams), override,
+            [unreadable_bundle(str(u["source"]), str(u["reason"]))
+             for u in sorted(unreadable, key=lambda u: str(u["source"]))],
             on_total=on_total, on_done=on_done,
         )  # fmt: skip
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
-    if not pairs and not unreadable:
+    if not outcomes:
         given = (("corpus", request.corpus), ("task", request.task))
         where = " ".join(f"--{k} {v}" for k, v in given if v)
         raise RetraceError(
             f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
             "(`vledger ingest PATH`) or pass --source PATH"
         )
-    outcomes = [o for _, o in pairs] + [
-        unreadable_bundle(str(u["source"]), str(u["reason"]))
-        for u in sorted(unreadable, key=lambda u: str(u["source"]))
-    ]
-    try:
-        report = build_report(outcomes)
+    ids = ReplayIds.of(request.config_record(source, streams), size)
+    statuses = _status_counts(())
+    hasher = _ListHasher()
+
+    def tapped() -> Iterator[TrialRetrace]:  # the digest and counts in the report's pass
+        for o in outcomes:
+            statuses[o.status] += 1
+            hasher.add(_output_row(o))
+            yield o
+
+    try:  # one pass over the parked outcomes; the per-trial rows are a view of them
+        report = build_report(tapped(), Mapped(outcomes, TrialRetrace.as_dict))
     except RetraceReportError as exc:
         raise RetraceError(str(exc)) from None
     root = lg.root(size)
-    events = replay_events(outcomes, report, request.config_record(source, streams), size, root)
-    completed = events[-1].payload
-    report["replay_id"] = completed["replay_id"]
-    report["receipt"] = completed["receipt"]
+    completed = completed_event(ids, report, statuses, size, root, hasher.digest())
+    report["replay_id"] = ids.replay_id
+    report["receipt"] = completed.payload["receipt"]
     report["dry_run"] = request.dry_run
-    appended = 0 if request.dry_run else lg.append(events).appended
-    failed = any(o.status == "not_rechecked" for o in outcomes)
+    appended = 0
+    if not request.dry_run:
+        appended = _append_replay(lg, replayed_events(ids, outcomes), completed)
+    failed = statuses["not_rechecked"] > 0
     report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
     return RetraceResult(report, report["exit_code"], appended)
+
+
+def _parked_outcomes(
+    engine: Engine, lg: Ledger, select: TrialSelection, override: Override,
+    tail: Sequence[TrialRetrace], **progress: Progress | None,
+) -> Parked:  # fmt: skip
+    """Every selected trial's outcome in stream order, then ``tail``: parked on disk as the
+    engine computes them (an engine that streams them, ``iter_trials``, never holds all)."""
+    stream = getattr(engine, "iter_trials", None) or engine.map_trials
+    return Parked(stream(lg, select, retrace_trial, override, **progress), tail)
+
+
+class _ListHasher:
+    """:func:`outputs_digest`, fed one row at a time."""
+
+    def __init__(self) -> None:
+        self._hasher = hashlib.sha256(b"[")
+        self._sep = b""
+
+    def add(self, row: Any) -> None:
+        self._hasher.update(self._sep)
+        self._hasher.update(canonical_json(row))
+        self._sep = b","
+
+    def digest(self) -> str:
+        done = self._hasher.copy()
+        done.update(b"]")
+        return "sha256:" + done.hexdigest()
 
 
 def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
@@ -337,5 +417,4 @@ def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
     streams = config.get("streams")
     request = RetraceRequest(corpus=config.get("corpus"), task=config.get("task"))
     select = request.selection(size, None if streams is None else frozenset(streams))
-    pairs = request.make_engine().map_trials(lg, select, retrace_trial, override)
-    return outputs_digest([o for _, o in pairs])
+    return outputs_digest(_parked_outcomes(request.make_engine(), lg, select, override, ()))

@@ -129,8 +129,23 @@ class LocalEngine:
         on_total: Progress | None = None,
         on_done: Progress | None = None,
     ) -> list[tuple[str, Any]]:
+        pairs = self.iter_trials(lg, select, fn, params, on_total=on_total, on_done=on_done)
+        return sorted(pairs, key=lambda pair: pair[0])
+
+    def iter_trials(
+        self,
+        lg: Store,
+        select: TrialSelection,
+        fn: TrialFn,
+        params: Any,
+        *,
+        on_total: Progress | None = None,
+        on_done: Progress | None = None,
+    ) -> Iterator[tuple[str, Any]]:
+        """:meth:`map_trials`' pairs as they are computed, in no set order: a caller that
+        parks each result (retrace) never holds them all, which the sorted list does."""
         if select.to_seq < 0:
-            return []
+            return
         ends = trial_ends(lg, select.to_seq)
         if (
             on_total
@@ -139,11 +154,9 @@ class LocalEngine:
         ):
             on_total(len(ends))  # with a filter the total is unknown until the end
         if self.workers > 1 and hasattr(lg, "trial_spans"):  # Arrow windows (SealedStore)
-            out = list(run_pool(lg, select, fn, params, self.workers, on_done))
-        else:
-            out = []
-            for stream, evs in complete_trials(lg, select, ends):
-                out.append((stream, fn(evs, params)))
-                if on_done:
-                    on_done(1)
-        return sorted(out, key=lambda pair: pair[0])
+            yield from run_pool(lg, select, fn, params, self.workers, on_done)
+            return
+        for stream, evs in complete_trials(lg, select, ends):
+            yield stream, fn(evs, params)
+            if on_done:
+                on_done(1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,6 +52,11 @@ class MemoryLedger(merkle.TreeReads):
             return AppendResult(None, None, 0, (), ())
         with self._lock:
             return self._append(batch)
+
+    def append_parts(self, parts: Iterable[Iterable[NewEvent]]) -> AppendResult:
+        """:meth:`append` of every part's events as one batch (the DuckDB store inserts it
+        a part at a time; this store holds every event in memory anyway)."""
+        return self.append(chain.from_iterable(parts))
 
     def _append(self, batch: list[Prepared]) -> AppendResult:
         size = len(self._events)

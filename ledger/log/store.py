@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,16 @@ import pyarrow as pa
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
 from ledger.log import connection, fast, layout, merkle
-from ledger.log.batch import AppendResult, Batch, arrow_rows, check_expected, dedupe, prepare_batch
+from ledger.log.batch import (
+    AppendResult,
+    Batch,
+    arrow_rows,
+    check_expected,
+    dedupe,
+    joined_result,
+    prepare_batch,
+    prepare_part,
+)
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, READ_WINDOW, needs_upgrade
 from ledger.log.raw import RawReads
@@ -231,7 +241,8 @@ class Ledger(RawReads, merkle.TreeReads):
         with self._lock:
             self._committing = None
             try:
-                with transaction(self._con):
+                pool = connection.append_pool(self._con, prepared.payload_array.nbytes)
+                with pool, transaction(self._con):
                     result = self._append_in_tx(prepared)
                 if self._committing is not None:  # only what is durable enters the filter
                     seen, new, state = self._committing
@@ -245,11 +256,44 @@ class Ledger(RawReads, merkle.TreeReads):
                 self._appended = True
         return result
 
-    def _append_in_tx(self, batch: Batch) -> AppendResult:
+    def append_parts(self, parts: Iterable[Iterable[NewEvent]]) -> AppendResult:
+        """:meth:`append` of the events of every part, in order, as ONE atomic batch that
+        is prepared and inserted a part at a time: memory holds one part, not the batch
+        (retrace's replay of a whole corpus). The rows are those one ``append`` writes —
+        one timestamp, same seqs, ids and Merkle nodes; a refused part rolls back all."""
+        results: list[tuple[int, AppendResult]] = []
+        offset = 0
+        before: dict[str, int | None] = {}
+        with self._lock:
+            self._committing = None
+            try:
+                with connection.append_pool(self._con, 0), transaction(self._con):
+                    now = datetime.now(UTC)
+                    for part in parts:
+                        prepared = prepare_part(part, offset)
+                        if len(prepared):
+                            connection.size_pool_for(self._con, prepared.payload_array.nbytes)
+                            done = self._append_in_tx(prepared, now, before)
+                            results.append((offset, done))
+                        offset += len(prepared)
+                _SEEN.pop(self._db_key, None)  # rebuilt by whoever appends repeatedly next
+            except duckdb.Error as exc:
+                raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc
+            finally:
+                self._appended = True
+        return joined_result(results)
+
+    def _append_in_tx(
+        self, batch: Batch, now: datetime | None = None, before: dict | None = None
+    ) -> AppendResult:
+        """Insert ``batch`` in the open transaction. ``before``: it is a part of a larger
+        batch (append_parts), and this holds each stream's version before that batch, which
+        is what an expected_version is checked against; the filters (committed states
+        only) are not used."""
         ids = batch.event_ids
         unique = list(set(ids))
         size, frontier = self._tree_state()
-        seen = self._seen_at(size, frontier)
+        seen = self._seen_at(size, frontier) if before is None else None
         # only ids the log may hold are looked up (order is irrelevant to the IN lookup)
         maybe = unique if seen is None else seen.ids.maybe(unique)
         stored = self._stored_by_id(maybe) if maybe else {}
@@ -263,11 +307,14 @@ class Ledger(RawReads, merkle.TreeReads):
             streams = sorted(set(new.streams))
             maybe = streams if seen is None else seen.streams.maybe(streams)
             versions = self._versions_of(maybe) if maybe else {}
+            held: dict[str, int | None] = versions  # type: ignore[assignment]
+            if before is not None:  # a stream's first part records its version before
+                held = {t: before.setdefault(t, versions.get(t)) for t in streams}
             if set(new.expected) != {"any"}:
                 for stream, expected in zip(new.streams, new.expected, strict=True):
-                    check_expected(stream, expected, versions.get(stream))
+                    check_expected(stream, expected, held.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(layout.TRIAL_PREFIX)])
-            self._insert(new, size, frontier, versions)  # frontier is now the new one
+            self._insert(new, size, frontier, versions, now)  # frontier is now the new one
             if seen is not None:
                 self._committing = (seen, new, (size + n, b"".join(frontier)))
             return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
@@ -298,9 +345,9 @@ class Ledger(RawReads, merkle.TreeReads):
         return current
 
     def _insert(
-        self, new: Batch, size: int, frontier: list[bytes], versions: dict[str, int]
+        self, new: Batch, size: int, frontier: list[bytes], versions: dict, now: datetime | None
     ) -> None:
-        events, nodes = arrow_rows(new, size, frontier, versions)  # frontier is now the new one
+        events, nodes = arrow_rows(new, size, frontier, versions, now)  # frontier: the new one
         self._insert_arrow("events", events)
         if nodes is not None:
             self._insert_arrow("nodes", nodes)
@@ -364,6 +411,7 @@ class Ledger(RawReads, merkle.TreeReads):
                     + " ORDER BY seq"
                 )
                 table = cur.sql(sql, params=[lo, top, *params]).to_arrow_table()
+                connection.trim_buffer_pool(cur)  # the window's blocks will not be read again
                 if table.num_rows:
                     yield from table.cast(ARROW_SCHEMA).to_batches()
                 lo = top + 1
