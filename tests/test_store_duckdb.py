@@ -113,3 +113,30 @@ def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path
         assert verify_ledger(lg).ok
     with raw(tmp_path / "l") as con:
         assert con.execute("SELECT count(*) FROM nodes WHERE level < ?", [NODE_MIN_LEVEL]).fetchone() == (0,)
+
+
+def test_a_buffer_pool_too_small_is_named_not_called_damage(tmp_path: Path) -> None:
+    """DuckDB's out-of-memory under ``$VLEDGER_DUCKDB_MEMORY`` names the cap and how to raise
+    it, on append and on read; it is not reported as a damaged store file (it used to be:
+    ``cannot be read (Out of Memory …); the file is damaged``) and the append changes nothing."""
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(canonical_json({"stream": "s", "type": "ext.x", "payload": {"b": "x" * (6 << 20)}}) + b"\n")
+    home = str(tmp_path / "L")
+    assert CliRunner().invoke(main, ["init", "--ledger", home]).exit_code == 0
+
+    refused = CliRunner().invoke(main, ["append", str(big), "--ledger", home], env={"VLEDGER_DUCKDB_MEMORY": "4MB"})
+    assert refused.exit_code == 1
+    assert "DuckDB ran out of memory under its cap of 4MB while appending" in refused.output
+    assert "VLEDGER_DUCKDB_MEMORY=1GB" in refused.output and "damaged" not in refused.output
+    with open_ledger(Path(home)) as lg:
+        assert lg.size() == 0
+
+    assert CliRunner().invoke(main, ["append", str(big), "--ledger", home]).exit_code == 0
+    read = CliRunner().invoke(main, ["log", "--json", "--ledger", home], env={"VLEDGER_DUCKDB_MEMORY": "2MB"})
+    assert read.exit_code == 1
+    assert "DuckDB ran out of memory under its cap of 2MB while reading" in read.output
+    assert "damaged" not in read.output

@@ -68,14 +68,36 @@ def locked(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def damaged_store_error(exc: duckdb.Error) -> TamperDetected:
+def damaged_store_error(exc: duckdb.Error) -> LedgerError:
     """The typed error for a DuckDB error that escaped a command: names the store file."""
     where = str(OPENED[-1]) if OPENED else DB_FILE
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if isinstance(exc, duckdb.OutOfMemoryException):  # a cap too low, not a damaged file
+        return out_of_memory(exc, f"reading {where}")
     return TamperDetected(
         where,
-        f"cannot be read ({first}); the file is damaged or was altered — run `vledger verify`",
+        f"cannot be read ({_first_line(exc)}); the file is damaged or was altered — run "
+        "`vledger verify`",
     )
+
+
+def append_error(path: Path, exc: duckdb.Error) -> LedgerError:
+    """An append DuckDB refused (its transaction rolled back, so the ledger is unchanged)."""
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return out_of_memory(exc, f"appending to {str(path)!r} (the ledger is unchanged)")
+    return LedgerError(f"append to {str(path)!r} failed in DuckDB: {exc}")
+
+
+def out_of_memory(exc: duckdb.Error, doing: str) -> LedgerError:
+    """DuckDB needed more than the buffer-pool cap: say which cap and how to raise it."""
+    return LedgerError(
+        f"DuckDB ran out of memory under its cap of {duckdb_memory_limit()} while {doing} "
+        f"({_first_line(exc)}); raise the cap for this command, e.g. "
+        "VLEDGER_DUCKDB_MEMORY=1GB (docs/readme/store.md)"
+    )
+
+
+def _first_line(exc: duckdb.Error) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def duckdb_memory_limit() -> str:

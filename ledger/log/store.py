@@ -251,7 +251,7 @@ class Ledger(RawReads, merkle.TreeReads):
                     except Exception:  # the batch is committed: drop the filter, not the result
                         _SEEN.pop(self._db_key, None)
             except duckdb.Error as exc:
-                raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc
+                raise connection.append_error(self.path, exc) from exc
             finally:
                 self._appended = True
         return result
@@ -278,7 +278,7 @@ class Ledger(RawReads, merkle.TreeReads):
                         offset += len(prepared)
                 _SEEN.pop(self._db_key, None)  # rebuilt by whoever appends repeatedly next
             except duckdb.Error as exc:
-                raise LedgerError(f"append to {str(self.path)!r} failed in DuckDB: {exc}") from exc
+                raise connection.append_error(self.path, exc) from exc
             finally:
                 self._appended = True
         return joined_result(results)
