@@ -12,6 +12,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.generate_corpus import generate
 from ledger.cli import main
@@ -265,3 +267,44 @@ def test_grade_errors_follow_the_group_rule(tmp_path: Path) -> None:
     assert "\x1b" not in res.output
     assert "Error: trial/x\\x1b[2J: no such trial stream" in res.output
     assert not isinstance(res.exception, click.ClickException)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    doc=st.dictionaries(st.text(max_size=6), _JSON | st.lists(_JSON, max_size=4), max_size=5),
+    viewed=st.sets(st.integers(0, 4)),
+)
+def test_a_streamed_document_is_json_text_byte_for_byte(doc: dict, viewed: set[int]) -> None:
+    """write_json_document writes json_text's bytes, whichever list values are views that it
+    streams row by row (retrace --json's parked trial rows)."""
+    import io
+
+    from ledger.cli.output import json_text, write_json_document
+    from ledger.engines.parked import Mapped
+
+    as_views = {
+        k: Mapped(v, lambda x: x) if isinstance(v, list) and i in viewed else v
+        for i, (k, v) in enumerate(doc.items())
+    }
+    out = io.StringIO()
+    write_json_document(as_views, out)
+    assert out.getvalue() == json_text(doc)
+
+
+def test_a_streamed_document_with_non_string_keys_falls_back_whole() -> None:
+    import io
+
+    from ledger.cli.output import json_text, write_json_document
+
+    for doc in ({}, {1: [1, 2], "a": {}}):
+        out = io.StringIO()
+        write_json_document(doc, out)
+        assert out.getvalue() == json_text(doc)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ledger.cli.output import json_text
+from ledger.cli.output import json_text, write_json_document
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, default_ledger_path
 from ledger.text import escape_controls  # noqa: F401  (re-exported for the CLI modules)
 
@@ -70,7 +70,10 @@ def nl_option(fn: F) -> F:
 
 
 def emit_json(value: Any) -> None:
-    sys.stdout.write(json_text(value))
+    if isinstance(value, dict):  # a result document: written a value at a time, same bytes
+        write_json_document(value)
+    else:
+        sys.stdout.write(json_text(value))
 
 
 def emitted(as_json: bool, res: Any) -> bool:

@@ -19,7 +19,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 import click
@@ -155,12 +155,41 @@ def error(message: object) -> None:
 
 def json_text(value: Any) -> str:
     """The one JSON encoding of a result document (indented, non-string keys allowed)."""
-    return (
-        orjson.dumps(
-            value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
-        ).decode()
-        + "\n"
-    )
+    return _indented(value) + "\n"
+
+
+def write_json_document(doc: Mapping[str, Any], out: IO[str] | None = None) -> None:
+    """:func:`json_text` of ``doc``, the same bytes, written a top-level value at a time; a
+    value that is a sequence view rather than a list (retrace's rows parked on disk) is
+    written row by row, so a corpus-sized document never sits in memory whole."""
+    out = sys.stdout if out is None else out
+    if not doc or not all(isinstance(k, str) for k in doc):
+        out.write(json_text({k: _listed(v) for k, v in doc.items()}))
+        return
+    out.write("{")
+    for i, (key, value) in enumerate(doc.items()):
+        out.write(f"{',' if i else ''}\n  {orjson.dumps(key).decode()}: ")
+        if not _is_view(value) or not len(value):
+            out.write(_indented(_listed(value)).replace("\n", "\n  "))
+            continue
+        for j, row in enumerate(value):
+            out.write(("[" if j == 0 else ",") + "\n    " + _indented(row).replace("\n", "\n    "))
+        out.write("\n  ]")
+    out.write("\n}\n")
+
+
+def _indented(value: Any) -> str:
+    return orjson.dumps(
+        value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
+    ).decode()
+
+
+def _is_view(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, list | tuple | str | bytes)
+
+
+def _listed(value: Any) -> Any:
+    return list(value) if _is_view(value) else value
 
 
 def write_json_rows(rows: Iterable[Any], nl: bool, out: IO[str] | None = None) -> None:

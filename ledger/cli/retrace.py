@@ -76,8 +76,8 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
         error(exc)
         sys.exit(exc.exit_code)
-    if as_json:
-        emit_json(result.to_json())
+    if as_json:  # to_json()'s document, its trial rows read from disk as they are written
+        emit_json(result.report)
     else:
         _print_summary(result.report, result.appended)
     sys.exit(result.exit_code)
