@@ -1,7 +1,7 @@
 """Peak memory against corpus size: does a command hold the whole corpus? (issue 17)
 
-For ``vledger retrace --source DIR``, ``vledger ingest DIR`` and ``vledger retrace`` from
-the log, the peak RSS of one fresh process over ``--small`` and ``--large`` generated
+For ``vledger retrace --source DIR``, ``vledger ingest DIR``, ``vledger retrace`` from
+the log and ``vledger retrace --json`` from the log, the peak RSS of one fresh process over ``--small`` and ``--large`` generated
 bundles (``benchmarks.generate_corpus``), this code beside a baseline revision in the
 same run. Flat means the large peak is at most 1.3× the small one.
 
@@ -32,6 +32,7 @@ def peaks(code: Path, corpus: Path, work: Path) -> dict[str, int]:
         "retrace --source": peak_rss(code, ["retrace", "--source", corpus], fresh),
         "ingest": peak_rss(code, ["ingest", corpus], logged),
         "retrace (log)": peak_rss(code, ["retrace"], logged),
+        "retrace --json (log)": peak_rss(code, ["retrace", "--json"], logged),
     }
     shutil.rmtree(work)
     return out
@@ -58,7 +59,7 @@ def main() -> None:
             for command, small in rows[name, args.small].items():
                 large = rows[name, args.large][command]
                 print(
-                    f"  {name:<10} {command:<18} {small / MIB:7.0f} {large / MIB:7.0f}"
+                    f"  {name:<10} {command:<22} {small / MIB:7.0f} {large / MIB:7.0f}"
                     f"  {large / small:5.2f}x  (flat: <= 1.30x)"
                 )
 

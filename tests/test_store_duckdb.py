@@ -140,3 +140,35 @@ def test_a_buffer_pool_too_small_is_named_not_called_damage(tmp_path: Path) -> N
     assert read.exit_code == 1
     assert "DuckDB ran out of memory under its cap of 2MB while reading" in read.output
     assert "damaged" not in read.output
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-62_135_596_800_000_000, 253_402_300_799_999_999), min_size=1, max_size=20))
+def test_stored_events_decode_rows_as_pyarrow_does(micros: list[int]) -> None:
+    """stored_events (column-wise, one datetime per distinct recorded_at) gives the events a
+    row-by-row to_pylist gives: equal values, the same tzinfo object, the same isoformat."""
+    import pyarrow as pa
+
+    from schemas.envelope import ARROW_SCHEMA, StoredEvent, stored_events
+
+    n = len(micros)
+    table = pa.table(
+        {
+            "seq": pa.array(range(n), pa.uint64()),
+            "stream": [f"s{i % 3}" for i in range(n)],
+            "stream_version": pa.array([i // 3 for i in range(n)], pa.uint32()),
+            "event_id": [f"e{i}" for i in range(n)],
+            "type": ["ext.x"] * n,
+            "schema_version": pa.array([1] * n, pa.uint16()),
+            "recorded_at": pa.array(micros, pa.int64()).cast(ARROW_SCHEMA.field("recorded_at").type),
+            "payload": [b"{}"] * n,
+            "leaf_hash": pa.array([bytes(32)] * n, pa.binary(32)),
+        },
+        schema=ARROW_SCHEMA,
+    )
+    want = [StoredEvent(**row) for row in table.to_pylist()]
+    got = list(stored_events(table))
+    assert got == want
+    for a, b in zip(got, want, strict=True):
+        assert a.recorded_at.tzinfo is b.recorded_at.tzinfo
+        assert a.recorded_at.isoformat() == b.recorded_at.isoformat()

@@ -18,7 +18,7 @@ from typing import Any
 from ledger.engines.base import Progress, TrialFn, TrialSelection
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
-from schemas.envelope import StoredEvent
+from schemas.envelope import StoredEvent, stored_events
 
 READ_WINDOW = 4096  # seqs read at once: the driver holds one window plus the trials still open
 CHUNK = 64  # trials per pool task: large enough to amortise a task, small enough to stay flat
@@ -75,7 +75,7 @@ def _run_window(
     event is one of ``ends`` (those are whole in the window) projected."""
     import pyarrow as pa  # noqa: PLC0415
 
-    events = [StoredEvent(**row) for row in pa.ipc.open_stream(data).read_all().to_pylist()]
+    events = list(stored_events(pa.ipc.open_stream(data).read_all()))
     last = {ev.stream: ev.seq for ev in events}
     mine = [ev for ev in events if last[ev.stream] in ends]
     return [(stream, fn(evs, params)) for stream, evs in select.group(mine).items()]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from ledger.engines.base import TrialFn, TrialSelection
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.segments import SegmentInfo, segment_root
-from schemas.envelope import ARROW_SCHEMA, StoredEvent
+from schemas.envelope import ARROW_SCHEMA, StoredEvent, stored_events
 from schemas.errors import LedgerError
 
 
@@ -75,7 +75,7 @@ def trial_events(table: pa.Table, to_seq: int) -> list[StoredEvent]:
         pc.starts_with(table.column("stream"), TRIAL_PREFIX),
         pc.less_equal(table.column("seq"), pa.scalar(to_seq, pa.uint64())),
     )
-    return [StoredEvent(**row) for row in table.filter(keep).to_pylist()]
+    return list(stored_events(table.filter(keep)))
 
 
 def run_segments(

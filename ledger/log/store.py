@@ -40,7 +40,7 @@ from ledger.log.batch import (
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, READ_WINDOW, needs_upgrade
 from ledger.log.raw import RawReads
-from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent
+from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, stored_events
 
 if TYPE_CHECKING:
     from ledger.log.note import Checkpoint, Signer
@@ -390,8 +390,7 @@ class Ledger(RawReads, merkle.TreeReads):
     ) -> Iterator[StoredEvent]:
         """Stream the matching events in seq order (``to_seq`` inclusive)."""
         for batch in self._batches(from_seq, to_seq, _filters(stream, type, types, stream_prefix)):
-            for row in batch.to_pylist():
-                yield StoredEvent(**row)
+            yield from stored_events(batch)
 
     def _batches(
         self, from_seq: int | None, to_seq: int | None, where: list[tuple[str, Any]]
