@@ -172,3 +172,16 @@ def test_stored_events_decode_rows_as_pyarrow_does(micros: list[int]) -> None:
     for a, b in zip(got, want, strict=True):
         assert a.recorded_at.tzinfo is b.recorded_at.tzinfo
         assert a.recorded_at.isoformat() == b.recorded_at.isoformat()
+
+
+def test_closing_after_a_big_append_checkpoints_it_whole(tmp_path: Path) -> None:
+    """A store that appended a large row (30 MiB) closes at the whole cap, not the steady
+    pool: DuckDB cannot checkpoint a row bigger than its pool, and the WAL would be left to
+    replay at every open. Small rows close within the steady pool (benchmarks/memory_flat)."""
+    big = "x" * (30 << 20)
+    with init_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent(stream="s", type="ext.x", payload={"b": big})])
+    assert not (tmp_path / "L" / "events.duckdb.wal").exists()  # checkpointed, not left to replay
+    with open_ledger(tmp_path / "L") as lg:
+        (ev,) = lg.read()
+        assert ev.data() == {"b": big}
