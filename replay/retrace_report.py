@@ -79,17 +79,7 @@ def discrimination(
                 f"constraint {obs.constraint_id!r} of task {obs.task_id!r} was evaluated "
                 "but is not declared by the block the trial was replayed with"
             )
-        row.evaluated += 1
-        if obs.undecided:
-            row.undecided += 1
-            continue
-        if obs.passed:
-            row.passed += 1
-        else:
-            row.failed += 1
-        if obs.recorded_passed is not None:
-            row.labelled += 1
-            row.agreed += int(obs.recorded_passed == obs.passed)
+        _count(row, obs)
     for row in rows.values():
         row.verdict, row.decided_verdict = classify(row.passed, row.failed, row.undecided)
     return list(rows.values())
@@ -215,7 +205,7 @@ _EVIDENCE_KEYS = (
 
 
 def _count(row: ConstraintRow, obs: ConstraintObservation) -> None:
-    """One observation into its row's counts (the rule :func:`discrimination` applies)."""
+    """One observation into its row's counts (:func:`discrimination`, the fold)."""
     row.evaluated += 1
     if obs.undecided:
         row.undecided += 1
