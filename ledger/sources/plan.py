@@ -70,14 +70,22 @@ class PlannedEvent:
         return parse_json(self.body)
 
     def new_event(self) -> NewEvent:
-        return NewEvent(
-            self.stream,
-            self.type,
-            parse_json(self.body),
-            event_id=self.event_id,
-            schema_version=self.schema_version,
-            expected_version=self.expected_version,
-        )
+        return new_event(
+            self.stream, self.type, self.event_id, self.body, self.expected_version,
+            self.schema_version,
+        )  # fmt: skip
+
+
+def new_event(
+    stream: str, type: str, event_id: str, body: bytes, expected_version: int | str = "any",
+    schema_version: int = 1,
+) -> NewEvent:  # fmt: skip
+    """The event the store takes for a planned one, given as :class:`PlannedEvent`'s fields
+    in their order (ingest's spool keeps them as plain tuples)."""
+    return NewEvent(
+        stream, type, parse_json(body), event_id=event_id, schema_version=schema_version,
+        expected_version=expected_version,
+    )  # fmt: skip
 
 
 def to_events(
