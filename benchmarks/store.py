@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from ledger.log import fast as hashing
 from ledger.log import merkle
-from ledger.log.batch import node_table as _node_table
 from ledger.log.connection import duckdb_memory_limit
 from ledger.log.layout import DDL as _DDL
 from ledger.log.layout import NODE_MIN_LEVEL
+from ledger.log.rows import node_table as _node_table
 from ledger.log.store import init_ledger
 from ledger.log.verify import verify_ledger
 from schemas.canonical import canonical_json

@@ -29,7 +29,7 @@ READ_APPEND_PROVE = {
     "prove_inclusion", "prove_consistency", "read_hashes", "checkpoint", "checkpoints",
     "latest_checkpoint", "seal", "verify", "close", "path", "origin", "meta", "tree_state",
     "max_stored_seq", "raw_rows", "stored_nodes", "stored_node_table", "count_nodes_from",
-    "first_version_break", "sealed_upto",
+    "first_version_break", "sealed_upto", "read_window",
     "trial_spans",
 }  # fmt: skip
 

@@ -9,24 +9,20 @@ two paths cannot disagree on what they accept.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import operator
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
 from pydantic import ValidationError
 
 from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
-from ledger.log import fast, merkle
-from ledger.log.layout import NODE_MIN_LEVEL
+from ledger.log import fast
 from schemas.canonical import canonical_json
-from schemas.envelope import ARROW_SCHEMA, NewEvent
+from schemas.envelope import NewEvent
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
 from schemas.payload_check import payload_checker
 
@@ -114,14 +110,14 @@ def prepare_event(index: int, ev: NewEvent) -> Prepared:
 @dataclass(slots=True)
 class Batch:
     """A prepared batch as columns (the hot path works on lists, not per-event objects);
-    the canonical payloads as one Arrow array, which is what the insert and the leaf hasher
-    read."""
+    the canonical payloads as one binary column, which is what the insert and the leaf
+    hasher read (:mod:`ledger.log.rows`)."""
 
     streams: list[str]
     types: list[str]
     schema_versions: list[int]
     event_ids: list[str]
-    payload_array: pa.BinaryArray
+    payloads: fast.Binary
     expected: list[int | str]
 
     def __len__(self) -> int:
@@ -129,7 +125,7 @@ class Batch:
 
     def rows(self) -> list[Prepared]:
         columns = (self.streams, self.types, self.schema_versions, self.event_ids)
-        return list(map(Prepared, *columns, self.payload_array.to_pylist(), self.expected))
+        return list(map(Prepared, *columns, self.payloads.to_list(), self.expected))
 
     @staticmethod
     def of(rows: list[Prepared]) -> Batch:
@@ -138,7 +134,7 @@ class Batch:
             [p.type for p in rows],
             [p.schema_version for p in rows],
             [p.event_id for p in rows],
-            pa.array([p.payload for p in rows], pa.binary()),
+            fast.Binary.of([p.payload for p in rows]),
             [p.expected for p in rows],
         )
 
@@ -180,7 +176,7 @@ def prepare_batch(events: Iterable[NewEvent]) -> Batch:
             prepare_event(i, evs[i])  # raises the precise InvalidEvent
     ids = list(map(_EVENT_ID, evs))
     if set(map(type, ids)) != {str} or not all(ids):
-        raw = payloads.to_pylist() if None in ids else []  # one conversion, not one per id
+        raw = payloads.to_list() if None in ids else []  # one conversion, not one per id
         for i, x in enumerate(ids):
             if x is None:
                 ids[i] = derive_event_id(streams[i], types[i], svs[i], raw[i])
@@ -388,91 +384,3 @@ def dedupe(
             seqs.append(seq)
             new.append(p)
     return new, seqs, dups
-
-
-# --- rows ---------------------------------------------------------------------------------
-
-_NODE_SCHEMA = pa.schema(
-    [
-        pa.field("level", pa.uint8(), nullable=False),
-        pa.field("idx", pa.uint64(), nullable=False),
-        pa.field("last_leaf", pa.uint64(), nullable=False),
-        pa.field("hash", pa.binary(32), nullable=False),
-    ]
-)
-
-
-def arrow_rows(
-    new: Batch,
-    size: int,
-    frontier: list[bytes],
-    versions: dict[str, int],
-    now: datetime | None = None,
-) -> tuple[pa.Table, pa.Table | None]:
-    """The ``events`` rows of a batch appended at ``size`` (streams at ``versions``) and the
-    stored ``nodes`` rows it completes (None if none); ``frontier`` becomes the new one.
-    ``now`` stamps the rows (default: the current time)."""
-    n = len(new)
-    next_version = dict(versions)
-    stream_versions: list[int] = []
-    push = stream_versions.append
-    get = next_version.get
-    for stream in new.streams:
-        v = get(stream, -1) + 1
-        next_version[stream] = v
-        push(v)
-    columns = [
-        pa.array(range(size, size + n), pa.uint64()),
-        pa.array(new.streams, pa.string()),
-        pa.array(stream_versions, pa.uint32()),
-        pa.array(new.event_ids, pa.string()),
-        pa.array(new.types, pa.string()),
-        pa.array(new.schema_versions, pa.uint16()),
-    ]
-    entry = [*columns, new.payload_array]  # the envelope: every column but time and hash
-    leaves = fast.column_leaf_hashes(size, *entry)
-    runs = merkle.push_run(frontier, size, leaves)
-    now = datetime.now(UTC) if now is None else now
-    table = pa.table(
-        [
-            *columns,
-            pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
-            new.payload_array,
-            _hash_array(leaves),
-        ],
-        schema=ARROW_SCHEMA,
-    )
-    stored = [run for run in runs if run[0] >= NODE_MIN_LEVEL]
-    return table, node_table(stored) if stored else None
-
-
-@functools.lru_cache(maxsize=8)
-
-def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
-    """Concatenated 32-byte digests as one Arrow array over the same buffer (no copy)."""
-    if len(hashes) % 32:  # never: SHA-256 digests; keep the buffer honest
-        raise AssertionError("bad math in _hash_array: not a whole number of 32-byte hashes")
-    return pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(32), len(hashes) // 32, [None, pa.py_buffer(hashes)]
-    )
-
-
-def node_table(runs: list[tuple[int, int, bytes]]) -> pa.Table:
-    """Arrow rows for the interior nodes :func:`merkle.push_run` completed."""
-    levels: list[int] = []
-    idxs: list[int] = []
-    last: list[int] = []
-    for lv, first, hs in runs:
-        span = range(first, first + len(hs) // 32)
-        levels.extend([lv] * len(span))
-        idxs.extend(span)
-        last.extend(((i + 1) << lv) - 1 for i in span)
-    return pa.table(
-        [
-            pa.array(levels, pa.uint8()),
-            pa.array(idxs, pa.uint64()),
-            pa.array(last, pa.uint64()),
-            _hash_array(b"".join(hs for _, _, hs in runs)),
-        ],
-        schema=_NODE_SCHEMA,
-    )

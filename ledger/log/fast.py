@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import accumulate
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
 
 from schemas.canonical import canonical_json
+
+if TYPE_CHECKING:  # pyarrow is imported where a path needs it (issue 17 start-up)
+    import pyarrow as pa
 
 try:  # built by setup.py when the machine can compile it; VLEDGER_PURE=1 opts out
     if os.environ.get("VLEDGER_PURE") == "1":
@@ -156,12 +160,14 @@ def _arrow_leaf_hashes(
 
 
 def _u64(col: pa.Array | pa.ChunkedArray) -> memoryview:
+    import pyarrow as pa  # noqa: PLC0415 - loaded by whoever built the column
+
     arr = _one(col).cast(pa.uint64())
     return memoryview(arr.buffers()[1])[arr.offset * 8 : (arr.offset + len(arr)) * 8]
 
 
 def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if not isinstance(col, pa.ChunkedArray):
+    if not hasattr(col, "num_chunks"):  # an Array (pyarrow is not imported here)
         return col
     # one chunk is the usual case; combine_chunks would copy it even then
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
@@ -170,6 +176,8 @@ def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 def string_column(col: pa.Array | pa.ChunkedArray) -> tuple[memoryview, memoryview, int]:
     """(offsets, data, offset width) of a string or binary column, without copying: what
     the native functions take for a variable-width column."""
+    import pyarrow as pa  # noqa: PLC0415 - loaded by whoever built the column
+
     arr = _one(col)
     if not len(arr):
         return memoryview(bytes(8)), memoryview(b""), 8
@@ -194,9 +202,43 @@ def py_encode_payloads(objs: list[Any]) -> list[bytes]:
     return [bytes(memoryview(canonical_json(p))) for p in objs]
 
 
-def encode_payloads(objs: list[Any]) -> tuple[pa.BinaryArray, list[int]] | None:
-    """:func:`py_encode_payloads` as one Arrow array, and the indexes of the payloads holding
-    a JSON ``null`` (where a NaN or Infinity may hide); None if one cannot be encoded.
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """Byte strings laid out as an Arrow ``binary`` column: ``n + 1`` int32 offsets into one
+    data buffer. Plain bytes, so a small append never imports pyarrow; :meth:`arrow` wraps
+    the same buffers without a copy for the Arrow path."""
+
+    offsets: bytes
+    data: bytes
+
+    @staticmethod
+    def of(values: Sequence[bytes]) -> Binary:
+        """OverflowError past 2 GiB of data, which int32 offsets cannot address."""
+        return Binary(array("i", accumulate(map(len, values), initial=0)).tobytes(), b"".join(values))
+
+    def __len__(self) -> int:
+        return len(self.offsets) // 4 - 1
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.offsets) + len(self.data)
+
+    def to_list(self) -> list[bytes]:
+        at = memoryview(self.offsets).cast("i")
+        data = self.data
+        return [data[at[i] : at[i + 1]] for i in range(len(at) - 1)]
+
+    def arrow(self) -> pa.BinaryArray:
+        import pyarrow as pa  # noqa: PLC0415 - the Arrow path only
+
+        buffers = [None, pa.py_buffer(self.offsets), pa.py_buffer(self.data)]
+        return pa.BinaryArray.from_buffers(pa.binary(), len(self), buffers)
+
+
+def encode_payloads(objs: list[Any]) -> tuple[Binary, list[int]] | None:
+    """:func:`py_encode_payloads` as one :class:`Binary` column, and the indexes of the
+    payloads holding a JSON ``null`` (where a NaN or Infinity may hide); None if one cannot
+    be encoded.
 
     Natively, the whole list is encoded in one orjson call and split at its top-level
     commas: the same bytes per payload, without one small object per payload.
@@ -206,13 +248,12 @@ def encode_payloads(objs: list[Any]) -> tuple[pa.BinaryArray, list[int]] | None:
             split = _native.split_json_array(canonical_json(objs), len(objs))
             if split is not None:
                 data, offsets, with_null = split
-                buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-                return pa.BinaryArray.from_buffers(pa.binary(), len(objs), buffers), with_null
+                return Binary(offsets, data), with_null
         payloads = py_encode_payloads(objs)
     except TypeError:  # orjson: a value JSON cannot carry
         return None
     with_null = [i for i, p in enumerate(payloads) if b"null" in p]
-    return pa.array(payloads, pa.binary()), with_null
+    return Binary.of(payloads), with_null
 
 
 # --- the append filters (native only: without them append looks every key up) -------------

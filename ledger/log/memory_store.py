@@ -13,13 +13,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from ledger.log import checkpoints, merkle
 from ledger.log.batch import AppendResult, Prepared, check_expected, dedupe, prepare_batch
 from ledger.log.note import Checkpoint, Signer
-from schemas.envelope import ARROW_SCHEMA, NewEvent, StoredEvent, envelope_bytes
+from schemas.envelope import NewEvent, StoredEvent, envelope_bytes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class MemoryLedger(merkle.TreeReads):
@@ -127,6 +129,10 @@ class MemoryLedger(merkle.TreeReads):
         types: Sequence[str] | None = None,
         stream_prefix: str | None = None,
     ) -> pa.Table:
+        import pyarrow as pa  # noqa: PLC0415 - only Arrow's callers pay for it
+
+        from schemas.envelope import ARROW_SCHEMA  # noqa: PLC0415
+
         events = self.read(stream, type, from_seq, to_seq, types, stream_prefix)
         rows = [{f: getattr(e, f) for f in ARROW_SCHEMA.names} for e in events]
         return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)

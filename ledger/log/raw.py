@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from ledger.errors import StreamSealed
+from ledger.log import connection
 from ledger.log.connection import first_row, locked, transaction
-from ledger.log.layout import FORMAT_VERSION, NODE_MIN_LEVEL, TRIAL_PREFIX
+from ledger.log.layout import FORMAT_VERSION, NODE_MIN_LEVEL, READ_WINDOW, TRIAL_PREFIX
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 NODE_WINDOW_SQL = (
     "SELECT level, idx, hash FROM nodes WHERE last_leaf BETWEEN ? AND ? ORDER BY level, idx"
@@ -110,11 +113,65 @@ def verify_windows(
             cur.close()
 
 
+# stored_rows' form (schemas.envelope): the table's columns, the time as an int
+TUPLE_COLUMNS = (
+    "seq, stream, stream_version, event_id, type, schema_version, epoch_us(recorded_at), "
+    "payload, leaf_hash"
+)
+
+
+def read_filters(
+    stream: str | None, type: str | None, types: Sequence[str] | None, prefix: str | None
+) -> list[tuple[str, Any]]:
+    """The SQL condition and parameter of each filter a read was given."""
+    conditions = [
+        ("stream = ?", stream),
+        ("starts_with(stream, ?)", prefix),
+        ("type = ?", type),
+        ("type IN (SELECT unnest(?::VARCHAR[]))", None if types is None else list(types)),
+    ]
+    return [(sql, value) for sql, value in conditions if value is not None]
+
+
+def window_bounds(size: int, from_seq: int | None, to_seq: int | None) -> Iterator[tuple[int, int]]:
+    """A read's seq windows (both ends inclusive): a large log is never sorted or held in
+    memory at once."""
+    lo = max(from_seq or 0, 0)
+    hi = size - 1 if to_seq is None else min(to_seq, size - 1)
+    while lo <= hi:
+        top = min(lo + READ_WINDOW - 1, hi)
+        yield lo, top
+        lo = top + 1
+
+
 class RawReads:
     """Unchecked reads of a store's tables (mixed into ``Ledger``, which sets these)."""
 
     _con: duckdb.DuckDBPyConnection
     _lock: threading.RLock
+
+    def read_window(
+        self, lo: int, top: int, where: list[tuple[str, Any]], *, tuples: bool = False
+    ) -> Any:
+        """The rows with ``lo <= seq <= top`` matching ``where`` (:func:`read_filters`), in
+        seq order, on their own cursor: an Arrow table, or :data:`TUPLE_COLUMNS` tuples."""
+        sql = (
+            f"SELECT {TUPLE_COLUMNS if tuples else '*'} FROM events WHERE seq BETWEEN ? AND ?"
+            + "".join(f" AND {sql}" for sql, _ in where)
+            + " ORDER BY seq"
+        )
+        cur = self._con.cursor()
+        try:
+            params = [lo, top, *(value for _, value in where)]
+            rows = (
+                cur.execute(sql, params).fetchall()
+                if tuples
+                else cur.sql(sql, params=params).to_arrow_table()
+            )
+            connection.trim_buffer_pool(cur)  # the window's blocks will not be read again
+            return rows
+        finally:
+            cur.close()
 
     @locked
     def max_stored_seq(self) -> int | None:
