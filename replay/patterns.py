@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-import regex
-
 from schemas.errors import LedgerError
 
 # Seconds one search may take. A real pattern over a real message is microseconds; a
@@ -73,6 +71,8 @@ def compile_backtracking(
 ) -> BoundedPattern:
     """Compile ``pattern`` for the backtracking engine. Raises ``re.error`` for a pattern
     Python's ``re`` refuses (as before), and for the rare one only ``regex`` refuses."""
+    import regex  # noqa: PLC0415 - loaded for a backtracking pattern only (issue 17 start-up)
+
     re.compile(pattern, flags)
     try:
         compiled = regex.compile(pattern, _regex_flags(flags))
@@ -82,6 +82,8 @@ def compile_backtracking(
 
 
 def _regex_flags(flags: int) -> int:
+    import regex  # noqa: PLC0415
+
     out = regex.VERSION0  # re's semantics, not regex's VERSION1 extensions
     for ours, theirs in (
         (re.IGNORECASE, regex.IGNORECASE),

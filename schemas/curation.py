@@ -101,6 +101,3 @@ class CorpusCurated(_Closed):
     admitted: list[dict[str, Any]]
     rejected: list[dict[str, Any]]
     manifest_digest: str
-
-
-PAYLOADS: dict[str, type[BaseModel]] = {"corpus.curated": CorpusCurated}

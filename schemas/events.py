@@ -2,29 +2,67 @@
 
 Built-in types are validated against their payload model; a user's own types live
 under ``ext.`` and carry any JSON object. Each area owns its payload models in its own
-module (``trial_events``, ``verdict_events``, ``replay_events``); this module only
-assembles them.
+module (``trial_events``, ``verdict_events``, ``replay_events``, ``curation``); this module
+names which model each type has, and imports an area's module on first use of one of its
+types: a command that appends two types does not build forty models (issue 17 start-up).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from schemas import curation, replay_events, trial_events, verdict_events
 from schemas.errors import LedgerError
 
 EXT_PREFIX = "ext."
 
-PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
-    **trial_events.PAYLOADS,
-    **verdict_events.PAYLOADS,
-    **replay_events.PAYLOADS,
-    **curation.PAYLOADS,  # corpus.curated (issue 21)
+# type -> (module under schemas/, model class)
+MODEL_NAMES: dict[str, tuple[str, str]] = {
+    "trial.registered": ("trial_events", "TrialRegistered"),
+    "trial.message": ("trial_events", "TrialMessage"),
+    "trial.tool_call": ("trial_events", "TrialToolCall"),
+    "trial.ended": ("trial_events", "TrialEnded"),
+    "timeline.event": ("trial_events", "TimelineEvent"),
+    "state.recorded": ("trial_events", "StateRecorded"),
+    "grade.recorded": ("trial_events", "GradeRecorded"),
+    "migration.declared": ("trial_events", "MigrationDeclared"),
+    "pack.registered": ("trial_events", "PackRegistered"),
+    "ingest.skipped": ("trial_events", "IngestSkipped"),
+    "oracle.declared": ("verdict_events", "OracleDeclared"),
+    "oracle.ran": ("verdict_events", "OracleRan"),
+    "work.produced": ("verdict_events", "WorkProduced"),
+    "verdict.admitted": ("verdict_events", "VerdictAdmitted"),
+    "run.event": ("open_payload", "OpenPayload"),
+    "receipt.issued": ("open_payload", "OpenPayload"),
+    "grade.replayed": ("replay_events", "GradeReplayed"),
+    "replay.completed": ("replay_events", "ReplayCompleted"),
+    "reconcile.completed": ("replay_events", "ReconcileCompleted"),
+    "corpus.curated": ("curation", "CorpusCurated"),  # issue 21
 }
 
-EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_MODELS)
+
+class _Models(Mapping[str, type[BaseModel]]):
+    """:data:`MODEL_NAMES` as type -> model, each model imported when first looked up."""
+
+    def __getitem__(self, type: str) -> type[BaseModel]:
+        module, name = MODEL_NAMES[type]
+        return getattr(importlib.import_module(f"schemas.{module}"), name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MODEL_NAMES)
+
+    def __len__(self) -> int:
+        return len(MODEL_NAMES)
+
+    def __contains__(self, type: object) -> bool:
+        return type in MODEL_NAMES
+
+
+PAYLOAD_MODELS: Mapping[str, type[BaseModel]] = _Models()
+EVENT_TYPES: frozenset[str] = frozenset(MODEL_NAMES)
 
 # Event types only a projection writes (derived from the log, never recorded by hand):
 # type -> (the command that writes it, the stream prefix it writes it on). `vledger append`

@@ -49,10 +49,3 @@ class ReconcileCompleted(_ReceiptFields):
     exit_code: int | None = None
     entries: list[dict[str, Any]] = Field(default_factory=list)
     config: dict[str, Any] | None = None
-
-
-PAYLOADS: dict[str, type[BaseModel]] = {
-    "grade.replayed": GradeReplayed,
-    "replay.completed": ReplayCompleted,
-    "reconcile.completed": ReconcileCompleted,
-}

@@ -191,17 +191,3 @@ class IngestSkipped(_Closed):
     file: str | None = None
     key: str | None = None
     expected: str | None = None
-
-
-PAYLOADS: dict[str, type[BaseModel]] = {
-    "trial.registered": TrialRegistered,
-    "trial.message": TrialMessage,
-    "trial.tool_call": TrialToolCall,
-    "trial.ended": TrialEnded,
-    "timeline.event": TimelineEvent,
-    "state.recorded": StateRecorded,
-    "grade.recorded": GradeRecorded,
-    "migration.declared": MigrationDeclared,
-    "pack.registered": PackRegistered,
-    "ingest.skipped": IngestSkipped,
-}

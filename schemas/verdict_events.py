@@ -16,7 +16,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.gvc import Party
-from schemas.open_payload import OpenPayload
 
 _CLOSED = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -102,13 +101,3 @@ class VerdictAdmitted(BaseModel):
     counters: AdmissionCounters
     registration: str
     through_version: int = Field(ge=-1)
-
-
-PAYLOADS: dict[str, type[BaseModel]] = {
-    "oracle.declared": OracleDeclared,
-    "oracle.ran": OracleRan,
-    "work.produced": WorkProduced,
-    "verdict.admitted": VerdictAdmitted,
-    "run.event": OpenPayload,
-    "receipt.issued": OpenPayload,
-}

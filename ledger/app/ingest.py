@@ -52,6 +52,7 @@ from ledger.app.ingest_spool import (
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.errors import LedgerError
+from ledger.log.rows import ARROW_FROM_ROWS
 from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
@@ -133,7 +134,7 @@ class IngestResult(Result):
 
 
 def ingest(
-    *paths: str | Path,
+    *paths: str | Path | Sequence[str | Path],
     ledger: LedgerArg = None,
     corpus: str | None = None,
     skip_bad: bool = False,
@@ -144,6 +145,7 @@ def ingest(
 ) -> IngestResult:
     """``vledger ingest PATH…``: every PATH into ``ledger`` (created if absent; one this
     call created is removed again if the ingest aborts). Raises :class:`IngestError`.
+    A list of paths counts as its paths (``ingest([a, b])`` is ``ingest(a, b)``).
 
     Example::
 
@@ -151,7 +153,8 @@ def ingest(
         print(result.summary())   # "… new, 0 already present (17 new trial(s) …"
     """
     limits = YamlLimits(max_bytes=max_file_bytes)
-    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
+    flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
+    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits)
     root = ledger_path(ledger)
     fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
     try:
@@ -177,7 +180,8 @@ def ingest_into(
     limits: YamlLimits = DEFAULT_LIMITS,
 ) -> IngestResult:
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile)."""
-    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
+    flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
+    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits)
     return run(ledger, request, progress)
 
 
@@ -387,14 +391,24 @@ def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[s
     for prefix in prefixes:
         if not any(s in wanted for s in ledger.streams(prefix=prefix)):
             continue
-        for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
-            table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
-            cols = table.select(["stream", "event_id", "type"]).to_pydict()
-            # in seq order, so each stream's rows arrive in stream order
-            for s, e, t in zip(cols["stream"], cols["event_id"], cols["type"], strict=True):
-                if s in wanted and t in INGEST_TYPES:
-                    out.setdefault(s, []).append((e, t))
+        # in seq order, so each stream's rows arrive in stream order
+        for s, e, t in _id_rows(ledger, prefix):
+            if s in wanted and t in INGEST_TYPES:
+                out.setdefault(s, []).append((e, t))
     return out
+
+
+def _id_rows(ledger: Any, prefix: str) -> Iterator[tuple[str, str, str]]:
+    """``(stream, event_id, type)`` of the events under ``prefix``, in seq order: three
+    Arrow columns per bounded window (2.5x faster than whole events over 50k), or, for a
+    log too small to earn the pyarrow import (ledger.log.rows), from ``read``."""
+    if ledger.size() < ARROW_FROM_ROWS:
+        yield from ((e.stream, e.event_id, e.type) for e in ledger.read(stream_prefix=prefix))
+        return
+    for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
+        table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
+        cols = table.select(["stream", "event_id", "type"]).to_pydict()
+        yield from zip(cols["stream"], cols["event_id"], cols["type"], strict=True)
 
 
 def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:

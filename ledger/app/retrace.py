@@ -30,7 +30,6 @@ from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
-from ledger.sources.yaml_safe import load_yaml
 from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
 from replay.retrace_report import RetraceReportError, build_report
@@ -128,6 +127,8 @@ def load_override_source(
 
 
 def _read(path: Path) -> Any:
+    from ledger.sources.yaml_safe import load_yaml  # noqa: PLC0415 - only a replacement is read
+
     try:  # the one bounded reader: a device, FIFO or oversize file is refused by name
         return load_yaml(Path(path))
     except InputError as exc:  # names the file (and line) itself

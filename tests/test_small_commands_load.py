@@ -1,0 +1,69 @@
+"""What a small command loads (issue 17: start-up). Over the 17 shipped trials, retrace and
+reconcile stay on the store's plain-list paths (ledger.log.rows) and import only the
+payload models of the types they append: no pyarrow, numpy or signing stack, and no YAML
+parser or backtracking regex engine for a retrace that reads no file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+NEVER = ("pyarrow", "numpy", "cryptography", "schemas.gvc", "schemas.verdict_events",
+         "schemas.curation")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("small") / "ledger"
+    ledger.init(home)
+    ledger.ingest(
+        [ROOT / "corpora" / "notes_duplicate_check", ROOT / "corpora" / "packs"], ledger=home
+    )
+    return home
+
+
+def loaded(call: str, home: Path, watch: tuple[str, ...]) -> list[str]:
+    """The watched modules a fresh interpreter holds after ``call`` (``lg`` is the path)."""
+    code = (
+        "import sys, ledger\n"
+        f"lg = {str(home)!r}\n"
+        f"{call}\n"
+        f"print('LOADED:' + ' '.join(sorted(m for m in sys.modules if m.startswith({watch!r}))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return out.stdout.splitlines()[-1].removeprefix("LOADED:").split()
+
+
+def test_a_small_retrace_loads_no_arrow_yaml_regex_or_foreign_models(small_ledger: Path) -> None:
+    call = "assert ledger.retrace(lg).appended == 18"
+    assert loaded(call, small_ledger, (*NEVER, "yaml", "regex")) == []
+
+
+def test_a_small_reconcile_loads_no_arrow_or_foreign_models(small_ledger: Path) -> None:
+    call = f"assert ledger.reconcile(ledger=lg, packs=[{str(ROOT / 'corpora' / 'packs')!r}])"
+    assert loaded(call, small_ledger, NEVER) == []
+
+
+def test_a_large_append_takes_the_arrow_path() -> None:
+    """The other side of the split: from ARROW_FROM_ROWS events, Arrow does the insert."""
+    code = (
+        "import sys, tempfile\n"
+        "from ledger.log.rows import ARROW_FROM_ROWS\n"
+        "from ledger.log.store import init_ledger\n"
+        "from schemas.envelope import NewEvent\n"
+        "with init_ledger(tempfile.mkdtemp() + '/l') as lg:\n"
+        "    lg.append([NewEvent('run/a', 'ext.x', {'i': i}) for i in range(ARROW_FROM_ROWS - 1)])\n"
+        "    before = 'pyarrow' in sys.modules\n"
+        "    lg.append([NewEvent('run/b', 'ext.x', {'i': i}) for i in range(ARROW_FROM_ROWS)])\n"
+        "    print(before, 'pyarrow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
