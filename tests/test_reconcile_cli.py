@@ -18,6 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import ledger as ledger_api
 from ledger.app.reconcile import ReconcileRequest as Invocation
 from ledger.app.reconcile import run_reconcile
 from ledger.app.reconcile_packs import ReconcileError, resolve_corpus
@@ -291,6 +292,10 @@ def run_tmp(root: Path, **kw: Any):
     return run_reconcile(Invocation(packs=[root / "packs"], base=root, **kw))
 
 
+def run_reconcile_recorded(root: Path):
+    return ledger_api.reconcile(packs=[root / "packs"], base=root, ledger=root / "lg")
+
+
 def test_hand_made_corpus_reaches_no_counter_evidence(tmp_path: Path) -> None:
     make_pack(tmp_path, migration())
     make_corpus(tmp_path, BALANCED)
@@ -413,6 +418,37 @@ def test_an_unreadable_bundle_blocks_but_does_not_abort(tmp_path: Path) -> None:
     assert row["trial"] == "corpus/z"
     assert "corpus/z/grade.yaml" in row["reason"] and "'score'" in row["reason"]
     assert out.exit_code == 1
+
+
+def test_a_recorded_run_reads_each_bundle_once_and_words_an_unreadable_one_as_a_dry_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real run takes each bundle's stream from ingest's reading of it; only a bundle
+    ingest could not read is read again, so its row says what a dry run says."""
+    from ledger.sources import tolokaforge
+
+    make_pack(tmp_path, migration(evidence={"observations": 4, "kappa": 1.0}))
+    corpus = make_corpus(tmp_path, [*BALANCED, ("z", True, True)])
+    (corpus / "z" / "grade.yaml").write_text("binary_pass: true\nscore: [not, a, number]\n")
+    dry = run_tmp(tmp_path)
+    reads: list[str] = []
+    real_read = tolokaforge.read_bundle
+
+    def counting(directory: Path, *args: Any, **kw: Any) -> Any:
+        reads.append(Path(directory).name)
+        return real_read(directory, *args, **kw)
+
+    for module in (
+        "ledger.sources.tolokaforge",
+        "ledger.sources.in_memory",
+        "ledger.app.ingest_inputs",
+    ):
+        monkeypatch.setattr(f"{module}.read_bundle", counting)
+    init_ledger(tmp_path / "lg").close()
+    real = run_reconcile_recorded(tmp_path)
+    assert sorted(reads) == ["a", "b", "c", "d", "z", "z"]
+    assert real.document["sources"] == dry.document["sources"]
+    assert real.document["entries"] == dry.document["entries"]
 
 
 def test_a_corpus_path_escaping_the_base_by_dotdot_refuses_the_declaration(tmp_path: Path) -> None:

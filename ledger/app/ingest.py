@@ -178,21 +178,29 @@ def ingest_into(
     *,
     keep_inconsistent: bool = False,
     limits: YamlLimits = DEFAULT_LIMITS,
+    on_unit: Callable[[Path, Unit], None] | None = None,
 ) -> IngestResult:
-    """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile)."""
+    """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
+    ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
+    (reconcile reads each bundle once that way)."""
     flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
     request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits)
-    return run(ledger, request, progress)
+    return run(ledger, request, progress, on_unit)
 
 
-def run(ledger: Any, request: IngestRequest, progress: Progress | None = None) -> IngestResult:
+def run(
+    ledger: Any,
+    request: IngestRequest,
+    progress: Progress | None = None,
+    on_unit: Callable[[Path, Unit], None] | None = None,
+) -> IngestResult:
     """The use case: plan every input, compare with ``ledger``, append what is new.
 
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
     with _gc_paused(), spool() as file:
         job = _Ingest(request, file)
-        job.plan(progress)
+        job.plan(progress, on_unit)
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
             raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
@@ -236,7 +244,7 @@ class _Ingest:
         self.lists["skipped"].append({"source": source, "kind": kind, "reason": text})
         self.skips.append(_skip_event(source, kind, text, cause))
 
-    def plan(self, progress: Progress | None) -> None:
+    def plan(self, progress: Progress | None, on_unit: Callable[[Path, Unit], None] | None) -> None:
         tasks = []
         limits = self.request.limits
         for given in self.request.paths:
@@ -260,6 +268,8 @@ class _Ingest:
                 self.bad(task.source, task.kind, exc)
                 continue
             for unit in units:
+                if on_unit is not None:
+                    on_unit(task.path, unit)
                 self.admit(unit)
         if progress is not None:
             progress(total, total, "")

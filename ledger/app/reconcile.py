@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -184,21 +185,54 @@ class _Context:
 
 
 def _trial_inputs(
-    ctx: _Context, directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus]
-) -> tuple[str, str, TrialInputs]:
-    """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run."""
-    plan = plan_bundle(directory, label, corpus, manifests)
-    events = as_stored(plan.events)
-    if ctx.ledger is not None:
-        events = list(ctx.ledger.read(stream=plan.stream))
-        if [e.event_id for e in events] != [e.event_id for e in plan.events]:
-            held = "no events" if not events else f"{len(events)} events of other content"
-            raise UnreadableBundle(
-                f"the ledger's stream {plan.stream!r} holds {held}, not this bundle as it is on "
-                "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
-            )
-    stream_digest = digest([plan.stream, [e.event_id for e in plan.events]])
-    return plan.stream, stream_digest, trial_inputs(events)
+    directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus],
+    ingested: _Ingested | None,
+) -> tuple[str, str, TrialInputs]:  # fmt: skip
+    """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run,
+    where ingest has read the bundle already (one it could not read is read again here, so
+    the error names the trial as every other reconcile message does)."""
+    seen = None if ingested is None else ingested.planned.get(directory.resolve())
+    if seen is None:
+        plan = plan_bundle(directory, label, corpus, manifests)
+        seen = plan.stream, [e.event_id for e in plan.events]
+        if ingested is None:  # a dry run: the bundle as the ledger would hold it
+            return plan.stream, digest(list(seen)), trial_inputs(as_stored(plan.events))
+    stream, ids = seen
+    events = ingested.events(stream)  # type: ignore[union-attr] - seen comes from it
+    if [e.event_id for e in events] != ids:
+        held = "no events" if not events else f"{len(events)} events of other content"
+        raise UnreadableBundle(
+            f"the ledger's stream {stream!r} holds {held}, not this bundle as it is on "
+            "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
+        )
+    return stream, digest([stream, ids]), trial_inputs(events)
+
+
+@dataclass
+class _Ingested:
+    """A real run's corpus after ingest: each bundle's planned stream and ids, and the
+    ledger's events of those streams, read in one pass over their common prefix (one query
+    per trial scanned the log once per trial)."""
+
+    lg: Any
+    planned: dict[Path, tuple[str, list[str]]]
+    held: dict[str, list[StoredEvent]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(lg: Any, root: Path) -> _Ingested:
+        out = _Ingested(lg, ingest_corpus(lg, root))
+        wanted = {stream for stream, _ in out.planned.values()}
+        if wanted:
+            for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted))):
+                if ev.stream in wanted:
+                    out.held.setdefault(ev.stream, []).append(ev)
+        return out
+
+    def events(self, stream: str) -> list[StoredEvent]:
+        """The stream's events, handed over once (a stream asked for again, two bundles
+        planned as one stream, is read again)."""
+        held = self.held.pop(stream, None)
+        return list(self.lg.read(stream=stream)) if held is None else held
 
 
 def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
@@ -207,14 +241,15 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
-    if ctx.ledger is not None:
-        ingest_corpus(ctx.ledger, root)
+    ingested = None if ctx.ledger is None else _Ingested.of(ctx.ledger, root)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory in bundles:
         trial = display_path(directory, ctx.base)
         try:
-            stream, stream_digest, inputs = _trial_inputs(ctx, directory, trial, corpus, manifests)
+            stream, stream_digest, inputs = _trial_inputs(
+                directory, trial, corpus, manifests, ingested
+            )
             if never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue

@@ -183,11 +183,22 @@ def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
     return tools
 
 
-def ingest_corpus(lg: Any, root: Path) -> None:
-    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped)."""
+def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
+    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped).
+    Each bundle read, by resolved directory: its stream and planned event ids, so the
+    caller need not read it again."""
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
+    planned: dict[Path, tuple[str, list[str]]] = {}
+
+    def seen(path: Path, unit: Any) -> None:
+        planned[path.resolve()] = (unit.stream, [e.event_id for e in unit.events])
+
     try:
-        ingest_into(lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True)
+        ingest_into(
+            lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
+            on_unit=seen,
+        )  # fmt: skip
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
+    return planned

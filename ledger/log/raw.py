@@ -163,13 +163,11 @@ class RawReads:
         cur = self._con.cursor()
         try:
             params = [lo, top, *(value for _, value in where)]
-            rows = (
-                cur.execute(sql, params).fetchall()
-                if tuples
-                else cur.sql(sql, params=params).to_arrow_table()
-            )
+            if tuples:  # a window too small to fill the pool: nothing to trim
+                return cur.execute(sql, params).fetchall()
+            table = cur.sql(sql, params=params).to_arrow_table()
             connection.trim_buffer_pool(cur)  # the window's blocks will not be read again
-            return rows
+            return table
         finally:
             cur.close()
 
