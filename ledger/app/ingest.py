@@ -183,8 +183,7 @@ def ingest_into(
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
     ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
     (reconcile reads each bundle once that way)."""
-    flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
-    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits)
+    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
     return run(ledger, request, progress, on_unit)
 
 
