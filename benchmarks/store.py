@@ -35,7 +35,7 @@ from ledger.log import merkle
 from ledger.log.connection import duckdb_memory_limit
 from ledger.log.layout import DDL as _DDL
 from ledger.log.layout import NODE_MIN_LEVEL
-from ledger.log.rows import node_table as _node_table
+from ledger.log.rows import insert_nodes
 from ledger.log.store import init_ledger
 from ledger.log.verify import verify_ledger
 from schemas.canonical import canonical_json
@@ -103,21 +103,23 @@ def time_ours(path: Path, batches: list[list[NewEvent]]) -> float:
     return dt
 
 
-def node_tables(tables: list[pa.Table]) -> list[pa.Table]:
-    """The interior-node rows each batch completes and the store keeps (from
-    NODE_MIN_LEVEL up): what append writes besides events."""
+def node_runs(tables: list[pa.Table]) -> list[list[tuple[int, int, bytes]]]:
+    """The interior nodes each batch completes and the store keeps (from NODE_MIN_LEVEL
+    up): what append writes besides events."""
     frontier: list[bytes] = []
     out = []
     size = 0
     for t in tables:
         leaves = t.column("leaf_hash").to_pylist()
         runs = merkle.push_run(frontier, size, b"".join(leaves))
-        out.append(_node_table([run for run in runs if run[0] >= NODE_MIN_LEVEL]))
+        out.append([run for run in runs if run[0] >= NODE_MIN_LEVEL])
         size += len(leaves)
     return out
 
 
-def time_raw(path: Path, tables: list[pa.Table], nodes: list[pa.Table] | None = None) -> float:
+def time_raw(
+    path: Path, tables: list[pa.Table], nodes: list[list[tuple[int, int, bytes]]] | None = None
+) -> float:
     """Seconds for raw DuckDB inserts of ready Arrow tables (same DDL, same settings).
 
     With ``nodes``, each transaction also inserts that batch's ready node rows and updates
@@ -132,7 +134,7 @@ def time_raw(path: Path, tables: list[pa.Table], nodes: list[pa.Table] | None = 
         con.execute("BEGIN TRANSACTION")
         con.from_arrow(t).insert_into("events")  # the insert call the store makes
         if nodes is not None:
-            con.from_arrow(nodes[i]).insert_into("nodes")
+            insert_nodes(con, nodes[i])  # the store's node insert
             con.execute("UPDATE tree_state SET size = ?, frontier = ?", [i, bytes(32 * 18)])
         con.execute("COMMIT")
     dt = time.perf_counter() - t0
@@ -153,7 +155,7 @@ def bench_append(
     for batch in batches:
         tables.append(arrow_batch(batch, seq))
         seq += len(batch)
-    nodes = node_tables(tables)
+    nodes = node_runs(tables)
     ours, raw, raw_nodes = [], [], []
     for r in range(reps):
         ours.append(time_ours(tmp / f"ledger{r}", batches))

@@ -10,9 +10,8 @@ the import is ~0.1 s).
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.log import fast, merkle
 from ledger.log.layout import NODE_MIN_LEVEL
@@ -50,27 +49,41 @@ def insert_rows(
     ``versions``) and the stored ``nodes`` rows it completes; ``frontier`` becomes the new
     one. ``now`` stamps the rows (default: the current time)."""
     now = datetime.now(UTC) if now is None else now
-    if len(new) >= ARROW_FROM_ROWS:
-        events, nodes = arrow_rows(new, size, frontier, versions, now)
-        con.from_arrow(events).insert_into("events")  # by position, no view to register
-        if nodes is not None:
-            con.from_arrow(nodes).insert_into("nodes")
-        return
     stream_versions = _stream_versions(new.streams, versions)
-    payloads = new.payloads.to_list()
-    leaves = fast.py_envelope_leaf_hashes(
-        size, new.streams, stream_versions, new.event_ids, new.types, new.schema_versions,
-        payloads,
-    )  # fmt: skip
-    seqs = list(range(size, size + len(new)))
-    ids, types, svs = new.event_ids, new.types, new.schema_versions
-    con.execute(
-        _EVENTS_SQL,
-        [seqs, new.streams, stream_versions, ids, types, svs, now, payloads, fast.split(leaves)],
-    )
-    nodes = _node_columns(_stored_runs(frontier, size, leaves))
-    if nodes[0]:
-        con.execute(_NODES_SQL, [*nodes[:3], fast.split(nodes[3])])
+    if len(new) >= ARROW_FROM_ROWS:
+        events, leaves = arrow_events(new, size, stream_versions, now)
+        con.from_arrow(events).insert_into("events")  # by position, no view to register
+    else:
+        ids, types, svs, payloads = (
+            new.event_ids,
+            new.types,
+            new.schema_versions,
+            new.payloads.to_list(),
+        )
+        leaves = fast.py_envelope_leaf_hashes(
+            size, new.streams, stream_versions, ids, types, svs, payloads
+        )
+        seqs = list(range(size, size + len(new)))
+        columns = [seqs, new.streams, stream_versions, ids, types, svs, now, payloads]
+        con.execute(_EVENTS_SQL, [*columns, fast.split(leaves)])
+    runs = merkle.push_run(frontier, size, leaves)
+    insert_nodes(con, [run for run in runs if run[0] >= NODE_MIN_LEVEL])
+
+
+def insert_nodes(con: duckdb.DuckDBPyConnection, runs: list[tuple[int, int, bytes]]) -> None:
+    """Insert the interior nodes :func:`merkle.push_run` completed (a batch completes one
+    per 64 events from level 6: few enough for list parameters on either path)."""
+    levels: list[int] = []
+    idxs: list[int] = []
+    last: list[int] = []
+    for lv, first, hs in runs:
+        span = range(first, first + len(hs) // 32)
+        levels.extend([lv] * len(span))
+        idxs.extend(span)
+        last.extend(((i + 1) << lv) - 1 for i in span)
+    if levels:
+        hashes = fast.split(b"".join(hs for _, _, hs in runs))
+        con.execute(_NODES_SQL, [levels, idxs, last, hashes])
 
 
 def _stream_versions(streams: list[str], versions: dict[str, int]) -> list[int]:
@@ -86,32 +99,10 @@ def _stream_versions(streams: list[str], versions: dict[str, int]) -> list[int]:
     return out
 
 
-def _stored_runs(frontier: list[bytes], size: int, leaves: bytes) -> list[tuple[int, int, bytes]]:
-    """The interior nodes the leaves complete that the store keeps (``frontier`` becomes
-    the new one)."""
-    return [run for run in merkle.push_run(frontier, size, leaves) if run[0] >= NODE_MIN_LEVEL]
-
-
-def _node_columns(
-    runs: list[tuple[int, int, bytes]],
-) -> tuple[list[int], list[int], list[int], bytes]:
-    """``(level, idx, last_leaf, hashes concatenated)`` of the nodes in ``runs``."""
-    levels: list[int] = []
-    idxs: list[int] = []
-    last: list[int] = []
-    for lv, first, hs in runs:
-        span = range(first, first + len(hs) // 32)
-        levels.extend([lv] * len(span))
-        idxs.extend(span)
-        last.extend(((i + 1) << lv) - 1 for i in span)
-    return levels, idxs, last, b"".join(hs for _, _, hs in runs)
-
-
-def arrow_rows(
-    new: Batch, size: int, frontier: list[bytes], versions: dict[str, int], now: datetime
-) -> tuple[pa.Table, pa.Table | None]:
-    """The Arrow path of :func:`insert_rows`: the ``events`` table and the ``nodes`` table
-    (None if no node is completed)."""
+def arrow_events(
+    new: Batch, size: int, stream_versions: list[int], now: datetime
+) -> tuple[pa.Table, bytes]:
+    """The Arrow path's ``events`` table and its leaf hashes, concatenated."""
     import pyarrow as pa  # noqa: PLC0415 - the Arrow path only
 
     from schemas.envelope import ARROW_SCHEMA  # noqa: PLC0415
@@ -121,61 +112,14 @@ def arrow_rows(
     columns = [
         pa.array(range(size, size + n), pa.uint64()),
         pa.array(new.streams, pa.string()),
-        pa.array(_stream_versions(new.streams, versions), pa.uint32()),
+        pa.array(stream_versions, pa.uint32()),
         pa.array(new.event_ids, pa.string()),
         pa.array(new.types, pa.string()),
         pa.array(new.schema_versions, pa.uint16()),
     ]
     leaves = fast.column_leaf_hashes(size, *columns, payloads)
-    stored = _stored_runs(frontier, size, leaves)
-    table = pa.table(
-        [
-            *columns,
-            pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
-            payloads,
-            _hash_array(leaves),
-        ],
-        schema=ARROW_SCHEMA,
-    )
-    return table, node_table(stored) if stored else None
-
-
-def _hash_array(hashes: bytes) -> pa.FixedSizeBinaryArray:
-    """Concatenated 32-byte digests as one Arrow array over the same buffer (no copy)."""
-    import pyarrow as pa  # noqa: PLC0415
-
-    if len(hashes) % 32:  # never: SHA-256 digests; keep the buffer honest
-        raise AssertionError("bad math in _hash_array: not a whole number of 32-byte hashes")
-    return pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(32), len(hashes) // 32, [None, pa.py_buffer(hashes)]
-    )
-
-
-@functools.cache
-def _node_schema() -> Any:
-    import pyarrow as pa  # noqa: PLC0415
-
-    return pa.schema(
-        [
-            pa.field("level", pa.uint8(), nullable=False),
-            pa.field("idx", pa.uint64(), nullable=False),
-            pa.field("last_leaf", pa.uint64(), nullable=False),
-            pa.field("hash", pa.binary(32), nullable=False),
-        ]
-    )
-
-
-def node_table(runs: list[tuple[int, int, bytes]]) -> pa.Table:
-    """Arrow rows for the interior nodes :func:`merkle.push_run` completed."""
-    import pyarrow as pa  # noqa: PLC0415
-
-    levels, idxs, last, hashes = _node_columns(runs)
-    return pa.table(
-        [
-            pa.array(levels, pa.uint8()),
-            pa.array(idxs, pa.uint64()),
-            pa.array(last, pa.uint64()),
-            _hash_array(hashes),
-        ],
-        schema=_node_schema(),
-    )
+    if len(leaves) != 32 * n:  # never: SHA-256 digests; keep the buffer honest
+        raise AssertionError("bad math in arrow_events: not one 32-byte hash per row")
+    hashes = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), n, [None, pa.py_buffer(leaves)])
+    time = pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n)
+    return pa.table([*columns, time, payloads, hashes], schema=ARROW_SCHEMA), leaves
