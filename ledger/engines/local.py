@@ -9,16 +9,17 @@ come back sorted by stream, so they are identical for any ``workers``.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.engines.base import Progress, TrialFn, TrialSelection
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent, stored_events
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 READ_WINDOW = 4096  # seqs read at once: the driver holds one window plus the trials still open
 CHUNK = 64  # trials per pool task: large enough to amortise a task, small enough to stay flat
@@ -94,6 +95,9 @@ def run_pool(
     spans = lg.trial_spans(0, select.to_seq + 1)
     # forkserver, not fork: the driver may hold threads (the hash pool, Ray's gRPC) that a
     # forked child would inherit mid-state; a fresh server process has none
+    import multiprocessing  # noqa: PLC0415 - the pool path only (issue 17 start-up)
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         flight: deque[Future] = deque()
