@@ -293,11 +293,6 @@ def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
     return Candidate(inputs, label, frozenset({str(bundle.resolve())})), events
 
 
-def curate_from_runs(sources: Sequence[Path], **flags: Any) -> CurateResult:
-    """:func:`curate` over run or bundle directories (``ledger_dir=`` names the ledger)."""
-    return curate(sources=sources, ledger=flags.pop("ledger_dir", None), **flags)
-
-
 def from_runs_request(request: CurateRequest) -> CurateResult:
     """Curate the trials under run or bundle directories; ``exclusions`` keys are any
     spelling of a bundle directory's path."""
@@ -350,11 +345,6 @@ def _ledger_candidate(stream: str, evs: Sequence[StoredEvent]) -> Candidate:
         raise CurationError(f"{stream} cannot be read as a recorded trial: {exc}") from None
     keys = {stream, recorded_location(inputs).source}
     return Candidate(inputs, stream, frozenset(keys))
-
-
-def curate_from_ledger(ledger_dir: Path, **flags: Any) -> CurateResult:
-    """:func:`curate` over the trials already ingested into ``ledger_dir``."""
-    return curate(from_ledger=True, ledger=ledger_dir, **flags)
 
 
 def from_ledger_request(request: CurateRequest) -> CurateResult:
