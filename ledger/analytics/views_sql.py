@@ -26,11 +26,7 @@ def views_sql(export_dir: Path) -> str:
     """The script: one statement per line group, each ending in ``;``."""
     glob = str(Path(export_dir).resolve() / "seg-*.parquet").replace("'", "''")
     relation = f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet('{glob}')"
-    statements = [
-        f"CREATE OR REPLACE VIEW _raw_events AS {relation}",
-        *views.MACROS,
-        *(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql}" for v in views.VIEWS),
-    ]
+    statements = views.statements(relation)
     head = "-- verdict-ledger views over this export (ledger/analytics/views_sql.py); DuckDB SQL\n"
     return head + "".join(f"{s};\n" for s in statements)
 

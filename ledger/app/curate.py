@@ -30,6 +30,7 @@ from ledger.sources.detect import discover_bundles
 from ledger.sources.export_bundle import BundleExportError, bundle_files
 from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
+from ledger.sources.plan import escape
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import in_run_layout
 from replay.curation import Candidate, Curation, CurationError, recorded_location
@@ -227,7 +228,7 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
         curated_at=m.curated_at, admitted=admitted, rejected=rejected,
         manifest_digest=result.manifest_digest,
     ).model_dump(mode="json")  # fmt: skip
-    stream = f"curation/{m.criterion.replace('%', '%25').replace('/', '%2F')}"
+    stream = f"curation/{escape(m.criterion)}"
     event_id = hashlib.sha256(canonical_json([stream, EVENT_TYPE, payload])).hexdigest()[:32]
     return NewEvent(stream, EVENT_TYPE, payload, event_id=event_id)
 

@@ -15,7 +15,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import emitted, json_option, ledger_option, resolve_ledger
 
 
 def _fmt(value: Any) -> str:
@@ -60,7 +60,5 @@ def grade_command(
     Example: vledger grade corpora/notes_duplicate_check/met/<trial> --json
     """
     result = ledger.grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(result.to_json())
-    else:
+    if not emitted(as_json, result):
         _print_human(result.to_json())

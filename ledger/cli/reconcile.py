@@ -26,7 +26,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error
 from ledger.defaults import DEFAULT_PACKS
 from schemas.errors import FAILED
@@ -128,9 +128,7 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
     except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
         error(exc)
         sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
-    if as_json:
-        emit_json(result.to_json())
-    else:
+    if not emitted(as_json, result):
         click.echo(_validate_text(result), nl=False)
     sys.exit(result.exit_code)
 
