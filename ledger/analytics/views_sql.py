@@ -1,15 +1,6 @@
-"""``_views.sql``: the documented views as plain DuckDB SQL over an exported Parquet directory.
-
-``vledger export --parquet DIR`` writes it beside the segments, so a plain DuckDB session —
-no verdict-ledger installed — gets the same views ``vledger sql`` has::
-
-    duckdb -c ".read DIR/_views.sql" -c "SELECT * FROM pass_at_k WHERE level = 'task'"
-
-The statements are exactly those ``ledger.analytics.views.create_views`` runs (the one relation of
-envelope rows, the macros, every view in order), over ``read_parquet`` of the export's
-segment files by absolute path; moving the directory means editing that first statement.
-The name starts with ``_`` for the reason ``_manifest.json`` does: pyarrow.dataset, Spark
-and Hive skip such files, so the directory still reads as one Parquet dataset.
+"""``_views.sql``: the documented views as plain DuckDB SQL over an exported Parquet directory
+(docs/readme/analytics.md § Dataframes and plain DuckDB). The segments are read by absolute
+path: moving the directory means editing the first statement.
 """
 
 from __future__ import annotations

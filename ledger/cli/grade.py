@@ -1,8 +1,5 @@
 """``vledger grade BUNDLE [--grading FILE] [--json]``: a thin shell over :func:`ledger.grade`.
-
-Exit codes: 0 graded (differences or not), otherwise the error's own (README table): 1 a
-bundle or config that cannot be read or graded (the error names the file and key), 2 usage,
-3 busy.
+Exit 0 when graded (differences or not), else the error's own code (README.md § CLI reference).
 """
 
 from __future__ import annotations

@@ -1,20 +1,5 @@
 """``vledger reconcile`` and ``vledger validate``: thin shells over ``ledger.reconcile`` /
-``ledger.validate``.
-
-Exit codes (one place):
-
-====  =====================================================================================
-0     every narrowed / retired entry reached ``no_counter_evidence`` and every bundle was
-      readable (``validate``: the declaration loads)
-1     something blocks: ``insufficient_evidence``, a refusal, or an unreadable bundle
-      (``validate``: at least one rule is broken)
-2     usage error (click)
-5     the invocation cannot run: a declaration that does not load, a corpus escaping the
-      base, a task_id no pack (or two packs) declares, no bundle under the source
-====  =====================================================================================
-
-Candidate entries are reported and never gate the exit code.
-"""
+``ledger.validate``; their exit codes: docs/readme/reconcile.md."""
 
 from __future__ import annotations
 
