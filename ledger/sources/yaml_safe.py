@@ -303,11 +303,6 @@ def load_confined_yaml(
     return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
 
 
-def tree_size(value: Any) -> int:
-    """Nodes in ``value`` read as a tree (shared sub-objects counted once per reference)."""
-    return tree_extent(value)[0]
-
-
 def tree_extent(value: Any) -> tuple[int, int]:
     """``(nodes, characters)`` of ``value`` read as a tree: shared sub-objects counted once
     per reference, every string's characters (keys included), one per other scalar.
