@@ -8,7 +8,7 @@ check that both admit and reject the same trials for the same reasons.
    layout a run writes (``<run-id>/trials/<task-id>/<index>``), and one in ten record-
    carrying trials gets every recorded call set to ``status: error`` (environment-dead).
    Judge-errored and ungraded trials come from the generator itself.
-2. Ours, in process: ``curate_from_runs`` over every run directory into a fresh ``--into``
+2. Ours, in process: ``curate`` over every run directory into a fresh ``--into``
    (read, classify, render, write, append ``corpus.curated``), best of ``--repeat``.
 3. The reference, in process: ``curate_corpus`` in the reference's own interpreter over
    the same run directories, best of ``--repeat`` (its import excluded). Both whole
@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.generate_corpus import generate
-from ledger.app.curate import curate_from_runs
+from ledger.app.curate import curate
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITERION = "checked_before_acting"
@@ -80,8 +80,8 @@ def _ours(sources: list[Path], work: Path, repeat: int) -> tuple[float, dict]:
     best, manifest = float("inf"), {}
     for i in range(repeat):
         start = time.perf_counter()
-        result = curate_from_runs(
-            sources, criterion=CRITERION, into=work / f"ours{i}", ledger_dir=work / f"lg{i}"
+        result = curate(
+            sources=sources, criterion=CRITERION, into=work / f"ours{i}", ledger=work / f"lg{i}"
         )
         best = min(best, time.perf_counter() - start)
         manifest = result.curation.manifest.document()

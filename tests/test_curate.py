@@ -17,7 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ledger.app.curate import CurationError, curate_from_ledger, curate_from_runs, render_manifest
+from ledger.app.curate import CurationError, curate, render_manifest
 from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
@@ -35,8 +35,12 @@ from tests.curate_support import (
 
 def _curate(tmp: Path, *sources: Path, **kw):
     kw.setdefault("into", tmp / "corpus")
-    kw.setdefault("ledger_dir", tmp / "ledger")
-    return curate_from_runs(list(sources), criterion=CRITERION, **kw)
+    kw.setdefault("ledger", tmp / "ledger")
+    return curate(sources=list(sources), criterion=CRITERION, **kw)
+
+
+def _from_ledger(tmp: Path, **kw):
+    return curate(from_ledger=True, ledger=tmp / "lg", criterion=CRITERION, **kw)
 
 
 def _rejections(result) -> list[tuple[str, str, str, str]]:
@@ -311,7 +315,7 @@ def test_round_trip_runs_ingest_from_ledger_is_byte_identical(tmp_path: Path) ->
     assert len(first.curation.manifest.bundles) == 17 and len(runs) == 7
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [str(s) for s in sources])
-    second = curate_from_ledger(tmp_path / "lg", criterion=CRITERION, into=tmp_path / "b")
+    second = _from_ledger(tmp_path, into=tmp_path / "b")
     files_a = {
         p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*.yaml")
     }
@@ -359,8 +363,7 @@ def test_from_ledger_where_selects_over_the_trials_view(tmp_path: Path) -> None:
     write_trial(tmp_path / "runs", run="run_b", met=False)
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [str(tmp_path / "runs" / "run_a"), str(tmp_path / "runs" / "run_b")])
-    result = curate_from_ledger(tmp_path / "lg", criterion=CRITERION, into=tmp_path / "c",
-                                where="corpus = 'run_b'")  # fmt: skip
+    result = _from_ledger(tmp_path, into=tmp_path / "c", where="corpus = 'run_b'")
     assert [(b.directory, b.met) for b in result.curation.manifest.bundles] == [
         ("run_b_trial0", False)
     ]
@@ -374,11 +377,9 @@ def test_from_ledger_refuses_a_where_that_is_not_a_predicate(tmp_path: Path) -> 
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [str(tmp_path / "runs")])
     with pytest.raises(CurationError, match="is not a predicate over the trials view"):
-        curate_from_ledger(tmp_path / "lg", criterion=CRITERION, into=tmp_path / "c",
-                           where="no_such_column = 1")  # fmt: skip
+        _from_ledger(tmp_path, into=tmp_path / "c", where="no_such_column = 1")
     with pytest.raises(CurationError, match="no trial in the ledger"):
-        curate_from_ledger(tmp_path / "lg", criterion=CRITERION, into=tmp_path / "c",
-                           where="corpus = 'absent'")  # fmt: skip
+        _from_ledger(tmp_path, into=tmp_path / "c", where="corpus = 'absent'")
 
 
 def test_from_ledger_excludes_by_recorded_source(tmp_path: Path) -> None:
@@ -386,8 +387,8 @@ def test_from_ledger_excludes_by_recorded_source(tmp_path: Path) -> None:
     write_trial(tmp_path / "runs", index=1)
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [str(tmp_path / "runs" / "run_a")])
-    result = curate_from_ledger(tmp_path / "lg", criterion=CRITERION, into=tmp_path / "c",
-                                exclusions={"run_a/trials/notes_task/1": "duplicate"})  # fmt: skip
+    exclusions = {"run_a/trials/notes_task/1": "duplicate"}
+    result = _from_ledger(tmp_path, into=tmp_path / "c", exclusions=exclusions)
     assert _rejections(result) == [
         ("run_a/trials/notes_task/1", "author_excluded", "author", "duplicate")
     ]

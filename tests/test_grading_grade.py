@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.app.grade import grade_bundle, load_bundle
+from ledger.app.grade import grade, load_bundle
 from ledger.cli import main
 from replay.accounting import evaluated
 from replay.components.judge import CriterionVerdict, RecordedJudge
@@ -58,7 +58,7 @@ def test_notes_trials_rederive_their_recorded_grade(bundle: Path) -> None:
     criterion verdicts alone: no difference on any of the 17 trials. The reason text
     differs only where the judge's own prose summary sits (recorded, not derivable);
     the derivable markers — judge score and failed required criteria — agree."""
-    result = grade_bundle(bundle)
+    result = grade(bundle).to_json()
     assert result["differences"] == []
     rec, rep = result["recorded"], result["replayed"]
     assert rep["not_measured"] == {}
@@ -74,7 +74,7 @@ def test_notes_trials_rederive_their_recorded_grade(bundle: Path) -> None:
 
 
 def test_refusal_bundle_rederives_its_hash_verdict_from_the_bundle_alone() -> None:
-    result = grade_bundle(REFUSAL)
+    result = grade(REFUSAL).to_json()
     assert result["differences"] == []
     assert result["replayed"] == {
         "score": 1.0,
@@ -102,7 +102,7 @@ def test_refusal_bundle_with_a_changed_final_state_fails(tmp_path: Path) -> None
     (tmp_path / "env.yaml").write_text(
         (REFUSAL / "env.yaml").read_text().replace("delivered", "cancelled")
     )
-    result = grade_bundle(tmp_path)
+    result = grade(tmp_path).to_json()
     assert result["replayed"]["components"]["state_checks"] == 0.0
     assert {d["component"] for d in result["differences"]} == {
         "state_checks",
@@ -281,7 +281,7 @@ def test_compare_names_each_difference() -> None:
 
 def test_grading_is_deterministic() -> None:
     for bundle in (BUNDLES[0], BUNDLES[-1], REFUSAL):
-        assert grade_bundle(bundle) == grade_bundle(bundle)
+        assert grade(bundle).to_json() == grade(bundle).to_json()
 
 
 def test_bundle_reader_keeps_no_record_apart_from_an_empty_record() -> None:
@@ -330,7 +330,7 @@ def test_cli_grades_a_trial_read_from_the_ledger(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["grade", stream, "--ledger", str(ledger), "--json"])
         assert result.exit_code == 0, result.output
         out = json.loads(result.output)
-        from_bundle = grade_bundle(bundle)
+        from_bundle = grade(bundle).to_json()
         assert out["trial"] == stream and out["differences"] == []
         assert out["replayed"] == from_bundle["replayed"]
         assert out["recorded"] == from_bundle["recorded"]

@@ -17,7 +17,7 @@ from ledger.sources.yaml_safe import (
     YamlTooLarge,
     load_yaml,
     load_yaml_bytes,
-    tree_size,
+    tree_extent,
 )
 
 
@@ -49,7 +49,7 @@ def test_modest_aliases_load_and_expand_as_copies() -> None:
 
 def test_tree_size_counts_each_alias_as_a_copy() -> None:
     shared = [1, 2, 3]  # 4 nodes as a tree
-    assert tree_size({"a": shared, "b": shared}) == 1 + 4 + 4
+    assert tree_extent({"a": shared, "b": shared})[0] == 1 + 4 + 4
 
 
 def test_oversize_file_is_refused_before_parsing(tmp_path: Path) -> None:

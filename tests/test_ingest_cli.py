@@ -82,12 +82,13 @@ def test_progress_bar_reports_every_input(tmp_path: Path) -> None:
     from rich.console import Console
 
     from ledger.cli.ingest import _with_progress
-    from ledger.sources.yaml_safe import YamlLimits
+    from ledger.defaults import DEFAULT_MAX_BYTES
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)
     with open_ledger(tmp_path / "lg", create=True) as ledger:
-        report = _with_progress(console, ledger, [str(NOTES)], None, False, False, YamlLimits())
+        paths = [str(NOTES)]
+        report = _with_progress(console, ledger, paths, None, False, False, DEFAULT_MAX_BYTES)
         assert report.trials_new == 17
     assert "ingest" in buf.getvalue() and "17/17" in buf.getvalue()
 

@@ -1,6 +1,7 @@
 """The output rules (ledger/cli/output.py) and the commands a newcomer pipes (issue 20).
 
-Expected values here are written from the rules in the module docstring, not from a run.
+Expected values here are written from the rules (README.md § CLI reference, cited by the
+module docstring), not from a run.
 """
 
 from __future__ import annotations

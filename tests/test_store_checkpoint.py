@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.app.store_ops import prove_text
+from ledger.app.store_ops import prove
 from ledger.errors import CheckpointError, LedgerError
 from ledger.log import merkle, note
 from ledger.log.layout import checkpoint_file
@@ -96,14 +96,14 @@ def test_tlog_proof_round_trips_and_verifies_against_the_checkpoint(tmp_path: Pa
     lg.append(sample_events(3, 11))
     events = list(lg.read())
     for seq in (0, 5, 10):
-        text = prove_text(lg, seq, None)
+        text = prove(seq, lg).tlog_proof
         proof = note.parse_tlog_proof(text)
         assert note.format_tlog_proof(proof) == text
         cp = note.parse_checkpoint(note.open_note(proof.checkpoint_note, [verifier]).text)
         assert (proof.index, cp.size) == (seq, 11)
         merkle.check_inclusion(seq, cp.size, events[seq].leaf_hash, list(proof.path), cp.root)
     with pytest.raises(LedgerError, match="seq 12 is not in the checkpoint of size 11"):
-        prove_text(lg, 12, None)
+        prove(12, lg)
     with pytest.raises(LedgerError, match=r"no checkpoint of size 14; stored sizes: \[11\]"):
-        prove_text(lg, 1, 14)
+        prove(1, lg, size=14)
     lg.close()

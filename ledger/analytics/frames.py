@@ -1,14 +1,6 @@
-"""Views as dataframes for notebooks: any documented view as a pyarrow Table or pandas.
-
-Same views, same read-only connection as ``vledger sql`` (``ledger.analytics.sql``); pandas is
-optional and only imported when asked for.
-
-Example::
-
-    from ledger.analytics.frames import view, view_pandas
-    spend = view(".vledger", "spend")                 # pyarrow.Table
-    df = view_pandas(".vledger", "pass_at_k")         # pandas.DataFrame (needs pandas)
-    df[df.level == "task"].pivot(index="task_id", columns="k", values="pass_at_k")
+"""Views as dataframes for notebooks: any documented view as a pyarrow Table or pandas, over
+the read-only connection ``vledger sql`` uses (docs/readme/analytics.md § Dataframes and plain
+DuckDB); pandas is optional and only imported when asked for.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""``vledger report``: one self-contained HTML page of plots over the ledger's views.
-
-Every chart is inline SVG (``report_charts``) drawn from query results (``report_panels``) —
-no script, no stylesheet or font fetched, nothing a browser must load from elsewhere — so
-the file can be mailed, archived or opened offline. The page carries no wall-clock time, so
-the same log always renders the same bytes.
+"""``vledger report``: one self-contained HTML page of plots over the ledger's views, so the
+file can be mailed, archived or opened offline (docs/readme/analytics.md § The report).
 """
 
 from __future__ import annotations

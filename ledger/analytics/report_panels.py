@@ -50,19 +50,20 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
         "FROM current_grades cg JOIN trials t USING (trial) WHERE cg.score IS NOT NULL "
         "GROUP BY ALL ORDER BY model, bin",
     )
-    what = "Current score (latest replay, else recorded) of every graded trial, per agent model."
+    panel = Panel(
+        "Score distribution per model",
+        "Current score (latest replay, else recorded) of every graded trial, per agent model.",
+        "",
+    )
     if not rows:
-        return Panel("Score distribution per model", what, "")
+        return panel
     models = sorted({r["model"] for r in rows})
     bins = [f"{b / 10:.1f}–{(b + 1) / 10:.1f}" for b in range(10)]
     counts = {(r["model"], r["bin"]): r["n"] for r in rows}
     series = [(m, [float(counts.get((m, b), 0)) for b in range(10)]) for m in models]
     body = charts.grouped_bars(bins, series, y_label="trials", label="score distribution")
-    return Panel(
-        "Score distribution per model",
-        what,
-        body + charts.legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)]),
-    )
+    legend = charts.legend([(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(models)])
+    return replace(panel, body=body + legend)
 
 
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:

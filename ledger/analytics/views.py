@@ -27,13 +27,19 @@ PUBLIC_VIEWS: tuple[View, ...] = tuple(v for v in VIEWS if v.public)
 MACROS: tuple[str, ...] = (views_grades.CONSTRAINT_CLASS, views_metrics.PASS_AT_K_VALUE)
 
 
+def statements(raw_relation_sql: str) -> list[str]:
+    """Every statement creating the views over ``raw_relation_sql``, in order (``_views.sql``)."""
+    return [
+        f"CREATE OR REPLACE VIEW _raw_events AS {raw_relation_sql}",
+        *MACROS,
+        *(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql}" for v in VIEWS),
+    ]
+
+
 def create_views(con: duckdb.DuckDBPyConnection, raw_relation_sql: str) -> None:
     """Create every view on ``con`` over ``raw_relation_sql`` (the envelope rows)."""
-    con.execute(f"CREATE OR REPLACE VIEW _raw_events AS {raw_relation_sql}")
-    for macro in MACROS:
-        con.execute(macro)
-    for view in VIEWS:
-        con.execute(f"CREATE OR REPLACE VIEW {view.name} AS {view.sql}")
+    for statement in statements(raw_relation_sql):
+        con.execute(statement)
 
 
 def drop_views(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,15 +1,6 @@
-"""``_views.sql``: the documented views as plain DuckDB SQL over an exported Parquet directory.
-
-``vledger export --parquet DIR`` writes it beside the segments, so a plain DuckDB session —
-no verdict-ledger installed — gets the same views ``vledger sql`` has::
-
-    duckdb -c ".read DIR/_views.sql" -c "SELECT * FROM pass_at_k WHERE level = 'task'"
-
-The statements are exactly those ``ledger.analytics.views.create_views`` runs (the one relation of
-envelope rows, the macros, every view in order), over ``read_parquet`` of the export's
-segment files by absolute path; moving the directory means editing that first statement.
-The name starts with ``_`` for the reason ``_manifest.json`` does: pyarrow.dataset, Spark
-and Hive skip such files, so the directory still reads as one Parquet dataset.
+"""``_views.sql``: the documented views as plain DuckDB SQL over an exported Parquet directory
+(docs/readme/analytics.md § Dataframes and plain DuckDB). The segments are read by absolute
+path: moving the directory means editing the first statement.
 """
 
 from __future__ import annotations
@@ -26,11 +17,7 @@ def views_sql(export_dir: Path) -> str:
     """The script: one statement per line group, each ending in ``;``."""
     glob = str(Path(export_dir).resolve() / "seg-*.parquet").replace("'", "''")
     relation = f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet('{glob}')"
-    statements = [
-        f"CREATE OR REPLACE VIEW _raw_events AS {relation}",
-        *views.MACROS,
-        *(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql}" for v in views.VIEWS),
-    ]
+    statements = views.statements(relation)
     head = "-- verdict-ledger views over this export (ledger/analytics/views_sql.py); DuckDB SQL\n"
     return head + "".join(f"{s};\n" for s in statements)
 

@@ -30,6 +30,7 @@ from ledger.sources.detect import discover_bundles
 from ledger.sources.export_bundle import BundleExportError, bundle_files
 from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
+from ledger.sources.plan import escape
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import in_run_layout
 from replay.curation import Candidate, Curation, CurationError, recorded_location
@@ -227,7 +228,7 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
         curated_at=m.curated_at, admitted=admitted, rejected=rejected,
         manifest_digest=result.manifest_digest,
     ).model_dump(mode="json")  # fmt: skip
-    stream = f"curation/{m.criterion.replace('%', '%25').replace('/', '%2F')}"
+    stream = f"curation/{escape(m.criterion)}"
     event_id = hashlib.sha256(canonical_json([stream, EVENT_TYPE, payload])).hexdigest()[:32]
     return NewEvent(stream, EVENT_TYPE, payload, event_id=event_id)
 
@@ -293,11 +294,6 @@ def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
     return Candidate(inputs, label, frozenset({str(bundle.resolve())})), events
 
 
-def curate_from_runs(sources: Sequence[Path], **flags: Any) -> CurateResult:
-    """:func:`curate` over run or bundle directories (``ledger_dir=`` names the ledger)."""
-    return curate(sources=sources, ledger=flags.pop("ledger_dir", None), **flags)
-
-
 def from_runs_request(request: CurateRequest) -> CurateResult:
     """Curate the trials under run or bundle directories; ``exclusions`` keys are any
     spelling of a bundle directory's path."""
@@ -350,11 +346,6 @@ def _ledger_candidate(stream: str, evs: Sequence[StoredEvent]) -> Candidate:
         raise CurationError(f"{stream} cannot be read as a recorded trial: {exc}") from None
     keys = {stream, recorded_location(inputs).source}
     return Candidate(inputs, stream, frozenset(keys))
-
-
-def curate_from_ledger(ledger_dir: Path, **flags: Any) -> CurateResult:
-    """:func:`curate` over the trials already ingested into ``ledger_dir``."""
-    return curate(from_ledger=True, ledger=ledger_dir, **flags)
 
 
 def from_ledger_request(request: CurateRequest) -> CurateResult:

@@ -1,9 +1,5 @@
-"""``vledger export --parquet DIR``: the sealed segments plus their manifest, for other engines.
-
-Each segment file is verified against the manifest, then copied byte for byte; the
-unsealed tail becomes one more Parquet file unless ``tail=False``, and only ``seal=True``
-changes the ledger. File names, readers and the ``_manifest.json`` rule:
-docs/readme/ray.md (``vledger export --parquet``).
+"""``vledger export --parquet DIR``: the sealed segments plus their manifest, for other engines
+(what is written, and how to read it: docs/readme/ray.md, ``vledger export --parquet``).
 """
 
 from __future__ import annotations

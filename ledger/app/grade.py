@@ -114,11 +114,6 @@ def load_ledger_trial(request: GradeRequest) -> LoadedBundle:
     return _loaded(trial_inputs(events))
 
 
-def grade_bundle(bundle: Path, grading_file: Path | None = None) -> dict[str, Any]:
-    """The JSON contract for a bundle directory: {trial, recorded, replayed, differences}."""
-    return grade_loaded(load_bundle(bundle), str(bundle), grading_file).to_json()
-
-
 def grade_loaded(loaded: LoadedBundle, label: str, grading_file: Path | None) -> GradeResult:
     config = _config(loaded, label, grading_file)
     replayed = grade_trial(loaded.inputs, config)

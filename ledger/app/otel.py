@@ -1,10 +1,5 @@
-"""``vledger export --otel FILE``: every trial as an OTLP/JSON trace in the GenAI conventions.
-
-One trace per trial stream: an ``invoke_agent`` root carrying the recorded grade, a
-``chat`` span per model call and an ``execute_tool`` span per attempted call. The span
-and attribute table, ids and times: docs/readme/inspect.md § OpenTelemetry export. The
-document is OTLP/JSON (``TracesData``'s JSON mapping: lowerCamelCase keys, hex ids,
-64-bit integers as decimal strings, enums as integers).
+"""``vledger export --otel FILE``: every trial as an OTLP/JSON trace in the GenAI conventions
+(its spans, attributes, ids and times: docs/readme/inspect.md § OpenTelemetry export).
 """
 
 from __future__ import annotations

@@ -200,12 +200,8 @@ def parse_ledger_receipt(ev: StoredEvent) -> LedgerReceipt:
 def verify_ledger_receipt(
     lg: Any, ident: str, recompute: bool = False, pub: Verifier | None = None
 ) -> ReceiptCheck:
-    """Inclusion of the receipt event, consistency of its checkpoint, optional recompute.
-
-    When the ledger holds signed checkpoint notes, the receipt's checkpoint is also
-    compared with the note of the same size, and the receipt event is proved included
-    in the latest note covering it (signatures checked when ``pub`` is given).
-    """
+    """Inclusion of the receipt event, consistency of its checkpoint, the signed notes and an
+    optional recompute (docs/readme/verdict.md § Receipts)."""
     ev = find_receipt_event(lg, ident)
     size = lg.size()
     if ev.type == "receipt.issued" and isinstance(ev.data().get("events_file"), dict):

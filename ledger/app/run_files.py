@@ -62,9 +62,7 @@ RUN_PREFIX = "run/"
 
 
 def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
-    """A run directory as ``vledger ingest`` recorded it in ``stream``: the exact
-    events.jsonl bytes are reassembled from the ``run.event`` lines and the layout kept
-    on ``receipt.issued``. ``None`` when the run was ingested without a receipt."""
+    """The run ``vledger ingest`` recorded in ``stream`` (see above); ``None`` without a receipt."""
     run_events: list[dict[str, Any]] = []
     issued: dict[str, Any] | None = None
     for ev in lg.read(stream=stream):

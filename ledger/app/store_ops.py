@@ -221,10 +221,6 @@ def prove(
     return ProveResult(proof.index, cp.size, cp.root.hex(), hexes, proof.checkpoint_note, text)
 
 
-def prove_text(lg: Any, seq: int, size: int | None) -> str:
-    return prove(seq, lg, size=size).tlog_proof
-
-
 def prove_record(lg: Any, seq: int, size: int | None) -> TlogProof:
     """The tlog-proof of ``seq`` against the stored checkpoint of ``size`` (default latest)."""
     stored = {parse_checkpoint(note_text(n)).size: n for _, n in lg.checkpoints()}

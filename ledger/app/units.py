@@ -1,14 +1,8 @@
 """A verdict unit's stream in the ledger: record its evidence, admit it, list and verify.
 
-A unit lives in the stream ``unit/<unit_id>``: ``oracle.declared`` events first (judges
-are declared before delegation, GVC § 4), then ``work.produced`` and ``oracle.ran`` in
-any order, and finally exactly one ``verdict.admitted``, the record
-``replay.verdict.derive`` computes at admission (§ 6: derived once, by the consumer).
-
-Every write re-checks the whole stream (with the new event at its end) before it is
-appended, and appends with the stream version it checked against, so a concurrent
-writer cannot slip an event between the check and the append. ``verify_admissions``
-re-derives every recorded admission and names each unit whose stream or record is off.
+The stream, its order and what each write refuses: docs/readme/verdict.md § Recording and
+admitting a unit. A write appends with the stream version it checked, so a concurrent
+writer cannot slip an event between the check and the append.
 """
 
 from __future__ import annotations
@@ -137,13 +131,9 @@ def write_units(
     items: Iterable[tuple[str, str, dict[str, Any]]],
     registration: Registration | None = None,
 ) -> list[Written]:
-    """Check every ``(type, unit, payload)`` in order and append them as ONE atomic batch.
-
-    ``type`` is one of :data:`WRITE_TYPES` (``admit``: derive and append ``verdict.admitted``
-    as the stream stands there). The first refusal raises ``ItemRejected`` and nothing is
-    appended; identical content already stored is a no-op (the module docstring says why
-    each stream is appended with the version it was checked against).
-    """
+    """Check every ``(type, unit, payload)`` in order and append them as ONE atomic batch
+    (``admit``: derive ``verdict.admitted`` as the stream stands there); the first refusal
+    raises ``ItemRejected`` and nothing is appended."""
     registration = registration or load_registration()
     ladder = registration.ladder()
     items = list(items)
@@ -210,13 +200,8 @@ def _checked(
 
 
 def record(lg: Store, unit: str, type: str, payload: dict[str, Any]) -> int:
-    """Check and append one evidence event to ``unit/<unit>``; return its seq.
-
-    Refuses (``UnitRejected``) an event that would make the stream unsound: a malformed
-    payload, an oracle run but never declared, a declaration after the work was
-    produced, or anything after the unit's admission. Identical content already in the
-    stream is a no-op that returns the original seq.
-    """
+    """Check and append one evidence event to ``unit/<unit>``; return its seq (the original
+    one for identical content). ``UnitRejected`` names what would make the stream unsound."""
     return write_units(lg, [(type, unit, payload)])[0].seq
 
 
@@ -266,12 +251,8 @@ def derive_unit(events: list[UnitEvent], unit: str, ladder: Ladder) -> Admission
 
 
 def admit(lg: Store, unit: str, registration: Registration | None = None) -> Admission:
-    """Derive the unit's record and append it as ``verdict.admitted`` — exactly once.
-
-    A unit with no ``work.produced`` is admitted fail-closed (``unverified``,
-    provenance ``missing_admission_fact``, GVC § 8), never skipped. A broken stream,
-    or one already admitted, is refused with every problem named (``UnitRejected``).
-    """
+    """Derive the unit's record and append it as ``verdict.admitted`` — exactly once (a
+    broken or already admitted stream: ``UnitRejected``; no work: fail-closed, GVC § 8)."""
     written = write_units(lg, [(ADMIT, unit, {})], registration)[0]
     assert written.admission is not None
     return written.admission
@@ -358,12 +339,8 @@ def pending_units(lg: Store) -> list[str]:
 
 
 def verify_admissions(lg: Store, registration: Registration | None = None) -> list[str]:
-    """Re-derive every recorded admission; one problem string per thing that is off.
-
-    Checks each ``unit/`` stream for soundness (malformed events, undeclared oracles,
-    late declarations, events after admission) and compares every ``verdict.admitted``
-    payload with the record re-derived from the evidence before it.
-    """
+    """Check every ``unit/`` stream and re-derive every recorded admission; one problem
+    string per thing that is off."""
     return [f"unit {unit!r}: {what}" for unit, what in unit_problems(lg, registration)]
 
 

@@ -10,7 +10,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error
 from ledger.cli.output import result as out
 from ledger.errors import LedgerError
@@ -83,9 +83,7 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
         error(exc)
         sys.exit(exc.exit_code)
-    if as_json:
-        emit_json(result.to_json())
-    else:
+    if not emitted(as_json, result):
         _print(result)
     if result.admitted_nothing:
         searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {root}"

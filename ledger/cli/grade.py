@@ -1,8 +1,5 @@
 """``vledger grade BUNDLE [--grading FILE] [--json]``: a thin shell over :func:`ledger.grade`.
-
-Exit codes: 0 graded (differences or not), otherwise the error's own (README table): 1 a
-bundle or config that cannot be read or graded (the error names the file and key), 2 usage,
-3 busy.
+Exit 0 when graded (differences or not), else the error's own code (README.md § CLI reference).
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import emitted, json_option, ledger_option, resolve_ledger
 
 
 def _fmt(value: Any) -> str:
@@ -60,7 +57,5 @@ def grade_command(
     Example: vledger grade corpora/notes_duplicate_check/met/<trial> --json
     """
     result = ledger.grade(bundle_or_trial, grading_file=grading_file, ledger=resolve_ledger(ledger_dir))
-    if as_json:
-        emit_json(result.to_json())
-    else:
+    if not emitted(as_json, result):
         _print_human(result.to_json())

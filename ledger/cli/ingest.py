@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ledger.app.ingest import IngestResult
-    from ledger.sources.yaml_safe import YamlLimits
 
 
 @main.command("ingest")
@@ -64,18 +63,16 @@ def ingest_command(
     from rich.console import Console  # noqa: PLC0415 - none of these is loaded for --help
 
     from ledger.app.ingest import IngestError  # noqa: PLC0415
-    from ledger.sources.yaml_safe import YamlLimits  # noqa: PLC0415
 
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
         err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
-    limits = YamlLimits(max_bytes=max_file_bytes)
     bar = not as_json and sys.stderr.isatty()
     try:
         report = _with_progress(
-            err, root, paths, corpus, skip_bad, keep_inconsistent, limits, busy_timeout, bar
+            err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout, bar
         )
     except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
         from ledger.app.ingest_spool import IngestInterrupted  # noqa: PLC0415 - errors only
@@ -113,7 +110,7 @@ def _with_progress(
     corpus: str | None,
     skip_bad: bool,
     keep_inconsistent: bool,
-    limits: YamlLimits,
+    max_file_bytes: int,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     bar: bool = True,
 ) -> IngestResult:
@@ -139,7 +136,7 @@ def _with_progress(
             corpus=corpus,
             skip_bad=skip_bad,
             keep_inconsistent=keep_inconsistent,
-            max_file_bytes=limits.max_bytes,
+            max_file_bytes=max_file_bytes,
             busy_timeout=busy_timeout,
             progress=tick if bar else None,
         )

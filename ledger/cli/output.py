@@ -1,16 +1,7 @@
-"""The output rules of every ``vledger`` command, in one place.
-
-1. **Results go to stdout; progress and diagnostics go to stderr**, so ``vledger X > out``
-   keeps the result and ``vledger X 2>/dev/null`` keeps only the result.
-2. **Nothing wraps or is cut when stdout is not a terminal.** A pipe or a file gets one
-   record per line at its full length; only a terminal gets a table fitted to its width.
-3. **One rounding rule for numbers in human-readable text**: :func:`fmt_number`. JSON is
-   never rounded (a script gets the exact value).
-4. **One table renderer**, :func:`render_table`, sized to the terminal when there is one.
-5. **JSON lists are a choice**: one JSON array (``--json``) or one object per line
-   (``--json --nl``, as sqlite-utils' ``--nl``).
-6. **An error is one ``Error:`` line on stderr** (:func:`error`), its text escaped like all
-   text shown (a message may quote a stranger's bundle).
+"""The output rules of every ``vledger`` command, in one place (README.md § CLI reference):
+results on stdout, the rest on stderr; one rounding rule (:func:`fmt_number`), one table
+renderer (:func:`render_table`), one escaped ``Error:`` line (a message may quote a
+stranger's bundle).
 """
 
 from __future__ import annotations

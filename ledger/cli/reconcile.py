@@ -1,20 +1,5 @@
 """``vledger reconcile`` and ``vledger validate``: thin shells over ``ledger.reconcile`` /
-``ledger.validate``.
-
-Exit codes (one place):
-
-====  =====================================================================================
-0     every narrowed / retired entry reached ``no_counter_evidence`` and every bundle was
-      readable (``validate``: the declaration loads)
-1     something blocks: ``insufficient_evidence``, a refusal, or an unreadable bundle
-      (``validate``: at least one rule is broken)
-2     usage error (click)
-5     the invocation cannot run: a declaration that does not load, a corpus escaping the
-      base, a task_id no pack (or two packs) declares, no bundle under the source
-====  =====================================================================================
-
-Candidate entries are reported and never gate the exit code.
-"""
+``ledger.validate``; their exit codes: docs/readme/reconcile.md."""
 
 from __future__ import annotations
 
@@ -26,7 +11,7 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error
 from ledger.defaults import DEFAULT_PACKS
 from schemas.errors import FAILED
@@ -128,9 +113,7 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
     except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
         error(exc)
         sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
-    if as_json:
-        emit_json(result.to_json())
-    else:
+    if not emitted(as_json, result):
         click.echo(_validate_text(result), nl=False)
     sys.exit(result.exit_code)
 

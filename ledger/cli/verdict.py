@@ -16,6 +16,7 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
+from ledger.cli.output import cut
 
 if TYPE_CHECKING:
     from ledger.app.verdicts import DerivedCase, Recorded
@@ -282,9 +283,7 @@ def _shown(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    if len(text) > SHOWN_VALUE_CHARS:
-        return text[: SHOWN_VALUE_CHARS - 1] + "…"
-    return text
+    return cut(text, SHOWN_VALUE_CHARS)
 
 
 @receipt.command("show")
@@ -293,9 +292,8 @@ def _shown(value: Any) -> str:
 @json_option
 def receipt_show_cmd(ident: str, ledger_dir: Path | None, as_json: bool) -> None:
     """Show the receipt carried by the event with seq or event_id IDENT."""
-    shown = ledger.receipt_show(ident, ledger=resolve_ledger(ledger_dir)).to_json()
-    if as_json:
-        emit_json(shown)
+    res = ledger.receipt_show(ident, ledger=resolve_ledger(ledger_dir))
+    if emitted(as_json, res):
         return
-    for key, value in shown.items():
+    for key, value in res.to_json().items():
         click.echo(f"{key:<15} {value if not isinstance(value, dict) else json.dumps(value)}")

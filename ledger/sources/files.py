@@ -1,18 +1,9 @@
 """The one way a file input is read: confined to its root, regular, and bounded in size.
 
-Every reader of evidence or of a user's document goes through :func:`read_input`:
-
-* **confinement** — a bundle, pack, corpus or verdict-core run directory is a *root*. A
-  file named under it that resolves outside it (a symlink, ``..``, an absolute path) is
-  refused before it is opened, naming the file as it was written and never the target:
-  whatever lies outside was not handed to us, so neither its content nor its location
-  belongs in an append-only log or an error message. Only the command line can widen a
-  root (``allow``, e.g. ``reconcile --allow-outside PATH``), never a file's own content;
-* **regular files only** — a device (``/dev/zero``), FIFO, socket or directory is refused
-  by its type; a pipe is read only when the user names it as ``-`` (``allow_stdin``). The
-  file is opened non-blocking, so naming a FIFO cannot hang the command on ``open``;
-* **size** — at most ``max_bytes`` are ever read, counted while reading (a file that grows
-  after ``fstat`` is refused too), so no input can make a reader allocate without bound.
+Every reader of evidence or of a user's document goes through :func:`read_input`; the rules:
+docs/readme/ingest.md § Re-ingest, change and bad input ("Confinement"). What lies outside a
+root was not handed to us, so neither its content nor its location belongs in an append-only
+log or an error message; only the command line (``allow``) widens a root, never a file.
 """
 
 from __future__ import annotations

@@ -178,11 +178,8 @@ def tool_status(error: Any) -> str:
 
 
 def record_payload(index: int, ev: Any) -> dict[str, Any]:
-    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields).
-
-    A failed call's output is its error message when the tool returned nothing (inspect
-    keeps the error apart from the result), so the failure text reaches the timeline.
-    """
+    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields); a failed
+    call that returned nothing gets its error message as output, so it reaches the timeline."""
     output = _text(ev.result)
     if ev.error is not None and not output:
         output = ev.error.message
@@ -270,12 +267,8 @@ def metrics_payload(sample: Any, solver: Sequence[Any]) -> dict[str, Any]:
 
 
 def grade_payload(scores: Mapping[str, Any], scoring: Sequence[Any]) -> dict[str, Any] | None:
-    """The sample's scores as a recorded grade: one component per scorer.
-
-    ``score`` is the mean of the numeric components and ``binary_pass`` that every one of
-    them is 1.0 (inspect's CORRECT); every Score is kept whole under ``scores``. The
-    scoring phase's model calls are the judge's usage, as grade.yaml's ``judge_usage``.
-    """
+    """The sample's scores as a recorded grade, one component per scorer (docs/readme/inspect.md
+    § The mapping, ``grade.recorded``)."""
     if not scores:
         return None
     components = {name: score_value(s.value) for name, s in scores.items()}

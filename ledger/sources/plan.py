@@ -1,13 +1,7 @@
 """What every reader plans: streams named, events numbered and id'd by content, the timeline.
 
-**Stream names.** ``/`` and ``%`` inside a component are percent-encoded (:func:`escape`)
-so a stream always splits back into its parts.
-
-**Event ids** are content-derived: the first 32 hex digits of SHA-256 over the canonical
-JSON of ``[stream, position, type]``, a newline, and the canonical payload. Re-ingesting
-identical material therefore appends nothing; an input whose content changed yields
-different ids at some position, which ``ledger.app.ingest`` reports as *changed* instead
-of merging.
+Stream names (:func:`escape`) and event ids (:func:`event_id`): docs/readme/ingest.md
+§ Naming and § Re-ingest, change and bad input.
 """
 
 from __future__ import annotations

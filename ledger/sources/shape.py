@@ -84,9 +84,7 @@ def check_keys(
 
 def check_type(value: Any, types: tuple[type, ...], file: str, key: str, what: str) -> None:
     """Refuse a value not of ``types`` (bool is never accepted as a number)."""
-    if isinstance(value, bool) and bool not in types:
-        raise BundleError(file, key, what, describe(value))
-    if not isinstance(value, types):
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
         raise BundleError(file, key, what, describe(value))
 
 

@@ -89,13 +89,9 @@ def trial_name(bundle_dir: Path) -> str:
 
 
 def bundle_location(bundle_dir: Path) -> str:
-    """The bundle's recorded source path, the same however the PATH named it.
-
-    ``<corpus dir>/<bundle>`` beside a corpus.yaml, ``trials/<task_id>/<index>`` in a run
-    layout, else the bundle directory's name. It is part of ``trial.registered``'s
-    content, so it must not depend on whether a corpus, its part or the bundle itself
-    was passed (that would read as a changed bundle on re-ingest).
-    """
+    """The bundle's recorded source path (docs/readme/ingest.md § Naming): part of
+    ``trial.registered``'s content, so the same however the PATH named the bundle (or
+    re-ingest would read a changed bundle)."""
     if (bundle_dir.parent / "corpus.yaml").is_file():
         return f"{bundle_dir.parent.name}/{bundle_dir.name}"
     if in_run_layout(bundle_dir):

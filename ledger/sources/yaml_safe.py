@@ -1,16 +1,8 @@
 """Bounded, safe YAML loading: one loader every importer reads through.
 
-Its bounds, each refusing the file by name rather than degrading:
-
-* **size** — the file is read through ``ledger.sources.files.read_input`` (regular
-  files only, at most ``max_bytes``, confined to a root when the caller names one);
-* **alias expansion** — every consumer downstream walks the document as a tree, so its
-  size *as a tree* (each alias a full copy) must stay under ``max_nodes`` nodes *and*
-  :func:`expansion_limit` characters (one long scalar aliased thousands of times stays
-  under any node limit); a recursive alias is refused outright;
-* **faithful values** — only JSON-shaped values, each exactly as written or refused with
-  its line (docs/readme/ingest.md, "Bad input"); timestamps stay the text the file wrote;
-* **depth** — nesting deeper than ``strict_json.MAX_DEPTH`` levels is refused.
+Its bounds (size through ``files.read_input``, alias expansion, faithful JSON-shaped values,
+depth) each refuse the file by name rather than degrade: docs/readme/ingest.md, "Bad input".
+Aliases are bounded as a tree (each alias a full copy) because every consumer walks it so.
 
 Speed (ingest spends most of its time here, benchmarks/ingest.py): the C loader, a tree
 walk only when the bytes hold an anchor (``&``, which every alias needs), tag resolution
@@ -309,11 +301,6 @@ def load_confined_yaml(
 ) -> Any:
     """One file of a bundle, pack or corpus directory, read only if it stays inside it."""
     return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
-
-
-def tree_size(value: Any) -> int:
-    """Nodes in ``value`` read as a tree (shared sub-objects counted once per reference)."""
-    return tree_extent(value)[0]
 
 
 def tree_extent(value: Any) -> tuple[int, int]:
