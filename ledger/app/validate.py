@@ -17,6 +17,15 @@ from reconcile.validate import Finding, validate_migration
 
 
 @dataclass(frozen=True)
+class ValidateRequest:
+    """One ``vledger validate`` as asked (its argument and flags)."""
+
+    pack_dir: Path
+    base: Path
+    allow_outside: Sequence[Path] = ()
+
+
+@dataclass(frozen=True)
 class ValidateResult(Result):
     pack_dir: Path
     entries: int | None  # the migration's entries; None: the pack has no migration.yaml
@@ -43,10 +52,10 @@ def validate(
 ) -> ValidateResult:
     """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads);
     ``MigrationLoadError`` if the sidecar does not parse, ``ReconcileError`` if unreadable."""
-    pack_dir = Path(pack_dir)
-    pack, findings = validate_pack(pack_dir, Path(base) if base else Path.cwd(), allow_outside)
+    request = ValidateRequest(Path(pack_dir), Path(base) if base else Path.cwd(), allow_outside)
+    pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
     entries = None if pack.migration is None else len(pack.migration.migrations)
-    return ValidateResult(pack_dir, entries, tuple(findings))
+    return ValidateResult(request.pack_dir, entries, tuple(findings))
 
 
 def validate_pack(
