@@ -14,9 +14,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-REGISTRATION_SCHEMA = "verdict-grade-registration/v1"
-CASES_SCHEMA = "gvc-derivation-cases/v1"
-
 # Rank operations, in the application order of spec § 5 (step 2, then step 3.1–3.3).
 UNRUN_DECLARED_CAP = "unrun_declared_cap"
 SAME_CHAIN_CAP = "same_chain_cap"
