@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from replay.accounting import (
     accounting_rows,
@@ -37,6 +37,7 @@ from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
+from schemas.closed import Closed
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig
 from schemas.key_manifest import component_of
@@ -47,10 +48,8 @@ TimelineBuilder = Callable[..., TrialTimeline]
 TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 
 
-class Grade(BaseModel):
+class Grade(Closed):
     """The GRADE object of the ``vledger grade --json`` contract (extend, don't rename)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     score: float | None
     binary_pass: bool | None
