@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replay.trace_checks.addresses import iter_nodes
 from replay.trace_checks.results import TraceChecksResult
 from schemas.grading import GradingConfig, LlmJudgeConfig, StateChecksConfig, TranscriptRulesConfig
 from schemas.key_manifest import BY_KEY
@@ -46,10 +47,7 @@ def _non_empty(value: Any) -> bool:
 
 def require_kinds(req: Require) -> tuple[str, ...]:
     """Every kind of a require tree, the root first, depth-first."""
-    out = [req.kind]
-    for child in req.children():
-        out.extend(require_kinds(child))
-    return tuple(out)
+    return tuple(node.kind for node, _ in iter_nodes(req, ""))
 
 
 def trace_populated(block: TraceChecksConfig) -> tuple[str, ...]:
