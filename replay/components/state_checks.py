@@ -259,14 +259,8 @@ def _hash_sources(block: StateHashConfig) -> tuple[str, ...]:
 
 def hash_loosenings(config: StateChecksConfig) -> tuple[str, ...]:
     """The recorded hash options a snapshot turns on that the offline hash does not apply."""
-    on = []
-    if config.compare_columns:
-        on.append("compare_columns")
-    if config.auto_mask_clock_columns:
-        on.append("auto_mask_clock_columns")
-    if config.auto_normalize_nullables:
-        on.append("auto_normalize_nullables")
-    return tuple(on)
+    options = ("compare_columns", "auto_mask_clock_columns", "auto_normalize_nullables")
+    return tuple(name for name in options if getattr(config, name))
 
 
 def state_segment(reasons: list[str]) -> str:
