@@ -1,10 +1,7 @@
-"""Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22).
-
-GRADING.md § Substrate Parity, "The runtime ledger": every evaluator records the author
-keys it accounted for (:func:`evaluated`, :func:`skipped`); the grade subtracts those from
-the populated scored keys (:func:`populated_scored_keys`). A leftover key would have scored
-nothing: an authored config is refused its grade, a recorded snapshot reports it
-``not_measured``. Pure: no I/O.
+"""Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22;
+GRADING.md § Substrate Parity, "The runtime ledger"). Every evaluator records the keys it
+accounted for (:func:`evaluated`, :func:`skipped`); what a leftover key does to the grade is
+:func:`replay.grade.account`'s. Pure: no I/O.
 """
 
 from __future__ import annotations

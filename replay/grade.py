@@ -1,12 +1,6 @@
-"""Re-derive a trial's whole grade from its recorded evidence: ``grade_trial``.
-
-Pure: it takes the trial's inputs and the grading config and returns a :class:`Grade`
-(the JSON contract of ``vledger grade``). Each configured component is evaluated; a
-component that needs evidence only a live run has is reported under ``not_measured``
-with the reason and left out of the fold — never scored 0.0 or 1.0. When such a
-component would have entered the fold, the trial's score and pass flag are not decidable
-from the recording and are ``None`` — except that a failed gate among the measured
-components still decides ``binary_pass: false``, whatever the rest would have said.
+"""Re-derive a trial's whole grade from its recorded evidence: ``grade_trial``, pure, returning
+the :class:`Grade` of ``vledger grade --json``. What a component that is not measurable offline
+does to the score and the pass flag: docs/readme/grading.md § What is measurable offline.
 """
 
 from __future__ import annotations

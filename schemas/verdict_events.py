@@ -1,10 +1,8 @@
 """Payload models for verdict grades (GVC) and imported verdict-core runs.
 
-A unit's stream ``unit/<unit_id>`` holds ``oracle.declared`` (judges, before the work),
-``work.produced`` (what was delivered, with the admission-populated producer chain),
-``oracle.ran`` (observed execution of a declared judge) and, last, one
-``verdict.admitted`` (the derived custody record). The first three are closed: a typo in
-a key is refused at append time rather than silently ignored by the derivation.
+The events of a unit's stream ``unit/<unit_id>`` (docs/readme/verdict.md § Recording and
+admitting a unit) are closed: a typo in a key is refused at append time rather than
+silently ignored by the derivation.
 
 ``run.event`` and ``receipt.issued`` stay permissive: ``run.event`` carries an imported
 verdict-core event verbatim (its ``data`` is the emitter's free-form keyword arguments),

@@ -1,10 +1,7 @@
 """The state_checks component (GRADING.md § Hash-Based Grading, § The jsonpaths assertion
-vocabulary, § Folding the hash verdict with jsonpaths, § Substrate Grading).
-
-Offline, the hash has exactly one decidable source: ``expect_initial_state``, compared
-against the task's recorded initial state. ``golden_actions`` needs a replay world and
-``db_probes`` a live postgres; both are *not measurable from the recorded evidence* and
-never become a number.
+vocabulary, § Folding the hash verdict with jsonpaths, § Substrate Grading). Offline, the
+hash's one decidable source is ``expect_initial_state``; what is not measurable, and why:
+docs/readme/grading.md § What is measurable offline.
 """
 
 from __future__ import annotations
