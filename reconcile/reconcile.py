@@ -1,15 +1,9 @@
 """Reconciliation: one declared claim against the recorded judge verdicts of its corpus
 (RUBRIC_MIGRATION.md § The bar, § Which trials contribute an observation; FORMATS.md § 8).
 
-Pure. Per trial, in this order, either a pair of labels or a named exclusion:
-
-1. ``criterion_absent_from_recorded_rubric`` — evidence-carrying entries only;
-2. the judge label — ``judge_did_not_complete`` / ``no_criterion_results`` /
-   ``no_verdict_for_criterion``, else the recorded ``met`` (the *reference*);
-3. the constraint label — the conjunction of ``by`` over the recomputed decision set,
-   else ``constraint_verdict_unavailable`` (undecided, or route-scoped and its route lost).
-
-Then the 2×2 table, κ, the disagreements, the refusals and the verdict (:func:`verdict_of`).
+Pure. Per trial, in the order of FORMATS.md § 8 "Labels and exclusions", a pair of labels
+(the judge's recorded ``met`` is the *reference*) or a named exclusion; then the 2×2 table,
+κ, the disagreements, the refusals and the verdict (:func:`verdict_of`).
 """
 
 from __future__ import annotations

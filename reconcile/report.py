@@ -121,8 +121,7 @@ def run_json(reports: Sequence[CorpusReport], **extra: Any) -> dict[str, Any]:
 # --- human text ------------------------------------------------------------------------------
 
 
-def _num(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
+_num = format_kappa  # every number the console prints: three decimals, or "undefined"
 
 
 def _weights(weights: Mapping[str, float] | None) -> str:

@@ -1,10 +1,7 @@
-"""Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22).
-
-GRADING.md § Substrate Parity, "The runtime ledger": every evaluator records the author
-keys it accounted for (:func:`evaluated`, :func:`skipped`); the grade subtracts those from
-the populated scored keys (:func:`populated_scored_keys`). A leftover key would have scored
-nothing: an authored config is refused its grade, a recorded snapshot reports it
-``not_measured``. Pure: no I/O.
+"""Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22;
+GRADING.md § Substrate Parity, "The runtime ledger"). Every evaluator records the keys it
+accounted for (:func:`evaluated`, :func:`skipped`); what a leftover key does to the grade is
+:func:`replay.grade.account`'s. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from replay.trace_checks.addresses import iter_nodes
 from replay.trace_checks.results import TraceChecksResult
 from schemas.grading import GradingConfig, LlmJudgeConfig, StateChecksConfig, TranscriptRulesConfig
 from schemas.key_manifest import BY_KEY
@@ -46,10 +44,7 @@ def _non_empty(value: Any) -> bool:
 
 def require_kinds(req: Require) -> tuple[str, ...]:
     """Every kind of a require tree, the root first, depth-first."""
-    out = [req.kind]
-    for child in req.children():
-        out.extend(require_kinds(child))
-    return tuple(out)
+    return tuple(node.kind for node, _ in iter_nodes(req, ""))
 
 
 def trace_populated(block: TraceChecksConfig) -> tuple[str, ...]:

@@ -1,17 +1,10 @@
 """Which recorded trials a judge-labelled corpus admits, and the manifest that says so (pure).
 
-The rule is RUBRIC_MIGRATION.md, "Building a corpus": a trial is admitted iff it carries
-``task.yaml``, ``trajectory.yaml`` and ``grade.yaml``; its grade records ``judge_status:
-completed``; its ``criterion_results`` holds a verdict (a boolean ``met``) for the
-criterion; and it is not environment-dead. Every other trial is named with its reason and
-the observation behind it. Both doors of ``vledger curate`` — run directories and the log
-— hand this module the same value per trial, :class:`~replay.trial_inputs.TrialInputs`
-read from the trial's events, so there is one reading and one rule.
-
-Refusals (a :class:`CurationError`, nothing written) are the reference's: an admitted
-trial whose recorded location does not name its run, or whose snapshot names no agent
-model or task id; a redacted bundle; two admitted trials curating to one directory name;
-an ``--exclude`` naming no discovered trial or one the rule already rejects.
+The admission rule and the refusals (a :class:`CurationError`, nothing written) are the
+reference's: RUBRIC_MIGRATION.md, "Building a corpus"; docs/readme/curate.md. Both doors of
+``vledger curate`` — run directories and the log — hand this module the same value per
+trial, :class:`~replay.trial_inputs.TrialInputs` read from the trial's events, so there is
+one reading and one rule.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Re-derive a trial's whole grade from its recorded evidence: ``grade_trial``.
-
-Pure: it takes the trial's inputs and the grading config and returns a :class:`Grade`
-(the JSON contract of ``vledger grade``). Each configured component is evaluated; a
-component that needs evidence only a live run has is reported under ``not_measured``
-with the reason and left out of the fold — never scored 0.0 or 1.0. When such a
-component would have entered the fold, the trial's score and pass flag are not decidable
-from the recording and are ``None`` — except that a failed gate among the measured
-components still decides ``binary_pass: false``, whatever the rest would have said.
+"""Re-derive a trial's whole grade from its recorded evidence: ``grade_trial``, pure, returning
+the :class:`Grade` of ``vledger grade --json``. What a component that is not measurable offline
+does to the score and the pass flag: docs/readme/grading.md § What is measurable offline.
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from replay.accounting import (
     accounting_rows,
@@ -37,6 +31,7 @@ from replay.timeline import build_trial_timeline
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
+from schemas.closed import Closed
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig
 from schemas.key_manifest import component_of
@@ -47,10 +42,8 @@ TimelineBuilder = Callable[..., TrialTimeline]
 TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 
 
-class Grade(BaseModel):
+class Grade(Closed):
     """The GRADE object of the ``vledger grade --json`` contract (extend, don't rename)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     score: float | None
     binary_pass: bool | None

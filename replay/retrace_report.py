@@ -68,21 +68,10 @@ def discrimination(
 ) -> list[ConstraintRow]:
     """One row per declared ``(task_id, constraint_id)`` in declaration order, evaluated or
     not: a row that vanished would read as a constraint never declared."""
-    rows: dict[tuple[str, str], ConstraintRow] = {}
-    for task_id, constraints in declared.items():
-        for cid, route in constraints:
-            rows[(task_id, cid)] = ConstraintRow(task_id, cid, route)
+    fold = ReportFold(declared=dict(declared))
     for obs in observations:
-        row = rows.get((obs.task_id, obs.constraint_id))
-        if row is None:
-            raise ValueError(
-                f"constraint {obs.constraint_id!r} of task {obs.task_id!r} was evaluated "
-                "but is not declared by the block the trial was replayed with"
-            )
-        _count(row, obs)
-    for row in rows.values():
-        row.verdict, row.decided_verdict = classify(row.passed, row.failed, row.undecided)
-    return list(rows.values())
+        fold.observe(obs)
+    return fold.rows()
 
 
 @dataclass(slots=True)
@@ -126,7 +115,7 @@ class ReportFold:
     """The corpus-level half of the report, folded one outcome at a time: per task its
     block, per constraint its counts, per reason its tally — never a per-trial list."""
 
-    declared: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    declared: dict[str, Sequence[tuple[str, str]]] = field(default_factory=dict)
     block_of: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     tally: PathTally = field(default_factory=PathTally)
     # per (task, constraint) as first observed: counts only (routes come from `declared`)
@@ -138,16 +127,30 @@ class ReportFold:
     def add(self, o: TrialRetrace) -> None:
         self._block(o)
         for obs in o.observations:
-            key = (obs.task_id, obs.constraint_id)
-            row = self.observed.get(key)
-            if row is None:
-                row = self.observed[key] = ConstraintRow(*key, route="")
-            _count(row, obs)
+            self.observe(obs)
         for cid, reason in o.unmeasured:  # the count, and the latest trial's reason
             n, _ = self.unmeasured.get((o.task_id, cid), (0, reason))
             self.unmeasured[(o.task_id, cid)] = (n + 1, reason)
         self.evidence.update(_evidence_marks(o))
         self.unknown_keys.update(o.unknown_keys)
+
+    def observe(self, obs: ConstraintObservation) -> None:
+        """One observation into its (task, constraint)'s counts."""
+        key = (obs.task_id, obs.constraint_id)
+        row = self.observed.get(key)
+        if row is None:
+            row = self.observed[key] = ConstraintRow(*key, route="")
+        row.evaluated += 1
+        if obs.undecided:
+            row.undecided += 1
+            return
+        if obs.passed:
+            row.passed += 1
+        else:
+            row.failed += 1
+        if obs.recorded_passed is not None:
+            row.labelled += 1
+            row.agreed += int(obs.recorded_passed == obs.passed)
 
     def _block(self, o: TrialRetrace) -> None:
         if o.block_digest is None:
@@ -182,7 +185,7 @@ class ReportFold:
         for task_id, constraints in self.declared.items():
             for cid, route in constraints:
                 rows[(task_id, cid)] = ConstraintRow(task_id, cid, route)
-        for key, counts in self.observed.items():  # first observed first, as discrimination
+        for key, counts in self.observed.items():  # first observed first
             row = rows.get(key)
             if row is None:
                 raise ValueError(
@@ -202,21 +205,6 @@ _EVIDENCE_KEYS = (
     "bundles_read", "with_tool_call_record", "messages_only", "predating_call_ids", "failed",
     "regex_refused", "with_advisories", "with_unknown_keys",
 )  # fmt: skip
-
-
-def _count(row: ConstraintRow, obs: ConstraintObservation) -> None:
-    """One observation into its row's counts (:func:`discrimination`, the fold)."""
-    row.evaluated += 1
-    if obs.undecided:
-        row.undecided += 1
-        return
-    if obs.passed:
-        row.passed += 1
-    else:
-        row.failed += 1
-    if obs.recorded_passed is not None:
-        row.labelled += 1
-        row.agreed += int(obs.recorded_passed == obs.passed)
 
 
 def _evidence_marks(o: TrialRetrace) -> dict[str, int]:

@@ -1,16 +1,8 @@
 """The trial event timeline: the message view and the tool-call record joined (GRADING.md G1–G8).
 
 Pure and hot (retrace over whole corpora): each event is built once, at its final position.
-Per message in order, skipping ``role: system`` (N3) and ``role: tool`` (its text becomes a
-tool_result): the message event, then its executed calls each followed by its own result
-(G8 order; GRADING.md § Trace Checks, ``among``), then its never-executed calls.
-Messages-only (G6b) keeps that shape, declaration order standing in for execution order.
-
-Two shapes GRADING.md does not name are read as Tolokaforge 0.33.1 builds them: a *user
-tool step* (a role: user message whose calls the following role: tool run answers: its
-calls are events, the message is not) and, messages-only, a role: tool message answering
-either actor. The recorder's ``Error: `` stripping is not followed (G6b);
-docs/readme/timeline.md § Decisions.
+The event order, and the shapes GRADING.md does not name (a *user tool step*; messages-only,
+a role: tool message answering either actor), are docs/readme/timeline.md's.
 """
 
 from __future__ import annotations
@@ -199,7 +191,7 @@ def _emit(
 ) -> list[TraceEvent]:
     """Walk the messages once, emitting each event at its final position (G1, G2, G8).
 
-    A user tool step (``steps``) emits its calls and not its message (module docstring)."""
+    A user tool step (``steps``) emits its calls and not its message."""
     events: list[TraceEvent] = []
     generations = 0  # assistant messages seen so far
     for i, message in enumerate(messages):

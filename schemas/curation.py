@@ -11,7 +11,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from schemas.closed import Closed
 
 MANIFEST_FILE = "corpus.yaml"
 
@@ -34,11 +36,7 @@ class Authority(StrEnum):
     AUTHOR = "author"
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class CuratedBundle(_Closed):
+class CuratedBundle(Closed):
     """One admitted trial, as ``corpus.yaml`` lists it."""
 
     directory: str  # <run-id>_trial<index>
@@ -50,7 +48,7 @@ class CuratedBundle(_Closed):
     record_carried: bool  # tool_log.yaml travelled: where false, environment-dead could not reach
 
 
-class RejectedTrial(_Closed):
+class RejectedTrial(Closed):
     """One discovered trial the corpus does not hold, and the observation behind it."""
 
     source: str
@@ -71,7 +69,7 @@ class RejectedTrial(_Closed):
         )
 
 
-class CorpusManifest(_Closed):
+class CorpusManifest(Closed):
     """``corpus.yaml``: criterion, task ids, source runs, curation time, admitted, rejected."""
 
     criterion: str
@@ -86,7 +84,7 @@ class CorpusManifest(_Closed):
         return self.model_dump(mode="json")
 
 
-class CorpusCurated(_Closed):
+class CorpusCurated(Closed):
     """Payload of ``corpus.curated``: what a corpus was cut from and what it holds
     (``manifest_digest``: SHA-256 of the written ``corpus.yaml``; ``log_size``: the log
     prefix a ``--from-ledger`` curation read)."""

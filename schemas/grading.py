@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from schemas.closed import Closed
 from schemas.reading import rule_broken
 from schemas.trace_checks import TraceChecksConfig
 
@@ -35,11 +36,7 @@ StrictShare = Annotated[float, Field(strict=True, ge=0.0)]
 TurnBound = Annotated[int, Field(strict=True)]
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class CombineConfig(_Closed):
+class CombineConfig(Closed):
     """Exactly three keys; the method set is closed (§ Score Combination)."""
 
     method: CombineMethod = "weighted"
@@ -57,7 +54,7 @@ class CombineConfig(_Closed):
         return value
 
 
-class StateHashConfig(_Closed):
+class StateHashConfig(Closed):
     """The hash block: exactly enabled, expect_initial_state, golden_actions, weight, description."""
 
     enabled: bool = False
@@ -102,7 +99,7 @@ class StateHashConfig(_Closed):
         return None
 
 
-class DbProbe(_Closed):
+class DbProbe(Closed):
     name: str
     dsn: str
     query: str
@@ -110,12 +107,12 @@ class DbProbe(_Closed):
     description: str | None = None
 
 
-class ViewReference(_Closed):
+class ViewReference(Closed):
     table: str
     field: str
 
 
-class ComparisonRule(_Closed):
+class ComparisonRule(Closed):
     """One rule of a declared comparison view (not in GRADING.md: the shape is read off the
     state_checks_comparison_view parity pack). Each kind reads only its own keys."""
 
@@ -144,7 +141,7 @@ class ComparisonRule(_Closed):
         return self
 
 
-class ComparisonView(_Closed):
+class ComparisonView(Closed):
     """Which of a trial's changes count, applied to both sides of the hash comparison."""
 
     version: Literal[1]
@@ -164,7 +161,7 @@ _RETIRED_STATE_KEYS = {
 }
 
 
-class StateChecksConfig(_Closed):
+class StateChecksConfig(Closed):
     hash: StateHashConfig | None = None
     jsonpaths: list[dict[str, Any]] = Field(default_factory=list)
     numeric_string_fields: list[str] = Field(default_factory=list)
@@ -246,7 +243,7 @@ class StateChecksConfig(_Closed):
         return bool(h and h.enabled and h.source and self.jsonpaths)
 
 
-class RequiredAction(_Closed):
+class RequiredAction(Closed):
     action_id: str
     requestor: Literal["assistant", "user"] = "assistant"
     name: str
@@ -254,17 +251,17 @@ class RequiredAction(_Closed):
     compare_args: list[str] | None = None
 
 
-class CommunicateInfo(_Closed):
+class CommunicateInfo(Closed):
     info: str
     required: bool = True
 
 
-class ToolExpectations(_Closed):
+class ToolExpectations(Closed):
     required_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
 
 
-class TranscriptRulesConfig(_Closed):
+class TranscriptRulesConfig(Closed):
     must_contain: list[str] = Field(default_factory=list)
     disallow_regex: list[str] = Field(default_factory=list)
     max_turns: TurnBound | None = None
@@ -322,7 +319,7 @@ def unsatisfiable_window_message(lo: int, hi: int, file: str = "grading.yaml") -
     )
 
 
-class RubricCriterion(_Closed):
+class RubricCriterion(Closed):
     id: str
     description: str = ""
     weight: StrictShare = 1.0
@@ -331,12 +328,12 @@ class RubricCriterion(_Closed):
     expected: str | None = None
 
 
-class Rubric(_Closed):
+class Rubric(Closed):
     criteria: list[RubricCriterion] = Field(default_factory=list)
     reference: str | None = None
 
 
-class LlmJudgeConfig(_Closed):
+class LlmJudgeConfig(Closed):
     model_ref: str | None = None
     rubric: Rubric | None = None
     customization: dict[str, Any] | None = None
@@ -348,7 +345,7 @@ class LlmJudgeConfig(_Closed):
     kind_config: dict[str, Any] | None = None
 
 
-class CustomChecksConfig(_Closed):
+class CustomChecksConfig(Closed):
     """Constructed at grade time (§ Which keys a grading block refuses: custom_checks
     key names are refused only then); the load tier keeps the block as a raw mapping."""
 

@@ -14,8 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-REGISTRATION_SCHEMA = "verdict-grade-registration/v1"
-CASES_SCHEMA = "gvc-derivation-cases/v1"
+from schemas.closed import Closed
 
 # Rank operations, in the application order of spec § 5 (step 2, then step 3.1–3.3).
 UNRUN_DECLARED_CAP = "unrun_declared_cap"
@@ -108,20 +107,16 @@ class Ladder:
         return ceiling if self.rank(grade) > self.rank(ceiling) else grade
 
 
-class Party(BaseModel):
+class Party(Closed):
     """A custody role triple ``{identity, kind, chain_id}`` (spec § 3)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     identity: str
     kind: Kind
     chain_id: str = ""
 
 
-class CaseOracle(BaseModel):
+class CaseOracle(Closed):
     """One declared oracle of a conformance case, with its observed run/pass state."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     tier: str
     ran: bool
@@ -131,9 +126,7 @@ class CaseOracle(BaseModel):
     content_identity: str = ""
 
 
-class CaseInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
+class CaseInput(Closed):
     admission_evidence: bool = True
     declared: tuple[CaseOracle, ...]
     work_producer: Party
@@ -141,10 +134,8 @@ class CaseInput(BaseModel):
     producer_supplied_grade: str | None = None
 
 
-class CaseCounters(BaseModel):
+class CaseCounters(Closed):
     """Expected counts. A canonical population a case does not name expects zero."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     unverified_from_unrun_declared: int = 0
     degraded: int = 0
@@ -157,11 +148,9 @@ class CaseCounters(BaseModel):
     tied_uncap: int = 0
 
 
-class CaseExpect(BaseModel):
+class CaseExpect(Closed):
     """What a case expects. Fields left out (``None``) are not compared, except the
     counters, which are always compared in full (spec § 9.2)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     effective_grade: str
     evidence_kind: str
@@ -175,19 +164,15 @@ class CaseExpect(BaseModel):
     counters: CaseCounters = CaseCounters()
 
 
-class Case(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
+class Case(Closed):
     name: str
     comment: str | None = None
     input: CaseInput
     expect: CaseExpect | None = None
 
 
-class CaseFile(BaseModel):
+class CaseFile(Closed):
     """A ``gvc-derivation-cases/v1`` file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     schema_: Literal["gvc-derivation-cases/v1"] = Field(alias="schema")
     source: str | None = None

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from schemas.closed import Closed
 from schemas.errors import LedgerError
 
 Mode = Literal["candidate", "narrowed", "retired"]
 CriterionKind = Literal["binary", "graded"]
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class WasShape(_Closed):
+class WasShape(Closed):
     """The criterion's pre-migration shape: what the recorded verdicts were scored against."""
 
     kind: CriterionKind
@@ -31,14 +28,14 @@ class WasShape(_Closed):
     description: str
 
 
-class Residual(_Closed):
+class Residual(Closed):
     """What the author claims remains for the judge: ``text`` (narrowed) or ``none`` (retired)."""
 
     kind: Literal["none", "text"]
     reason: str
 
 
-class Evidence(_Closed):
+class Evidence(Closed):
     """The measurement a decision rests on; ``corpus`` only in the older generation."""
 
     observations: int = Field(ge=0)
@@ -46,7 +43,7 @@ class Evidence(_Closed):
     corpus: str | None = None
 
 
-class Acknowledgement(_Closed):
+class Acknowledgement(Closed):
     """A waiver: one disagreeing trial (a bundle under the corpus) and why the judge was wrong."""
 
     trial: str
@@ -60,7 +57,7 @@ class Acknowledgement(_Closed):
         return value
 
 
-class MigrationEntry(_Closed):
+class MigrationEntry(Closed):
     """One declared claim about one rubric criterion."""
 
     criterion: str
@@ -81,7 +78,7 @@ class MigrationEntry(_Closed):
         return self.evidence.corpus if self.evidence is not None else None
 
 
-class MigrationFile(_Closed):
+class MigrationFile(Closed):
     """The whole sidecar: a non-empty list of entries."""
 
     migrations: tuple[MigrationEntry, ...] = Field(min_length=1)

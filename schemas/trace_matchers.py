@@ -8,8 +8,6 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -19,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.closed import Closed
 from schemas.reading import recorded_only_keys, recorded_only_value, rule_broken
 
 OPERATORS: tuple[str, ...] = (
@@ -73,10 +72,6 @@ RegexEngine = Literal["linear", "backtracking"]
 Real = StrictInt | StrictFloat
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 Patterns = StrictStr | Annotated[list[StrictStr], Field(min_length=1)]
-
-
-class Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Predicate(Closed):

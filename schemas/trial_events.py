@@ -12,14 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from schemas.closed import Closed
 from schemas.timeline import Role, ToolExecutionStatus, ToolExecutorIdentity, TraceEventKind
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class CorpusMembership(_Closed):
+class CorpusMembership(Closed):
     """The bundle's row in corpus.yaml plus the corpus-level facts it is read against."""
 
     corpus_file: str  # path of corpus.yaml relative to the corpus root
@@ -29,7 +26,7 @@ class CorpusMembership(_Closed):
     record_carried: bool | None = None
 
 
-class Models(_Closed):
+class Models(Closed):
     """Model names from task.yaml ``model_config`` (None where not recorded)."""
 
     agent: str | None = None
@@ -37,7 +34,7 @@ class Models(_Closed):
     judge: str | None = None
 
 
-class TrialRegistered(_Closed):
+class TrialRegistered(Closed):
     """Who the trial is, what it was graded under, and where it came from."""
 
     task_id: str
@@ -65,13 +62,13 @@ class TrialRegistered(_Closed):
     unknown_keys: list[str] = []
 
 
-class ToolCallDeclPayload(_Closed):
+class ToolCallDeclPayload(Closed):
     id: str
     name: str
     arguments: dict[str, Any]
 
 
-class TrialMessage(_Closed):
+class TrialMessage(Closed):
     """One trajectory.yaml message, every role included (the timeline drops system, N3)."""
 
     index: int
@@ -87,7 +84,7 @@ class TrialMessage(_Closed):
     unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
 
 
-class TrialToolCall(_Closed):
+class TrialToolCall(Closed):
     """One tool_log.yaml record (RecordedToolCall), ``index`` = its place in the file."""
 
     index: int
@@ -103,7 +100,7 @@ class TrialToolCall(_Closed):
     unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
 
 
-class TrialEnded(_Closed):
+class TrialEnded(Closed):
     status: str | None = None
     termination_reason: str | None = None
     grading_error: str | None = None
@@ -113,7 +110,7 @@ class TrialEnded(_Closed):
     end_ts: str | None = None
 
 
-class StateRecorded(_Closed):
+class StateRecorded(Closed):
     which: Literal["initial", "final"]
     source: str  # e.g. "env.yaml", "task.yaml:initial_state"
     state: Any
@@ -134,12 +131,12 @@ class RecordedGrade(BaseModel):
     trace_checks_summary: dict[str, Any] | None = None
 
 
-class GradeRecorded(_Closed):
+class GradeRecorded(Closed):
     source: str  # "grade.yaml"
     grade: RecordedGrade
 
 
-class TimelineInconsistency(_Closed):
+class TimelineInconsistency(Closed):
     """Why no timeline could be built (G6b / G7): the error's text, key and position."""
 
     message: str
@@ -147,7 +144,7 @@ class TimelineInconsistency(_Closed):
     where: str
 
 
-class TimelineEvent(_Closed):
+class TimelineEvent(Closed):
     """One ``replay.timeline.timeline_to_payloads`` row; a trial whose views disagree (G6b /
     G7) has instead one ``timeline.event`` with ``inconsistency`` set and no event fields."""
 
@@ -168,7 +165,7 @@ class TimelineEvent(_Closed):
     inconsistency: TimelineInconsistency | None = None
 
 
-class PackRegistered(_Closed):
+class PackRegistered(Closed):
     pack: str
     pack_path: str  # "<parent dir>/<pack dir>", the same however the PATH named the pack
     task_id: str | None = None
@@ -178,13 +175,13 @@ class PackRegistered(_Closed):
     files: list[str]
 
 
-class MigrationDeclared(_Closed):
+class MigrationDeclared(Closed):
     pack: str
     file: str  # "migration.yaml"
     declaration: dict[str, Any]  # verbatim; reconcile/ validates it
 
 
-class IngestSkipped(_Closed):
+class IngestSkipped(Closed):
     source: str  # the bundle or pack path as given on the command line
     kind: str  # "bundle", "pack", ...
     reason: str  # the full error text

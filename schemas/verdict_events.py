@@ -1,10 +1,8 @@
 """Payload models for verdict grades (GVC) and imported verdict-core runs.
 
-A unit's stream ``unit/<unit_id>`` holds ``oracle.declared`` (judges, before the work),
-``work.produced`` (what was delivered, with the admission-populated producer chain),
-``oracle.ran`` (observed execution of a declared judge) and, last, one
-``verdict.admitted`` (the derived custody record). The first three are closed: a typo in
-a key is refused at append time rather than silently ignored by the derivation.
+The events of a unit's stream ``unit/<unit_id>`` (docs/readme/verdict.md § Recording and
+admitting a unit) are closed: a typo in a key is refused at append time rather than
+silently ignored by the derivation.
 
 ``run.event`` and ``receipt.issued`` stay permissive: ``run.event`` carries an imported
 verdict-core event verbatim (its ``data`` is the emitter's free-form keyword arguments),
@@ -13,18 +11,15 @@ and ``receipt.issued`` is shared with other projections.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from schemas.closed import Closed
 from schemas.gvc import Party
 
-_CLOSED = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-
-class OracleDeclared(BaseModel):
+class OracleDeclared(Closed):
     """A judge named before delegation (GVC § 4): the tier it grants when it passes,
     how to re-run it, and who authored it (a declaration, not an attestation)."""
-
-    model_config = _CLOSED
 
     unit: str = Field(min_length=1)
     oracle_id: str = Field(min_length=1)
@@ -33,11 +28,9 @@ class OracleDeclared(BaseModel):
     author: Party
 
 
-class OracleRan(BaseModel):
+class OracleRan(Closed):
     """An observed execution of a declared judge: pass/fail, who ran it, and the
     identity of the content it judged (empty when the runner could not bind one)."""
-
-    model_config = _CLOSED
 
     unit: str = Field(min_length=1)
     oracle_id: str = Field(min_length=1)
@@ -48,12 +41,10 @@ class OracleRan(BaseModel):
     evidence: str | None = None
 
 
-class WorkProduced(BaseModel):
+class WorkProduced(Closed):
     """The delivered work: producer triple (its chain admission-populated), the content
     identity at admission, and an optional producer-supplied grade, which is never
     admitted (GVC § 6) but counted when it disagrees."""
-
-    model_config = _CLOSED
 
     unit: str = Field(min_length=1)
     producer: Party
@@ -61,10 +52,8 @@ class WorkProduced(BaseModel):
     producer_supplied_grade: str | None = None
 
 
-class AdmissionCounters(BaseModel):
+class AdmissionCounters(Closed):
     """All nine canonical populations of GVC § 7, always present."""
-
-    model_config = _CLOSED
 
     unverified_from_unrun_declared: int = Field(ge=0)
     degraded: int = Field(ge=0)
@@ -77,12 +66,10 @@ class AdmissionCounters(BaseModel):
     tied_uncap: int = Field(ge=0)
 
 
-class VerdictAdmitted(BaseModel):
+class VerdictAdmitted(Closed):
     """The custody record derived at admission; ``through_version`` is the stream
     version of the last evidence event it was derived from, so ``verify`` can re-derive
     exactly the same record."""
-
-    model_config = _CLOSED
 
     unit: str = Field(min_length=1)
     effective_grade: str

@@ -1,19 +1,10 @@
-"""State canonicalisation for the hash verdict (GRADING.md § Hash-Based Grading, Algorithm).
+"""State canonicalisation for the hash verdict (GRADING.md § Hash-Based Grading, Algorithm:
+its two folding tiers, numeric types and ``numeric_string_fields`` strings, and their guards).
 
 ``to_hashable`` turns a state into nested tuples with sorted dict keys and canonical
 number tokens; ``consistent_hash`` is ``sha256(str(value))`` over that structure. The
 digest has to reproduce the one recorded bundles carry (the ``state_checks_hash_weight``
 parity pack pins one), so the structure is Python tuples and ``str()`` — not JSON.
-
-Two folding tiers:
-
-* numeric TYPES (int / float / Decimal) always fold: ``72 == 72.0 == Decimal("72.00")``;
-* numeric-looking STRINGS fold only under a record key named in ``numeric_string_fields``
-  (at any depth; the decision is carried down through lists and re-made by every dict).
-
-Guards on both tiers: ``bool`` never folds, leading-zero ids (``"00123"``) never equal
-``"123"``, and a genuine string beginning with the reserved token prefix is escaped so it
-cannot masquerade as a number.
 """
 
 from __future__ import annotations

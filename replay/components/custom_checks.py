@@ -1,7 +1,5 @@
-"""The custom_checks component from recorded per-check results (GRADING.md § Custom Checks).
-
-Executing a pack's checks.py is not a projection: without recorded results the component
-is *not measurable from the recorded evidence*.
+"""The custom_checks component from recorded per-check results (GRADING.md § Custom Checks;
+checks.py is never executed, docs/readme/grading.md § What is measurable offline).
 
 The ``Custom checks:`` sentence is load-bearing: failure attribution keeps every reason
 segment matching FAIL case-insensitively, so only the two shapes the fold reads as a

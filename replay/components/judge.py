@@ -1,10 +1,7 @@
-"""The llm_judge component re-aggregated from recorded criterion verdicts
+"""The llm_judge component re-aggregated from recorded criterion verdicts, no judge called
 (GRADING.md § LLM Judge: Required-gate semantics, The two weighting layers, Pass
-semantics, Fail-loud: the ERRORED status; § Score Combination, compose_runner_trial_verdict).
-
-No judge is called: a trial whose bundle recorded no criterion results is *not
-measurable from the recorded evidence*. An ``errored`` judge is unscored — excluded from
-the fold, never 0.0.
+semantics, Fail-loud: the ERRORED status; § Score Combination, compose_runner_trial_verdict;
+when it is not measurable or unscored: docs/readme/grading.md § What is measurable offline).
 """
 
 from __future__ import annotations

@@ -11,15 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replay.accounting import KeyRecord
+from schemas.grading import COMPONENT_SECTIONS
 
-COMPONENTS: tuple[str, ...] = (
-    "state_checks",
-    "transcript_rules",
-    "trace_checks",
-    "llm_judge",
-    "custom_checks",
-)
-"""The single enumeration of grading components, in grade.yaml order."""
+COMPONENTS: tuple[str, ...] = COMPONENT_SECTIONS
+"""The grading components in grade.yaml order: the sections grading.yaml configures them in."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,7 @@
 """The state_checks component (GRADING.md § Hash-Based Grading, § The jsonpaths assertion
-vocabulary, § Folding the hash verdict with jsonpaths, § Substrate Grading).
-
-Offline, the hash has exactly one decidable source: ``expect_initial_state``, compared
-against the task's recorded initial state. ``golden_actions`` needs a replay world and
-``db_probes`` a live postgres; both are *not measurable from the recorded evidence* and
-never become a number.
+vocabulary, § Folding the hash verdict with jsonpaths, § Substrate Grading). Offline, the
+hash's one decidable source is ``expect_initial_state``; what is not measurable, and why:
+docs/readme/grading.md § What is measurable offline.
 """
 
 from __future__ import annotations
@@ -259,14 +256,8 @@ def _hash_sources(block: StateHashConfig) -> tuple[str, ...]:
 
 def hash_loosenings(config: StateChecksConfig) -> tuple[str, ...]:
     """The recorded hash options a snapshot turns on that the offline hash does not apply."""
-    on = []
-    if config.compare_columns:
-        on.append("compare_columns")
-    if config.auto_mask_clock_columns:
-        on.append("auto_mask_clock_columns")
-    if config.auto_normalize_nullables:
-        on.append("auto_normalize_nullables")
-    return tuple(on)
+    options = ("compare_columns", "auto_mask_clock_columns", "auto_normalize_nullables")
+    return tuple(name for name in options if getattr(config, name))
 
 
 def state_segment(reasons: list[str]) -> str:

@@ -110,25 +110,19 @@ def _events_less(rules: TranscriptRulesConfig) -> ComponentResult:
         "the timeline carries no events, so only min_assistant_turns is read",
         (k for k in populated if k != floor_key),
     )
-    result = _events_less_result(rules)
-    return replace(result, accounted=accounted)
-
-
-def _events_less_result(rules: TranscriptRulesConfig) -> ComponentResult:
-    skipped = [k for k in _declared_keys(rules) if k != "min_assistant_turns"]
-    skip_note = (
-        f"Transcript: the timeline carries no events, so {', '.join(skipped)} "
-        f"{'was' if len(skipped) == 1 else 'were'} skipped"
-        if skipped
-        else None
+    unread = [k for k in _declared_keys(rules) if k != "min_assistant_turns"]
+    notes = (
+        (
+            f"Transcript: the timeline carries no events, so {', '.join(unread)} "
+            f"{'was' if len(unread) == 1 else 'were'} skipped",
+        )
+        if unread
+        else ()
     )
     if rules.min_assistant_turns is None:
-        return ComponentResult(score=None, reasons=(skip_note,) if skip_note else ())
-    unmet = _floor(rules, 0)
-    result = _score([], unmet)
-    return ComponentResult(
-        score=result.score, reasons=result.reasons + ((skip_note,) if skip_note else ())
-    )
+        return ComponentResult(score=None, reasons=notes, accounted=accounted)
+    result = _score([], _floor(rules, 0))
+    return ComponentResult(score=result.score, reasons=result.reasons + notes, accounted=accounted)
 
 
 def _declared_keys(rules: TranscriptRulesConfig) -> list[str]:

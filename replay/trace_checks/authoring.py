@@ -1,20 +1,10 @@
 """The authoring gate's trace_checks rules: a block checked against the task's tools.
 
 GRADING.md § What is validated before a run, the rows that read a trace_checks block
-against tool schemas. Pure: the caller resolves the tool set (a task's declared tools, or
-the ``tools_schemas.yaml`` a bundle recorded) and passes ``name -> parameters schema``; a
-tool whose schema did not resolve maps to ``None``, and an unresolvable tool set is
-``tools=None``. Three classes of finding:
-
-* ``error`` — always fails the pack;
-* ``advisory`` — the same defect against a schema permitting extra arguments, where an
-  unknown name is a probable typo rather than a certainty;
-* ``unchecked`` — a rule that could not run (no schema, a path below its first segment, a
-  property writing no type). It is a separate channel, never read to decide anything, and
-  surfaced so a gate that checked nothing never reads as a clean bill of health.
-
-Regex compilation, the model's own refusals, and everything not about tools are answered
-earlier, by :func:`replay.trace_checks.rules.load_trace_checks`.
+against tool schemas; the inputs and the three finding classes (``error``, ``advisory``,
+``unchecked``) are docs/readme/trace.md's. ``unchecked`` is never read to decide anything:
+it is surfaced so a gate that checked nothing never reads as a clean bill of health. Everything
+not about tools is answered earlier, by :func:`replay.trace_checks.rules.load_trace_checks`.
 """
 
 from __future__ import annotations

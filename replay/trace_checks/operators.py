@@ -1,10 +1,5 @@
-"""The predicate operators and the type rules they read (GRADING.md § Operators).
-
-Every operator but the nullness ones (``exists``; recorded-only ``is_null`` and ``omitted``)
-is false over a ``None`` field: an absent value satisfies no predicate, negative ones
-included. The numeric comparisons read a real number and nothing else (a bool is not a
-number, nor is a numeric string); ``contains`` recurses into lists and dict values and
-never finds a container inside a container.
+"""The predicate operators and the type rules they read (GRADING.md § Operators: a ``None``
+field satisfies nothing but the nullness operators, numeric ones read a real number only).
 
 The eight recorded-only operators (``schemas.trace_matchers.RECORDED_OPERATORS``) are the
 ones Tolokaforge 0.33.1 writes beyond GRADING.md's seventeen; GRADING.md says nothing of

@@ -1,14 +1,7 @@
-"""Component score, gates, and multi-path scoring (GRADING.md § Weighting the constraints,
-§ severity, § How a multi-path block scores).
-
-score(D)     = Σ(weight · passed) / Σ(weight) over D's scored members (undecided fails);
-             = 1.0 if every gate in D held else 0.0, when D has no scored member.
-winner       = the highest-scoring path; a tie goes to a path whose gate shut, and between
-               equally placed paths to the first declared.
-gate_failed  = some gate in the winner's decision set did not hold (an undecided gate trips).
-component    = 0.0 if gate_failed else the winner's score.
-
-Scores are compared as exact fractions so a tie is a tie and not a rounding accident.
+"""Component score, gates, and multi-path scoring: the formulas of GRADING.md § Weighting the
+constraints, § severity and § How a multi-path block scores (an undecided member fails, an
+undecided gate trips). Scores are compared as exact fractions so a tie is a tie and not a
+rounding accident.
 """
 
 from __future__ import annotations
