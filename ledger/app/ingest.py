@@ -398,21 +398,22 @@ def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[s
     )
     out: dict[str, list[tuple[str, str]]] = {}
     for prefix in prefixes:
-        if not any(s in wanted for s in ledger.streams(prefix=prefix)):
-            continue
         # in seq order, so each stream's rows arrive in stream order
-        for s, e, t in _id_rows(ledger, prefix):
+        for s, e, t in _id_rows(ledger, prefix, wanted):
             if s in wanted and t in INGEST_TYPES:
                 out.setdefault(s, []).append((e, t))
     return out
 
 
-def _id_rows(ledger: Any, prefix: str) -> Iterator[tuple[str, str, str]]:
+def _id_rows(ledger: Any, prefix: str, wanted: set[str]) -> Iterator[tuple[str, str, str]]:
     """``(stream, event_id, type)`` of the events under ``prefix``, in seq order: three
-    Arrow columns per bounded window (2.5x faster than whole events over 50k), or, for a
-    log too small to earn the pyarrow import (ledger.log.rows), from ``read``."""
+    Arrow columns per bounded window (2.5x faster than whole events over 50k) unless no
+    ``wanted`` stream is there, or, for a log too small to earn the pyarrow import
+    (ledger.log.rows) or that lookup, from ``read``."""
     if ledger.size() < ARROW_FROM_ROWS:
         yield from ((e.stream, e.event_id, e.type) for e in ledger.read(stream_prefix=prefix))
+        return
+    if not any(s in wanted for s in ledger.streams(prefix=prefix)):
         return
     for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
         table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
