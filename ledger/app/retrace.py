@@ -268,7 +268,7 @@ def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> 
     parts = getattr(lg, "append_parts", None)
     if parts is None:
         return lg.append([*events, completed]).appended
-    return parts(chain(_chunks(events, REPLAY_PART), [[completed]])).appended
+    return parts(_chunks(chain(events, [completed]), REPLAY_PART)).appended
 
 
 REPLAY_PART = 1024  # grade.replayed events prepared and inserted at a time
