@@ -149,6 +149,7 @@ class Ledger(RawReads, merkle.TreeReads):
         self._committing: tuple[fast.Seen, Batch, tuple[int, bytes]] | None = None
         self._appended = False  # has this object appended before (see _seen_at)
         self._close_at_cap = (path / f"{DB_FILE}.wal").exists()  # a crash's WAL: size unknown
+        self._checkpoints = connection.Checkpoints(path / f"{DB_FILE}.wal")
         self._lock = connection.process_lock(self._db_key)
         connection.OPENED[:] = [path / DB_FILE]  # only the latest is ever named
 
@@ -244,10 +245,12 @@ class Ledger(RawReads, merkle.TreeReads):
         with self._lock:
             self._committing = None
             try:
-                pool = connection.append_pool(self._con, prepared.payloads.nbytes)
-                self._close_at_cap |= connection.is_large(prepared.payloads.nbytes)
-                with pool, transaction(self._con):
-                    result = self._append_in_tx(prepared)
+                large = connection.is_large(prepared.payloads.nbytes)
+                self._close_at_cap |= large
+                with connection.append_pool(self._con, prepared.payloads.nbytes):
+                    with transaction(self._con):
+                        result = self._append_in_tx(prepared)
+                    self._checkpoints.committed(self._con, result.appended, large=large)
                 if self._committing is not None:  # only what is durable enters the filter
                     seen, new, state = self._committing
                     try:
@@ -271,16 +274,21 @@ class Ledger(RawReads, merkle.TreeReads):
         with self._lock:
             self._committing = None
             try:
-                with connection.append_pool(self._con, 0), transaction(self._con):
-                    now = datetime.now(UTC)
-                    for part in parts:
-                        prepared = prepare_part(part, offset)
-                        if len(prepared):
-                            connection.size_pool_for(self._con, prepared.payloads.nbytes)
-                            self._close_at_cap |= connection.is_large(prepared.payloads.nbytes)
-                            done = self._append_in_tx(prepared, now, before)
-                            results.append((offset, done))
-                        offset += len(prepared)
+                large = False
+                with connection.append_pool(self._con, 0):
+                    with transaction(self._con):
+                        now = datetime.now(UTC)
+                        for part in parts:
+                            prepared = prepare_part(part, offset)
+                            if len(prepared):
+                                connection.size_pool_for(self._con, prepared.payloads.nbytes)
+                                large |= connection.is_large(prepared.payloads.nbytes)
+                                self._close_at_cap |= large
+                                done = self._append_in_tx(prepared, now, before)
+                                results.append((offset, done))
+                            offset += len(prepared)
+                    appended = sum(done.appended for _, done in results)
+                    self._checkpoints.committed(self._con, appended, large=large)
                 _SEEN.pop(self._db_key, None)  # rebuilt by whoever appends repeatedly next
             except duckdb.Error as exc:
                 raise connection.append_error(self.path, exc) from exc
