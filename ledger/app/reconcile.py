@@ -191,14 +191,16 @@ def _trial_inputs(
     """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run,
     where ingest has read the bundle already (one it could not read is read again here, so
     the error names the trial as every other reconcile message does)."""
-    seen = None if ingested is None else ingested.planned.get(directory.resolve())
-    if seen is None:
+    if ingested is None:  # a dry run: the bundle as the ledger would hold it
+        plan = plan_bundle(directory, label, corpus, manifests)
+        ids = [e.event_id for e in plan.events]
+        return plan.stream, digest([plan.stream, ids]), trial_inputs(as_stored(plan.events))
+    seen = ingested.planned.get(directory.resolve())
+    if seen is None:  # ingest could not read it: read again, so the error names the trial
         plan = plan_bundle(directory, label, corpus, manifests)
         seen = plan.stream, [e.event_id for e in plan.events]
-        if ingested is None:  # a dry run: the bundle as the ledger would hold it
-            return plan.stream, digest(list(seen)), trial_inputs(as_stored(plan.events))
     stream, ids = seen
-    events = ingested.events(stream)  # type: ignore[union-attr] - seen comes from it
+    events = ingested.events(stream)
     if [e.event_id for e in events] != ids:
         held = "no events" if not events else f"{len(events)} events of other content"
         raise UnreadableBundle(

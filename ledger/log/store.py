@@ -148,8 +148,9 @@ class Ledger(RawReads, merkle.TreeReads):
         self._db_key = (path / DB_FILE).resolve()
         self._committing: tuple[fast.Seen, Batch, tuple[int, bytes]] | None = None
         self._appended = False  # has this object appended before (see _seen_at)
-        self._close_at_cap = (path / f"{DB_FILE}.wal").exists()  # a crash's WAL: size unknown
-        self._checkpoints = connection.Checkpoints(path / f"{DB_FILE}.wal")
+        wal = path / f"{DB_FILE}.wal"
+        self._close_at_cap = wal.exists()  # a crash's WAL: size unknown
+        self._checkpoints = connection.Checkpoints(wal)
         self._lock = connection.process_lock(self._db_key)
         connection.OPENED[:] = [path / DB_FILE]  # only the latest is ever named
 
