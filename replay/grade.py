@@ -49,9 +49,9 @@ class Grade(Closed):
     binary_pass: bool | None
     components: dict[str, float | None]
     not_measured: dict[str, str] = Field(default_factory=dict)
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = []
     # per populated scored key: evaluated or skipped, with the reason (replay/accounting.py)
-    accounting: list[dict[str, str]] = Field(default_factory=list)
+    accounting: list[dict[str, str]] = []
 
     def reasons_line(self) -> str:
         """The reasons as grade.yaml carries them: one string of ` | `-joined segments."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from schemas.closed import Closed
 
@@ -92,7 +92,7 @@ class CorpusCurated(Closed):
     criterion: str
     into: str
     origin: str  # "runs" or "ledger"
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = []
     where: str | None = None
     log_size: int | None = None
     curated_at: str

@@ -103,7 +103,7 @@ class DbProbe(Closed):
     name: str
     dsn: str
     query: str
-    expect: list[dict[str, Any]] = Field(default_factory=list)
+    expect: list[dict[str, Any]] = []
     description: str | None = None
 
 
@@ -122,7 +122,7 @@ class ComparisonRule(Closed):
     table: str | None = None
     where: dict[str, Any] | None = None
     key: list[str] | None = None
-    references: list[ViewReference] = Field(default_factory=list)
+    references: list[ViewReference] = []
     scope: Literal["all"] = "all"
 
     @model_validator(mode="after")
@@ -145,7 +145,7 @@ class ComparisonView(Closed):
     """Which of a trial's changes count, applied to both sides of the hash comparison."""
 
     version: Literal[1]
-    rules: list[ComparisonRule] = Field(default_factory=list)
+    rules: list[ComparisonRule] = []
 
 
 _RETIRED_STATE_KEYS = {
@@ -163,11 +163,11 @@ _RETIRED_STATE_KEYS = {
 
 class StateChecksConfig(Closed):
     hash: StateHashConfig | None = None
-    jsonpaths: list[dict[str, Any]] = Field(default_factory=list)
-    numeric_string_fields: list[str] = Field(default_factory=list)
+    jsonpaths: list[dict[str, Any]] = []
+    numeric_string_fields: list[str] = []
     id_fields: dict[str, str | list[str]] = Field(default_factory=dict)
     relaxed_validation: bool = False
-    db_probes: list[DbProbe] = Field(default_factory=list)
+    db_probes: list[DbProbe] = []
     comparison_view: ComparisonView | None = None
     # Not in GRADING.md; Tolokaforge 0.33.1 records them on every snapshot (defaults off).
     # Each loosens the hash comparison; replay/components/state_checks.py says which it
@@ -257,17 +257,17 @@ class CommunicateInfo(Closed):
 
 
 class ToolExpectations(Closed):
-    required_tools: list[str] = Field(default_factory=list)
-    disallowed_tools: list[str] = Field(default_factory=list)
+    required_tools: list[str] = []
+    disallowed_tools: list[str] = []
 
 
 class TranscriptRulesConfig(Closed):
-    must_contain: list[str] = Field(default_factory=list)
-    disallow_regex: list[str] = Field(default_factory=list)
+    must_contain: list[str] = []
+    disallow_regex: list[str] = []
     max_turns: TurnBound | None = None
     min_assistant_turns: TurnBound | None = None
-    required_actions: list[RequiredAction] = Field(default_factory=list)
-    communicate_info: list[CommunicateInfo] = Field(default_factory=list)
+    required_actions: list[RequiredAction] = []
+    communicate_info: list[CommunicateInfo] = []
     tool_expectations: ToolExpectations | None = None
     # Not in GRADING.md; the transcript_rules_regex_engine parity pack declares it.
     # linear = RE2 (the default: a pattern cannot hang); backtracking = Python's re.
@@ -329,7 +329,7 @@ class RubricCriterion(Closed):
 
 
 class Rubric(Closed):
-    criteria: list[RubricCriterion] = Field(default_factory=list)
+    criteria: list[RubricCriterion] = []
     reference: str | None = None
 
 
@@ -355,7 +355,7 @@ class CustomChecksConfig(Closed):
     timeout_seconds: Annotated[float, Field(strict=True, gt=0)] = 30.0
     weight: StrictShare | None = None
     fail_on_error: bool = True
-    relative_imports: list[str] = Field(default_factory=list)  # recorded by 0.33.1
+    relative_imports: list[str] = []  # recorded by 0.33.1
 
 
 class GradingConfig(BaseModel):

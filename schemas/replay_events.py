@@ -9,7 +9,7 @@ malformed or missing one is appended and then *named* by ``vledger verify`` and
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 
 class _Closed(BaseModel):
@@ -34,7 +34,7 @@ class GradeReplayed(_Closed):
     projection_version: str | None = None
     config_digest: str | None = None
     status: str | None = None
-    differences: list[dict[str, Any]] = Field(default_factory=list)
+    differences: list[dict[str, Any]] = []
 
 
 class ReplayCompleted(_ReceiptFields):
@@ -47,5 +47,5 @@ class ReplayCompleted(_ReceiptFields):
 class ReconcileCompleted(_ReceiptFields):
     run_id: str | None = None
     exit_code: int | None = None
-    entries: list[dict[str, Any]] = Field(default_factory=list)
+    entries: list[dict[str, Any]] = []
     config: dict[str, Any] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,15 @@ def populated(path: Path, batches: list[int]) -> Ledger:
         lg.append(sample_events(k, seq))
         seq += k
     return lg
+
+
+def swap_store(source: Path, target: Path) -> None:
+    """Put ``source``'s store in ``target``'s place: the DuckDB file and the WAL a small
+    command leaves beside it (connection.KEEP_WAL), as an attacker with disk access would."""
+    for name in (DB_FILE, f"{DB_FILE}.wal"):
+        (target / name).unlink(missing_ok=True)
+        if (source / name).exists():
+            shutil.copy(source / name, target / name)
 
 
 @contextmanager

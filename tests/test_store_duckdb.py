@@ -187,6 +187,29 @@ def test_closing_after_a_big_append_checkpoints_it_whole(tmp_path: Path) -> None
         assert ev.data() == {"b": big}
 
 
+def test_a_small_wal_is_left_for_the_next_open_and_a_larger_one_checkpointed(
+    tmp_path: Path,
+) -> None:
+    """Closing leaves a WAL of at most connection.KEEP_WAL bytes (its checkpoint was a fifth
+    of a small retrace's work) and checkpoints a larger one, so an open replays a bounded
+    WAL; what the WAL holds is read back by the next open, read-write or read-only."""
+    from ledger.log import connection
+
+    wal = tmp_path / "L" / "events.duckdb.wal"
+    with init_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent(stream="s", type="ext.x", payload={"n": 0})])
+    assert 0 < wal.stat().st_size <= connection.KEEP_WAL  # left as it was
+    with open_ledger(tmp_path / "L", read_only=True) as lg:
+        assert [e.data() for e in lg.read()] == [{"n": 0}]
+    payload = "x" * 300
+    with open_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent("s", "ext.x", {"i": i, "p": payload}) for i in range(4_000)])
+        assert wal.stat().st_size > connection.KEEP_WAL  # under CHECKPOINT_ROWS: it waits
+    assert not wal.exists()  # checkpointed at close
+    with open_ledger(tmp_path / "L") as lg:
+        assert lg.size() == 4_001 and verify_ledger(lg).ok
+
+
 def test_appends_of_small_events_write_row_groups_no_later_checkpoint_rewrites(tmp_path: Path) -> None:
     """Small events are checkpointed once connection.CHECKPOINT_ROWS of them wait, so each
     checkpoint writes row groups DuckDB never reads back to merge with the next ones. At

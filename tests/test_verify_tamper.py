@@ -7,7 +7,6 @@ the seq / segment / checkpoint and says what is wrong.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,6 +28,7 @@ from tests.store_helpers import (
     populated,
     raw,
     sample_events,
+    swap_store,
 )
 
 pytestmark = pytest.mark.usefixtures("no_extra_checks")
@@ -106,7 +106,7 @@ def test_truncation_with_tree_state_fixed_up_is_caught_by_the_checkpoint(tmp_pat
     forged = init_ledger(small)
     forged.append([NewEvent(e.stream, e.type, e.data(), event_id=e.event_id) for e in rows])
     forged.close()
-    shutil.copy(small / DB_FILE, path / DB_FILE)
+    swap_store(small, path)
     with raw(path) as con:
         con.execute("UPDATE meta SET value = ? WHERE key = 'origin'", [origin])
     p = first_problem(path, verifier)
@@ -130,7 +130,7 @@ def test_rehashed_forgery_under_kept_checkpoint_is_named(tmp_path: Path) -> None
         events.append(NewEvent(e.stream, e.type, data, event_id=e.event_id))
     forged.append(events)
     forged.close()
-    shutil.copy(other / DB_FILE, path / DB_FILE)
+    swap_store(other, path)
     with raw(path) as con:
         con.execute("UPDATE meta SET value = ? WHERE key = 'origin'", [origin])
     with open_ledger(path) as lg:

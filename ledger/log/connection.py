@@ -6,7 +6,8 @@ buffer pool (``$VLEDGER_DUCKDB_MEMORY``, default 128MB) so a long-running writer
 stays flat; bigger queries spill to disk. Between the windows of a streaming read and after
 each append the pool is trimmed to :data:`TRIM_TO` (:func:`trim_buffer_pool`), and an
 append of ordinary size runs within it (:func:`append_pool`). A writer checkpoints in row
-groups DuckDB never rewrites to merge them (:data:`CHECKPOINT_ROWS`, :class:`Checkpoints`).
+groups DuckDB never rewrites to merge them (:data:`CHECKPOINT_ROWS`, :class:`Checkpoints`),
+and a small WAL is left for the next open rather than checkpointed at close (:data:`KEEP_WAL`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ LARGE_APPEND_BYTES = 6 << 20
 # CHECKPOINT_WAL, which bounds the WAL of wider rows.
 CHECKPOINT_ROWS = 92_161
 CHECKPOINT_WAL = "64MB"
+# A WAL up to this size is left at close for the next open to replay (+2 ms at 0.8 MB,
+# measured) instead of checkpointed (8-12 ms, a fifth of a small retrace's own work,
+# issue 17): every commit in it is durable, and one larger is checkpointed at close as
+# before, so what an open replays stays bounded. It holds no large row (Checkpoints
+# checkpoints one at once), so its checkpoint fits the steady pool.
+KEEP_WAL = 1 << 20
 F = TypeVar("F", bound=Callable[..., Any])
 
 # One lock per ledger file per process: DuckDB shares one database instance between
@@ -143,14 +150,26 @@ def append_pool(con: duckdb.DuckDBPyConnection, payload_bytes: int) -> Iterator[
         _set_pool(con, duckdb_memory_limit())
 
 
-def close_steady(con: duckdb.DuckDBPyConnection, *, at_cap: bool) -> None:
-    """Close ``con``, its shutdown checkpoint within the steady pool unless ``at_cap`` (a
-    large row may be in the WAL: DuckDB cannot checkpoint a row bigger than its pool). Left
-    at the cap, closing after a corpus-sized append of small rows peaked anywhere up to 1.6x
-    higher (issue 17, measured); a checkpoint that fails leaves the WAL, replayed on open."""
-    if not at_cap:
+def close_steady(con: duckdb.DuckDBPyConnection, wal: Path, *, at_cap: bool) -> None:
+    """Close ``con``: a WAL of at most :data:`KEEP_WAL` bytes stays as it is; a larger one is
+    checkpointed within the steady pool unless ``at_cap`` (a large row may be in the WAL:
+    DuckDB cannot checkpoint a row bigger than its pool). Left at the cap, closing after a
+    corpus-sized append of small rows peaked anywhere up to 1.6x higher (issue 17,
+    measured); a checkpoint that fails leaves the WAL, replayed on open."""
+    keep = wal_bytes(wal) <= KEEP_WAL
+    with contextlib.suppress(duckdb.Error):  # a read-only connection checkpoints nothing
+        con.execute(f"PRAGMA {'disable' if keep else 'enable'}_checkpoint_on_shutdown")
+    if not at_cap and not keep:
         _set_pool(con, _steady())
     con.close()
+
+
+def wal_bytes(wal: Path) -> int:
+    """The size of the WAL file ``wal`` (0 when there is none)."""
+    try:
+        return wal.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 class Checkpoints:

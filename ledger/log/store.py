@@ -149,7 +149,8 @@ class Ledger(RawReads, merkle.TreeReads):
         self._committing: tuple[fast.Seen, Batch, tuple[int, bytes]] | None = None
         self._appended = False  # has this object appended before (see _seen_at)
         wal = path / f"{DB_FILE}.wal"
-        self._close_at_cap = wal.exists()  # a crash's WAL: size unknown
+        # a WAL left at close is small (connection.KEEP_WAL); a larger one is a crash's
+        self._close_at_cap = connection.wal_bytes(wal) > connection.KEEP_WAL
         self._checkpoints = connection.Checkpoints(wal)
         self._lock = connection.process_lock(self._db_key)
         connection.OPENED[:] = [path / DB_FILE]  # only the latest is ever named
@@ -157,7 +158,7 @@ class Ledger(RawReads, merkle.TreeReads):
     def close(self) -> None:
         with self._lock:  # the filters are rebuilt by whoever appends next
             _SEEN.pop(self._db_key, None)
-        connection.close_steady(self._con, at_cap=self._close_at_cap)
+        connection.close_steady(self._con, self._checkpoints.wal, at_cap=self._close_at_cap)
 
     def __enter__(self) -> Ledger:
         return self

@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.adversarial.conftest import Built
@@ -71,12 +72,21 @@ def test_sql_views_and_out_keep_working_from_the_store_and_from_segments_only(
     assert json.loads(out.read_text())[0]["n"] > 0
 
 
-def _damage(db: Path) -> None:
-    """Flip one bit in every 4 KiB block past the header: every read of data meets one."""
+def _damage(db: Path, *, first: int = 12 * 1024 + 7, step: int = 4096) -> None:
+    """Flip one bit in every ``step`` bytes from ``first`` (by default every 4 KiB block past
+    the header): every read of data meets one."""
     data = bytearray(db.read_bytes())
-    for off in range(12 * 1024 + 7, len(data), 4096):
+    for off in range(first, len(data), step):
         data[off] ^= 0x10
     db.write_bytes(bytes(data))
+
+
+def _checkpointed(db: Path) -> None:
+    """Move what a small command left in the WAL (connection.KEEP_WAL) into the file."""
+    con = duckdb.connect(str(db))
+    con.execute("CHECKPOINT")
+    con.close()
+    assert not db.with_name(db.name + ".wal").exists()
 
 
 @pytest.mark.parametrize(
@@ -91,7 +101,22 @@ def _damage(db: Path) -> None:
     ids=lambda a: a[0],
 )
 def test_a_damaged_store_is_named_not_a_traceback(argv: list[str], ledger: Path) -> None:
+    _checkpointed(ledger / "events.duckdb")
     _damage(ledger / "events.duckdb")
+    res = vledger(*argv, "--ledger", ledger)
+    no_traceback(res)
+    assert res.returncode == 1, (res.stdout[-500:], res.stderr[-500:])
+    assert "events.duckdb" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("argv", [["verify"], ["log"], ["retrace"]], ids=lambda a: a[0])
+def test_a_damaged_wal_is_named_not_a_traceback(argv: list[str], ledger: Path) -> None:
+    """A small command leaves its WAL for the next open (connection.KEEP_WAL): a WAL that
+    does not replay is the same one line naming the store, never a traceback."""
+    wal = ledger / "events.duckdb.wal"
+    assert vledger("retrace", "--ledger", ledger).returncode == 0
+    assert 0 < wal.stat().st_size <= 1 << 20
+    _damage(wal, first=100, step=512)
     res = vledger(*argv, "--ledger", ledger)
     no_traceback(res)
     assert res.returncode == 1, (res.stdout[-500:], res.stderr[-500:])
