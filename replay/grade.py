@@ -28,7 +28,6 @@ from replay.components.transcript_rules import evaluate_transcript_rules
 from replay.grading_rules import load_grading_config
 from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
 from replay.timeline import build_trial_timeline
-from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.closed import Closed
@@ -76,6 +75,8 @@ class GradeInputs:
 
 def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
     """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
+    from replay.trace_checks.evaluate import evaluate_trace_checks  # on first use: __init__
+
     return trace_component(evaluate_trace_checks(timeline, block), block)
 
 

@@ -24,7 +24,6 @@ from replay.grade import (
 )
 from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.timeline import build_trial_timeline
-from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.results import TraceChecksResult
 from replay.trace_checks.rules import TraceChecksConfigError
 from replay.trial_inputs import trial_inputs
@@ -187,7 +186,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     inputs = inputs_from_trial(trial)
     block = effective.trace_checks
-    trace = evaluate_trace_checks(timeline, block) if block is not None else None
+    trace = _evaluate_trace(timeline, block) if block is not None else None
     grade, fold_note = _grade(inputs, effective, recorded_cfg, timeline, trace)
     replayed = grade.model_dump(mode="json")
     if fold_note:
@@ -236,6 +235,13 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         unmeasured=unmeasured,
         **base,
     )
+
+
+def _evaluate_trace(timeline: Any, block: TraceChecksConfig) -> TraceChecksResult:
+    """The evaluator, imported by the first trial with a block (replay/trace_checks/__init__)."""
+    from replay.trace_checks.evaluate import evaluate_trace_checks
+
+    return evaluate_trace_checks(timeline, block)
 
 
 def _unmeasured(

@@ -44,6 +44,15 @@ class TraceEventKind(StrEnum):
     TOOL_RESULT = "tool_result"
 
 
+# The event kinds each view a trace check's ``among`` names (GRADING.md § Trace Checks).
+VIEW_KINDS: dict[str, frozenset[TraceEventKind]] = {
+    "tool_calls": frozenset({TraceEventKind.TOOL_CALL}),
+    "tool_results": frozenset({TraceEventKind.TOOL_RESULT}),
+    "messages": frozenset({TraceEventKind.ASSISTANT_MESSAGE, TraceEventKind.USER_MESSAGE}),
+    "events": frozenset(TraceEventKind),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallDecl:
     """One tool call as the message view declares it (the provider's raw id)."""

@@ -43,8 +43,10 @@ def loaded(call: str, home: Path, watch: tuple[str, ...]) -> list[str]:
 
 
 def test_a_small_retrace_loads_no_arrow_yaml_regex_or_foreign_models(small_ledger: Path) -> None:
+    """Nor the trace-check evaluator: none of the 17 trials records a trace_checks block."""
     call = "assert ledger.retrace(lg).appended == 18"
-    assert loaded(call, small_ledger, (*NEVER, "yaml", "regex")) == []
+    evaluator = ("replay.trace_checks.evaluate", "replay.trace_checks.matching")
+    assert loaded(call, small_ledger, (*NEVER, "yaml", "regex", *evaluator)) == []
 
 
 def test_a_small_reconcile_loads_no_arrow_or_foreign_models(small_ledger: Path) -> None:

@@ -15,16 +15,9 @@ from typing import Any
 
 from replay.patterns import compile_pattern
 from replay.trace_checks.operators import MISSING, UNKNOWN, apply_operator, can_ever_hold, json_type
-from schemas.timeline import TraceEvent, TraceEventKind, TrialTimeline
+from schemas.timeline import VIEW_KINDS, TraceEvent, TraceEventKind, TrialTimeline
 from schemas.trace_checks import Within
 from schemas.trace_matchers import BINDING_OPERATORS, REGEX_OPERATORS, Matcher, RegexEngine
-
-VIEW_KINDS: dict[str, frozenset[TraceEventKind]] = {
-    "tool_calls": frozenset({TraceEventKind.TOOL_CALL}),
-    "tool_results": frozenset({TraceEventKind.TOOL_RESULT}),
-    "messages": frozenset({TraceEventKind.ASSISTANT_MESSAGE, TraceEventKind.USER_MESSAGE}),
-    "events": frozenset(TraceEventKind),
-}
 
 
 class TimelineIndex:

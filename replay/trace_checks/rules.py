@@ -20,9 +20,9 @@ from replay.trace_checks.addresses import (
     iter_matchers,
     iter_nodes,
 )
-from replay.trace_checks.matching import VIEW_KINDS
 from schemas.errors import LedgerError
 from schemas.reading import ReadNotes, read_model
+from schemas.timeline import VIEW_KINDS
 from schemas.trace_checks import (
     KIND_NAMES,
     MATCH_VERDICT_KINDS,
