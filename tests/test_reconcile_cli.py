@@ -141,6 +141,18 @@ def test_validate_run_from_the_wrong_base_names_path_and_base(tmp_path: Path) ->
     assert f"against the base {tmp_path}" in res.output
 
 
+def test_reconcile_run_from_the_wrong_base_says_so_on_one_readable_line(tmp_path: Path) -> None:
+    """Both packs name the corpus relative to the checkout; each problem is named on the
+    one Error: line, with no escaped line break (it printed ``\\x0a`` between them)."""
+    res = CliRunner().invoke(
+        main, ["reconcile", "--packs", str(PACKS), "--base", str(tmp_path), "--dry-run"]
+    )
+    assert res.exit_code == 5, res.output
+    (line,) = res.output.strip().splitlines()
+    assert line.startswith("Error: the declaration does not load: ") and "\\x" not in line
+    assert line.count("names no directory") == 2, line
+
+
 # --- hand-made packs and corpora -----------------------------------------------------------
 
 RUBRIC = [
