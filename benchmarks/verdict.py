@@ -7,7 +7,7 @@
    * baseline            — an orjson dump+load round-trip of the same events: the floor
      any consumer of those events pays before deciding anything.
 2. verdict-core receipt verification of ../shared/reference/verdict-core/demo-run:
-   in-process (``verify_run_dir``), and as a whole process
+   in-process (``check_run_dir``), and as a whole process
    (``vledger receipt verify DIR --json``), with ``python -c pass`` as the
    process-start baseline.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import orjson
 
-from ledger.app.receipts import verify_run_dir
+from ledger.app.receipts import check_run_dir
 from ledger.app.units import load_ladder
 from replay.verdict import derive
 from replay.verdict_evidence import UnitEvent, derive_verdict, unit_evidence
@@ -170,7 +170,7 @@ def bench_ledger(units: int) -> list[str]:
 
 def bench_receipt(repeat: int) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    in_process = min(_time(lambda: verify_run_dir(DEMO)) for _ in range(repeat))
+    in_process = min(_time(lambda: check_run_dir(DEMO).problems) for _ in range(repeat))
 
     def run(args: list[str]) -> None:
         subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, cwd=ROOT)
@@ -192,11 +192,11 @@ def bench_receipt(repeat: int) -> list[str]:
         for _ in range(repeat)
     )
     python_start = min(_time(lambda: run([sys.executable, "-c", "pass"])) for _ in range(repeat))
-    assert verify_run_dir(DEMO) == [], "the demo run must verify clean"
+    assert check_run_dir(DEMO).problems == [], "the demo run must verify clean"
     return [
         "| demo-run receipt verification (83 events) | time |",
         "| --- | ---: |",
-        f"| in-process `verify_run_dir` | {in_process * 1000:.1f} ms |",
+        f"| in-process `check_run_dir` | {in_process * 1000:.1f} ms |",
         f"| whole process `vledger receipt verify DIR --json` | {whole * 1000:.0f} ms |",
         f"| baseline: `python -c pass` | {python_start * 1000:.0f} ms |",
     ]

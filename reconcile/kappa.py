@@ -42,10 +42,6 @@ class Table:
         cell = f"{'' if judge_met else 'not_'}met_{'passed' if constraint_passed else 'failed'}"
         return replace(self, **{cell: getattr(self, cell) + 1})
 
-    def transposed(self) -> Table:
-        """The same observations with the two labellers swapped."""
-        return Table(self.met_passed, self.not_met_passed, self.met_failed, self.not_met_failed)
-
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 

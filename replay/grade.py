@@ -52,10 +52,6 @@ class Grade(Closed):
     # per populated scored key: evaluated or skipped, with the reason (replay/accounting.py)
     accounting: list[dict[str, str]] = []
 
-    def reasons_line(self) -> str:
-        """The reasons as grade.yaml carries them: one string of ` | `-joined segments."""
-        return " | ".join(self.reasons)
-
 
 @dataclass(frozen=True, slots=True)
 class GradeInputs:

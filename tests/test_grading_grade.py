@@ -276,7 +276,7 @@ def test_compare_names_each_difference() -> None:
     assert diffs["llm_judge"].reason == "not measurable from the recorded evidence: no verdicts"
     assert "llm_judge not measured" in diffs["score"].reason
     assert compare_grades(rec, rec) == []
-    assert rec.reasons_line() == "Judge: score=1.00 | Judge KB: none offered"
+    assert " | ".join(rec.reasons) == "Judge: score=1.00 | Judge KB: none offered"
 
 
 def test_grading_is_deterministic() -> None:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.app.receipts import verify_run_dir
+from ledger.app.receipts import check_run_dir
 from ledger.app.run_files import read_run_dir
 from ledger.cli import main
 from replay.vcore_receipt import canonical_graph, graph_digest, rebuild_from_files, receipt_bytes
@@ -54,7 +54,7 @@ def _write_events(run: Path, lines: list[str]) -> None:
 
 
 def test_demo_run_verifies_clean() -> None:
-    assert verify_run_dir(DEMO) == []
+    assert check_run_dir(DEMO).problems == []
 
 
 def test_demo_receipt_is_rebuilt_byte_for_byte() -> None:
@@ -81,7 +81,7 @@ def test_one_event_byte_changed(run: Path) -> None:
     old = b'"until":"2026-09-27T08:21:32+00:00"'
     assert raw.count(old) == 1
     (run / "events.jsonl").write_bytes(raw.replace(old, old.replace(b"T08", b"T09")))
-    assert verify_run_dir(run) == [DIGEST, f"cooldowns {M}"]
+    assert check_run_dir(run).problems == [DIGEST, f"cooldowns {M}"]
 
 
 def test_review_line_deleted(run: Path) -> None:
@@ -89,7 +89,7 @@ def test_review_line_deleted(run: Path) -> None:
     lines = _events(run)
     assert json.loads(lines[81])["type"] == "review"
     _write_events(run, lines[:81] + lines[82:])
-    assert verify_run_dir(run) == [
+    assert check_run_dir(run).problems == [
         DIGEST,
         f"event_count {M}",
         f"outcome {M}",
@@ -108,21 +108,21 @@ def test_receipt_edited(run: Path) -> None:
     receipt = json.loads((run / "receipt.json").read_text())
     receipt["nodes"][0]["final_state"] = "TERMINAL_SUCCESS"
     (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
-    assert verify_run_dir(run) == [f"nodes {M}"]
+    assert check_run_dir(run).problems == [f"nodes {M}"]
 
 
 def test_blank_line_appended(run: Path) -> None:
     """§ 9 row 4: blank lines are skipped when parsing, but the bytes changed."""
     with (run / "events.jsonl").open("a") as f:
         f.write("\n")
-    assert verify_run_dir(run) == [DIGEST]
+    assert check_run_dir(run).problems == [DIGEST]
 
 
 def test_graph_reserialised_is_invisible(run: Path) -> None:
     """§ 9 row 5: only the canonical content of graph.json is bound."""
     graph = json.loads((run / "graph.json").read_text())
     (run / "graph.json").write_text(json.dumps(dict(reversed(graph.items())), indent=7))
-    assert verify_run_dir(run) == []
+    assert check_run_dir(run).problems == []
 
 
 def test_graph_verification_command_edited(run: Path) -> None:
@@ -130,7 +130,7 @@ def test_graph_verification_command_edited(run: Path) -> None:
     graph = json.loads((run / "graph.json").read_text())
     graph["nodes"][0]["verification_command"].append("--strict")
     (run / "graph.json").write_text(json.dumps(graph, indent=2))
-    assert verify_run_dir(run) == [f"graph_digest {M}"]
+    assert check_run_dir(run).problems == [f"graph_digest {M}"]
 
 
 def test_graph_goal_edited(run: Path) -> None:
@@ -138,13 +138,13 @@ def test_graph_goal_edited(run: Path) -> None:
     graph = json.loads((run / "graph.json").read_text())
     graph["goal"] = "Something else"
     (run / "graph.json").write_text(json.dumps(graph, indent=2))
-    assert verify_run_dir(run) == [f"goal {M}", f"graph_digest {M}"]
+    assert check_run_dir(run).problems == [f"goal {M}", f"graph_digest {M}"]
 
 
 def test_failing_review_json_overrides(run: Path) -> None:
     """§ 9 row 8: review.json silently overrides the review event; no digest problem."""
     (run / "review.json").write_text(json.dumps({"status": "fail", "blocking": True}))
-    assert verify_run_dir(run) == [f"outcome {M}", f"reason {M}", f"review {M}"]
+    assert check_run_dir(run).problems == [f"outcome {M}", f"reason {M}", f"review {M}"]
     rebuilt = rebuild_from_files(read_run_dir(run))
     assert rebuilt["reason"] == "review status FAIL (PASS required)"
     assert rebuilt["review"]["blocking"] == 1
@@ -155,27 +155,27 @@ def test_scratch_files_deleted_is_invisible(run: Path) -> None:
     (run / "progress.json").unlink()
     (run / "admission.json").unlink()
     shutil.rmtree(run / "attempts")
-    assert verify_run_dir(run) == []
+    assert check_run_dir(run).problems == []
 
 
 def test_missing_receipt(run: Path) -> None:
     (run / "receipt.json").unlink()
-    assert verify_run_dir(run) == ["missing receipt.json"]
+    assert check_run_dir(run).problems == ["missing receipt.json"]
 
 
 def test_receipt_not_an_object(run: Path) -> None:
     (run / "receipt.json").write_text("[]")
-    assert verify_run_dir(run) == ["receipt.json must contain a JSON object"]
+    assert check_run_dir(run).problems == ["receipt.json must contain a JSON object"]
 
 
 def test_missing_events(run: Path) -> None:
     (run / "events.jsonl").unlink()
-    assert verify_run_dir(run) == ["missing events.jsonl"]
+    assert check_run_dir(run).problems == ["missing events.jsonl"]
 
 
 def test_missing_graph_cannot_rebuild(run: Path) -> None:
     (run / "graph.json").unlink()
-    problems = verify_run_dir(run)
+    problems = check_run_dir(run).problems
     assert len(problems) == 1
     assert problems[0].startswith("cannot rebuild receipt: cannot read graph.json: [Errno 2] ")
 
@@ -184,7 +184,7 @@ def test_corrupt_event_line_names_path_and_line(run: Path) -> None:
     lines = _events(run)
     lines[9] = lines[9][:40] + "\n"
     _write_events(run, lines)
-    problems = verify_run_dir(run)
+    problems = check_run_dir(run).problems
     assert problems[0] == DIGEST
     assert problems[1].startswith(
         f"cannot rebuild receipt: {run / 'events.jsonl'}:10: corrupt event: "
@@ -202,7 +202,7 @@ def test_schema_changed_is_reported_and_verification_continues(run: Path) -> Non
     receipt = json.loads((run / "receipt.json").read_text())
     receipt["schema"] = "verdict.run-receipt/v2"
     (run / "receipt.json").write_text(json.dumps(receipt))
-    assert verify_run_dir(run) == [
+    assert check_run_dir(run).problems == [
         "unexpected schema 'verdict.run-receipt/v2'",
         f"schema {M}",
     ]
@@ -212,7 +212,7 @@ def test_unknown_graph_node_key_cannot_rebuild(run: Path) -> None:
     graph = json.loads((run / "graph.json").read_text())
     graph["nodes"][1]["colour"] = "blue"
     (run / "graph.json").write_text(json.dumps(graph))
-    problems = verify_run_dir(run)
+    problems = check_run_dir(run).problems
     assert problems == ["cannot rebuild receipt: graph node 'cli_flag': unknown key(s) ['colour']"]
 
 
@@ -251,11 +251,11 @@ def test_strict_byte_check(run: Path) -> None:
     copy still verifies structurally but fails the byte check (reported last)."""
     from replay.vcore_verify import STRICT_BYTES_PROBLEM
 
-    assert verify_run_dir(DEMO, strict=True) == []
+    assert check_run_dir(DEMO, strict=True).problems == []
     receipt = json.loads((run / "receipt.json").read_text())
     (run / "receipt.json").write_text(json.dumps(receipt, indent=4, sort_keys=True) + "\n")
-    assert verify_run_dir(run) == []
-    assert verify_run_dir(run, strict=True) == [STRICT_BYTES_PROBLEM]
+    assert check_run_dir(run).problems == []
+    assert check_run_dir(run, strict=True).problems == [STRICT_BYTES_PROBLEM]
 
 
 # ------------------------------------------- where a mismatch lies (path, both values)

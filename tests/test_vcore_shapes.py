@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ledger.app.receipts import verify_run_dir
+from ledger.app.receipts import check_run_dir
 from ledger.app.run_files import read_run_dir
 from ledger.cli import main
 from replay.vcore_receipt import rebuild_from_files
@@ -456,7 +456,7 @@ def test_rebuild_equals_the_hand_written_receipt(tmp_path: Path, name: str) -> N
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_receipt_verify_is_clean(tmp_path: Path, name: str) -> None:
     run, _ = write_run(tmp_path, name)
-    assert verify_run_dir(run, strict=True) == []
+    assert check_run_dir(run, strict=True).problems == []
     res = CliRunner().invoke(main, ["receipt", "verify", str(run), "--strict"])
     assert res.exit_code == 0, res.output
     assert "integrity: OK (events digest verified; receipt unsigned)" in res.output.splitlines()

@@ -74,11 +74,6 @@ def trust_lines(trust: dict[str, object]) -> list[str]:
     ]
 
 
-def verify_run_dir(run_dir: Path, strict: bool = False) -> list[str]:
-    """FORMAT.md § 7 problem strings for a run directory; ``[]`` means it verifies."""
-    return check_run_dir(run_dir, strict).problems
-
-
 def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
     """The problems, each differing leaf (path, both values) and the rebuilt receipt."""
     return check_run_files(read_run_dir(Path(run_dir)), strict=strict)

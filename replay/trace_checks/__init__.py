@@ -14,14 +14,8 @@ from typing import Any
 TRACE_CHECKS_VERSION = "trace_checks/1"
 
 # public name -> the submodule that defines it
-_LAZY = {
-    "evaluate_constraint": "evaluate",
-    "evaluate_trace_checks": "evaluate",
-    "ConstraintResult": "results",
-    "PathLine": "results",
-    "TraceChecksResult": "results",
-    "TraceChecksSummary": "results",
-}
+_LAZY = {"evaluate_constraint": "evaluate", "evaluate_trace_checks": "evaluate",
+         "TraceChecksResult": "results"}  # fmt: skip
 
 __all__ = ["TRACE_CHECKS_VERSION", *_LAZY]
 

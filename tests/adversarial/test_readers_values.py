@@ -348,7 +348,7 @@ def test_a_name_holding_control_characters_is_escaped_in_the_refusal(
 def test_append_and_receipt_verify_refuse_devices_links_and_deep_documents(
     secret_file: Path, tmp_path: Path
 ) -> None:
-    from ledger.app.receipts import verify_run_dir
+    from ledger.app.receipts import check_run_dir
     from ledger.app.store_ops import read_jsonl
     from ledger.errors import LedgerError
 
@@ -357,12 +357,12 @@ def test_append_and_receipt_verify_refuse_devices_links_and_deep_documents(
     run = run_copy(tmp_path / "zero")
     (run / "receipt.json").unlink()
     (run / "receipt.json").symlink_to("/dev/zero")
-    assert any("receipt.json" in p and "outside" in p for p in verify_run_dir(run))
+    assert any("receipt.json" in p and "outside" in p for p in check_run_dir(run).problems)
     run = run_copy(tmp_path / "linked")
     (run / "graph.json").unlink()
     (run / "graph.json").symlink_to(secret_file)
-    problems = verify_run_dir(run)
+    problems = check_run_dir(run).problems
     assert problems and not any(SECRET in p or str(secret_file) in p for p in problems)
     run = run_copy(tmp_path / "deep")
     (run / "graph.json").write_text("[" * 100_000 + "]" * 100_000)
-    assert any("graph.json" in p for p in verify_run_dir(run))
+    assert any("graph.json" in p for p in check_run_dir(run).problems)
