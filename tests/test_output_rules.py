@@ -6,6 +6,8 @@ module docstring), not from a run.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shutil
 from pathlib import Path
@@ -18,7 +20,14 @@ from hypothesis import strategies as st
 
 from benchmarks.generate_corpus import generate
 from ledger.cli import main
-from ledger.cli.output import cut, fit_widths, fmt_number, render_table, terminal_width
+from ledger.cli.output import (
+    cut,
+    error,
+    fit_widths,
+    fmt_number,
+    render_table,
+    terminal_width,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
@@ -309,3 +318,18 @@ def test_a_streamed_document_with_non_string_keys_falls_back_whole() -> None:
         out = io.StringIO()
         write_json_document(doc, out)
         assert out.getvalue() == json_text(doc)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text(st.characters(exclude_characters="\n"), max_size=30), min_size=1, max_size=4))
+def test_an_error_keeps_its_lines_and_no_text_starts_one(parts: list[str]) -> None:
+    """Rule 6 for a message that lists problems one per line: the lines stay lines, each
+    escaped on its own, and every one after the ``Error:`` line is indented, so no text a
+    message quotes (a line break, a CR, an escape sequence) can begin a line of its own."""
+    with contextlib.redirect_stderr(io.StringIO()) as out:
+        error("\n".join(parts))
+    err = out.getvalue()
+    head, *rest = err.removesuffix("\n").split("\n")
+    assert head.startswith("Error: ") and len(rest) == len(parts) - 1
+    assert all(line.startswith("  ") for line in rest)
+    assert not any(c in err for c in "\r\x1b\x85\u2028\u2029")

@@ -141,16 +141,19 @@ def test_validate_run_from_the_wrong_base_names_path_and_base(tmp_path: Path) ->
     assert f"against the base {tmp_path}" in res.output
 
 
-def test_reconcile_run_from_the_wrong_base_says_so_on_one_readable_line(tmp_path: Path) -> None:
-    """Both packs name the corpus relative to the checkout; each problem is named on the
-    one Error: line, with no escaped line break (it printed ``\\x0a`` between them)."""
+def test_reconcile_run_from_the_wrong_base_names_each_problem_on_its_own_line(
+    tmp_path: Path,
+) -> None:
+    """Both packs name the corpus relative to the checkout: each problem gets an indented
+    line of its own under the Error: line (the line breaks used to print as ``\\x0a``)."""
     res = CliRunner().invoke(
         main, ["reconcile", "--packs", str(PACKS), "--base", str(tmp_path), "--dry-run"]
     )
     assert res.exit_code == 5, res.output
-    (line,) = res.output.strip().splitlines()
-    assert line.startswith("Error: the declaration does not load: ") and "\\x" not in line
-    assert line.count("names no directory") == 2, line
+    head, *problems = res.output.strip().splitlines()
+    assert head == "Error: the declaration does not load:" and "\\x" not in res.output
+    assert len(problems) == 2, problems
+    assert all(p.startswith("    ") and "names no directory" in p for p in problems), problems
 
 
 # --- hand-made packs and corpora -----------------------------------------------------------

@@ -303,8 +303,7 @@ def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusReso
             for f in validate_migration(pack.migration, pack.view, corpora)
         ]
     if problems:
-        # one line, as every Error: line is (the CLI escapes a line break inside one)
-        raise ReconcileError("the declaration does not load: " + "; ".join(problems))
+        raise ReconcileError("the declaration does not load:\n  " + "\n  ".join(problems))
     return corpora
 
 

@@ -140,8 +140,12 @@ def result(text: str = "", nl: bool = True) -> None:
 
 
 def error(message: object) -> None:
-    """The ``Error: …`` line of a failed command (the caller exits with the code)."""
-    click.echo(f"Error: {escape_controls(str(message))}", err=True)
+    """The ``Error: …`` line of a failed command (the caller exits with the code). A message
+    that lists problems one per line keeps them: each line is escaped on its own and every
+    line after the first is indented, so no text inside one can start a line of its own."""
+    head, *rest = str(message).split("\n")
+    lines = [f"Error: {escape_controls(head)}", *(f"  {escape_controls(r)}" for r in rest)]
+    click.echo("\n".join(lines), err=True)
 
 
 def json_text(value: Any) -> str:
