@@ -69,11 +69,17 @@ class GradeInputs:
     custom_suite: RecordedSuite | None = None
 
 
+def evaluate_trace(timeline: TrialTimeline, block: TraceChecksConfig) -> TraceChecksResult:
+    """The block evaluated over the timeline; the evaluator is imported by the first trial
+    that has one (replay/trace_checks/__init__.py)."""
+    from replay.trace_checks.evaluate import evaluate_trace_checks
+
+    return evaluate_trace_checks(timeline, block)
+
+
 def evaluate_trace_component(timeline: TrialTimeline, block: TraceChecksConfig) -> ComponentResult:
     """The trace_checks component as the fold reads it (helper trace's one evaluator)."""
-    from replay.trace_checks.evaluate import evaluate_trace_checks  # on first use: __init__
-
-    return trace_component(evaluate_trace_checks(timeline, block), block)
+    return trace_component(evaluate_trace(timeline, block), block)
 
 
 def trace_component(result: TraceChecksResult, block: TraceChecksConfig) -> ComponentResult:

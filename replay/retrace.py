@@ -17,6 +17,7 @@ from replay.grade import (
     Difference,
     Grade,
     compare_grades,
+    evaluate_trace,
     grade_trial,
     inputs_from_trial,
     recorded_grade,
@@ -186,7 +187,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     inputs = inputs_from_trial(trial)
     block = effective.trace_checks
-    trace = _evaluate_trace(timeline, block) if block is not None else None
+    trace = evaluate_trace(timeline, block) if block is not None else None
     grade, fold_note = _grade(inputs, effective, recorded_cfg, timeline, trace)
     replayed = grade.model_dump(mode="json")
     if fold_note:
@@ -235,13 +236,6 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         unmeasured=unmeasured,
         **base,
     )
-
-
-def _evaluate_trace(timeline: Any, block: TraceChecksConfig) -> TraceChecksResult:
-    """The evaluator, imported by the first trial with a block (replay/trace_checks/__init__)."""
-    from replay.trace_checks.evaluate import evaluate_trace_checks
-
-    return evaluate_trace_checks(timeline, block)
 
 
 def _unmeasured(
