@@ -136,7 +136,7 @@ def test_verdict_record_and_admissions_match_the_cli(twins: tuple[Path, Path]) -
     assert _is_result(got) and got.to_json() == want
     again = ledger.verdict_record(str(UNITS), ledger=api)  # a repeat is a no-op
     assert all(w.duplicate for w in again.recorded)
-    listed = ledger.admissions(api)
+    listed = ledger.admissions(ledger=api)
     assert _is_result(listed)
     assert listed.to_json() == _cli_json("admissions", "--ledger", cli, "--json")
     assert [r.unit for r in listed.admissions][:2] == ["never-checked", "stale-evidence"]
@@ -164,7 +164,7 @@ def test_verdict_errors_are_the_cli_error_lines(twins: tuple[Path, Path], tmp_pa
         ledger.verdict_record(bad, ledger=api)
     assert line == f"Error: {info.value}" and f"{bad}:1:" in line
     with pytest.raises(ledger.LedgerError, match="no ledger at"):
-        ledger.admissions(tmp_path / "absent")
+        ledger.admissions(ledger=tmp_path / "absent")
 
 
 def test_receipt_verify_and_show_match_the_cli(tmp_path: Path) -> None:
@@ -196,14 +196,14 @@ def test_export_matches_the_cli(tmp_path: Path) -> None:
         lg.append([NewEvent(f"ext/{i}", "ext.note", {"i": i}) for i in range(4)])
     want = _cli_json("export", "--ledger", home, "--parquet", tmp_path / "a", "--otel",
                      tmp_path / "a.json", "--json")  # fmt: skip
-    got = ledger.export(home, parquet=tmp_path / "b", otel=tmp_path / "b.json")
+    got = ledger.export(ledger=home, parquet=tmp_path / "b", otel=tmp_path / "b.json")
     assert _is_result(got)
     renamed = {**want, "directory": str(tmp_path / "b"), "otel": str(tmp_path / "b.json")}
     assert got.to_json() == renamed and got.to_json()["rows"] == 4
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     line = _cli_error("export", "--ledger", home, "--parquet", tmp_path / "a")
     with pytest.raises(ledger.LedgerError) as info:
-        ledger.export(home, parquet=tmp_path / "a")
+        ledger.export(ledger=home, parquet=tmp_path / "a")
     assert line == f"Error: {info.value}" and "not an empty directory" in line
     with pytest.raises(ledger.LedgerError, match="parquet=DIR, otel=FILE"):
-        ledger.export(home)
+        ledger.export(ledger=home)

@@ -175,7 +175,7 @@ def test_verify_deep_recomputes_the_imported_timelines(
     ingest(lg, [inspect_logs.logs])
     from ledger.app.verify import verify
 
-    report = verify(lg, deep=True)
+    report = verify(ledger=lg, deep=True)
     assert report.ok, report
 
 

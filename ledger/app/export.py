@@ -63,7 +63,7 @@ class Exported(Result):
 
 
 def export(
-    ledger: LedgerArg = None, *, parquet: str | Path | None = None, otel: str | Path | None = None,
+    *, ledger: LedgerArg = None, parquet: str | Path | None = None, otel: str | Path | None = None,
     seal: bool = False, sealed_only: bool = False, segment_rows: int | None = None,
     segment_bytes: int | None = None,
 ) -> Exported:  # fmt: skip

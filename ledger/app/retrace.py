@@ -9,7 +9,7 @@ and the outputs digest.
 
 Example::
 
-    result = ledger.retrace(".vledger", corpus="notes_duplicate_check")
+    result = ledger.retrace(ledger=".vledger", corpus="notes_duplicate_check")
     print(result.to_json()["evidence"], result.exit_code)
 """
 
@@ -281,7 +281,7 @@ def _chunks(items: Iterable[NewEvent], n: int) -> Iterator[list[NewEvent]]:
 
 
 def retrace(
-    ledger: LedgerArg = None, *, corpus: str | None = None, source: Path | None = None,
+    *, ledger: LedgerArg = None, corpus: str | None = None, source: Path | None = None,
     task: str | None = None, constraints_file: Path | None = None,
     grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
     max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,

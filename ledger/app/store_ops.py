@@ -102,7 +102,7 @@ class AppendFileResult(Result):
 
 
 def append(
-    file: PathArg, ledger: LedgerArg = None, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    file: PathArg, *, ledger: LedgerArg = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> AppendFileResult:
     """``vledger append FILE``: every event of the JSONL file as one atomic batch."""
     events, lines = read_jsonl(Path(file))
@@ -137,7 +137,7 @@ class EventsResult(Result):
 
 
 def events(
-    ledger: LedgerArg = None, *, stream: str | None = None, type: str | None = None,
+    *, ledger: LedgerArg = None, stream: str | None = None, type: str | None = None,
     from_seq: int | None = None, to_seq: int | None = None, limit: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> EventsResult:  # fmt: skip
@@ -176,7 +176,7 @@ class CheckpointResult(Result):
 
 
 def checkpoint(
-    ledger: LedgerArg = None, *, key: PathArg, out: PathArg | None = None,
+    *, ledger: LedgerArg = None, key: PathArg, out: PathArg | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> CheckpointResult:  # fmt: skip
     """``vledger checkpoint --key FILE [--out COPY]``: sign the current tree head and store
@@ -209,7 +209,7 @@ class ProveResult(Result):
 
 
 def prove(
-    seq: int, ledger: LedgerArg = None, *, size: int | None = None,
+    seq: int, *, ledger: LedgerArg = None, size: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> ProveResult:  # fmt: skip
     """``vledger prove SEQ``: the C2SP tlog-proof of SEQ against a stored checkpoint."""
@@ -245,7 +245,7 @@ class SealResult(Result):
 
 
 def seal(
-    ledger: LedgerArg = None, *, max_rows: int = segments.DEFAULT_MAX_ROWS,
+    *, ledger: LedgerArg = None, max_rows: int = segments.DEFAULT_MAX_ROWS,
     max_bytes: int | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> SealResult:  # fmt: skip
     """``vledger seal``: unsealed events into immutable Parquet segments (trials stay whole)."""
@@ -268,7 +268,7 @@ class RepairResult(Result):
 
 
 def repair(
-    ledger: LedgerArg = None, *, apply: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    *, ledger: LedgerArg = None, apply: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> RepairResult:
     """``vledger repair [--apply]``: finish an interrupted seal; a dry run unless ``apply``.
     Only a seal the store recorded is repair's to finish (sealing new events is ``seal``'s),

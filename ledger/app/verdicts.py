@@ -194,7 +194,7 @@ class Admissions(Result):
         return {"admissions": rows, "pending": self.pending}
 
 
-def admissions(ledger: LedgerArg = None) -> Admissions:
+def admissions(*, ledger: LedgerArg = None) -> Admissions:
     """``vledger admissions``: what ``units.admissions`` and ``units.pending_units`` list."""
     with opened(ledger) as lg:
         return Admissions(tuple(units.admissions(lg)), pending_units(lg))

@@ -68,8 +68,8 @@ class VerifyResult(Result):
 
 
 def verify(
-    ledger: LedgerArg = None,
     *,
+    ledger: LedgerArg = None,
     pub: str | os.PathLike[str] | Verifier | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     deep: bool = False,

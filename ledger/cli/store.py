@@ -65,7 +65,7 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 
     Example: vledger append events.jsonl
     """
-    res = ledger.append(file, resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
+    res = ledger.append(file, ledger=resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
     if emitted(as_json, res):
         return
     if res.appended:
@@ -100,7 +100,7 @@ def log_cmd(
 
     kw = {"stream": stream, "type": type_, "from_seq": from_seq, "to_seq": to_seq, "limit": limit}
     with opened(resolve_ledger(ledger_dir), read_only=True, busy_timeout=busy_timeout) as lg:
-        rows = ledger.events(lg, **kw).events  # read as printed, while the store is open
+        rows = ledger.events(ledger=lg, **kw).events  # read as printed, while the store is open
         if as_json or as_nl:
             write_json_rows(map(event_json, rows), nl=as_nl)
             return
@@ -159,7 +159,7 @@ def checkpoint_cmd(
             "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
         )
     res = ledger.checkpoint(
-        resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
+        ledger=resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
     )
     if not emitted(as_json, res):
         click.echo(res.note, nl=False)
@@ -179,7 +179,7 @@ def prove_cmd(
 
     Example: vledger prove 42 --size 100
     """
-    res = ledger.prove(seq, resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
+    res = ledger.prove(seq, ledger=resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
     if not emitted(as_json, res):
         click.echo(res.tlog_proof, nl=False)
 
@@ -212,7 +212,7 @@ def verify_cmd(
 
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
-    res = ledger.verify(resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
+    res = ledger.verify(ledger=resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
                         deep=deep, busy_timeout=busy_timeout)  # fmt: skip
     if not emitted(as_json, res):
         for line in res.report.lines():
@@ -242,7 +242,7 @@ def seal_cmd(
 
     Example: vledger seal --max-rows 100000
     """
-    res = ledger.seal(resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
+    res = ledger.seal(ledger=resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
                       busy_timeout=busy_timeout)  # fmt: skip
     if emitted(as_json, res):
         return
@@ -271,7 +271,7 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
     Example: vledger repair            (say what would change)
              vledger repair --apply    (change it)
     """
-    res = ledger.repair(resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
+    res = ledger.repair(ledger=resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
     if not emitted(as_json, res):
         for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)

@@ -190,7 +190,7 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
 @json_option
 def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """List admitted units, weakest evidence first, and units still pending admission."""
-    res = ledger.admissions(resolve_ledger(ledger_dir))
+    res = ledger.admissions(ledger=resolve_ledger(ledger_dir))
     if emitted(as_json, res):
         return
     rows, pending = res.admissions, res.pending
