@@ -11,6 +11,9 @@ DEFAULT_KEY_NAME = "vledger"  # the key name in a checkpoint's signature lines
 DEFAULT_MAX_ROWS = 1_000_000  # rows per sealed segment (a longer trial still stays whole)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024  # the largest YAML or run file read (sources/yaml_safe)
 DEFAULT_PACKS = Path("corpora") / "packs"  # this repository's task packs, when they exist
+DEFAULT_WORKERS = 1  # processes of the local engine, CPUs of a local Ray (retrace, ingest)
+DEFAULT_RECONCILE_WORKERS = 2  # CPUs of the local Ray reconcile's candidates run on
+DEFAULT_MAX_RETRIES = 2  # Ray: retries of a crashed or failed segment task
 
 
 def default_ledger_path() -> Path:

@@ -32,6 +32,7 @@ from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrec
 from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig
+from schemas.retrace_status import RetraceStatus
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig
 
@@ -68,7 +69,7 @@ class TrialRetrace:
     trial: str
     task_id: str
     corpus: str
-    status: str
+    status: RetraceStatus
     reason: str | None = None
     differences: tuple[Difference, ...] = ()
     replayed: Mapping[str, Any] | None = None
@@ -170,7 +171,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
     effective = _effective_config(recorded_cfg, override)
     if effective is None:
         return TrialRetrace(
-            status="not_rechecked",
+            status=RetraceStatus.NOT_RECHECKED,
             reason=problem or f"{reg.stream}: no grading snapshot recorded; pass --grading FILE",
             regex_refused=bool(problem and ("regex" in problem or "re2" in problem)),
             **base,
@@ -181,7 +182,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     except TimelineInconsistencyError as exc:
         return TrialRetrace(
-            status="not_rechecked",
+            status=RetraceStatus.NOT_RECHECKED,
             reason=f"inconsistent views at {exc.where} (call id {exc.call_id!r}): {exc}",
             **base,
         )
@@ -208,7 +209,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
         # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
-        status, reason = "ungraded", "no recorded grade: replayed only, nothing to compare"
+        status, reason = RetraceStatus.UNGRADED, "no recorded grade: replayed only, nothing to compare"
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(
@@ -216,7 +217,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             replaced,
             grade.not_measured,
         )
-        status, reason = ("disagreed" if diffs else "agreed"), None
+        status = RetraceStatus.DISAGREED if diffs else RetraceStatus.AGREED
+        reason = None
     return TrialRetrace(
         status=status,
         reason=reason,
@@ -316,7 +318,7 @@ def unreadable_bundle(source: str, reason: str) -> TrialRetrace:
         trial=source,
         task_id="",
         corpus="",
-        status="not_rechecked",
+        status=RetraceStatus.NOT_RECHECKED,
         reason=f"unreadable bundle: {reason}",
         readable=False,
         predates_call_ids=bool(_MISSING_CALL_ID.search(reason)),

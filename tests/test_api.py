@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import shutil
 import subprocess
@@ -54,11 +55,28 @@ def test_dir_lists_every_verb() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ledger.API))
-def test_every_api_entry_resolves_to_a_callable(name: str) -> None:
+def test_every_api_entry_resolves(name: str) -> None:
     module, _, attr = ledger.API[name].partition(":")
     value = getattr(ledger, name)
-    assert callable(value)
     assert value is getattr(importlib.import_module(module), attr)
+    if name in ledger.VERBS:
+        assert callable(value)
+    if name in ledger.ERRORS:  # every error a verb raises on purpose: one root, its exit code
+        assert issubclass(value, ledger.LedgerError) and isinstance(value.exit_code, int)
+    if name in ledger.RESULTS and name.endswith("Result") and name != "Result":
+        assert issubclass(value, ledger.Result)
+
+
+@pytest.mark.parametrize("name", sorted(ledger.VERBS))
+def test_every_verb_takes_the_ledger_as_a_keyword(name: str) -> None:
+    """One shape: ``ledger=`` keyword-only wherever a verb reads a ledger (open and init
+    take the directory they open or create)."""
+    params = inspect.signature(getattr(ledger, name)).parameters
+    if name in ("open", "init", "validate", "verdict_derive"):
+        assert "ledger" not in params
+        return
+    assert params["ledger"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["ledger"].default is None
 
 
 def test_the_api_page_session_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,5 +223,5 @@ def test_export_matches_the_cli(tmp_path: Path) -> None:
     with pytest.raises(ledger.LedgerError) as info:
         ledger.export(ledger=home, parquet=tmp_path / "a")
     assert line == f"Error: {info.value}" and "not an empty directory" in line
-    with pytest.raises(ledger.LedgerError, match="parquet=DIR, otel=FILE"):
+    with pytest.raises(ledger.LedgerError, match="--parquet DIR, --otel FILE or both"):
         ledger.export(ledger=home)

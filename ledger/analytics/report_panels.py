@@ -15,6 +15,7 @@ from ledger.analytics import report_charts as charts
 from ledger.analytics import report_trials
 from ledger.analytics import sql as analytics
 from ledger.analytics.report_charts import FAIL, PALETTE, PASS, UNDECIDED
+from schemas.retrace_status import RetraceStatus
 
 MAX_ROWS = 40  # tasks / constraints shown per chart; the note says how many were left out
 
@@ -211,7 +212,7 @@ DISAGREEMENT_SQL = (
     "rg AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
     "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1), "
     "per_replay AS (SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
-    "count(*) FILTER (WHERE g.replay_status = 'disagreed' OR (g.replay_status IS NULL AND "
+    f"count(*) FILTER (WHERE g.replay_status = '{RetraceStatus.DISAGREED}' OR (g.replay_status IS NULL AND "
     "rg.trial IS NOT NULL AND (g.binary_pass IS DISTINCT FROM rg.binary_pass OR "
     "abs(coalesce(g.score, -1) - coalesce(rg.score, -1)) > 1e-9))) AS disagreed "
     "FROM grades g LEFT JOIN rg USING (trial) WHERE g.source = 'replayed' GROUP BY g.replay_id) "

@@ -39,6 +39,7 @@ from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json
 from schemas.curation import MANIFEST_FILE, CorpusCurated
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK, UsageError
 
 try:
     _ManifestDumper: type = yaml.CSafeDumper
@@ -54,8 +55,8 @@ _TRIAL_TYPES = (
 )  # fmt: skip
 
 
-class CurateUsage(CurationError):
-    """A request the command line refuses as usage (exit 2): the two doors, mixed."""
+class CurateUsage(UsageError, CurationError):
+    """A request refused as usage (exit 2): the two doors, mixed."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,23 @@ class CurateResult(Result):
     def admitted_nothing(self) -> bool:
         return not self.curation.admitted
 
+    @property
+    def exit_code(self) -> int:
+        """1 when nothing was admitted: a corpus of nothing is evidence of nothing."""
+        return FAILED if self.admitted_nothing else OK
+
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing was written when nothing was admitted (the command's ``Error:``)."""
+        if not self.admitted_nothing:
+            return None
+        rq = self.request
+        searched = ", ".join(map(str, rq.sources)) or f"the ledger at {rq.ledger}"
+        return (
+            f"no trial under {searched} is admissible evidence for {rq.criterion}; "
+            "a corpus of nothing is evidence of nothing, so nothing was written"
+        )
+
     def to_json(self) -> dict[str, Any]:
         m, rq = self.curation.manifest, self.request
         return {
@@ -121,7 +139,7 @@ class CurateResult(Result):
             "manifest": m.document(),
             "manifest_digest": self.manifest_digest,
             "event": dict(self.event) if self.event else None,
-            "exit_code": 1 if self.admitted_nothing else 0,
+            "exit_code": self.exit_code,
         }
 
 

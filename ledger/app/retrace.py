@@ -24,7 +24,7 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, opened
 from ledger.app.result import Result
-from ledger.engines import get_engine
+from ledger.engines import check_address, get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
@@ -38,6 +38,7 @@ from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.retrace_status import RetraceStatus
 
 PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
 
@@ -67,6 +68,9 @@ class RetraceRequest:
     segment_bytes: int | None = None
     workers: int = 1
     dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        check_address(self.engine, self.address)
 
     def make_engine(self) -> Engine:
         if not isinstance(self.engine, str):
@@ -256,10 +260,10 @@ def replay_events(
 
 
 def _status_counts(outcomes: Iterable[TrialRetrace]) -> dict[str, int]:
-    counts = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
+    counts = dict.fromkeys(RetraceStatus, 0)
     for o in outcomes:
         counts[o.status] += 1
-    return counts
+    return {str(status): n for status, n in counts.items()}
 
 
 def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> int:
@@ -355,7 +359,7 @@ def run_retrace(
             "(`vledger ingest PATH`) or pass --source PATH"
         )
     ids = ReplayIds.of(request.config_record(source, streams), size)
-    statuses = _status_counts(())
+    statuses = dict.fromkeys(RetraceStatus, 0)
     hasher = _ListHasher()
 
     def tapped() -> Iterator[TrialRetrace]:  # the digest and counts in the report's pass
@@ -369,14 +373,15 @@ def run_retrace(
     except RetraceReportError as exc:
         raise RetraceError(str(exc)) from None
     root = lg.root(size)
-    completed = completed_event(ids, report, statuses, size, root, hasher.digest())
+    counts = {str(status): n for status, n in statuses.items()}
+    completed = completed_event(ids, report, counts, size, root, hasher.digest())
     report["replay_id"] = ids.replay_id
     report["receipt"] = completed.payload["receipt"]
     report["dry_run"] = request.dry_run
     appended = 0
     if not request.dry_run:
         appended = _append_replay(lg, replayed_events(ids, outcomes), completed)
-    failed = statuses["not_rechecked"] > 0
+    failed = statuses[RetraceStatus.NOT_RECHECKED] > 0
     report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
     return RetraceResult(report, report["exit_code"], appended)
 

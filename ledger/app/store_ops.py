@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ledger.log.outputs import check_output_path
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK
 from schemas.events import PROJECTION_WRITERS
 
 PathArg = str | os.PathLike[str]
@@ -129,23 +131,47 @@ def event_json(e: StoredEvent) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class EventsResult(Result):
-    # read lazily while the open store the caller passed stays open; a tuple otherwise
+    # read lazily while the store stays open (an open store the caller passed, or one
+    # opened for a ``lazy`` read); a tuple otherwise
     events: Iterable[StoredEvent]
+    _close: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def json_rows(self) -> Iterator[dict[str, Any]]:
+        """Each event as ``vledger log --json`` prints it, as they are read."""
+        return map(event_json, self.events)
 
     def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]  # --json: an array
-        return [event_json(e) for e in self.events]
+        return list(self.json_rows())
+
+    def close(self) -> None:
+        """Close the store a ``lazy`` read opened (nothing otherwise)."""
+        if self._close is not None:
+            self._close()
+
+    def __enter__(self) -> EventsResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def events(
     *, ledger: LedgerArg = None, stream: str | None = None, type: str | None = None,
     from_seq: int | None = None, to_seq: int | None = None, limit: int | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT, lazy: bool = False,
 ) -> EventsResult:  # fmt: skip
-    """``vledger log``: events in seq order (``--from``/``--to`` are ``from_seq``/``to_seq``)."""
-    with opened(ledger, read_only=True, busy_timeout=busy_timeout) as lg:
+    """``vledger log``: events in seq order (``--from``/``--to`` are ``from_seq``/``to_seq``).
+
+    ``lazy``: the store a path names stays open and rows are read as they are iterated,
+    so a long log never sits in memory; use the result as a context manager (it closes
+    the store)."""
+    with ExitStack() as stack:
+        lg = stack.enter_context(opened(ledger, read_only=True, busy_timeout=busy_timeout))
         read = lg.read(stream=stream, type=type, from_seq=from_seq, to_seq=to_seq)
         rows = itertools.islice(read, limit)  # a generator: nothing past the limit is read
-        return EventsResult(rows if lg is ledger else tuple(rows))
+        if lg is ledger or lazy:
+            return EventsResult(rows, stack.pop_all().close)  # the store stays open
+        return EventsResult(tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -265,6 +291,21 @@ class RepairResult(Result):
     @property
     def conflicts(self) -> list[segments.SegmentStep]:
         return [st for st in self.steps if st.action == "conflict"]
+
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing changed when a segment on disk disagrees with the store."""
+        if not self.conflicts:
+            return None
+        bad = self.conflicts[0]
+        return (
+            f"{segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            "sealed segment that disagrees with the store, nothing changed"
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return FAILED if self.conflicts else OK
 
 
 def repair(

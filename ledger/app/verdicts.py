@@ -35,6 +35,7 @@ from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from replay.verdict import Admission
 from replay.verdict_cases import case_mismatches, derive_case, derived_view
+from schemas.errors import FAILED, OK
 from schemas.gvc import CaseFile, Party
 
 MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real one
@@ -157,6 +158,10 @@ class Derivations(Result):
     def ok(self) -> bool:
         """False when ``check`` was asked and a case misses its expectation (exit 1)."""
         return not (self.check and self.failing)
+
+    @property
+    def exit_code(self) -> int:
+        return OK if self.ok else FAILED
 
     def to_json(self) -> dict[str, Any]:
         return {"cases": [{"name": c.name, "derived": c.derived} for c in self.cases]}

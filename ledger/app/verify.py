@@ -22,6 +22,7 @@ from ledger.log.keys import load_verifier
 from ledger.log.note import Verifier
 from ledger.log.verify import LOG_CHECKS, verify_ledger
 from ledger.log.verify_report import OutsideCheckpoint, Problem, VerifyReport
+from schemas.errors import FAILED, OK
 
 # An outside checkpoint is one short note; anything much larger is not one.
 MAX_NOTE_BYTES = 64 * 1024
@@ -58,6 +59,10 @@ class VerifyResult(Result):
     @property
     def ok(self) -> bool:
         return self.report.ok
+
+    @property
+    def exit_code(self) -> int:
+        return OK if self.ok else FAILED
 
     @property
     def problems(self) -> list[Problem]:

@@ -19,14 +19,13 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.output import fmt_number, json_text
-from ledger.errors import LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_LEDGER = Path(".vledger-demo")
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
-class DemoStepFailed(LedgerError):
+class DemoStepFailed(ledger.LedgerError):
     """A demo step raised or its result says it failed; names the step."""
 
 
@@ -36,7 +35,7 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
     exit with), stops the demo."""
     try:
         result = call()
-    except LedgerError as exc:
+    except ledger.LedgerError as exc:
         raise DemoStepFailed(f"demo step '{title}' failed: {exc}") from None
     body = result.to_json() if hasattr(result, "to_json") else {}
     if body.get("ok", True) is False or body.get("exit_code", 0) != 0:

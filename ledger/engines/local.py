@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ledger.defaults import DEFAULT_WORKERS
 from ledger.engines.base import Progress, TrialFn, TrialSelection
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
@@ -120,7 +121,7 @@ def _collect(fut: Future, on_done: Progress | None) -> list[tuple[str, Any]]:
 class LocalEngine:
     name = "local"
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = DEFAULT_WORKERS) -> None:
         self.workers = workers
 
     def map_trials(
