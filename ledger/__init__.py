@@ -130,6 +130,8 @@ NAMES: dict[str, str] = {
     "DEFAULT_WORKERS": "ledger.defaults:DEFAULT_WORKERS",
     "DEFAULT_RECONCILE_WORKERS": "ledger.defaults:DEFAULT_RECONCILE_WORKERS",
     "DEFAULT_MAX_RETRIES": "ledger.defaults:DEFAULT_MAX_RETRIES",
+    "DEFAULT_SEGMENT_BYTES": "ledger.defaults:DEFAULT_SEGMENT_BYTES",
+    "DEFAULT_REPORT": "ledger.defaults:DEFAULT_REPORT",
     "default_ledger_path": "ledger.defaults:default_ledger_path",
     "escape_controls": "ledger.text:escape_controls",
     "check_output_path": "ledger.log.outputs:check_output_path",

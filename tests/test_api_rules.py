@@ -95,3 +95,23 @@ def test_events_read_lazily_close_the_store(tmp_path: Path) -> None:
     assert rows == ledger.events(ledger=tmp_path / "lg").to_json()
     with ledger.open(tmp_path / "lg") as lg:  # closed: a writer can open it again
         assert lg.size() == 3
+
+
+def test_retrace_options_are_declared_once_on_the_request() -> None:
+    """The command's flags, the verb's keywords and the request's fields are one list; the
+    request takes keywords only, and a keyword it does not know is refused."""
+    import dataclasses
+    import inspect
+
+    from ledger.app.retrace import RetraceRequest
+    from ledger.cli.retrace import retrace_command
+
+    fields = [f.name for f in dataclasses.fields(RetraceRequest)]
+    flags = [p.name for p in retrace_command.params if p.name not in ("ledger_dir", "as_json")]
+    assert sorted(flags) == sorted(fields)
+    keywords = inspect.signature(ledger.retrace).parameters
+    assert [k for k in keywords if k in fields] == fields
+    with pytest.raises(TypeError):
+        RetraceRequest("corpus")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no_such_option"):
+        ledger.retrace(no_such_option=1)

@@ -59,7 +59,7 @@ class CurateUsage(UsageError, CurationError):
     """A request refused as usage (exit 2): the two doors, mixed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CurateRequest:
     """One ``vledger curate`` as asked (its flags): what the curation reads and records."""
 
@@ -151,8 +151,9 @@ def curate(
     """``vledger curate``: a judge-labelled corpus from run directories (``sources``) or
     from the log (``from_ledger``, optionally ``where``); see the module docstring."""
     request = CurateRequest(
-        criterion, Path(into), tuple(Path(s) for s in sources), from_ledger, where,
-        dict(exclusions or {}), replace, dry_run, ledger_path(ledger),
+        criterion=criterion, into=Path(into), sources=tuple(Path(s) for s in sources),
+        from_ledger=from_ledger, where=where, exclusions=dict(exclusions or {}),
+        replace=replace, dry_run=dry_run, ledger=ledger_path(ledger),
     )  # fmt: skip
     return from_ledger_request(request) if from_ledger else from_runs_request(request)
 

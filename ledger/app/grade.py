@@ -36,7 +36,7 @@ class GradeInputError(LedgerError, ValueError):
     """A bundle, trial or config that cannot be read or graded; names the path and key."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GradeRequest:
     """One ``vledger grade`` as asked: a bundle directory or a trial stream of ``ledger``."""
 
@@ -66,7 +66,9 @@ def grade(
     bundle_or_trial: str | Path, *, grading_file: Path | None = None, ledger: LedgerArg = None
 ) -> GradeResult:
     """``vledger grade``: re-derive the trial's grade and name every difference."""
-    request = GradeRequest(str(bundle_or_trial), grading_file, ledger)
+    request = GradeRequest(
+        bundle_or_trial=str(bundle_or_trial), grading_file=grading_file, ledger=ledger
+    )
     try:
         path = Path(request.bundle_or_trial)
         loaded = load_bundle(path) if path.is_dir() else load_ledger_trial(request)

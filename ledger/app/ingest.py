@@ -50,7 +50,7 @@ from ledger.app.ingest_spool import (
     unpark_new,
 )  # fmt: skip
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.errors import LedgerError
 from ledger.log.rows import ARROW_FROM_ROWS
 from ledger.sources import inspect_log
@@ -58,7 +58,7 @@ from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
 from ledger.sources.plan import PlannedEvent, event_id
 from ledger.sources.shape import BundleError
-from ledger.sources.yaml_safe import DEFAULT_LIMITS, DEFAULT_MAX_BYTES, YamlLimits
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits
 from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"

@@ -64,7 +64,7 @@ from schemas.envelope import NewEvent, StoredEvent
 from schemas.errors import UsageError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReconcileRequest:
     """One ``vledger reconcile`` as asked (its flags); what every step below reads."""
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, opened
-from ledger.app.result import Result
+from ledger.app.result import Result, with_request_keywords
+from ledger.defaults import DEFAULT_MAX_RETRIES, DEFAULT_WORKERS
 from ledger.engines import check_address, get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
@@ -38,23 +39,22 @@ from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import canonical_json, digest
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK
 from schemas.retrace_status import RetraceStatus
 
 PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
-
-# Exit codes (README § retrace): results are 0 whatever they say; the corpus being
-# unreadable, a bad replacement config or an empty source is 1.
-EXIT_OK = 0
-EXIT_NOT_RECHECKED = 1
 
 
 class RetraceError(LedgerError):
     """A retrace that cannot start: bad replacement config, no trials, two blocks per task."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RetraceRequest:
-    """One ``vledger retrace`` as asked (its flags): what flows to the engine and the receipt."""
+    """One ``vledger retrace`` as asked (its flags): what flows to the engine and the receipt.
+
+    The one declaration of retrace's options: :func:`retrace` takes exactly these keywords
+    (its signature is built from these fields), and the command's flags are their names."""
 
     corpus: str | None = None
     source: Path | None = None
@@ -63,10 +63,10 @@ class RetraceRequest:
     grading_file: Path | None = None
     engine: str | Engine = "local"  # a name, or an engine built by the caller
     address: str | None = None
-    max_retries: int = 2
+    max_retries: int = DEFAULT_MAX_RETRIES
     segment_rows: int | None = None
     segment_bytes: int | None = None
-    workers: int = 1
+    workers: int = DEFAULT_WORKERS
     dry_run: bool = False
 
     def __post_init__(self) -> None:
@@ -285,23 +285,18 @@ def _chunks(items: Iterable[NewEvent], n: int) -> Iterator[list[NewEvent]]:
 
 
 def retrace(
-    *, ledger: LedgerArg = None, corpus: str | None = None, source: Path | None = None,
-    task: str | None = None, constraints_file: Path | None = None,
-    grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
-    max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
-    workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
-    on_total: Progress | None = None, on_done: Progress | None = None,
+    *, ledger: LedgerArg = None, on_ingest: Callable[[str], None] | None = None,
+    on_total: Progress | None = None, on_done: Progress | None = None, **options: Any,
 ) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
-    With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
-    run ingests into a throwaway in-memory log) and exactly its trials are retraced.
+    ``options`` are :class:`RetraceRequest`'s fields (``corpus``, ``source``, ``task``,
+    ``constraints_file``, ``grading_file``, ``engine``, ``address``, ``workers``, …). With
+    ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry run
+    ingests into a throwaway in-memory log) and exactly its trials are retraced.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
-    request = RetraceRequest(
-        corpus, source, task, constraints_file, grading_file, engine, address, max_retries,
-        segment_rows, segment_bytes, workers, dry_run,
-    )  # fmt: skip
+    request = RetraceRequest(**options)
     if request.source is None:
         with opened(ledger) as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
@@ -324,6 +319,9 @@ def retrace(
             on_ingest(rep.summary())
         streams = frozenset(rep.trial_streams)
         return run_retrace(lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done)
+
+
+retrace.__signature__ = with_request_keywords(retrace, RetraceRequest)  # type: ignore[attr-defined]
 
 
 def run_retrace(
@@ -382,7 +380,8 @@ def run_retrace(
     if not request.dry_run:
         appended = _append_replay(lg, replayed_events(ids, outcomes), completed)
     failed = statuses[RetraceStatus.NOT_RECHECKED] > 0
-    report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
+    # results are 0 whatever they say; a trial that could not be re-checked is 1
+    report["exit_code"] = FAILED if failed else OK
     return RetraceResult(report, report["exit_code"], appended)
 
 

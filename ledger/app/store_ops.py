@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS
 from ledger.errors import InvalidEvent, LedgerError
 from ledger.log import keys, segments
 from ledger.log.layout import write_atomic
@@ -271,7 +271,7 @@ class SealResult(Result):
 
 
 def seal(
-    *, ledger: LedgerArg = None, max_rows: int = segments.DEFAULT_MAX_ROWS,
+    *, ledger: LedgerArg = None, max_rows: int = DEFAULT_MAX_ROWS,
     max_bytes: int | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> SealResult:  # fmt: skip
     """``vledger seal``: unsealed events into immutable Parquet segments (trials stay whole)."""

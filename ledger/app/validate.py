@@ -24,7 +24,7 @@ class MigrationInvalid(MigrationLoadError):
     exit_code = FAILED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ValidateRequest:
     """One ``vledger validate`` as asked (its argument and flags)."""
 
@@ -60,7 +60,9 @@ def validate(
 ) -> ValidateResult:
     """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads);
     ``MigrationLoadError`` if the sidecar does not parse, ``ReconcileError`` if unreadable."""
-    request = ValidateRequest(Path(pack_dir), Path(base) if base else Path.cwd(), allow_outside)
+    request = ValidateRequest(
+        pack_dir=Path(pack_dir), base=Path(base) if base else Path.cwd(), allow_outside=allow_outside
+    )
     try:
         pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
     except MigrationLoadError as exc:

@@ -152,7 +152,7 @@ class _Main(click.Group):
             # the reader stopped early (`vledger log --json | head`): it has what it wanted,
             # which is success, not an error; nothing more may be written to the pipe
             _silence_stdout()
-            ctx.exit(0)
+            ctx.exit()
         except ledger.LedgerError as exc:  # one the command did not render: never a traceback
             error(exc)
             ctx.exit(exc.exit_code)
@@ -160,8 +160,9 @@ class _Main(click.Group):
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):
                 raise
-            error(ledger.damaged_store_error(exc))
-            ctx.exit(1)
+            damaged = ledger.damaged_store_error(exc)
+            error(damaged)
+            ctx.exit(damaged.exit_code)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -172,7 +172,7 @@ def sql_command(
 @main.command("report")
 @ledger_option
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("report.html"), show_default=True,
+              default=ledger.DEFAULT_REPORT, show_default=True,
               help="Where to write the HTML file.")  # fmt: skip
 @json_option
 def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:

@@ -50,7 +50,7 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
               default=DEMO_LEDGER, show_default=True,
               help="Where the demo builds its ledger (removed and rebuilt on every run).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("report.html"), show_default=True,
+              default=ledger.DEFAULT_REPORT, show_default=True,
               help="Where to write the HTML report.")  # fmt: skip
 def demo(ledger_dir: Path, report_path: Path) -> None:
     """Build a fresh ledger from the shipped corpora and walk through what it proves.

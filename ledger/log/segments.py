@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
-from ledger.defaults import DEFAULT_MAX_ROWS
+from ledger.defaults import DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
 from ledger.errors import LedgerError, TamperDetected
 from ledger.log import merkle
 from ledger.log.fast import STORED_COLUMNS
@@ -36,10 +36,6 @@ from schemas.envelope import ARROW_SCHEMA, envelope_bytes
 SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "vledger-segments/1"
-# Uncompressed bytes per segment: a segment is materialised whole when it is written (and
-# by the task that reads it), so this bounds memory — 100k rows of replay outputs overran
-# DuckDB's default 128MB buffer pool without it. ~100k typical trial rows.
-DEFAULT_MAX_BYTES = 32 * 2**20
 
 
 class SegmentInfo(BaseModel):
@@ -193,7 +189,7 @@ def segment_files(ledger_dir: Path) -> dict[str, tuple[int, int]]:
 
 
 def plan_seal(
-    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_SEGMENT_BYTES
 ) -> SealPlan:
     """What :func:`seal` would write, without writing anything.
 
@@ -271,7 +267,7 @@ def _existing_step(lg: SealedStore, name: str, first: int, last: int) -> Segment
 
 
 def seal(
-    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_SEGMENT_BYTES
 ) -> list[SegmentInfo]:
     """Seal every unsealed event (bounds: :func:`cut_points`); return the new segments.
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
 from ledger.log import connection, fast, layout, merkle
 from ledger.log import rows as log_rows
@@ -227,7 +227,7 @@ class Ledger(RawReads, merkle.TreeReads):
         from ledger.log import segments  # pyarrow.parquet only when a seal is due
 
         if segments.load_manifest(self.path).sealed_upto < self.sealed_upto():
-            segments.seal(self, segments.DEFAULT_MAX_ROWS)
+            segments.seal(self, DEFAULT_MAX_ROWS)
 
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> list[SegmentInfo]:
         """Seal unsealed events into Parquet segments (see :mod:`ledger.log.segments`)."""
@@ -235,8 +235,8 @@ class Ledger(RawReads, merkle.TreeReads):
 
         return segments.seal(
             self,
-            max_rows or segments.DEFAULT_MAX_ROWS,
-            max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
+            max_rows or DEFAULT_MAX_ROWS,
+            max_bytes=max_bytes or DEFAULT_SEGMENT_BYTES,
         )
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
