@@ -18,7 +18,7 @@ from replay.components.judge import CriterionVerdict, RecordedJudge
 from replay.components.state_checks import _compiled_path
 from replay.grade import GradeInputs, grade_trial
 from replay.grading_rules import load_grading_config
-from replay.patterns import compile_rule_regex
+from replay.patterns import compile_regex
 from replay.timeline import build_trial_timeline
 from schemas.timeline import (
     Message,
@@ -207,7 +207,7 @@ def main() -> None:
 
     def uncached(t: GradeInputs) -> object:
         _compiled_path.cache_clear()
-        compile_rule_regex.cache_clear()
+        compile_regex.cache_clear()
         return grade_trial(t, CONFIG)
 
     rows.append(
