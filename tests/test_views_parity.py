@@ -18,10 +18,11 @@ from ledger.analytics import views, views_verdicts
 from ledger.analytics.payload_paths import PATHS
 from ledger.analytics.views_trials import outcome_case
 from ledger.app.units import load_ladder
-from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, classify_trial_outcome, pass_at_k
+from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, classify_trial_outcome
 from replay.retrace_report import classify
 from schemas.events import PAYLOAD_MODELS
 from schemas.gvc import Ladder
+from tests.pass_at_k_oracle import pass_at_k
 
 _CON = duckdb.connect()
 for _macro in views.MACROS:
