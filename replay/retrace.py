@@ -147,25 +147,17 @@ def comparable_differences(
     )
 
 
-def _recorded_trace(grade: Mapping[str, Any] | None) -> dict[str, bool | None]:
-    """Recorded constraint verdicts by id; None where the live run itself was undecided."""
-    out: dict[str, bool | None] = {}
-    for row in (grade or {}).get("trace_check_results") or ():
-        if isinstance(row, Mapping) and isinstance(row.get("id"), str):
-            out[row["id"]] = None if row.get("undecided") else bool(row.get("passed"))
-    return out
-
-
 def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRetrace:
     """Re-derive one trial's grade from its events and compare it to the recorded grade."""
     trial = trial_inputs(events)
+    read = trial.grade_read
     reg = trial.registered
     base = dict(
         trial=reg.stream,
         task_id=reg.task_id,
         corpus=reg.corpus,
         record_view=reg.record_view,
-        recorded_binary_pass=(trial.recorded_grade or {}).get("binary_pass"),
+        recorded_binary_pass=None if read is None else read.binary_pass,
     )
     recorded_cfg, problem = _recorded_config(reg.grading)
     effective = _effective_config(recorded_cfg, override)
@@ -196,7 +188,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
     observations: tuple[ConstraintObservation, ...] = ()
     if trace is not None:
         replayed.update(trace.to_grade_dict())
-        recorded_verdicts = _recorded_trace(trial.recorded_grade)
+        recorded_verdicts = {} if read is None else read.trace_check_results
         observations = tuple(
             ConstraintObservation(
                 reg.task_id, r.id, r.passed, r.undecided, recorded_verdicts.get(r.id)
@@ -205,7 +197,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     unmeasured = _unmeasured(block, reg.payload)
     observations = tuple(o for o in observations if o.constraint_id not in dict(unmeasured))
-    if trial.recorded_grade is None:
+    if read is None:
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
         # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
@@ -213,7 +205,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(
-            compare_grades(recorded_grade(trial.recorded_grade), grade),
+            compare_grades(recorded_grade(read), grade),
             replaced,
             grade.not_measured,
         )

@@ -25,6 +25,7 @@ from replay.grade import (
     recorded_grade,
 )
 from replay.grading_rules import load_grading_config
+from replay.recorded_grade import read_recorded_grade
 from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
 
 NOTES = SHARED / "corpora" / "notes_duplicate_check"
@@ -259,12 +260,14 @@ def test_trace_checks_on_an_events_less_timeline_leave_the_fold() -> None:
 
 def test_compare_names_each_difference() -> None:
     rec = recorded_grade(
-        {
-            "score": 1.0,
-            "binary_pass": True,
-            "components": {"llm_judge": 1.0},
-            "reasons": "Judge: score=1.00 | Judge KB: none offered",
-        }
+        read_recorded_grade(
+            {
+                "score": 1.0,
+                "binary_pass": True,
+                "components": {"llm_judge": 1.0},
+                "reasons": "Judge: score=1.00 | Judge KB: none offered",
+            }
+        )
     )
     assert rec.reasons == ["Judge: score=1.00", "Judge KB: none offered"]
     rep = fold_grade(

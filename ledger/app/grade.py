@@ -94,11 +94,11 @@ def load_bundle(bundle: Path) -> LoadedBundle:
 
 
 def _loaded(trial: TrialInputs) -> LoadedBundle:
-    recorded = trial.recorded_grade
+    read = trial.grade_read
     return LoadedBundle(
         inputs_from_trial(trial),
         trial.registered.grading,
-        grade_of_record(recorded) if recorded is not None else None,
+        grade_of_record(read) if read is not None else None,
     )
 
 

@@ -22,6 +22,7 @@ from reconcile.inputs import (
     Unavailable,
 )
 from replay.grading_rules import GradingConfigError, load_grading_config
+from replay.recorded_grade import RecordedGradeRead
 from replay.timeline import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
@@ -39,40 +40,31 @@ class UnreadableBundle(LedgerError):
         super().__init__(reason)
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UnreadableBundle(f"grade.yaml {where} is {value!r}, not a number")
-    return float(value)
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
-def recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
-    """grade.yaml's verdict fields; a row that is not a judge verdict is unreadable."""
-    if raw is None:
+def recorded_grade(read: RecordedGradeRead | None) -> RecordedGrade:
+    """The recorded grade's verdict fields as numbers; kappa needs them, so a field the one
+    reading names as no number (or a row that is no judge verdict) makes the trial
+    unreadable here, by name."""
+    if read is None:
         return RecordedGrade("absent (no grade.yaml)", None, {}, 0.0, False)
-    rows = raw.get("criterion_results")
+    if problems := read.problems:
+        raise UnreadableBundle(problems[0])
     results = None
-    if rows is not None:
-        results = []
-        for i, row in enumerate(rows):
-            if not isinstance(row.get("id"), str) or not isinstance(row.get("met"), bool):
-                raise UnreadableBundle(f"grade.yaml criterion_results[{i}] is not a judge verdict")
-            score = row.get("score")
-            score = None if score is None else _number(score, f"criterion_results[{i}].score")
-            why = str(row.get("justification") or "")
-            results.append(CriterionResult(row["id"], row["met"], score, why))
-        results = tuple(results)
-    components = {
-        k: (None if v is None else _number(v, f"components.{k}"))
-        for k, v in (raw.get("components") or {}).items()
-    }
-    summary = raw.get("trace_checks_summary") or {}
+    if read.criterion_results is not None:
+        results = tuple(
+            CriterionResult(r["id"], r["met"], _float(r.get("score")), str(r.get("justification") or ""))
+            for r in read.criterion_results
+        )
     return RecordedGrade(
-        judge_status=str(raw.get("judge_status") or "unspecified"),
+        judge_status=read.status,
         criterion_results=results,
-        components=components,
-        score=_number(raw.get("score"), "score"),
-        binary_pass=bool(raw.get("binary_pass")),
-        trace_gate_failed=bool(summary.get("gate_failed", False)),
+        components={k: _float(v) for k, v in read.components.items()},
+        score=float(read.score),
+        binary_pass=bool(read.binary_pass),
+        trace_gate_failed=read.trace_gate_failed,
     )
 
 
@@ -107,7 +99,7 @@ def graded_values(inputs: TrialInputs) -> tuple[RecordedGrade, RecordedGrading]:
             "task.yaml is absent on a bundle whose trajectory records a real episode"
         )
     grading = recorded_grading(inputs.registered.grading or {})
-    return recorded_grade(inputs.recorded_grade), grading
+    return recorded_grade(inputs.grade_read), grading
 
 
 # --- the candidate label -------------------------------------------------------------------
