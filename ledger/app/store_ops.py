@@ -315,9 +315,7 @@ def repair(
     Only a seal the store recorded is repair's to finish (sealing new events is ``seal``'s),
     and a segment that disagrees with the store is never overwritten."""
     with opened(ledger, busy_timeout=busy_timeout, read_only=not apply, recover=False) as lg:
-        plan = segments.plan_seal(lg)
-        fix = apply and plan.interrupted and not plan.conflicts
-        made = segments.apply_seal(lg, plan) if fix else []
+        plan, made = lg.finish_seal(apply)
     steps = plan.steps if plan.interrupted else ()
     return RepairResult(apply and bool(made), plan.interrupted, plan.recorded, plan.start,
                         plan.manifest_exists, steps)  # fmt: skip
