@@ -225,3 +225,14 @@ def test_export_matches_the_cli(tmp_path: Path) -> None:
     assert line == f"Error: {info.value}" and "not an empty directory" in line
     with pytest.raises(ledger.LedgerError, match="--parquet DIR, --otel FILE or both"):
         ledger.export(ledger=home)
+
+
+def test_the_api_page_shows_each_verb_once() -> None:
+    """docs/readme/api.md's verbs table: one row per verb of ``ledger.VERBS``, no other."""
+    import re
+
+    text = API_PAGE.read_text()
+    table = text[text.index("## The verbs") : text.index("## Which ledger")]
+    rows = re.findall(r"^\| `(\w+)\(", table, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(ledger.VERBS)
+    assert len(rows) == len(set(rows))
