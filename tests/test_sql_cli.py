@@ -256,7 +256,7 @@ def test_segments_sealed_by_the_store_are_read_while_it_is_held(tmp_path: Path) 
 
     lg_dir = write_ledger(tmp_path / "lg", _events())
     with open_ledger(lg_dir) as lg:
-        sealed = seal(lg)
+        sealed = lg.seal()
         size = lg.size()
     assert sealed
     with analytics.connect(lg_dir) as (con, _):
