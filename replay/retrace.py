@@ -201,7 +201,8 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
         # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
-        status, reason = RetraceStatus.UNGRADED, "no recorded grade: replayed only, nothing to compare"
+        status = RetraceStatus.UNGRADED
+        reason = "no recorded grade: replayed only, nothing to compare"
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(

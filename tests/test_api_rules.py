@@ -115,3 +115,13 @@ def test_retrace_options_are_declared_once_on_the_request() -> None:
         RetraceRequest("corpus")  # type: ignore[misc]
     with pytest.raises(TypeError, match="no_such_option"):
         ledger.retrace(no_such_option=1)
+
+
+def test_checkpoint_needs_a_key_and_sql_a_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VLEDGER_KEY", raising=False)
+    ledger.init(tmp_path / "lg").close()
+    _refused(lambda: ledger.checkpoint(key=None, ledger=tmp_path / "lg"),
+             "checkpoint", "--ledger", tmp_path / "lg")  # fmt: skip
+    _refused(lambda: ledger.sql(ledger=tmp_path / "lg"), "sql", "--ledger", tmp_path / "lg")

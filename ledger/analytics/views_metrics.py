@@ -10,7 +10,8 @@ from schemas.key_manifest import MANIFEST
 # The k values the pass_at_k view reports; any other k: ``pass_at_k_value(n, c, k)``.
 PASS_K_VALUES: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100)
 
-# pass@k, 1 − C(n−c, k)/C(n, k) (its one declaration; GRADING.md § pass@k Metrics), as a product of k ratios so large n
+# pass@k, 1 − C(n−c, k)/C(n, k) (its one declaration; GRADING.md § pass@k Metrics),
+# as a product of k ratios so large n
 # never overflows; a factor reaches 0 exactly when fewer than k failures exist, giving 1.0
 # with no rounding. tests/test_views_parity.py holds it to the exact closed form.
 PASS_AT_K_VALUE = (

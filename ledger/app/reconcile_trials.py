@@ -55,7 +55,9 @@ def recorded_grade(read: RecordedGradeRead | None) -> RecordedGrade:
     results = None
     if read.criterion_results is not None:
         results = tuple(
-            CriterionResult(r["id"], r["met"], _float(r.get("score")), str(r.get("justification") or ""))
+            CriterionResult(
+                r["id"], r["met"], _float(r.get("score")), str(r.get("justification") or "")
+            )
             for r in read.criterion_results
         )
     return RecordedGrade(

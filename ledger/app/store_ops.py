@@ -26,7 +26,7 @@ from ledger.log.outputs import check_output_path
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from schemas.envelope import NewEvent, StoredEvent
-from schemas.errors import FAILED, OK
+from schemas.errors import FAILED, OK, UsageError
 from schemas.events import PROJECTION_WRITERS
 
 PathArg = str | os.PathLike[str]
@@ -202,11 +202,15 @@ class CheckpointResult(Result):
 
 
 def checkpoint(
-    *, ledger: LedgerArg = None, key: PathArg, out: PathArg | None = None,
+    *, ledger: LedgerArg = None, key: PathArg | None, out: PathArg | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> CheckpointResult:  # fmt: skip
     """``vledger checkpoint --key FILE [--out COPY]``: sign the current tree head and store
     it; ``out`` also writes it where whoever can rewrite the ledger cannot reach it."""
+    if key is None:  # the command's $VLEDGER_KEY is None too when unset
+        raise UsageError(
+            "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
+        )
     out = None if out is None else Path(out)
     if out is not None:
         check_output_path(out, ledger_path(ledger), what="checkpoint copy")

@@ -61,7 +61,9 @@ def validate(
     """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads);
     ``MigrationLoadError`` if the sidecar does not parse, ``ReconcileError`` if unreadable."""
     request = ValidateRequest(
-        pack_dir=Path(pack_dir), base=Path(base) if base else Path.cwd(), allow_outside=allow_outside
+        pack_dir=Path(pack_dir),
+        base=Path(base) if base else Path.cwd(),
+        allow_outside=allow_outside,
     )
     try:
         pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)

@@ -160,8 +160,6 @@ def sql_command(
         fmt = "json"
     if schema and fmt == "table":
         return _write_text(_schema_text(), out)
-    if not schema and not query:
-        raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
     result = ledger.sql(query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema)
     if result.source is not None and result.source.kind == "segments":
         detail = result.source.detail

@@ -30,7 +30,8 @@ base_option = click.option(
 @main.command()
 @click.option("--packs", "packs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory searched recursively for packs and their migration.yaml "
-                   f"(repeatable; default: ./{ledger.DEFAULT_PACKS}, where the repository ships its packs).")
+                   f"(repeatable; default: ./{ledger.DEFAULT_PACKS}, where the repository "
+                   "ships its packs).")
 @click.option("--source", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="A corpus, run directory or bundle; omitted: every declared "
                                  "migration over its own corpus.")

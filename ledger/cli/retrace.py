@@ -67,7 +67,8 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
     try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
-            result = ledger.retrace(ledger=resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
+            where = resolve_ledger(ledger_dir)
+            result = ledger.retrace(ledger=where, **flags, on_ingest=say, **hooks)
     except ledger.UsageError:
         raise  # click's usage lines (ledger/cli/__init__.py)
     except ledger.LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader

@@ -94,7 +94,8 @@ def log_cmd(
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
     kw = {"stream": stream, "type": type_, "from_seq": from_seq, "to_seq": to_seq, "limit": limit}
-    read = ledger.events(ledger=resolve_ledger(ledger_dir), busy_timeout=busy_timeout, lazy=True, **kw)
+    where = resolve_ledger(ledger_dir)
+    read = ledger.events(ledger=where, busy_timeout=busy_timeout, lazy=True, **kw)
     with read:  # the rows are read as they are printed, while the store is open
         if as_json or as_nl:
             write_json_rows(read.json_rows(), nl=as_nl)
@@ -149,10 +150,6 @@ def checkpoint_cmd(
 
     Example: vledger checkpoint --key ~/.vledger-key --out ~/ledger-head.note
     """
-    if key_file is None:
-        raise click.UsageError(
-            "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
-        )
     res = ledger.checkpoint(
         ledger=resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
     )

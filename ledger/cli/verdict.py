@@ -176,7 +176,8 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
             f"  conflicting_evidence={str(d['conflicting_evidence']).lower()} "
             f"failed_declared_evidence={str(d['failed_declared_evidence']).lower()}"
         )
-        click.echo("  counters: " + " ".join(f"{k}={d['counters'][k]}" for k in ledger.COUNTER_NAMES))
+        counters = " ".join(f"{k}={d['counters'][k]}" for k in ledger.COUNTER_NAMES)
+        click.echo("  counters: " + counters)
         if (problems := case.mismatches) is not None:
             click.echo(
                 "  expectation: " + ("met" if not problems else "NOT met: " + "; ".join(problems))
