@@ -122,6 +122,7 @@ RESULTS: dict[str, str] = {
 # a caller that prints or writes results needs
 NAMES: dict[str, str] = {
     "DEFAULT_LEDGER": "ledger.defaults:DEFAULT_LEDGER",
+    "DEFAULT_DEMO_LEDGER": "ledger.defaults:DEFAULT_DEMO_LEDGER",
     "DEFAULT_BUSY_TIMEOUT": "ledger.defaults:DEFAULT_BUSY_TIMEOUT",
     "DEFAULT_KEY_NAME": "ledger.defaults:DEFAULT_KEY_NAME",
     "DEFAULT_MAX_ROWS": "ledger.defaults:DEFAULT_MAX_ROWS",

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 DEFAULT_LEDGER = ".vledger"
+DEFAULT_DEMO_LEDGER = Path(".vledger-demo")  # where `vledger demo` builds its ledger
 DEFAULT_BUSY_TIMEOUT = 5.0  # seconds to wait for another process holding the ledger
 DEFAULT_KEY_NAME = "vledger"  # the key name in a checkpoint's signature lines
 DEFAULT_MAX_ROWS = 1_000_000  # rows per sealed segment (a longer trial still stays whole)

@@ -21,7 +21,6 @@ from ledger.cli import main
 from ledger.cli.output import fmt_number, json_text
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_LEDGER = Path(".vledger-demo")
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
@@ -47,7 +46,7 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
 
 @main.command()
 @click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=DEMO_LEDGER, show_default=True,
+              default=ledger.DEFAULT_DEMO_LEDGER, show_default=True,
               help="Where the demo builds its ledger (removed and rebuilt on every run).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               default=ledger.DEFAULT_REPORT, show_default=True,
