@@ -10,10 +10,11 @@ come back sorted by stream, so they are identical for any ``workers``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger.engines.base import Progress, TrialFn, TrialSelection
+from ledger.engines.ordered import pool_map
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent, stored_events
@@ -122,6 +123,13 @@ class LocalEngine:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
+
+    def map_inputs(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """``fn`` over ``items``, results in input order: here with one worker, else in a
+        process pool with a bounded window (``ledger.engines.ordered``)."""
+        if self.workers <= 1:
+            return map(fn, items)
+        return pool_map(fn, items, self.workers)
 
     def map_trials(
         self,
