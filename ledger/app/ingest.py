@@ -440,4 +440,3 @@ def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
     if len(old) != len(new):
         return f"the stream holds {len(old)} events, the input gives {len(new)}"
     return "no difference"  # pragma: no cover - callers only ask when ids differ
-
