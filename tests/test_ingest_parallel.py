@@ -216,3 +216,46 @@ def test_a_killed_parallel_ingest_leaves_whole_streams_and_a_rerun_completes(
     proc = _run_ingest(corpus, lg_dir)
     assert proc.wait(timeout=300) == 0, proc.stderr.read().decode() if proc.stderr else ""
     assert _log(lg_dir) == (want, root)  # the rest went in, once, in the plan's order
+
+
+def test_retrace_source_reads_in_workers_with_the_same_report_and_log(
+    corpus: Path, tmp_path: Path, pools: list[int]
+) -> None:
+    runs = []
+    for n in (1, 2):
+        lg_dir = tmp_path / f"lg{n}"
+        result = ledger.retrace(lg_dir, source=corpus, read_workers=n)
+        runs.append((result.to_json(), _log(lg_dir)))
+    assert pools == [2]
+    assert runs[0] == runs[1]
+    assert runs[0][0]["evidence"] and len(runs[0][0]["trials"]) == TRIALS
+
+
+def test_curate_reads_run_directories_in_workers_with_the_same_corpus(
+    corpus: Path, tmp_path: Path, pools: list[int]
+) -> None:
+    from benchmarks.generate_corpus import CRITERION
+
+    seen = []
+    for n in (1, 2):
+        into = tmp_path / f"c{n}"
+        res = ledger.curate(
+            criterion=CRITERION, into=into, sources=[corpus], workers=n, ledger=tmp_path / f"l{n}"
+        ).to_json()
+        files = {
+            p.relative_to(into).as_posix(): p.read_bytes()
+            for p in sorted(into.rglob("*"))
+            if p.is_file() and p.name != "corpus.yaml"  # it carries the curation time
+        }
+        seen.append((res["admitted"], res["rejected"], files))
+    assert pools == [2]
+    assert seen[0] == seen[1] and seen[0][0] and seen[0][2]
+    broken = _copy(corpus, tmp_path / "broken")
+    (_bundles(broken)[100] / "trajectory.yaml").write_text("task_id: [unclosed\n")
+    errors = []
+    for n in (1, 2):
+        with pytest.raises(ledger.LedgerError) as info:
+            ledger.curate(criterion=CRITERION, into=tmp_path / f"b{n}", sources=[broken],
+                          workers=n, ledger=tmp_path / f"bl{n}")  # fmt: skip
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and _bundles(broken)[100].name in errors[0]

@@ -287,11 +287,14 @@ def retrace(
     max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
     workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
     on_total: Progress | None = None, on_done: Progress | None = None,
+    read_workers: int | None = None,
 ) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
     With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
-    run ingests into a throwaway in-memory log) and exactly its trials are retraced.
+    run ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
+    read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
+    available), whatever engine then runs the projection with its ``workers``.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
     request = RetraceRequest(
@@ -313,7 +316,9 @@ def retrace(
         try:
             # A bundle that cannot be read is a named failure of the batch (exit 1),
             # never a reason to leave the readable ones unmeasured.
-            rep = ingest_into(lg, [str(request.source)], request.corpus, skip_bad=True)
+            rep = ingest_into(
+                lg, [str(request.source)], request.corpus, skip_bad=True, workers=read_workers
+            )
         except IngestError as exc:
             raise RetraceError(str(exc)) from None
         if on_ingest:
