@@ -259,3 +259,18 @@ def test_curate_reads_run_directories_in_workers_with_the_same_corpus(
                           workers=n, ledger=tmp_path / f"bl{n}")  # fmt: skip
         errors.append(str(info.value))
     assert errors[0] == errors[1] and _bundles(broken)[100].name in errors[0]
+
+
+def _dies_on_five(x: int) -> int:
+    if x == 5:
+        os._exit(3)  # a worker killed mid-read (the OOM killer, a signal)
+    return x
+
+
+def test_a_worker_that_dies_is_a_named_error_not_a_traceback() -> None:
+    from ledger.engines.base import EngineError
+    from ledger.engines.ordered import pool_map
+
+    assert list(pool_map(_dies_on_five, [1, 2, 3], 2)) == [1, 2, 3]
+    with pytest.raises(EngineError, match="a worker process died while reading"):
+        list(pool_map(_dies_on_five, range(10), 2))

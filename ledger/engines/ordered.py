@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ledger.engines.base import EngineError
+
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
@@ -65,7 +67,15 @@ def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator
 
 
 def _result(fut: Future) -> Any:
-    return fut.result()
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        raise EngineError(
+            "a worker process died while reading the inputs (killed, or out of memory); "
+            "nothing was appended: run it again, or with --workers 1 to read in one process"
+        ) from None
 
 
 @contextmanager
