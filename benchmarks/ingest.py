@@ -47,10 +47,12 @@ def ingest_once(corpus: Path, work: Path) -> tuple[float, int, int, float]:
     shutil.rmtree(lg_dir, ignore_errors=True)
     with open_ledger(lg_dir, create=True) as lg:
         start = time.perf_counter()
-        report = ingest(lg, [corpus])
+        # one worker: the per-core rate this table has tracked (N workers:
+        # benchmarks.ingest_parallel)
+        report = ingest(lg, [corpus], workers=1)
         elapsed = time.perf_counter() - start
         start = time.perf_counter()
-        again = ingest(lg, [corpus])
+        again = ingest(lg, [corpus], workers=1)
         re_elapsed = time.perf_counter() - start
         assert again.events_new == 0 and again.events_present == report.events_new
     return elapsed, report.trials_new, report.events_new, re_elapsed
