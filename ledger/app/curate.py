@@ -23,9 +23,8 @@ import yaml
 
 from ledger.analytics import sql as analytics
 from ledger.app.context import LedgerArg, default_ledger_path, ledger_path
-from ledger.app.ingest_read import CHUNK, POOL_FROM, gc_paused
+from ledger.app.ingest_read import CHUNK, POOL_FROM, gc_paused, pool_size
 from ledger.app.result import Result
-from ledger.defaults import default_workers
 from ledger.engines import get_engine
 from ledger.engines.trials import group_trials
 from ledger.log.store import open_ledger
@@ -297,7 +296,7 @@ def _read_run_bundles(
     if len(bundles) < POOL_FROM:
         yield from map(_read_run_bundle, bundles)
         return
-    engine = get_engine("local", workers=default_workers() if workers is None else workers)
+    engine = get_engine("local", workers=pool_size(workers, len(bundles)))
     jobs = (bundles[i : i + CHUNK] for i in range(0, len(bundles), CHUNK))
     for part in engine.map_inputs(_read_run_chunk, jobs):
         yield from part

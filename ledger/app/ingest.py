@@ -36,7 +36,15 @@ from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, tasks_for
-from ledger.app.ingest_read import ReadStream, Refusal, gc_paused, ids_digest, read_tasks, refusal
+from ledger.app.ingest_read import (
+    ReadStream,
+    Refusal,
+    gc_paused,
+    ids_digest,
+    pool_size,
+    read_tasks,
+    refusal,
+)  # fmt: skip
 from ledger.app.ingest_spool import (
     IngestInterrupted,
     Sized,
@@ -48,7 +56,7 @@ from ledger.app.ingest_spool import (
     unpark_new,
 )  # fmt: skip
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT, default_workers
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.engines import get_engine
 from ledger.errors import LedgerError
 from ledger.log.rows import ARROW_FROM_ROWS
@@ -87,11 +95,10 @@ class IngestRequest:
     engine: str = "local"  # or "ray": the inputs read as Ray tasks (docs/readme/ray.md)
     address: str | None = None  # the Ray cluster to join (engine "ray")
 
-    def reader(self) -> Any:
-        """The engine whose ``map_inputs`` reads the inputs (``ledger.app.ingest_read``)."""
-        workers = default_workers() if self.workers is None else self.workers
+    def reader(self, inputs: int) -> Any:
+        """The engine whose ``map_inputs`` reads ``inputs`` inputs (``ledger.app.ingest_read``)."""
         options = {"address": self.address} if self.engine == "ray" else {}
-        return get_engine(self.engine, workers=workers, **options)
+        return get_engine(self.engine, workers=pool_size(self.workers, inputs), **options)
 
 
 @dataclass(frozen=True)
@@ -274,7 +281,7 @@ class _Ingest:
             tasks += found
         total = len(tasks)
         # read in workers, consumed here in task order: the plan is the same for any number
-        reads = read_tasks(tasks, limits, self.request.reader()) if tasks else iter(())
+        reads = read_tasks(tasks, limits, self.request.reader(total)) if tasks else iter(())
         for done, (task, read) in enumerate(zip(tasks, reads, strict=True)):
             if progress is not None:
                 progress(done, total, task.source)

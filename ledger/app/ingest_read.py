@@ -20,6 +20,7 @@ from typing import Any
 
 from ledger.app.ingest_inputs import Task, Unit, read_units
 from ledger.app.ingest_spool import parked, unparked
+from ledger.defaults import default_workers
 from ledger.sources import inspect_log
 from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError
@@ -33,6 +34,13 @@ CHUNK = 16
 # costs ~0.3 s (measured: the 17-bundle notes corpus read in 0.12 s here, 0.40 s with two
 # workers), about what 128 bundles' parsing (2-5 ms each) saves on a second core
 POOL_FROM = 128
+
+
+def pool_size(asked: int | None, inputs: int) -> int:
+    """Workers to read ``inputs`` inputs with: as asked (default: the cores available), but
+    no more than there are whole chunks for — each worker pays an interpreter's imports."""
+    workers = default_workers() if asked is None else asked
+    return max(1, min(workers, inputs // CHUNK))
 
 
 @dataclass(frozen=True, slots=True)
