@@ -1,7 +1,9 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
 All or nothing per call: every PATH is detected and every input read, turned into events
-and checked before anything is appended. Any unreadable input (bad YAML, wrong shape,
+and checked before anything is appended. Inputs are read in worker processes (or Ray tasks)
+and taken back in input order (``ledger.app.ingest_read``), so the plan — and the log —
+is the same for any number of workers. Any unreadable input (bad YAML, wrong shape,
 unknown key or type, a file over the size limit) aborts the call with an
 :class:`IngestError` naming the file, the key and what was expected, the ledger
 untouched; with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
