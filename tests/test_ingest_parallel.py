@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ledger
 from benchmarks.generate_corpus import generate
@@ -274,3 +276,33 @@ def test_a_worker_that_dies_is_a_named_error_not_a_traceback() -> None:
     assert list(pool_map(_dies_on_five, [1, 2, 3], 2)) == [1, 2, 3]
     with pytest.raises(EngineError, match="a worker process died while reading"):
         list(pool_map(_dies_on_five, range(10), 2))
+
+
+@given(
+    items=st.lists(st.integers(), max_size=60),
+    window=st.integers(min_value=1, max_value=8),
+    order=st.randoms(use_true_random=False),
+)
+def test_in_order_yields_input_order_with_a_bounded_window(items, window, order) -> None:
+    """Whatever order the submitted work completes in, results come back in input order,
+    and never more than ``window`` items are submitted and not yet consumed."""
+    from ledger.engines.ordered import in_order
+
+    pending: list[list[Any]] = []  # [item, done?] per submission, finished at random
+    high = [0]
+
+    def submit(item: int) -> list[Any]:
+        job = [item, False]
+        pending.append(job)
+        high[0] = max(high[0], sum(1 for j in pending if j is not None))
+        return job
+
+    def result(job: list[Any]) -> int:
+        while not job[1]:  # finish random submitted jobs until this one is done
+            open_jobs = [j for j in pending if j is not None and not j[1]]
+            order.choice(open_jobs)[1] = True
+        pending[pending.index(job)] = None
+        return job[0] * 2
+
+    assert list(in_order(submit, result, items, window)) == [x * 2 for x in items]
+    assert high[0] <= window
