@@ -306,3 +306,34 @@ def test_in_order_yields_input_order_with_a_bounded_window(items, window, order)
 
     assert list(in_order(submit, result, items, window)) == [x * 2 for x in items]
     assert high[0] <= window
+
+
+NARROWED = ROOT / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"task": "orders_refund_verified"}, {"constraints_file": NARROWED}]
+)
+def test_retrace_source_projecting_as_it_reads_equals_reading_back_from_the_log(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict
+) -> None:
+    """Trials the source adds are projected in the reading workers; trials already in
+    the log are read back from it. Report, receipt and appended events equal a retrace
+    that reads every trial back from the log (an engine object turns the overlap off)."""
+    from ledger.app import retrace_source
+    from ledger.engines.local import LocalEngine
+
+    settled: list[str] = []
+    real_add = retrace_source.SourceOutcomes.add
+    monkeypatch.setattr(retrace_source.SourceOutcomes, "add", lambda self, s, v: (
+        settled.append(s) if v is not None else None, real_add(self, s, v))[1])  # fmt: skip
+    early = _bundles(corpus)[:5]
+    runs = []
+    for name, engine in (("overlapped", "local"), ("from_log", LocalEngine(workers=1))):
+        lg_dir = tmp_path / name
+        ledger.ingest(*early, ledger=lg_dir, workers=1)  # already present: read back
+        result = ledger.retrace(lg_dir, source=corpus, engine=engine, read_workers=2, **options)
+        runs.append((result.to_json(), _log(lg_dir)))
+    assert len(settled) == TRIALS - len(early)  # all but the five, in the overlapped run only
+    assert runs[0] == runs[1]
+    assert runs[0][0]["trials"]

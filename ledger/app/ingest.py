@@ -39,6 +39,7 @@ from typing import IO, Any
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_inputs import Unit, tasks_for
 from ledger.app.ingest_read import (
+    Derive,
     ReadStream,
     Refusal,
     gc_paused,
@@ -52,10 +53,12 @@ from ledger.app.ingest_spool import (
     Sized,
     append_in_batches,
     park_bytes,
+    park_value,
     sized,
     spool,
     unpark,
     unpark_new,
+    unpark_value,
 )  # fmt: skip
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
@@ -208,15 +211,19 @@ def ingest_into(
     workers: int | None = None,
     engine: str = "local",
     address: str | None = None,
+    derive: Derive | None = None,
+    on_derived: Callable[[str, Any], None] | None = None,
 ) -> IngestResult:
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
     ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
-    (reconcile reads each bundle once that way)."""
+    (reconcile reads each bundle once that way). ``derive`` runs where each stream is read
+    (a worker); ``on_derived(stream, value)`` gets its value for each stream this ingest
+    adds to the log (retrace --source: ``ledger.app.retrace_source``)."""
     request = IngestRequest(
         tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits, workers, engine,
         address,
     )  # fmt: skip
-    return run(ledger, request, progress, on_unit)
+    return run(ledger, request, progress, on_unit, (derive, on_derived))
 
 
 def run(
@@ -224,13 +231,14 @@ def run(
     request: IngestRequest,
     progress: Progress | None = None,
     on_unit: Callable[[Path, Unit], None] | None = None,
+    derived: tuple[Derive | None, Callable[[str, Any], None] | None] = (None, None),
 ) -> IngestResult:
     """The use case: plan every input, compare with ``ledger``, append what is new.
 
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
     with gc_paused(), spool() as file:
-        job = _Ingest(request, file)
+        job = _Ingest(request, file, *derived)
         job.plan(progress, on_unit)
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
@@ -248,14 +256,19 @@ class _Planned:
     additive: int  # how many content-identified events follow them
     digest: bytes  # of its event ids, in order
     offset: int
+    derived: int | None = None  # the spool offset of what ``derive`` made of it
 
 
 class _Ingest:
     """One ingest's state while it plans and compares (nothing is appended here)."""
 
-    def __init__(self, request: IngestRequest, file: IO[bytes]) -> None:
+    def __init__(
+        self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
+        on_derived: Callable[[str, Any], None] | None = None,
+    ) -> None:  # fmt: skip
         self.request = request
         self.file = file  # the spool
+        self.derive, self.on_derived = derive, on_derived
         self.planned: dict[str, _Planned] = {}
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
@@ -283,7 +296,8 @@ class _Ingest:
             tasks += found
         total = len(tasks)
         # read in workers, consumed here in task order: the plan is the same for any number
-        reads = read_tasks(tasks, limits, self.request.reader(total)) if tasks else iter(())
+        engine = self.request.reader(total)
+        reads = read_tasks(tasks, limits, engine, self.derive) if tasks else iter(())
         for done, (task, read) in enumerate(zip(tasks, reads, strict=True)):
             if progress is not None:
                 progress(done, total, task.source)
@@ -315,7 +329,10 @@ class _Ingest:
         seen = self.planned.get(unit.stream)
         if seen is None:
             offset = park_bytes(self.file, read.record)
-            self.planned[unit.stream] = _Planned(unit, read.size, read.additive, digest, offset)
+            held = None if read.derived is None else park_value(self.file, read.derived)
+            self.planned[unit.stream] = _Planned(
+                unit, read.size, read.additive, digest, offset, held
+            )
         elif seen.digest != digest:
             self.bad(
                 unit.source,
@@ -337,6 +354,8 @@ class _Ingest:
             if held is None:
                 # read back only when the append reaches it
                 groups.append(unpark_new(self.file, p.offset))
+                if self.on_derived is not None and p.derived is not None:
+                    self.on_derived(stream, unpark_value(self.file, p.derived))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,6 +65,7 @@ class ReadStream:
     additive: int
     digest: bytes  # of its event ids, in order
     record: bytes
+    derived: Any = None  # what the caller's Derive computed from it, in the worker
 
     def unit(self) -> Unit:
         """The whole :class:`Unit` again (for a caller that looks at each input's events)."""
@@ -73,13 +74,16 @@ class ReadStream:
 
 
 TaskRead = tuple[ReadStream, ...] | Refusal
+# fn(unit, params), run in the worker on each stream it reads (retrace --source projects
+# each trial there: ledger.app.retrace_source); picklable, as the tasks are
+Derive = tuple[Callable[[Unit, Any], Any], Any]
 
 
 def ids_digest(ids: Sequence[str]) -> bytes:
     return hashlib.sha256("".join(ids).encode()).digest()  # ids are 32 hex digits each
 
 
-def read_task(task: Task, limits: YamlLimits) -> TaskRead:
+def read_task(task: Task, limits: YamlLimits, derive: Derive | None = None) -> TaskRead:
     """One input's streams, or why it cannot be read."""
     try:
         units = read_units(task, limits)
@@ -87,7 +91,7 @@ def read_task(task: Task, limits: YamlLimits) -> TaskRead:
         return Refusal(str(exc), {}, missing_extra=True)
     except (BundleError, InputError) as exc:
         return refusal(exc)
-    return tuple(_stream(u) for u in units)
+    return tuple(_stream(u, derive) for u in units)
 
 
 def refusal(exc: Exception) -> Refusal:
@@ -100,32 +104,38 @@ def refusal(exc: Exception) -> Refusal:
     return Refusal(str(exc), {})
 
 
-def _stream(unit: Unit) -> ReadStream:
+def _stream(unit: Unit, derive: Derive | None) -> ReadStream:
     return ReadStream(
         replace(unit, events=(), additive=()),
         len(unit.events),
         len(unit.additive),
         ids_digest([e.event_id for e in unit.events]),
         parked(unit.events, unit.additive),
+        None if derive is None else derive[0](unit, derive[1]),
     )
 
 
-def read_chunk(job: tuple[Sequence[Task], YamlLimits]) -> list[TaskRead]:
+def read_chunk(job: tuple[Sequence[Task], YamlLimits, Derive | None]) -> list[TaskRead]:
     """A worker's call: a few tasks, read in order."""
-    tasks, limits = job
+    tasks, limits, derive = job
     with gc_paused():
-        return [read_task(t, limits) for t in tasks]
+        return [read_task(t, limits, derive) for t in tasks]
 
 
-def read_tasks(tasks: Sequence[Task], limits: YamlLimits, engine: Any) -> Iterator[TaskRead]:
+def read_tasks(
+    tasks: Sequence[Task], limits: YamlLimits, engine: Any, derive: Derive | None = None
+) -> Iterator[TaskRead]:
     """Every task's :data:`TaskRead`, in task order, read by ``engine`` (its
     ``map_inputs``: here with one worker) once there are :data:`POOL_FROM` of them."""
     if len(tasks) < POOL_FROM:
-        yield from read_chunk((tasks, limits))
+        yield from read_chunk((tasks, limits, derive))
         return
     workers = max(1, getattr(engine, "workers", 1))
     size = max(1, min(CHUNK, len(tasks) // (4 * workers)))
-    jobs = ((list(map(_alone, tasks[i : i + size])), limits) for i in range(0, len(tasks), size))
+    jobs = (
+        (list(map(_alone, tasks[i : i + size])), limits, derive)
+        for i in range(0, len(tasks), size)
+    )
     for part in engine.map_inputs(read_chunk, jobs):
         yield from part
 

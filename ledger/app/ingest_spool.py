@@ -71,6 +71,16 @@ def unparked(record: bytes) -> list[list[PlannedEvent]]:
     return [[PlannedEvent(*r) for r in g] for g in pickle.loads(record)]  # noqa: S301 - ours
 
 
+def park_value(file: IO[bytes], value: Any) -> int:
+    """Append any picklable ``value`` to ``file``; its offset, for :func:`unpark_value`."""
+    return park_bytes(file, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def unpark_value(file: IO[bytes], offset: int) -> Any:
+    file.seek(offset)
+    return pickle.load(file)  # noqa: S301 - written by park_value
+
+
 def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:
     return [[PlannedEvent(*r) for r in g] for g in _rows(file, offset)]
 
