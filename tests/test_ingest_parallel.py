@@ -337,3 +337,18 @@ def test_retrace_source_projecting_as_it_reads_equals_reading_back_from_the_log(
     assert len(settled) == TRIALS - len(early)  # all but the five, in the overlapped run only
     assert runs[0] == runs[1]
     assert runs[0][0]["trials"]
+
+
+def test_a_script_without_a_main_guard_ingests_with_workers(corpus: Path, tmp_path: Path) -> None:
+    """Worker processes never run the caller's ``__main__`` again: a script calling
+    ``ledger.ingest`` at top level, with no ``if __name__ == "__main__":``, works."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import ledger\n"
+        f"result = ledger.ingest({str(corpus)!r}, ledger={str(tmp_path / 'lg')!r}, workers=2)\n"
+        "print('trials', result.trials_new)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"trials {TRIALS}"
