@@ -37,6 +37,8 @@ def unpack_compat(dest: Path) -> Path:
     """Unpack the two compatibility corpora and their expected results into ``dest``;
     returns the folder holding ``{trace,grade}-corpus/`` and ``{trace,grade}-expected.json``.
     The ``data`` filter refuses absolute paths, ``..``, links out of ``dest`` and devices."""
+    if not hasattr(tarfile, "data_filter"):  # added in Python 3.11.4
+        raise RuntimeError("unpacking the compat corpora needs Python >= 3.11.4 (tarfile filters)")
     with tarfile.open(COMPAT_TARBALL, "r:gz") as tar:
         tar.extractall(dest, filter="data")
     return dest / "tolokaforge-0.33.1"
