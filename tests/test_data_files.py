@@ -4,6 +4,7 @@ reproducible from what it holds (tests/data/README.md)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from tests import data_paths
@@ -29,3 +30,18 @@ def test_the_compat_archive_repacks_to_the_same_bytes(tmp_path: Path) -> None:
     assert len(list((source / "grade-corpus").iterdir())) == 250
     packer.pack(source, tmp_path / "again.tar.gz")
     assert (tmp_path / "again.tar.gz").read_bytes() == COMPAT_TARBALL.read_bytes()
+
+
+def test_no_code_reaches_for_a_sibling_reference_folder() -> None:
+    """A clone has nothing beside it: no module builds a path into ``../shared`` (only the
+    optional tests/crosscheck, which ``make test`` never collects, reads reference material,
+    and it is handed the folder)."""
+    reach = re.compile(r"""/\s*["']shared["']|["']\.\./shared|parent\s*/\s*["']shared""")
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for top in ("ledger", "replay", "reconcile", "schemas", "benchmarks", "tests")
+        for p in sorted((ROOT / top).rglob("*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if reach.search(line)
+    ]
+    assert found == []
