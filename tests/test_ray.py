@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.data_paths import NARROWED, NOTES, PACKS, PACKS_BASE
+
 ray = pytest.importorskip("ray", reason="the optional [ray] extra is not installed")
 
 import pyarrow as pa  # noqa: E402
@@ -27,9 +29,6 @@ from ledger.log.store import open_ledger  # noqa: E402
 from replay.retrace import retrace_trial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NARROWED = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
 
 # The fault injectors below run inside Ray workers: ship this module's code by value so
 # the workers need not import the tests package.
@@ -300,7 +299,7 @@ def test_ingest_engine_ray_appends_the_local_log(ray_session, tmp_path, monkeypa
 
 
 def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
-    """The packs' migrations over the shared notes corpus: the whole JSON document (verdicts,
+    """The packs' migrations over the shipped notes corpus: the whole JSON document (verdicts,
     kappa, receipt digests and checkpoint) is the same with the candidates computed on Ray."""
     import json
 
@@ -311,11 +310,11 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
     from ledger.engines.reconcile_ray import engine_evaluator
     from ledger.log.store import init_ledger
 
-    packs = SHARED / "corpora" / "packs"
+    packs = PACKS
     docs = {}
     for engine in ("local", "ray"):
         init_ledger(tmp_path / engine).close()
-        r = CliRunner().invoke(main, ["reconcile", "--packs", str(packs), "--base", str(SHARED),
+        r = CliRunner().invoke(main, ["reconcile", "--packs", str(packs), "--base", str(PACKS_BASE),
                                       "--json", "--ledger", str(tmp_path / engine),
                                       "--engine", engine, "--workers", "2"])
         assert r.exit_code in (0, 1), r.output
@@ -323,7 +322,7 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
     assert docs["ray"] == docs["local"]
     assert load_manifest(tmp_path / "ray").segments and not load_manifest(tmp_path / "local").segments
     with open_ledger(tmp_path / "ray") as lg:  # the candidates really came from the tasks
-        ev = engine_evaluator(Invocation(packs=[packs], base=SHARED), lg, RayEngine(workers=2))
+        ev = engine_evaluator(Invocation(packs=[packs], base=PACKS_BASE), lg, RayEngine(workers=2))
         assert len(ev.computed) == 17
 
 
