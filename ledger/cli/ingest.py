@@ -31,6 +31,14 @@ if TYPE_CHECKING:
                    "disagreement.")
 @click.option("--max-file-bytes", type=int, default=ledger.DEFAULT_MAX_BYTES, show_default=True,
               help="Refuse any YAML or run file larger than this, by name.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              show_default="the cores available",
+              help="Processes reading the inputs; the log appended is identical for any N.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Read the inputs in local processes, or as Ray tasks where they lie "
+                   "(needs the [ray] extra; every node sees the PATHs at the same place).")
+@click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
+              help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
 @ledger_option
 @busy_option
 @json_option
@@ -40,6 +48,9 @@ def ingest_command(
     skip_bad: bool,
     keep_inconsistent: bool,
     max_file_bytes: int,
+    workers: int | None,
+    engine: str,
+    address: str | None,
     ledger_dir: Path | None,
     busy_timeout: float,
     as_json: bool,
@@ -68,8 +79,11 @@ def ingest_command(
     bar = not as_json and sys.stderr.isatty()
     try:
         report = _with_progress(
-            err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout, bar
-        )
+            err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout,
+            bar, workers=workers, engine=engine, address=address,
+        )  # fmt: skip
+    except ledger.UsageError:
+        raise  # click's usage lines (ledger/cli/__init__.py)
     except ledger.LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
         refused = isinstance(exc, ledger.IngestError)
         unchanged = not isinstance(exc, ledger.IngestInterrupted)
@@ -107,6 +121,7 @@ def _with_progress(
     max_file_bytes: int,
     busy_timeout: float = ledger.DEFAULT_BUSY_TIMEOUT,
     bar: bool = True,
+    **reading: object,
 ) -> IngestResult:
     """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
     import rich.progress as rp  # noqa: PLC0415 - only the command pays for rich
@@ -133,6 +148,7 @@ def _with_progress(
             max_file_bytes=max_file_bytes,
             busy_timeout=busy_timeout,
             progress=tick if bar else None,
+            **reading,  # type: ignore[arg-type]  # workers / engine / address, as given
         )
 
 
