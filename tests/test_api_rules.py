@@ -38,7 +38,9 @@ def test_an_address_needs_the_ray_engine(tmp_path: Path) -> None:
     assert "--engine ray" in str(exc)
     _refused(lambda: ledger.reconcile(packs=[PACKS], address="auto", ledger=tmp_path),
              "reconcile", "--packs", PACKS, "--address", "auto", "--ledger", tmp_path)  # fmt: skip
-    assert not tmp_path.joinpath("ledger.duckdb").exists()
+    _refused(lambda: ledger.ingest(NOTES, ledger=tmp_path / "new", address="auto"),
+             "ingest", NOTES, "--ledger", tmp_path / "new", "--address", "auto")  # fmt: skip
+    assert not (tmp_path / "new").exists()  # refused before anything is read or created
 
 
 def test_reconcile_refuses_the_ray_engine_on_a_dry_run(tmp_path: Path) -> None:
