@@ -177,7 +177,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     try:
         timeline = build_trial_timeline(
-            trial.messages, trial.recorded_calls, trial.termination_reason
+            trial.timeline_messages, trial.recorded_calls, trial.termination_reason
         )
     except TimelineInconsistencyError as exc:
         return TrialRetrace(

@@ -377,7 +377,8 @@ def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) 
 # component appends to the same stream later (an annotation, a replay) is not "a change".
 INGEST_TYPES = frozenset(
     {
-        "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "state.recorded",
+        "trial.registered", "trial.message", "trial.agent_message", "trial.tool_call",
+        "trial.ended", "state.recorded",
         "grade.recorded", "timeline.event", "pack.registered", "migration.declared",
         "run.event", "receipt.issued",
     }

@@ -216,7 +216,7 @@ def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, 
     root_extra: dict[str, Any] = {}
     try:
         timeline = build_trial_timeline(
-            trial.messages, trial.recorded_calls, trial.termination_reason
+            trial.timeline_messages, trial.recorded_calls, trial.termination_reason
         )
     except TimelineInconsistencyError as exc:
         root_extra["status"] = {"code": STATUS_ERROR, "message": f"inconsistent views: {exc}"}

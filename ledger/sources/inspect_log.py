@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.sources.inspect_agents import executed, flatten
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
 from schemas.canonical import canonical_json
@@ -177,9 +178,10 @@ def tool_status(error: Any) -> str:
     return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
 
 
-def record_payload(index: int, ev: Any) -> dict[str, Any]:
-    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields); a failed
-    call that returned nothing gets its error message as output, so it reaches the timeline."""
+def record_payload(index: int, ev: Any, agent: str | None = None) -> dict[str, Any]:
+    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields) naming the
+    agent that made it; a failed call that returned nothing gets its error message as
+    output, so it reaches the timeline."""
     output = _text(ev.result)
     if ev.error is not None and not output:
         output = ev.error.message
@@ -195,6 +197,7 @@ def record_payload(index: int, ev: Any) -> dict[str, Any]:
         "output": output,
         "latency_seconds": latency if latency is not None else ev.working_time,
         "timestamp": _iso(ev.timestamp),
+        **({} if agent is None else {"agent": agent}),
     }
 
 
@@ -381,17 +384,23 @@ class SamplePlan:
 def sample_plan(spec: Any, sample: Any, corpus: str, label: str, log_name: str) -> SamplePlan:
     """One EvalSample → its stream's events (module docstring)."""
     where = f"{label}#{sample.id}/{sample.epoch}"
-    solver, scoring = solver_events(sample.events or [])
+    solver, scoring = solver_events(list(flatten(sample.events or [])))
     msgs = [message_payload(i, m) for i, m in enumerate(sample.messages)]
+    run = executed(solver)
     # no events at all: the log carries no record view (the messages are all there is)
-    tools = _of(solver, "tool")
-    records = [record_payload(i, e) for i, e in enumerate(tools)] if sample.events else None
+    records = (
+        [record_payload(i, e, agent) for i, (e, agent) in enumerate(run.tools)]
+        if sample.events
+        else None
+    )
     metrics = metrics_payload(sample, solver)
     registered = registered_payload(spec, sample, corpus, log_name, records is not None, metrics)
     ended = ended_payload(sample)
-    timeline, inconsistency = timeline_payloads(msgs, records, ended["termination_reason"])
+    view = msgs if run.messages is None else run.messages
+    timeline, inconsistency = timeline_payloads(view, records, ended["termination_reason"])
     typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
     typed += [("trial.message", p) for p in msgs]
+    typed += [("trial.agent_message", p) for p in run.messages or ()]
     typed += [("trial.tool_call", p) for p in records or ()]
     typed.append(("trial.ended", ended))
     typed += [("timeline.event", p) for p in timeline]
