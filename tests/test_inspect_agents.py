@@ -8,8 +8,8 @@ inspect_ai), never from the importer.
 from __future__ import annotations
 
 import json
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml

@@ -30,9 +30,7 @@ class AgentNames:
     """Span id -> the agent it runs in, read from the sample's ``span_begin`` events."""
 
     def __init__(self, events: Sequence[Any]) -> None:
-        self._spans = {
-            ev.id: ev for ev in events if getattr(ev, "event", None) == "span_begin"
-        }
+        self._spans = {ev.id: ev for ev in events if getattr(ev, "event", None) == "span_begin"}
         self._memo: dict[str | None, str | None] = {}
 
     def __call__(self, span_id: str | None) -> str | None:
