@@ -233,6 +233,9 @@ class _Ingest:
         self.paths: list[dict[str, str]] = []
         self.counts: Counter[str] = Counter()
         self.lists: dict[str, list[Any]] = {"inconsistent": [], "skipped": [], "trial_streams": []}
+        # content-identified events (re-scores) a later input of an already planned stream
+        # adds: a log and its re-scored copy read in one ingest both count
+        self.extra: dict[str, dict[str, PlannedEvent]] = {}
 
     def bad(self, source: str, kind: str, exc: BaseException | str, why: str = "bad_input") -> None:
         """Abort on a bad input, or with ``skip_bad`` record it as skipped."""
@@ -292,7 +295,11 @@ class _Ingest:
             self.planned[unit.stream] = _Planned(
                 head, len(unit.events), len(unit.additive), digest, offset
             )
-        elif seen.digest != digest:
+        elif seen.digest == digest:
+            if unit.additive:
+                extra = self.extra.setdefault(unit.stream, {})
+                extra.update((e.event_id, e) for e in unit.additive)
+        else:
             self.bad(
                 unit.source,
                 unit.kind,
@@ -310,16 +317,24 @@ class _Ingest:
         groups: list[Any] = []
         for stream, p in self.planned.items():
             held = existing.get(stream)
+            extra = self.extra.get(stream, {})
             if held is None:
                 # read back only when the append reaches it
                 groups.append(unpark_new(self.file, p.offset))
+                if extra:
+                    parked = {e.event_id for e in unpark(self.file, p.offset)[1]}
+                    added = [e for i, e in extra.items() if i not in parked]
+                    groups.append(sized(added))
+                    self.counts["events_new"] += len(added)
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
                 self.count(p, new=True)
                 self.counts["events_new"] += p.additive
                 continue
-            additive = unpark(self.file, p.offset)[1] if p.additive else ()
+            additive = unpark(self.file, p.offset)[1] if p.additive else []
+            have = {a.event_id for a in additive}
+            additive += [e for i, e in extra.items() if i not in have]
             additive_types = {e.type for e in additive}
             old = [e for e, t in held if t not in additive_types]
             if _digest(old) != p.digest:

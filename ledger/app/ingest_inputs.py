@@ -116,10 +116,11 @@ def tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathK
 
 
 def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -> list[Task]:
-    """One task per log; the corpus is --corpus, else the log directory's name."""
+    """One task per log; the corpus is --corpus, else inspect_log.CORPUS, never the log's
+    folder (a trial is one whatever file holds it)."""
+    name = corpus or inspect_log.CORPUS
     if kind is PathKind.INSPECT_LOG:
-        return [Task("inspect", root, given, corpus=corpus or root.resolve().parent.name)]
-    name = corpus or root.resolve().name
+        return [Task("inspect", root, given, corpus=name)]
     return [
         Task("inspect", p, _label(given, p, root), corpus=name)
         for p in inspect_log.discover_logs(root)
@@ -128,9 +129,7 @@ def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -
 
 def _inspect_units(task: Task) -> list[Unit]:
     log = inspect_log.read_log(task.path, task.source)
-    plans = inspect_log.log_plans(
-        log, task.corpus or "", task.source, inspect_log.log_name(task.path)
-    )
+    plans = inspect_log.log_plans(log, task.corpus or inspect_log.CORPUS, task.source)
     return [
         Unit(
             "bundle",

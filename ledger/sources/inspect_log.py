@@ -27,6 +27,9 @@ from schemas.timeline import TimelineInconsistencyError
 EXTRA = "inspect"
 INSTALL_HINT = "pip install 'verdict-ledger[inspect]'"
 RECORDER = "inspect_ai"
+# The corpus of an inspect trial ingested without --corpus: a name of the recorder, not of
+# the folder the log sits in (docs/readme/inspect.md § "Identity").
+CORPUS = RECORDER
 # inspect_ai's own rule for what a log file is named (inspect_ai.log._file.log_file_pattern):
 # any ``.eval``; a ``.json`` only under its timestamped name, so a directory's other JSON
 # (a pack's fixtures/tools.json, a run's receipt.json) is never taken for a log.
@@ -68,8 +71,15 @@ def discover_logs(root: Path) -> list[Path]:
             d for d in dirnames
             if not d.startswith(".") and not os.path.islink(os.path.join(dirpath, d))
         )  # fmt: skip
-        found += [Path(dirpath, f) for f in sorted(filenames) if is_log_file(Path(f))]
+        logs = sorted((f for f in filenames if is_log_file(Path(f))), key=_read_order)
+        found += [Path(dirpath, f) for f in logs]
     return found
+
+
+def _read_order(name: str) -> tuple[str, str]:
+    """Names sorted without their format suffix, so the copy ``inspect score`` writes
+    beside a log (``<name>-scored.eval``) is read after it and its scores are the latest."""
+    return (name.removesuffix(".eval").removesuffix(".json"), name)
 
 
 def read_log(path: Path, label: str) -> Any:
@@ -310,16 +320,17 @@ def trial_name(sample: Any, eval_id: str) -> str:
 
 
 def registered_payload(
-    spec: Any, sample: Any, corpus: str, log_name: str, record_view: bool, metrics: dict
+    spec: Any, sample: Any, corpus: str, record_view: bool, metrics: dict
 ) -> dict[str, Any]:
-    """Who the trial is (task, model, epoch, sample) and where it came from."""
+    """Who the trial is (task, model, epoch, sample): nothing about the file it was read
+    from, so a copy, a conversion or a re-scored file anywhere registers the same trial."""
     return {
         "task_id": spec.task,
         "trial_index": sample.epoch - 1,
         "trial": trial_name(sample, spec.eval_id),
         "corpus": corpus,
-        "bundle_path": f"{log_name}#{sample.id}/{sample.epoch}",
-        "files": [],  # a log is one file, named (without its format) in bundle_path
+        "bundle_path": f"{spec.eval_id}#{sample.id}/{sample.epoch}",
+        "files": [],  # a log is one file, and which one is not part of the trial
         "record_view": record_view,
         "models": {"agent": spec.model, "user": None, "judge": _judge_model(spec)},
         "task": {
@@ -340,7 +351,6 @@ def registered_payload(
         "task_source": RECORDER,
         "trajectory_meta": {
             "recorder": RECORDER,
-            "log": log_name,
             "eval_id": spec.eval_id,
             "run_id": spec.run_id,
             "task_id": spec.task_id,
@@ -381,7 +391,7 @@ class SamplePlan:
     inconsistency: TimelineInconsistencyError | None = None
 
 
-def sample_plan(spec: Any, sample: Any, corpus: str, label: str, log_name: str) -> SamplePlan:
+def sample_plan(spec: Any, sample: Any, corpus: str, label: str) -> SamplePlan:
     """One EvalSample → its stream's events (module docstring)."""
     where = f"{label}#{sample.id}/{sample.epoch}"
     solver, scoring = solver_events(list(flatten(sample.events or [])))
@@ -394,7 +404,7 @@ def sample_plan(spec: Any, sample: Any, corpus: str, label: str, log_name: str) 
         else None
     )
     metrics = metrics_payload(sample, solver)
-    registered = registered_payload(spec, sample, corpus, log_name, records is not None, metrics)
+    registered = registered_payload(spec, sample, corpus, records is not None, metrics)
     ended = ended_payload(sample)
     view = msgs if run.messages is None else run.messages
     timeline, inconsistency = timeline_payloads(view, records, ended["termination_reason"])
@@ -420,12 +430,6 @@ def _scores_event(stream: str, grade: dict[str, Any], where: str) -> PlannedEven
     )  # fmt: skip
 
 
-def log_name(path: Path) -> str:
-    """A log's name without its format suffix: ``inspect log convert`` between .eval and
-    .json changes the container, not the evidence, so both read as the same trials."""
-    return path.name.removesuffix(".eval").removesuffix(".json")
-
-
-def log_plans(log: Any, corpus: str, label: str, log_name: str) -> list[SamplePlan]:
-    """Every sample × epoch of a read log, in the log's order (``log_name``: see above)."""
-    return [sample_plan(log.eval, s, corpus, label, log_name) for s in log.samples or ()]
+def log_plans(log: Any, corpus: str, label: str) -> list[SamplePlan]:
+    """Every sample × epoch of a read log, in the log's order."""
+    return [sample_plan(log.eval, s, corpus, label) for s in log.samples or ()]
