@@ -216,7 +216,7 @@ def test_an_unreadable_log_is_named(lg: Ledger, tmp_path: Path) -> None:
     bad.write_bytes(b"not a zip")
     with pytest.raises(IngestError) as exc:
         ingest(lg, [bad])
-    assert str(bad) in str(exc.value) and "read_eval_log" in str(exc.value)
+    assert str(bad) in str(exc.value) and "not a .eval archive" in str(exc.value)
     assert lg.size() == 0
 
 

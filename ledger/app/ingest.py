@@ -261,18 +261,17 @@ class _Ingest:
         for done, task in enumerate(tasks):
             if progress is not None:
                 progress(done, total, task.source)
-            try:
-                units = read_units(task, limits)
+            try:  # an inspect log's units are read lazily, one sample at a time
+                for unit in read_units(task, limits):
+                    if on_unit is not None:
+                        on_unit(task.path, unit)
+                    self.admit(unit)
             except inspect_log.InspectUnavailable as exc:
                 # the environment, not the input: never skipped, whatever --skip-bad says
                 raise IngestError(task.source, str(exc), "missing_extra") from None
             except (BundleError, InputError) as exc:
                 self.bad(task.source, task.kind, exc)
                 continue
-            for unit in units:
-                if on_unit is not None:
-                    on_unit(task.path, unit)
-                self.admit(unit)
         if progress is not None:
             progress(total, total, "")
 

@@ -7,6 +7,7 @@ input (bundle, pack, verdict-core run, inspect log); reading a task gives its
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class Task:
     source: str
     corpus: str | None = None
     corpus_doc: Corpus | None = None
+    root: Path | None = None  # what a log's reads are confined to (the PATH as given)
 
 
 def _label(given: str, path: Path, root: Path) -> str:
@@ -119,19 +121,23 @@ def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -
     """One task per log; the corpus is --corpus, else inspect_log.CORPUS, never the log's
     folder (a trial is one whatever file holds it)."""
     name = corpus or inspect_log.CORPUS
-    if kind is PathKind.INSPECT_LOG:
-        return [Task("inspect", root, given, corpus=name)]
+    if kind is PathKind.INSPECT_LOG:  # named on the command line: its link is followed
+        return [Task("inspect", root, given, corpus=name, root=root)]
     return [
-        Task("inspect", p, _label(given, p, root), corpus=name)
+        Task("inspect", p, _label(given, p, root), corpus=name, root=root)
         for p in inspect_log.discover_logs(root)
     ]
 
 
-def _inspect_units(task: Task) -> list[Unit]:
-    log = inspect_log.read_log(task.path, task.source)
-    plans = inspect_log.log_plans(log, task.corpus or inspect_log.CORPUS, task.source)
-    return [
-        Unit(
+def _inspect_units(task: Task, limits: YamlLimits) -> Iterator[Unit]:
+    """One unit per sample × epoch, each planned as its sample is read (one at a time)."""
+    samples = inspect_log.log_samples(
+        task.path, task.source, limits.max_bytes, limits.max_nodes, task.root or task.path
+    )
+    corpus = task.corpus or inspect_log.CORPUS
+    for spec, sample in samples:
+        p = inspect_log.sample_plan(spec, sample, corpus, task.source)
+        yield Unit(
             "bundle",
             p.label,
             p.stream,
@@ -140,13 +146,12 @@ def _inspect_units(task: Task) -> list[Unit]:
             trial=True,
             additive=p.scores,
         )
-        for p in plans
-    ]
 
 
-def read_units(task: Task, limits: YamlLimits) -> list[Unit]:
-    """The streams one input becomes (an inspect log holds many; every other input one)."""
-    return _inspect_units(task) if task.kind == "inspect" else [_unit(task, limits)]
+def read_units(task: Task, limits: YamlLimits) -> Iterable[Unit]:
+    """The streams one input becomes (an inspect log holds many, read lazily; every other
+    input one)."""
+    return _inspect_units(task, limits) if task.kind == "inspect" else [_unit(task, limits)]
 
 
 def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> Task:

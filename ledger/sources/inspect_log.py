@@ -1,6 +1,6 @@
 """inspect_ai evaluation logs → trial events (docs/readme/inspect.md § "The mapping").
 
-:func:`read_log` is the only I/O and the only (lazy) import of inspect_ai; the mapping is
+:func:`log_samples` is the only I/O and the only (lazy) import of inspect_ai; the mapping is
 pure. Scores are history, not content (§ "Re-import and re-scoring"): a ``grade.recorded``
 is identified by its content alone (``SCORES_POSITION``), and only the solver phase feeds
 the transcript and the usage.
@@ -8,15 +8,17 @@ the transcript and the usage.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.sources.files import read_input
 from ledger.sources.inspect_agents import executed, flatten
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
@@ -82,26 +84,71 @@ def _read_order(name: str) -> tuple[str, str]:
     return (name.removesuffix(".eval").removesuffix(".json"), name)
 
 
-def read_log(path: Path, label: str) -> Any:
-    """The whole log through inspect_ai's ``read_eval_log`` (attachments resolved).
-
-    Raises :class:`InspectUnavailable` without the extra, and :class:`BundleError` naming
-    the file when inspect_ai cannot read it.
-    """
+def _inspect(label: str) -> Any:
+    """inspect_ai.log, or :class:`InspectUnavailable` naming ``label``."""
     try:
-        from inspect_ai.log import read_eval_log
+        import inspect_ai.log as inspect_log
     except ImportError:
         raise InspectUnavailable(label) from None
+    return inspect_log
+
+
+def _unreadable(label: str, exc: Exception) -> BundleError:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return BundleError(
+        label,
+        None,
+        "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
+        f"{type(exc).__name__}: {first}",
+    )
+
+
+def log_samples(
+    path: Path, label: str, max_bytes: int, max_members: int, root: Path
+) -> Iterator[tuple[Any, Any]]:
+    """``(eval spec, sample)`` for every sample × epoch of a log, one sample at a time,
+    attachments resolved. A ``.eval`` archive is read member by member within the bounds
+    (ledger.sources.inspect_archive); a ``.json`` log is one file, read whole within
+    ``max_bytes``. Raises :class:`InspectUnavailable` without the extra, and
+    :class:`BundleError` / :class:`InputError` naming the file or member it cannot read.
+    """
+    log = _inspect(label)
+    if path.suffix != ".eval":
+        data = read_input(
+            path, max_bytes=max_bytes, name=label, root=root, what="the log directory"
+        )
+        try:
+            whole = log.read_eval_log(io.BytesIO(data), format="json", resolve_attachments=True)
+        except Exception as exc:  # inspect's reader raises many types; each one named
+            raise _unreadable(label, exc) from None
+        del data
+        yield from ((whole.eval, s) for s in whole.samples or ())
+        return
+    from ledger.sources.inspect_archive import HEADER, START, Archive, member_label, parse_member
+
+    with Archive(path, label, max_bytes, max_members, root) as arc:
+        head = HEADER if HEADER in arc.members else START
+        if head not in arc.members:
+            raise BundleError(label, None, f"a .eval log holding {HEADER} or {START}", "neither")
+        spec = _validated(log.EvalSpec, parse_member(arc.read(head), member_label(label, head)),
+                          member_label(label, head), key="eval")  # fmt: skip
+        for name in arc.sample_names():
+            where = member_label(label, name)
+            sample = _validated(log.EvalSample, parse_member(arc.read(name), where), where)
+            yield spec, log.resolve_sample_attachments(sample, True)
+
+
+def _validated(model: Any, data: Any, where: str, key: str | None = None) -> Any:
     try:
-        return read_eval_log(str(path), resolve_attachments=True)
-    except Exception as exc:  # inspect's reader raises many types; each becomes one named error
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise BundleError(
-            label,
-            None,
-            "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
-            f"{type(exc).__name__}: {first}",
-        ) from None
+        from inspect_ai._util.constants import get_deserializing_context
+
+        context = get_deserializing_context()
+    except ImportError:  # a private helper of inspect_ai; without it, plain validation
+        context = None
+    try:
+        return model.model_validate(data[key] if key else data, context=context)
+    except Exception as exc:  # pydantic's ValidationError, a missing key: named
+        raise _unreadable(where, exc) from None
 
 
 def _iso(value: Any) -> str | None:
@@ -428,8 +475,3 @@ def _scores_event(stream: str, grade: dict[str, Any], where: str) -> PlannedEven
         stream, planned.type, event_id(stream, SCORES_POSITION, "grade.recorded", grade),  # type: ignore[arg-type]
         planned.body,
     )  # fmt: skip
-
-
-def log_plans(log: Any, corpus: str, label: str) -> list[SamplePlan]:
-    """Every sample × epoch of a read log, in the log's order."""
-    return [sample_plan(log.eval, s, corpus, label) for s in log.samples or ()]
