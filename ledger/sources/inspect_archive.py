@@ -111,6 +111,8 @@ class Archive:
                 if total > self.max_bytes:  # more than it declared: never read on
                     raise InputTooLarge(where, total, self.max_bytes)
                 out.append(chunk)
+        except InputError:
+            raise
         except (zlib.error, ValueError, OSError) as exc:
             raise ArchiveError(where, f"cannot decompress: {exc}") from None
         except Exception as exc:  # zstandard.ZstdError, imported lazily
