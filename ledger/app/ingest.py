@@ -103,6 +103,8 @@ class IngestResult(Result):
     inconsistent: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     trial_streams: list[str] = field(default_factory=list)  # every trial read, new or present
+    # inspect tasks whose logs hold several attempts (eval_set retries): ledger.sources.inspect_sets
+    retried_tasks: list[dict[str, Any]] = field(default_factory=list)
     first_seq: int | None = None
     last_seq: int | None = None
 
@@ -118,6 +120,8 @@ class IngestResult(Result):
             "inconsistent": self.inconsistent,
             "skipped": self.skipped,
             "trial_streams": self.trial_streams,
+            # only inspect eval-set directories have any: bundle ingests keep their shape
+            **({"retried_tasks": self.retried_tasks} if self.retried_tasks else {}),
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
         }
@@ -232,7 +236,9 @@ class _Ingest:
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
         self.counts: Counter[str] = Counter()
-        self.lists: dict[str, list[Any]] = {"inconsistent": [], "skipped": [], "trial_streams": []}
+        self.lists: dict[str, list[Any]] = {
+            "inconsistent": [], "skipped": [], "trial_streams": [], "retried_tasks": []
+        }  # fmt: skip
         # content-identified events (re-scores) a later input of an already planned stream
         # adds: a log and its re-scored copy read in one ingest both count
         self.extra: dict[str, dict[str, PlannedEvent]] = {}
@@ -274,6 +280,8 @@ class _Ingest:
                 continue
         if progress is not None:
             progress(total, total, "")
+        for log_set in {id(t.log_set): t.log_set for t in tasks if t.log_set}.values():
+            self.lists["retried_tasks"] += log_set.summary()
 
     def admit(self, unit: Unit) -> None:
         """Admit one read input into the plan, or report it through :meth:`bad`."""

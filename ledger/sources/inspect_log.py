@@ -65,13 +65,18 @@ def is_log_file(path: Path) -> bool:
     return path.suffix == ".eval" or bool(_JSON_LOG_NAME.match(path.name))
 
 
-def discover_logs(root: Path) -> list[Path]:
-    """Every log file under ``root``, sorted; hidden and symlinked directories are skipped."""
+def discover_logs(
+    root: Path, skip: frozenset[str] = frozenset(), names: frozenset[str] = frozenset()
+) -> list[Path]:
+    """Every log file under ``root``, sorted; hidden and symlinked directories are skipped,
+    and so are the directories ``skip`` holds (their paths as strings) and any directory
+    named one of ``names``."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d for d in dirnames
-            if not d.startswith(".") and not os.path.islink(os.path.join(dirpath, d))
+            if not d.startswith(".") and d not in names
+            and not os.path.islink(full := os.path.join(dirpath, d)) and full not in skip
         )  # fmt: skip
         logs = sorted((f for f in filenames if is_log_file(Path(f))), key=_read_order)
         found += [Path(dirpath, f) for f in logs]
@@ -399,6 +404,7 @@ def registered_payload(
         "trajectory_meta": {
             "recorder": RECORDER,
             "eval_id": spec.eval_id,
+            "eval_set_id": getattr(spec, "eval_set_id", None),
             "run_id": spec.run_id,
             "task_id": spec.task_id,
             "inspect_version": (spec.packages or {}).get("inspect_ai"),
