@@ -92,6 +92,8 @@ class Archive:
         where = member_label(self.label, name)
         if info.file_size > self.max_bytes:
             raise InputTooLarge(where, info.file_size, self.max_bytes)
+        if info.flag_bits & 1:
+            raise ArchiveError(where, "is encrypted; inspect_ai never writes that")
         raw = _Slice(self.file, _data_offset(self.file, info, where), info.compress_size)
         if info.compress_type == _STORED:
             chunks = iter(lambda: raw.read(_CHUNK), b"")
