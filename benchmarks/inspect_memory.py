@@ -4,8 +4,10 @@ Writes one ``.eval`` log with inspect_ai itself (mockllm, a ``lookup`` tool, the
 ``includes`` scorer: ``benchmarks.inspect_import``), then rewrites it through inspect's
 own ``write_eval_log`` holding ``--small`` and ``--large`` samples (copies of the real
 ones under new ids and uuids), and measures the peak RSS of one fresh ``vledger ingest``
-process over each, into a fresh ledger, from this tree and, with ``--baseline REV``,
-from that revision too. Flat means the large peak is at most 1.3x the small one.
+process over each, into a fresh ledger, beside the peak of a fresh process that reads
+the same log with inspect_ai's own ``read_eval_log(f, resolve_attachments=True)`` (the
+whole log at once), and, with ``--baseline REV``, ``vledger ingest`` from that revision.
+Flat means the large peak is at most 1.3x the small one.
 
     PYTHONPATH=. python -m benchmarks.inspect_memory [--small 1000] [--large 10000] [--baseline REV]
 """
@@ -13,6 +15,8 @@ from that revision too. Flat means the large peak is at most 1.3x the small one.
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,6 +24,18 @@ from benchmarks.baseline import ROOT, export, peak_rss
 from benchmarks.inspect_import import write_logs
 
 MIB = 1024 * 1024
+_READ = (
+    "import resource, sys; from inspect_ai.log import read_eval_log; "
+    "read_eval_log(sys.argv[1], resolve_attachments=True); "
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+)
+
+
+def read_peak(log: Path) -> int:
+    """Peak RSS in bytes of a fresh process reading ``log`` whole with inspect_ai."""
+    done = subprocess.run([sys.executable, "-c", _READ, str(log)], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return int(done.stdout.split()[-1]) * 1024
 
 
 def scaled_log(seed: Path, samples: int, dest: Path) -> Path:
@@ -58,11 +74,17 @@ def main() -> None:
               f"{args.small:,} / {args.large:,} samples:")  # fmt: skip
         print("| code | small | large | large / small |")
         print("| --- | ---: | ---: | ---: |")
+        rows = {}
         for name, code in trees.items():
-            peak = {}
-            for n, log in logs.items():
-                env = {"VLEDGER_HOME": str(tmp / f"L-{name}-{n}".replace(" ", "_"))}
-                peak[n] = peak_rss(code, ["ingest", log], env)
+            rows[f"vledger ingest ({name})"] = {
+                n: peak_rss(code, ["ingest", log],
+                            {"VLEDGER_HOME": str(tmp / f"L-{name}-{n}".replace(" ", "_"))})
+                for n, log in logs.items()
+            }  # fmt: skip
+        rows["inspect_ai read_eval_log(resolve_attachments=True)"] = {
+            n: read_peak(log) for n, log in logs.items()
+        }
+        for name, peak in rows.items():
             small, large = peak[args.small], peak[args.large]
             print(f"| {name} | {small / MIB:.0f} | {large / MIB:.0f} | {large / small:.2f} |")
 
