@@ -159,6 +159,7 @@ def tool_spans(t: _Trace, trial: TrialInputs, timeline: Any) -> list[dict[str, A
             ("gen_ai.tool.name", call.tool_name),
             ("gen_ai.tool.call.id", call.call_id),
             ("gen_ai.tool.type", "function"),
+            ("gen_ai.agent.name", call.agent),  # where the recorder names it (inspect_ai)
         ])  # fmt: skip
         extra = {}
         if status not in (None, "success"):
