@@ -110,3 +110,19 @@ def test_the_number_of_members_is_bounded(lg: Ledger, inspect_logs: InspectLogs)
     assert ingest(lg, [inspect_logs.eval_log], limits=YamlLimits(max_nodes=members)).trials_new == (
         len(SAMPLES) * EPOCHS
     )
+
+
+def test_a_log_linked_from_outside_the_directory_is_refused_unread(
+    lg: Ledger, inspect_logs: InspectLogs, tmp_path: Path
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "2026-01-01T00-00-00_outside.eval").symlink_to(inspect_logs.eval_log)
+    with pytest.raises(IngestError) as exc:
+        ingest(lg, [logs])
+    assert "resolves outside the log directory" in str(exc.value)
+    assert str(inspect_logs.eval_log) not in str(exc.value)  # the target is not named
+    # named on the command line itself, the link is followed
+    assert ingest(lg, [logs / "2026-01-01T00-00-00_outside.eval"]).trials_new == (
+        len(SAMPLES) * EPOCHS
+    )
