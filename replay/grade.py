@@ -37,6 +37,11 @@ from schemas.key_manifest import component_of
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
+# The grading projection's code version: bump it whenever a rule here or in its components
+# changes what a grade says. A retrace binds it (ledger.app.retrace.PROJECTION_VERSION), so
+# a replay never extends one made by code whose rules differ.
+GRADING_VERSION = "grading/1"
+
 TimelineBuilder = Callable[..., TrialTimeline]
 TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 

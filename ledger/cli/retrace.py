@@ -46,6 +46,9 @@ from ledger.errors import LedgerError
               help="Processes for the local engine (CPUs for a local Ray); results are "
                    "identical for any N.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
+@click.option("--full", is_flag=True,
+              help="Re-derive every trial, even where an earlier replay with the same inputs "
+                   "could be extended (only trials new or changed since evaluated).")
 @ledger_option
 @json_option
 def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
@@ -123,6 +126,10 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
                 for k, v in report["evidence"].items()]  # fmt: skip
     result("evidence: " + ", ".join(evidence))
     cp = report["receipt"]["checkpoint"]
+    if "extends" in report["receipt"]:
+        rc = report["receipt"]
+        result(f"extends {rc['extends']['replay_id']}: {plural(rc['carried'], 'trial')} carried "
+               f"forward, {plural(rc['evaluated'], 'trial')} new or changed evaluated (--full: all)")
     if report.get("dry_run"):
         result("dry run: nothing appended")
     else:
