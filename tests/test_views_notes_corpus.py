@@ -120,7 +120,7 @@ def retraced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with open_ledger(lg_dir, create=True) as lg:
         ingest(lg, [NOTES])
         retrace(lg, constraints_file=NARROWED)
-        retrace(lg, constraints_file=NARROWED)
+        retrace(lg, constraints_file=NARROWED, full=True)  # two whole replays in the history
     return lg_dir
 
 
