@@ -95,8 +95,15 @@ class Record:
         )
 
     def folded(self) -> TrialRetrace:
-        """The outcome as the report folds it (no differences, no replayed grade)."""
-        return outcome_from_record(orjson.loads(self.fold))
+        """The outcome as the report folds it (no differences, no replayed grade); a record
+        that does not read back as one of this stream's is unreadable (the run is then full)."""
+        try:
+            o = outcome_from_record(orjson.loads(self.fold))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ResultsUnreadable(f"{self.stream}: {exc}") from None
+        if o.trial != self.stream or o.status not in STATUSES:
+            raise ResultsUnreadable(f"{self.stream}: the record names another trial or status")
+        return o
 
     def outcome(self) -> TrialRetrace:
         return outcome_from_record({**orjson.loads(self.fold), **orjson.loads(self.detail)})
