@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import mmap
 import os
 import struct
 import tempfile
@@ -42,6 +43,9 @@ PROJECTIONS_DIR = "projections"
 _HEAD = struct.Struct("<IIII")
 _TRAILER_LEN = struct.Struct("<Q")
 MAX_TRAILER = 1 << 16  # a trailer is a few hundred bytes; a larger one is not ours
+
+
+Buffer = bytes | memoryview
 
 
 class ResultsUnreadable(LedgerError):
@@ -82,9 +86,10 @@ class ListHasher:
 @dataclass(frozen=True, slots=True)
 class Record:
     stream: str
-    fold: bytes
-    detail: bytes
-    row: bytes
+    fold: Buffer
+    detail: Buffer
+    row: Buffer
+    raw: Buffer | None = None  # the whole record as stored, when read from a file
 
     @staticmethod
     def of(o: TrialRetrace) -> Record:
@@ -116,17 +121,20 @@ class ResultsWriter:
         self.file = file
         self.path = path  # None: an anonymous file (a dry run, an in-memory store)
         self.offsets = array("q")
-        file.write(MAGIC)
+        self._end = file.write(MAGIC)  # the file is only appended to (views read by pread)
 
     def add(self, rec: Record) -> None:
-        self.offsets.append(self.file.seek(0, os.SEEK_END))
+        self.offsets.append(self._end)
+        if rec.raw is not None:  # carried forward: its bytes as they were
+            self._end += self.file.write(rec.raw)
+            return
         parts = (rec.stream.encode(), rec.fold, rec.detail, rec.row)
-        self.file.write(_HEAD.pack(*map(len, parts)))
-        self.file.writelines(parts)
+        self._end += self.file.write(_HEAD.pack(*(len(p) for p in parts)))
+        for part in parts:
+            self._end += self.file.write(part)
 
     def finish(self, trailer: dict[str, Any]) -> None:
         body = orjson.dumps({"format": RESULTS_FORMAT, "count": len(self.offsets), **trailer})
-        self.file.seek(0, os.SEEK_END)
         self.file.write(body + _TRAILER_LEN.pack(len(body)))
         self.file.flush()
 
@@ -160,25 +168,15 @@ class RecordsView(Sequence[TrialRetrace]):
         if i >= len(self._offsets):
             return self._tail[i - len(self._offsets)]
         self._file.flush()
-        self._file.seek(self._offsets[i])
-        return _read_record(self._file, None).outcome()
+        fd, at = self._file.fileno(), self._offsets[i]
+        sizes = _HEAD.unpack(os.pread(fd, _HEAD.size, at))
+        body = os.pread(fd, sum(sizes), at + _HEAD.size)
+        a, b, c, _ = sizes
+        return Record("", body[a : a + b], body[a + b : a + b + c], b"").outcome()
 
     def __iter__(self) -> Iterator[TrialRetrace]:
         for i in range(len(self)):
             yield self[i]
-
-
-def _read_record(f: IO[bytes], end: int | None) -> Record:
-    head = f.read(_HEAD.size)
-    if len(head) != _HEAD.size:
-        raise ResultsUnreadable("a record is cut short")
-    sizes = _HEAD.unpack(head)
-    if end is not None and f.tell() + sum(sizes) > end:
-        raise ResultsUnreadable("a record runs past the trailer")
-    stream, fold, detail, row = (f.read(n) for n in sizes)
-    if len(row) != sizes[3]:
-        raise ResultsUnreadable("a record is cut short")
-    return Record(stream.decode(), fold, detail, row)
 
 
 @dataclass
@@ -210,12 +208,33 @@ class ResultsFile:
         return ResultsFile(file, trailer, end)
 
     def records(self) -> Iterator[Record]:
-        self.file.seek(len(MAGIC))
-        pos = len(MAGIC)
-        while pos < self.end:
-            rec = _read_record(self.file, self.end)
-            pos = self.file.tell()
-            yield rec
+        """Every record in order, sliced from the mapped file (no copy until used)."""
+        data = self._mapped()
+        pos, end = len(MAGIC), self.end
+        while pos < end:
+            if pos + _HEAD.size > end:
+                raise ResultsUnreadable("a record is cut short")
+            a, b, c, d = _HEAD.unpack_from(data, pos)
+            start = pos + _HEAD.size
+            stop = start + a + b + c + d
+            if stop > end:
+                raise ResultsUnreadable("a record runs past the trailer")
+            try:
+                stream = bytes(data[start : start + a]).decode()
+            except UnicodeDecodeError as exc:
+                raise ResultsUnreadable(f"a record's stream: {exc}") from None
+            fold = data[start + a : start + a + b]
+            yield Record(stream, fold, data[start + a + b : stop - d], data[stop - d : stop],
+                         data[pos:stop])  # fmt: skip
+            pos = stop
+
+    def _mapped(self) -> memoryview:
+        if isinstance(self.file, io.BytesIO):
+            return self.file.getbuffer()
+        try:
+            return memoryview(mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ))
+        except (OSError, ValueError) as exc:
+            raise ResultsUnreadable(str(exc)) from None
 
 
 # ------------------------------------------------------------------ where they are kept
