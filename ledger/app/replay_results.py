@@ -283,8 +283,8 @@ def new_results(lg: Any, keep: bool) -> ResultsWriter:
 
 def keep_results(lg: Any, config_digest: str, writer: ResultsWriter) -> None:
     """Make ``writer``'s finished file the one the next retrace with this config reads."""
-    if writer.path is not None:
-        os.fsync(writer.file.fileno())
+    if writer.path is not None:  # no fsync: a file cut short by a crash fails its checks
+        writer.file.flush()
         os.replace(writer.path, writer.path.with_name(_name(config_digest)))
         writer.path = None
         return
