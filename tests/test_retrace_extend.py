@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import ledger.app.retrace as retrace_mod
+import ledger.app.retrace_extend as retrace_extend
 from ledger.app.ingest import ingest_into
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.retrace import retrace
@@ -71,20 +72,23 @@ def assert_extends_like_full(lg: Any, **kw: Any) -> Any:
     return got
 
 
+@pytest.mark.parametrize("many", [0, 64])  # re-scored streams read in one pass / one by one
 def test_an_extension_carries_unchanged_trials_and_evaluates_new_and_rescored(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, many: int
 ) -> None:
+    monkeypatch.setattr(retrace_extend, "MANY_RESCORED", many)
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:10]], "notes")
         first = retrace(lg)
         assert "extends" not in first.report["receipt"]
         ingest_into(lg, [str(b) for b in BUNDLES[10:]], "more")  # a new corpus
         rescore(lg, first.to_json()["trials"][3]["trial"], 1)
+        rescore(lg, first.to_json()["trials"][7]["trial"], 2)
         got = assert_extends_like_full(lg)
         rc = got.report["receipt"]
         assert rc["extends"]["replay_id"] == first.report["replay_id"]
         assert rc["extends"]["checkpoint"] == first.report["receipt"]["checkpoint"]
-        assert (rc["carried"], rc["evaluated"]) == (9, len(BUNDLES) - 9)
+        assert (rc["carried"], rc["evaluated"]) == (8, len(BUNDLES) - 8)
         # the receipt re-checks: the link (both tree heads consistent), and recomputed
         check = verify_ledger_receipt(lg, f"{got.report['replay_id']}:completed", recompute=True)
         assert check.ok, check.problems

@@ -106,12 +106,23 @@ def changed_trials(
         for ev in lg.read(stream_prefix=TRIAL_PREFIX, from_seq=since, to_seq=select.to_seq):
             if select.streams is None or ev.stream in select.streams:
                 touched.setdefault(ev.stream, []).append(ev)
+    # a re-scored trial's earlier events are before ``since``: read them too, one stream at a
+    # time when they are few, else in one pass over the log before ``since``
+    older = {stream for stream, evs in touched.items() if evs[0].stream_version != 0}
     events: list[StoredEvent] = []
-    for stream, evs in touched.items():
-        if evs[0].stream_version != 0:  # re-scored: its earlier events are before ``since``
-            evs = list(lg.read(stream=stream, to_seq=select.to_seq))
+    if len(older) > MANY_RESCORED and since > 0:
+        for ev in lg.read(stream_prefix=TRIAL_PREFIX, to_seq=since - 1):
+            if ev.stream in older:
+                events.append(ev)
+    else:
+        for stream in sorted(older):
+            events.extend(lg.read(stream=stream, to_seq=since - 1))
+    for evs in touched.values():
         events.extend(evs)
     return frozenset(touched), select.group(events)
+
+
+MANY_RESCORED = 64  # above this many, one pass over the log beats a query per stream
 
 
 def evaluate_changed(
