@@ -441,13 +441,10 @@ def _extended_run(
         yield from map(tally.take, tail)
 
     view = tally.writer.view(tail)
-    try:
+    try:  # a corpus the report refuses is refused again by the full run, if it really is
         report = build_report(outcomes(), Mapped(view, TrialRetrace.as_dict))
-    except ResultsUnreadable:
+    except (ResultsUnreadable, RetraceReportError):
         report = None
-    except RetraceReportError as exc:
-        discard_results(tally.writer)
-        raise RetraceError(str(exc)) from None
     if report is None or not ext.base_checks():
         discard_results(tally.writer)
         return None
