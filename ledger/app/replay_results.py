@@ -114,6 +114,32 @@ class Record:
         return outcome_from_record({**orjson.loads(self.fold), **orjson.loads(self.detail)})
 
 
+class FoldCache:
+    """Carried records' folded outcomes, shared between trials whose folded fields are the
+    same but for the trial's name (most trials of a task): parsed once. The report's fold
+    reads a trial's name only to name it in a refusal, and a refused extension is run in
+    full, so a shared outcome folds exactly as the trial's own would."""
+
+    LIMIT = 4096  # distinct outcomes kept: memory stays flat in ledger size
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, TrialRetrace] = {}
+
+    def folded(self, rec: Record) -> TrialRetrace:
+        fold = bytes(rec.fold)
+        cut = fold.find(_AFTER_TRIAL)  # the trial's name is the first field, and only it
+        key = fold[cut:] if cut > 0 else b""
+        o = self._seen.get(key) if key else None
+        if o is None:
+            o = rec.folded()
+            if key and len(self._seen) < self.LIMIT:
+                self._seen[key] = o
+        return o
+
+
+_AFTER_TRIAL = b',"task_id":'
+
+
 class ResultsWriter:
     """Records appended in stream order to ``file``; :meth:`finish` writes the trailer."""
 
@@ -275,10 +301,13 @@ def new_results(lg: Any, keep: bool) -> ResultsWriter:
     """A writer for this replay's results: beside the log when they are to be ``keep``-t."""
     folder = _directory(lg) if keep else None
     if folder is None:
-        return ResultsWriter(tempfile.TemporaryFile(prefix="vledger-results-"))  # noqa: SIM115
+        return ResultsWriter(tempfile.TemporaryFile(prefix="vledger-results-", buffering=BUFFER))  # noqa: SIM115
     folder.mkdir(exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=".retrace-", suffix=".tmp", dir=folder)
-    return ResultsWriter(os.fdopen(handle, "w+b"), Path(name))
+    return ResultsWriter(os.fdopen(handle, "w+b", buffering=BUFFER), Path(name))
+
+
+BUFFER = 1 << 20  # records are a few KiB: written in MiB, not a system call every two
 
 
 def keep_results(lg: Any, config_digest: str, writer: ResultsWriter) -> None:

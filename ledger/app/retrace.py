@@ -23,6 +23,7 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, opened
 from ledger.app.replay_results import (
+    FoldCache,
     ListHasher,
     Record,
     ResultsUnreadable,
@@ -432,10 +433,12 @@ def _extended_run(
     tally = Tally(new_results(lg, keep=not request.dry_run))
     assert tally.writer is not None
 
+    cache = FoldCache()
+
     def outcomes() -> Iterator[TrialRetrace]:
         for item in ext.items():
             if isinstance(item, Record):
-                yield tally.take(item.folded(), item)
+                yield tally.take(cache.folded(item), item)
             else:
                 yield tally.take(item)
         yield from map(tally.take, tail)
