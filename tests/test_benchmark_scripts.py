@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
     [
         ("benchmarks.store", ["--events", "20000", "--memory-events", "0", "--reps", "1"], "| verify (MB/s"),
         ("benchmarks.scale", ["--trials", "300"], "driver: append of the replay results"),
+        ("benchmarks.ingest_parallel", ["--trials", "70", "--scale", "2"], "per-worker cost"),
         ("benchmarks.catchup", ["--trials", "40", "--add", "5", "--repeat", "1"], "extension peak RSS"),
     ],
 )

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -23,10 +24,7 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, opened
 from ledger.app.replay_results import (
-    FoldCache,
     ListHasher,
-    Record,
-    ResultsUnreadable,
     Tally,
     discard_results,
     keep_results,
@@ -34,7 +32,7 @@ from ledger.app.replay_results import (
     output_row,
 )
 from ledger.app.result import Result
-from ledger.app.retrace_extend import Base, Extension, extend, find_base, recomputed_outcomes
+from ledger.app.retrace_extend import Extension, Run, extended_run, find_base, recomputed_outcomes
 from ledger.engines import get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
@@ -298,11 +296,14 @@ def retrace(
     workers: int = 1, dry_run: bool = False, full: bool = False,
     on_ingest: Callable[[str], None] | None = None,
     on_total: Progress | None = None, on_done: Progress | None = None,
+    read_workers: int | None = None,
 ) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
     With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
-    run ingests into a throwaway in-memory log) and exactly its trials are retraced.
+    run ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
+    read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
+    available), whatever engine then runs the projection with its ``workers``.
     A run whose inputs match an earlier replay's extends it (``ledger.app.retrace_extend``):
     only trials new or changed since are evaluated; ``full`` re-derives every trial.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
@@ -315,7 +316,16 @@ def retrace(
         with opened(ledger) as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - only --source ingests
+    from ledger.app.retrace_source import SourceOutcomes, derive_outcome  # noqa: PLC0415
 
+    # the replacement config is checked before anything is read, and with the local
+    # engine each new trial is projected where its bundle is read (ledger.app.retrace_source)
+    label = str(request.grading_file or request.constraints_file or "")
+    override = override_from_source(
+        load_override_source(request.grading_file, request.constraints_file), label
+    )
+    found = SourceOutcomes() if request.engine == "local" else None
+    derive = None if found is None else (derive_outcome, (override, request.selection(0, None)))
     if request.dry_run:
         from ledger.log.memory_store import MemoryLedger  # noqa: PLC0415
 
@@ -326,13 +336,23 @@ def retrace(
         try:
             # A bundle that cannot be read is a named failure of the batch (exit 1),
             # never a reason to leave the readable ones unmeasured.
-            rep = ingest_into(lg, [str(request.source)], request.corpus, skip_bad=True)
+            rep = ingest_into(
+                lg, [str(request.source)], request.corpus, skip_bad=True, workers=read_workers,
+                derive=derive, on_derived=None if found is None else found.add,
+            )  # fmt: skip
         except IngestError as exc:
             raise RetraceError(str(exc)) from None
         if on_ingest:
             on_ingest(rep.summary())
         streams = frozenset(rep.trial_streams)
-        return run_retrace(lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done)
+        try:
+            return run_retrace(
+                lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done,
+                precomputed=found,
+            )  # fmt: skip
+        finally:
+            if found is not None:
+                found.close()
 
 
 def run_retrace(
@@ -343,10 +363,12 @@ def run_retrace(
     *,
     on_total: Progress | None = None,
     on_done: Progress | None = None,
+    precomputed: Any = None,
 ) -> RetraceResult:
     """The retrace over an open log: ``streams`` (and the ``unreadable`` bundles) are what
-    an ingested ``--source`` held. The appends happen here, on the driver, only after
-    every trial has a result."""
+    an ingested ``--source`` held; ``precomputed`` (a ``SourceOutcomes``) the outcomes of
+    those its reading already projected. The appends happen here, on the driver, only
+    after every trial has a result."""
     source = load_override_source(request.grading_file, request.constraints_file)
     label = str(request.grading_file or request.constraints_file or "")
     override = override_from_source(source, label)
@@ -358,11 +380,13 @@ def run_retrace(
             for u in sorted(unreadable, key=lambda u: str(u["source"]))]  # fmt: skip
     progress = {"on_total": on_total, "on_done": on_done}
     base = None if request.full else find_base(lg, config, ids.config_digest, size)
-    run = (
-        None if base is None else _extended_run(lg, request, base, select, override, tail, progress)
-    )
+    run = None
+    if base is not None:
+        run = extended_run(lg, base, select, override, tail, progress, keep=not request.dry_run)
+        if run is not None and not run.outcomes:
+            raise _no_trials(request)
     if run is None:
-        run = _full_run(lg, request, select, override, tail, progress)
+        run = _full_run(lg, request, select, override, tail, progress, precomputed)
     writer, report = run.tally.writer, run.report
     try:
         root = lg.root(size)
@@ -392,22 +416,14 @@ def run_retrace(
     return RetraceResult(report, report["exit_code"], appended)
 
 
-@dataclass
-class _Run:
-    """One pass's report, its tally, and where its outcomes are (an extension's own)."""
-
-    report: dict[str, Any]
-    tally: Tally
-    outcomes: Sequence[TrialRetrace]
-    ext: Extension | None = None
-
-
 def _full_run(
     lg: Ledger, request: RetraceRequest, select: TrialSelection, override: Override,
-    tail: Sequence[TrialRetrace], progress: dict[str, Progress | None],
-) -> _Run:  # fmt: skip
+    tail: Sequence[TrialRetrace], progress: dict[str, Progress | None], precomputed: Any = None,
+) -> Run:  # fmt: skip
     try:
-        outcomes = _parked_outcomes(request.make_engine(), lg, select, override, tail, **progress)
+        outcomes = _parked_outcomes(
+            request.make_engine(), lg, select, override, tail, precomputed, **progress
+        )
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
     if not outcomes:
@@ -420,40 +436,7 @@ def _full_run(
         if tally.writer is not None:
             discard_results(tally.writer)
         raise RetraceError(str(exc)) from None
-    return _Run(report, tally, outcomes)
-
-
-def _extended_run(
-    lg: Ledger, request: RetraceRequest, base: Base, select: TrialSelection,
-    override: Override, tail: Sequence[TrialRetrace], progress: dict[str, Progress | None],
-) -> _Run | None:  # fmt: skip
-    """The replay extending ``base``; None when its kept results do not check against its
-    receipt (then the run is full)."""
-    ext = extend(lg, base, select, override, **progress)
-    tally = Tally(new_results(lg, keep=not request.dry_run))
-    assert tally.writer is not None
-
-    cache = FoldCache()
-
-    def outcomes() -> Iterator[TrialRetrace]:
-        for item in ext.items():
-            if isinstance(item, Record):
-                yield tally.take(cache.folded(item), item)
-            else:
-                yield tally.take(item)
-        yield from map(tally.take, tail)
-
-    view = tally.writer.view(tail)
-    try:  # a corpus the report refuses is refused again by the full run, if it really is
-        report = build_report(outcomes(), Mapped(view, TrialRetrace.as_dict))
-    except (ResultsUnreadable, RetraceReportError):
-        report = None
-    if report is None or not ext.base_checks():
-        discard_results(tally.writer)
-        return None
-    if not view:
-        raise _no_trials(request)
-    return _Run(report, tally, view, ext)
+    return Run(report, tally, outcomes)
 
 
 def _no_trials(request: RetraceRequest) -> RetraceError:
@@ -467,12 +450,20 @@ def _no_trials(request: RetraceRequest) -> RetraceError:
 
 def _parked_outcomes(
     engine: Engine, lg: Ledger, select: TrialSelection, override: Override,
-    tail: Sequence[TrialRetrace], **progress: Progress | None,
+    tail: Sequence[TrialRetrace], precomputed: Any = None, **progress: Progress | None,
 ) -> Parked:  # fmt: skip
     """Every selected trial's outcome in stream order, then ``tail``: parked on disk as the
-    engine computes them (an engine that streams them, ``iter_trials``, never holds all)."""
+    engine computes them (an engine that streams them, ``iter_trials``, never holds all).
+    The trials ``precomputed`` settles are not read back from the log."""
     stream = getattr(engine, "iter_trials", None) or engine.map_trials
-    return Parked(stream(lg, select, retrace_trial, override, **progress), tail)
+    if precomputed is None or select.streams is None:
+        return Parked(stream(lg, select, retrace_trial, override, **progress), tail)
+    done = precomputed.pairs(progress.get("on_done"))
+    rest = select.streams - precomputed.decided
+    if not rest:  # every trial was projected as it was read: the log is not read back
+        return Parked(done, tail)
+    rest_select = dataclasses.replace(select, streams=frozenset(rest))
+    return Parked(chain(done, stream(lg, rest_select, retrace_trial, override, **progress)), tail)
 
 
 def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:

@@ -17,12 +17,24 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.app.replay_results import ListHasher, Record, ResultsFile, open_results, output_row
+from ledger.app.replay_results import (
+    FoldCache,
+    ListHasher,
+    Record,
+    ResultsFile,
+    ResultsUnreadable,
+    Tally,
+    discard_results,
+    new_results,
+    open_results,
+    output_row,
+)
 from ledger.engines.base import Progress, TrialSelection
-from ledger.engines.parked import Parked
+from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.layout import TRIAL_PREFIX
 from replay.retrace import Override, TrialRetrace, retrace_trial
+from replay.retrace_report import RetraceReportError, build_report
 from schemas.envelope import StoredEvent
 
 
@@ -275,3 +287,46 @@ def _extended_receipt(lg: Any, ev: StoredEvent, link: Any) -> StoredEvent:
             f"seq {ev.seq} extends seq {seq}, whose receipt binds another checkpoint or config"
         )
     return base
+
+
+# ------------------------------------------------------------------ one extending run
+
+
+@dataclass
+class Run:
+    """One pass's report, its tally, and where its outcomes are (an extension's own)."""
+
+    report: dict[str, Any]
+    tally: Tally
+    outcomes: Sequence[TrialRetrace]
+    ext: Extension | None = None
+
+
+def extended_run(
+    lg: Any, base: Base, select: TrialSelection, override: Override,
+    tail: Sequence[TrialRetrace], progress: dict[str, Progress | None], *, keep: bool,
+) -> Run | None:  # fmt: skip
+    """The replay extending ``base`` (its results ``keep``-t for the next run unless dry);
+    None when its kept results do not check against its receipt (then the run is full)."""
+    ext = extend(lg, base, select, override, **progress)
+    tally = Tally(new_results(lg, keep=keep))
+    assert tally.writer is not None
+    cache = FoldCache()
+
+    def outcomes() -> Iterator[TrialRetrace]:
+        for item in ext.items():
+            if isinstance(item, Record):
+                yield tally.take(cache.folded(item), item)
+            else:
+                yield tally.take(item)
+        yield from map(tally.take, tail)
+
+    view = tally.writer.view(tail)
+    try:  # a corpus the report refuses is refused again by the full run, if it really is
+        report = build_report(outcomes(), Mapped(view, TrialRetrace.as_dict))
+    except (ResultsUnreadable, RetraceReportError):
+        report = None
+    if report is None or not ext.base_checks():
+        discard_results(tally.writer)
+        return None
+    return Run(report, tally, view, ext)
