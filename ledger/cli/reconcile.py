@@ -57,7 +57,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
 
     \b
     Example, over the shared notes corpus:
-        vledger reconcile --packs ../shared/corpora/packs --base ../shared --dry-run
+        vledger reconcile --packs corpora/packs --dry-run
 
     \b
     Exit: 0 every narrowed/retired entry reached no_counter_evidence;
@@ -102,7 +102,7 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
 
     \b
     Example:
-        vledger validate ../shared/corpora/packs/notes_duplicate_check_narrowed --base ../shared
+        vledger validate corpora/packs/notes_duplicate_check_narrowed
 
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
