@@ -1,8 +1,8 @@
 """Retrace of the Tolokaforge 0.33.1 trace corpus, this code beside a baseline revision.
 
-Issue 15 asks that reading every recorded key does not make retrace of
-``../shared/compat/tolokaforge-0.33.1/trace-corpus`` slower. The baseline is the code as
-of ``--baseline`` (default: the last commit before issue 15), exported with ``git archive``
+Reading every recorded key (README § Compatibility) must not make retrace of the
+Tolokaforge 0.33.1 trace corpus slower. The baseline is the code as
+of ``--baseline`` (default: the last commit before the recorded/authored reader), exported with ``git archive``
 into a temporary directory and run with the same interpreter; both sides run the same
 whole-process command (``vledger retrace --source CORPUS --json``, each into a fresh
 ledger), alternating, so machine noise falls on both alike. The baseline refuses most of
@@ -28,7 +28,7 @@ from benchmarks.baseline import export
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / ".." / "shared" / "compat" / "tolokaforge-0.33.1" / "trace-corpus"
-BASELINE = "64a16f3"  # main before issue 15 (schemas/reading.py) landed
+BASELINE = "64a16f3"  # the code before schemas/reading.py (recorded vs authored reads)
 
 
 def run_once(code: Path, corpus: Path, work: Path) -> float:

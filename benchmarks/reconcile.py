@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python -m benchmarks.reconcile [--trials 10000] [--seed 0] [--repeat 3]
 
-1. Whole process, start-up included: ``vledger reconcile --dry-run --json`` over ../shared's
+1. Whole process, start-up included: ``vledger reconcile --dry-run --json`` over the
    notes corpus and packs, as a fresh interpreter, median of ``--repeat``. Baseline in the
    same run: a fresh interpreter that only imports the CLI — the floor every command pays.
 2. On disk: ``run_reconcile`` (dry run) over ``--trials`` bundles written by

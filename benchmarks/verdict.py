@@ -6,7 +6,7 @@
    * ``derive_verdict``  — from the unit's stream events, payload validation included;
    * baseline            — an orjson dump+load round-trip of the same events: the floor
      any consumer of those events pays before deciding anything.
-2. verdict-core receipt verification of ../shared/reference/verdict-core/demo-run:
+2. verdict-core receipt verification of the shipped demo run (corpora/verdict-core/demo-run):
    in-process (``check_run_dir``), and as a whole process
    (``vledger receipt verify DIR --json``), with ``python -c pass`` as the
    process-start baseline.

@@ -1,5 +1,5 @@
-"""Shared fixtures for the GVC tests: the canonical registration and the 28 cases, read
-from ../shared (never from a copy of our own)."""
+"""Shared fixtures for the GVC tests: the canonical registration and the 28 conformance
+cases, as GVC publishes them (never a copy rewritten by us)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Read a grading-parity pack's compact trial.yaml into the two views a trial records.
 
-../shared/reference/tolokaforge/grading_parity/README.md § Reading trial.yaml: each case is
+The grading-parity packs' trial.yaml (Tolokaforge's tests/data/grading_parity): each case is
 ``messages`` in order, each assistant (or user) message optionally carrying ``tool_calls``
 with ``tool_name``, ``executor``, ``status``, ``arguments`` and ``output`` (default "").
 The compact shape carries no call ids, so ids are minted here in declaration order; every

@@ -1,6 +1,6 @@
-"""The Tolokaforge 0.33.1 compatibility corpora through every command (issue 15).
+"""The Tolokaforge 0.33.1 compatibility corpora through every command.
 
-``../shared/compat/`` holds 610 bundles written and judged by the reference itself. No input
+The compatibility corpora hold 610 bundles written and judged by the reference itself. No input
 there may make ``ingest``, ``grade``, ``retrace``, ``reconcile`` or ``verify --deep`` print a
 traceback; and ``retrace`` must re-derive what the reference concluded, compared by the
 corpus's own tools (``compat/tools/*_compare.py``, the same comparison ``compat/check``
@@ -155,7 +155,7 @@ def test_reconcile_over_packs_cut_from_the_corpora_never_prints_a_traceback(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_replayed_trial_accounts_for_every_populated_scored_key(kind: str, retraced) -> None:
-    """Issue 22 over the reference's own bundles: no populated scored key is left without
+    """Key accounting over the reference's own bundles: no populated scored key is left without
     an evaluated or skipped record on any replayed grade."""
     from replay.accounting import populated_scored_keys
     from replay.grading_rules import load_grading_config

@@ -1,4 +1,4 @@
-"""RFC 9162 tree hash and proofs against ../shared/reference/merkle/vectors.json.
+"""RFC 9162 tree hash and proofs against the published Merkle interop vectors.
 
 The vectors come from transparency-dev/merkle, golang.org/x/mod and the PLANTS draft (see
 their README); agreeing with them shows the tree interoperates with those implementations.

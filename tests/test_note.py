@@ -1,4 +1,4 @@
-"""C2SP signed-note and tlog-checkpoint against ../shared/reference/merkle/vectors.json.
+"""C2SP signed-note and tlog-checkpoint against the published interop vectors.
 
 The 100-signature cap is implementation-defined (the spec requires accepting >= 16); we
 follow golang.org/x/mod and reject 101 signature lines, as the vector expects.

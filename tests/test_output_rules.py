@@ -1,4 +1,4 @@
-"""The output rules (ledger/cli/output.py) and the commands a newcomer pipes (issue 20).
+"""The output rules (ledger/cli/output.py) and the commands a newcomer pipes.
 
 Expected values here are written from the rules (README.md § CLI reference, cited by the
 module docstring), not from a run.

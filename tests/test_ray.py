@@ -231,7 +231,7 @@ def test_dry_run_refuses_to_seal_and_names_the_way_out(template, tmp_path):
 
 
 def test_cli_retrace_engine_ray(ray_session, template, tmp_path):
-    """The CLI path (joins the session's Ray), JSON identical to --engine local."""
+    """The CLI path (joins the module's running Ray), JSON identical to --engine local."""
     import json
 
     from click.testing import CliRunner

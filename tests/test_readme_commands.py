@@ -1,4 +1,4 @@
-"""Every shell command in README.md and docs/readme/*.md runs (issue 20, point 1).
+"""Every shell command in README.md and docs/readme/*.md runs (README § Docs that run).
 
 The commands are extracted from the fenced blocks (tests/readme_blocks.py states the
 markers) and run in order with bash, in a temporary copy of the checkout's documents and
@@ -50,7 +50,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _checkout_copy(tmp: Path) -> Path:
-    """The documents and corpora the commands name, copied; ../shared linked when present."""
+    """The documents and corpora the commands name, copied."""
     repo = tmp / "verdict-ledger"
     repo.mkdir()
     for name in ("README.md", "corpora", "docs"):

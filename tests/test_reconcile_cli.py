@@ -1,7 +1,7 @@
 """``vledger reconcile`` / ``vledger validate`` over packs and corpora on disk.
 
 The published result (RUBRIC_MIGRATION.md § notes_duplicate_check; FORMATS.md § 8) is
-reproduced over ../shared, both through the Python seam and through the CLI; every
+reproduced over the notes corpus and packs, both through the Python seam and through the CLI; every
 candidate label is recomputed by the production trace-check projection
 (``replay.timeline`` + ``replay.trace_checks``) under the pack's own block.
 """

@@ -358,7 +358,7 @@ def test_g6_no_view_at_all_is_an_empty_timeline_with_both_flags_false() -> None:
 
 def test_empty_record_view_differs_from_no_record_view() -> None:
     """records_present means "a record view was supplied" (G6b), so an empty tool_log is a
-    record view with no calls. Note: ../shared/reference/tolokaforge/TRACE_REPLAY.md says
+    record view with no calls. Note: TRACE_REPLAY.md says
     the upstream timeline reports *no* record view for an empty tool_log (its builder takes
     a plain sequence and cannot tell the two apart). We keep the absent/empty distinction
     the brief and FORMATS.md § 3 draw (absent -> ([], False), [] -> ([], True))."""
@@ -425,7 +425,7 @@ def test_g6b_tool_message_without_a_call_id_raises() -> None:
 
 
 def test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_actor() -> None:
-    """Issue 15 § Views: G6b joins a role: tool message to "the message view", not to the
+    """GRADING.md G6b joins a role: tool message to "the message view", not to the
     assistant messages, so the k-th answer of raw id x answers the k-th declaration of x,
     user declarations included (Tolokaforge 0.33.1 keys both views the same way). On a
     bundle from before the shared assigner where both actors minted "a", the one answer
@@ -445,7 +445,7 @@ def test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_acto
 
 
 def test_g6b_a_tool_message_answering_a_user_declared_call_is_joined() -> None:
-    """Issue 15 § Views: was a TimelineInconsistencyError; the answer is joined to the call
+    """Not a TimelineInconsistencyError (GRADING.md G6b): the answer is joined to the call
     the user message declared, and (a user tool step: the message declares calls that the
     run of role: tool messages right after it answers) the step's message is no event."""
     messages = [user("go"), assistant("check"), user("", call("u1", "confirm_identity"))]

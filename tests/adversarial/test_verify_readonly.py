@@ -1,4 +1,4 @@
-"""Issue 18 item 4: ``vledger verify`` only reads, and repair is explicit.
+"""``vledger verify`` only reads, and repair is explicit (README § Security).
 
 Every tamper case runs ``verify`` with every file of the ledger hashed before and after: it
 must report the tampering (exit 1, naming the file) and leave every byte as it found it —
