@@ -27,7 +27,7 @@ BASELINE = "bbddc0b"  # the code before lazy command loading
 TARGETS = {"--help": 0.15, "retrace": 0.30, "reconcile": 0.35}  # seconds (README § Performance)
 # What every command that touches the log loads before any line of ours: the floor the
 # retrace and reconcile targets sit on.
-# (pyarrow is no longer part of it: a small log is read and appended without it.)
+# (pyarrow is not part of it: a small log is read and appended without it.)
 FLOOR = "import click, duckdb; from pydantic import BaseModel"
 
 

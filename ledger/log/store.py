@@ -458,7 +458,7 @@ class Ledger(RawReads, merkle.TreeReads):
         return _checkpoints().latest(self.checkpoints())
 
     def checkpoint(self, signer: Signer) -> str:
-        """Sign, store and return a C2SP checkpoint note of the current tree (the rules:
+        """Sign, store and return a C2SP tlog-checkpoint note of the current tree (the rules:
         :mod:`ledger.log.checkpoints`)."""
         with self._lock:
             size, frontier = self._tree_state()

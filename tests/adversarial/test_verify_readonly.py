@@ -2,7 +2,7 @@
 
 Every tamper case runs ``verify`` with every file of the ledger hashed before and after: it
 must report the tampering (exit 1, naming the file) and leave every byte as it found it —
-in particular it must never re-seal, which is how a deleted manifest used to erase the
+in particular it must never re-seal, which would let a deleted manifest erase the
 evidence of a rewritten segment.
 """
 
