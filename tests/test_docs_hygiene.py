@@ -28,8 +28,8 @@ CODE = ("ledger", "replay", "reconcile", "schemas", "benchmarks", "tests")
 HISTORY = re.compile(
     r"\b(?:issues?|tickets?)\s*#?\d+|\bsessions?\b(?!-scoped)|\bsession's\b", re.IGNORECASE
 )
-# A path that only exists beside this checkout.
-OUTSIDE = re.compile(r"\.\./shared\b|\bshared/(?:reference|seeds|compat|corpora)\b|\bseeds/0\d\d_")
+# A path into a folder that only exists beside this checkout.
+OUTSIDE = re.compile(r"\.\./shared/|\bshared/(?:reference|seeds|compat|corpora)\b|\bseeds/0\d\d_")
 # Specification names comments cite; each must be in docs/specs.md when cited.
 KNOWN_SPECS = (
     "GRADING.md", "FORMATS.md", "RUBRIC_MIGRATION.md", "TRACE_REPLAY.md", "OUTPUT_FORMAT.md",
