@@ -9,7 +9,7 @@ BUILD_INPUTS := pyproject.toml setup.py ledger/log/native.c
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint install bench clean browser
+.PHONY: demo test lint install bench clean browser crosscheck
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,15 @@ browser:
 test: $(TEST_STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+# Optional, never part of `make test` or CI: compare what the repository copied or quotes
+# with the reference material a workspace keeps beside it (REFERENCE), and run that
+# folder's own compat check. Without the folder it says so and does nothing.
+REFERENCE ?= ../shared
+crosscheck: $(TEST_STAMP)
+	@if [ ! -d "$(REFERENCE)" ]; then echo "crosscheck: no reference folder at $(REFERENCE) (make crosscheck REFERENCE=DIR)"; exit 0; fi; \
+	  VLEDGER_CROSSCHECK="$(abspath $(REFERENCE))" $(BIN)/python -m pytest -q tests/crosscheck && \
+	  if [ -x "$(REFERENCE)/compat/check" ]; then "$(REFERENCE)/compat/check"; fi
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

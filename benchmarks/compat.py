@@ -1,7 +1,7 @@
 """Retrace of the Tolokaforge 0.33.1 trace corpus, this code beside a baseline revision.
 
-Reading every recorded key (README § Compatibility) must not make retrace of the
-Tolokaforge 0.33.1 trace corpus slower. The baseline is the code as
+Reading every recorded key must not make retrace of the compat trace corpus (unpacked
+from ``tests/data/tolokaforge/compat-0.33.1.tar.gz``) slower. The baseline is the code as
 of ``--baseline`` (default: the last commit before the recorded/authored reader), exported with ``git archive``
 into a temporary directory and run with the same interpreter; both sides run the same
 whole-process command (``vledger retrace --source CORPUS --json``, each into a fresh
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from benchmarks.baseline import export
+from tests.data_paths import unpack_compat
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / ".." / "shared" / "compat" / "tolokaforge-0.33.1" / "trace-corpus"
 BASELINE = "64a16f3"  # the code before schemas/reading.py (recorded vs authored reads)
 
 
@@ -54,8 +54,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        corpus = tmp / "trace-corpus"
-        shutil.copytree(CORPUS, corpus)
+        corpus = unpack_compat(tmp / "compat") / "trace-corpus"
         base = export(args.baseline, tmp / "baseline")
         now: list[float] = []
         then: list[float] = []

@@ -33,16 +33,26 @@ def parse_floor(files: list[Path]) -> float:
     return time.perf_counter() - start
 
 
+def corpus_files(corpus: Path) -> list[Path]:
+    """Every file ingest parses in a generated corpus: corpus.yaml and the bundles' YAML."""
+    return [corpus / "corpus.yaml"] + [
+        p for b in sorted(corpus.iterdir()) if b.is_dir()
+        for p in [b / "trajectory.yaml", *(b / n for n in OPTIONAL_FILES)] if p.is_file()
+    ]  # fmt: skip
+
+
 def ingest_once(corpus: Path, work: Path) -> tuple[float, int, int, float]:
     """(seconds, trials, events) of a first ingest, then the seconds of a re-ingest."""
     lg_dir = work / "ledger"
     shutil.rmtree(lg_dir, ignore_errors=True)
     with open_ledger(lg_dir, create=True) as lg:
         start = time.perf_counter()
-        report = ingest(lg, [corpus])
+        # one worker: the per-core rate this table has tracked (N workers:
+        # benchmarks.ingest_parallel)
+        report = ingest(lg, [corpus], workers=1)
         elapsed = time.perf_counter() - start
         start = time.perf_counter()
-        again = ingest(lg, [corpus])
+        again = ingest(lg, [corpus], workers=1)
         re_elapsed = time.perf_counter() - start
         assert again.events_new == 0 and again.events_present == report.events_new
     return elapsed, report.trials_new, report.events_new, re_elapsed
@@ -58,10 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         corpus = work / "corpus"
         generate(corpus, args.trials, args.seed)
-        files = [corpus / "corpus.yaml"] + [
-            p for b in sorted(corpus.iterdir()) if b.is_dir()
-            for p in [b / "trajectory.yaml", *(b / n for n in OPTIONAL_FILES)] if p.is_file()
-        ]  # fmt: skip
+        files = corpus_files(corpus)
         size_mb = sum(p.stat().st_size for p in files) / 1e6
         floors, runs = [], []
         for _ in range(args.repeat):  # interleaved, so load from other processes hits both

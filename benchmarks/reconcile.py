@@ -2,8 +2,8 @@
 
     PYTHONPATH=. python -m benchmarks.reconcile [--trials 10000] [--seed 0] [--repeat 3]
 
-1. Whole process, start-up included: ``vledger reconcile --dry-run --json`` over the
-   notes corpus and packs, as a fresh interpreter, median of ``--repeat``. Baseline in the
+1. Whole process, start-up included: ``vledger reconcile --dry-run --json`` over the shipped
+   notes corpus and packs (``corpora/``), as a fresh interpreter, median of ``--repeat``. Baseline in the
    same run: a fresh interpreter that only imports the CLI — the floor every command pays.
 2. On disk: ``run_reconcile`` (dry run) over ``--trials`` bundles written by
    ``benchmarks.generate_corpus``, with one pack per generated task (its grading block taken
@@ -44,9 +44,9 @@ from reconcile.inputs import (
 from reconcile.kappa import Table, cohen_kappa
 from reconcile.reconcile import Claim, reconcile_entry
 from schemas.migration import parse_migration
+from tests.data_paths import PACKS, PACKS_BASE
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
 GENERATED_CRITERION = "checked_before_acting"
 
 
@@ -62,7 +62,7 @@ def _process(args: list[str]) -> tuple[float, int]:
 
 def in_process(repeat: int) -> float:
     """The same 17-trial dry run inside an already-started interpreter (median)."""
-    inv = Invocation(packs=[SHARED / "corpora" / "packs"], base=SHARED)
+    inv = Invocation(packs=[PACKS], base=PACKS_BASE)
     run_reconcile(inv)  # warm: imports and the C loader
     times = []
     for _ in range(max(repeat, 5)):
@@ -74,8 +74,8 @@ def in_process(repeat: int) -> float:
 
 def whole_process(repeat: int) -> tuple[float, float, int]:
     cli = [sys.executable, "-c", "from ledger.cli import main; main()"]
-    cmd = [*cli, "reconcile", "--packs", str(SHARED / "corpora" / "packs"),
-           "--base", str(SHARED), "--dry-run", "--json"]  # fmt: skip
+    cmd = [*cli, "reconcile", "--packs", str(PACKS),
+           "--base", str(PACKS_BASE), "--dry-run", "--json"]  # fmt: skip
     base = [_process([sys.executable, "-c", "import ledger.cli"])[0] for _ in range(repeat)]
     runs = [_process(cmd) for _ in range(repeat)]
     return statistics.median(t for t, _ in runs), statistics.median(base), runs[0][1]

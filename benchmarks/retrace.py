@@ -24,9 +24,9 @@ from ledger.app.retrace import retrace
 from ledger.engines.trials import group_trials
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.store import open_ledger
+from tests.data_paths import NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
 
 
 def _timed(fn):
@@ -39,7 +39,7 @@ def whole_process_17(tmp: Path) -> float:
     """``vledger ingest`` is not part of it: the ledger is prepared first, then timed."""
     led = tmp / "notes"
     with open_ledger(led, create=True) as lg:
-        ingest(lg, [str(NOTES if NOTES.exists() else ROOT / "corpora" / "notes_duplicate_check")])
+        ingest(lg, [str(NOTES)])
     cmd = [sys.executable, "-c", "from ledger.cli import main; main()", "retrace",
            "--ledger", str(led), "--json", "--dry-run"]
     best = float("inf")

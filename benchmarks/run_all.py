@@ -22,6 +22,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "store": ("benchmarks.store", [], ["--events", "50000"]),
     "timeline": ("benchmarks.timeline", [], ["--trials", "500", "--repeat", "2"]),
     "ingest": ("benchmarks.ingest", [], ["--trials", "200"]),
+    "ingest_parallel": ("benchmarks.ingest_parallel", [], ["--trials", "150", "--scale", "2"]),
     "trace_checks": ("benchmarks.trace_checks", [], []),
     "grade": ("benchmarks.grade", [], ["--trials", "300", "--repeat", "1"]),
     "retrace": ("benchmarks.retrace", [], ["--trials", "300"]),

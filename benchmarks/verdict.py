@@ -6,7 +6,7 @@
    * ``derive_verdict``  — from the unit's stream events, payload validation included;
    * baseline            — an orjson dump+load round-trip of the same events: the floor
      any consumer of those events pays before deciding anything.
-2. verdict-core receipt verification of the shipped demo run (corpora/verdict-core/demo-run):
+2. verdict-core receipt verification of corpora/verdict-core/demo-run:
    in-process (``check_run_dir``), and as a whole process
    (``vledger receipt verify DIR --json``), with ``python -c pass`` as the
    process-start baseline.
@@ -31,9 +31,10 @@ from ledger.app.receipts import check_run_dir
 from ledger.app.units import load_ladder
 from replay.verdict import derive
 from replay.verdict_evidence import UnitEvent, derive_verdict, unit_evidence
+from tests.data_paths import VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / ".." / "shared" / "reference" / "verdict-core" / "demo-run"
+DEMO = VCORE_DEMO_RUN
 SIZES = (1, 2, 5, 10, 20)
 TIERS = ("proof", "known_answer", "interop", "constructed_check", "review_only")
 

@@ -17,3 +17,10 @@ DEFAULT_PACKS = Path("corpora") / "packs"  # this repository's task packs, when 
 def default_ledger_path() -> Path:
     """The ledger no ``--ledger`` / ``ledger=`` names: ``$VLEDGER_HOME``, else ./.vledger."""
     return Path(os.environ.get("VLEDGER_HOME") or DEFAULT_LEDGER)
+
+
+def default_workers() -> int:
+    """How many processes read ``ingest``'s inputs when no ``--workers`` / ``workers=`` is
+    given: the cores this process may run on (its CPU affinity, where the OS has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else (os.cpu_count() or 1))

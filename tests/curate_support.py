@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
+from tests.data_paths import NOTES
+
 CRITERION = "checked_duplicates_first"
 AGENT = "openai/gpt-4o-mini"
 JUDGE = "openai/gpt-4.1-mini"

@@ -20,10 +20,10 @@ from schemas.timeline import (
     TraceEventKind,
     TrialTimeline,
 )
+from tests.data_paths import GRADING_PARITY
 from tests.parity_loader import parity_views
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-PARITY = SHARED / "reference" / "tolokaforge" / "grading_parity"
+PARITY = GRADING_PARITY
 
 
 def read_yaml(path: Path) -> Any:

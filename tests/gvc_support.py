@@ -1,18 +1,17 @@
-"""Shared fixtures for the GVC tests: the canonical registration and the 28 conformance
-cases, as GVC publishes them (never a copy rewritten by us)."""
+"""Shared fixtures for the GVC tests: the canonical registration and the 28 cases, read
+from the upstream conformance copies in tests/data/gvc (never from the product's own copy
+of the registration, which they are checked against)."""
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
 from schemas.gvc import CaseFile, Ladder, Registration
+from tests.data_paths import GVC_CASES, GVC_REGISTRATION
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-GVC = SHARED / "reference" / "gvc"
-REGISTRATION_PATH = GVC / "registration" / "verdict-grade-registration.json"
-CASES_PATH = GVC / "conformance" / "fixtures" / "derivation-cases.json"
+REGISTRATION_PATH = GVC_REGISTRATION
+CASES_PATH = GVC_CASES
 
 
 @cache

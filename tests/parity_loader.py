@@ -1,6 +1,6 @@
 """Read a grading-parity pack's compact trial.yaml into the two views a trial records.
 
-The grading-parity packs' trial.yaml (Tolokaforge's tests/data/grading_parity): each case is
+Tolokaforge's grading_parity README § Reading trial.yaml: each case is
 ``messages`` in order, each assistant (or user) message optionally carrying ``tool_calls``
 with ``tool_name``, ``executor``, ``status``, ``arguments`` and ``output`` (default "").
 The compact shape carries no call ids, so ids are minted here in declaration order; every
@@ -12,7 +12,6 @@ reach the evaluator through the same join every recorded bundle does.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -27,15 +26,9 @@ from schemas.timeline import (
     ToolExecutorIdentity,
     TrialTimeline,
 )
+from tests.data_paths import GRADING_PARITY
 
-PARITY_ROOT = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "reference"
-    / "tolokaforge"
-    / "grading_parity"
-)
+PARITY_ROOT = GRADING_PARITY
 
 
 def parity_views(case: dict[str, Any]) -> tuple[list[Message], list[RecordedToolCall]]:

@@ -22,14 +22,14 @@ from ledger.cli import main
 from ledger.log.store import init_ledger, open_ledger
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
+from tests.data_paths import GVC_CASES
 from tests.readme_blocks import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 API_PAGE = ROOT / "docs" / "readme" / "api.md"
 UNITS = ROOT / "corpora" / "units" / "demo_units.jsonl"
 RUN_DIR = ROOT / "corpora" / "verdict-core" / "demo-run"
-CASES = ROOT / ".." / "shared" / "reference" / "gvc" / "conformance" / "fixtures"
-CASES_FILE = CASES / "derivation-cases.json"
+CASES_FILE = GVC_CASES
 
 
 # ------------------------------------------------------------------ the namespace

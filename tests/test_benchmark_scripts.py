@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
     [
         ("benchmarks.store", ["--events", "20000", "--memory-events", "0", "--reps", "1"], "| verify (MB/s"),
         ("benchmarks.scale", ["--trials", "300"], "driver: append of the replay results"),
+        ("benchmarks.ingest_parallel", ["--trials", "70", "--scale", "2"], "per-worker cost"),
     ],
 )
 def test_benchmark_script_runs(module: str, args: list[str], expect: str) -> None:

@@ -1,18 +1,15 @@
 """The Tolokaforge 0.33.1 compatibility corpora through every command.
 
-The compatibility corpora hold 610 bundles written and judged by the reference itself. No input
-there may make ``ingest``, ``grade``, ``retrace``, ``reconcile`` or ``verify --deep`` print a
-traceback; and ``retrace`` must re-derive what the reference concluded, compared by the
-corpus's own tools (``compat/tools/*_compare.py``, the same comparison ``compat/check``
-makes).
+tests/data/tolokaforge/compat-0.33.1.tar.gz holds 610 bundles written and judged by the
+reference itself, with what it concluded. No input there may make ``ingest``, ``grade``,
+``retrace``, ``reconcile`` or ``verify --deep`` print a traceback; and ``retrace`` must
+re-derive what the reference concluded (tests/compat_compare.py states the comparison).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,14 +17,14 @@ import yaml
 from click.testing import CliRunner
 
 from ledger.cli import main
+from tests.compat_compare import SPEC_WINS, bundle_name, grade_mismatches, trace_mismatches
+from tests.data_paths import COMPAT_KINDS, unpack_compat
 
 # one xdist worker builds this module's shared fixture once (make test: --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("compat")
 
-
-COMPAT = Path(__file__).resolve().parents[1] / ".." / "shared" / "compat"
-REF = COMPAT / "tolokaforge-0.33.1"
-KINDS = ("trace", "grade")
+KINDS = COMPAT_KINDS
+MISMATCHES = {"trace": trace_mismatches, "grade": grade_mismatches}
 
 
 def _invoke(*args: str):
@@ -45,10 +42,12 @@ def _invoke(*args: str):
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("compat")
-    for kind in KINDS:
-        shutil.copytree(REF / f"{kind}-corpus", root / f"{kind}-corpus")
-    return root
+    """The corpora and the reference's conclusions, unpacked into a fresh directory."""
+    return unpack_compat(tmp_path_factory.mktemp("compat"))
+
+
+def _expected(work: Path, kind: str) -> dict:
+    return json.loads((work / f"{kind}-expected.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -67,44 +66,102 @@ def retraced(work: Path) -> dict[str, tuple[int, Path]]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_retrace_rederives_what_the_reference_concluded(kind: str, retraced) -> None:
+def test_retrace_rederives_what_the_reference_concluded(kind: str, work: Path, retraced) -> None:
     code, path = retraced[kind]
-    compare = subprocess.run(
-        [sys.executable, str(COMPAT / "tools" / f"{kind}_compare.py"),
-         str(REF / f"{kind}-expected.json"), str(path), "--show", "20"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert compare.returncode == 0, compare.stdout
+    actual = json.loads(path.read_text())
+    mismatches = MISMATCHES[kind](_expected(work, kind), actual)
+    assert mismatches == [], "\n".join(mismatches[:20])
     if kind == "trace":
         assert code == 0  # the reference reads all 360 and exits 0
+        assert len(actual["constraints"]) == 242 and len(actual["trials"]) == 360
 
 
-# GRADING.md wins over the reference on these flags (compat/tools/grade_compare.py skips
-# them): the components a spec-following replay may then disagree on, besides the fold.
-SPEC_WINS = {
-    "fold_refused": set(),  # spec folds what was evaluated; the reference refuses (0.0)
-    "judge_errored": set(),  # an errored judge is excluded from the combine
-    "custom_nothing_decided": set(),  # nothing decided: unscored, and the fold goes on
-    "custom_no_check_declared_scored_0": {"custom_checks"},  # decided nothing: unscored
-    "custom_fail_on_error_false_ignored_by_core": {"custom_checks"},  # unscored
-    "jsonpath_equals_bool_vs_number": {"state_checks"},  # bool never folds to int
-    "hash_numeric_string_equals_number": {"state_checks"},
-    "transcript_lower_not_casefold": {"transcript_rules"},  # casefold, not lower()
-    "events_less_timeline": {"transcript_rules", "trace_checks"},
-}
+def _first(trials: list[dict], pred) -> dict:
+    return next(t for t in trials if pred(t))
 
 
-def test_flagged_trials_follow_grading_md_and_name_each_difference(retraced) -> None:
+def test_the_trace_comparison_catches_each_kind_of_disagreement(work: Path, retraced) -> None:
+    """One count, one per-trial verdict, one winning path, one score, one row dropped:
+    each alone is reported, naming what differs."""
+    expected = _expected(work, "trace")
+    base = json.loads(retraced["trace"][1].read_text())
+
+    def caught(mutate) -> list[str]:
+        doc = copy.deepcopy(base)
+        mutate(doc)
+        return trace_mismatches(expected, doc)
+
+    def bump(doc):
+        _first(doc["constraints"], lambda r: r["evaluated"] > 0)["passed"] += 1
+
+    def flip(doc):
+        replayed = _first(doc["trials"], lambda t: (t["replayed"] or {}).get("trace_check_results"))
+        verdict = replayed["replayed"]["trace_check_results"][0]
+        verdict["passed"] = not verdict["passed"]
+
+    def path(doc):
+        doc["trials"][0]["winning_path"] = "elsewhere"
+
+    def score(doc):
+        scored = _first(doc["trials"], lambda t: (t["replayed"] or {}).get("score"))
+        scored["replayed"]["score"] += 0.01
+
+    def drop(doc):
+        doc["constraints"].pop()
+
+    for mutate, word in [(bump, "passed"), (flip, "verdict"), (path, "winning_path"),
+                         (score, "score"), (drop, "missing")]:  # fmt: skip
+        found = caught(mutate)
+        assert len(found) == 1 and word in found[0], (mutate.__name__, found)
+
+
+def test_the_grade_comparison_catches_each_kind_of_disagreement(work: Path, retraced) -> None:
+    """A component, a status, a binary_pass, a missing trial: each alone is reported; a
+    component may be unscored only where the replay names it not measured."""
+    expected = _expected(work, "grade")
+    base = json.loads(retraced["grade"][1].read_text())
+    unflagged = {t["trial"] for t in expected["trials"] if not t["flags"]}
+
+    def measured(t: dict) -> bool:
+        return bundle_name(t["trial"]) in unflagged and not t["replayed"]["not_measured"]
+
+    def caught(mutate) -> list[str]:
+        doc = copy.deepcopy(base)
+        mutate(doc["trials"])
+        return grade_mismatches(expected, doc)
+
+    def component(trials):
+        def has_transcript(t: dict) -> bool:
+            return t["replayed"]["components"]["transcript_rules"] is not None
+
+        parts = _first(trials, lambda t: measured(t) and has_transcript(t))["replayed"]["components"]
+        parts["transcript_rules"] = None  # unscored, yet not named not measured
+
+    def status(trials):
+        _first(trials, measured)["status"] = "disagreed"
+
+    def binary(trials):
+        t = _first(trials, measured)
+        t["replayed"]["binary_pass"] = not t["replayed"]["binary_pass"]
+
+    def missing(trials):
+        trials.remove(_first(trials, measured))
+
+    for mutate, word in [(component, "transcript_rules"), (status, "disagreed"),
+                         (binary, "binary_pass"), (missing, "missing")]:  # fmt: skip
+        found = caught(mutate)
+        assert len(found) == 1 and word in found[0], (mutate.__name__, found)
+
+
+def test_flagged_trials_follow_grading_md_and_name_each_difference(work: Path, retraced) -> None:
     """Where the reference departs from GRADING.md, a disagreement is expected: it must
     name the component (or the fold) and why, be confined to what the flag concerns, and
     point the way the spec reads (custom checks the spec leaves unscored are unscored)."""
-    expected = {
-        t["trial"]: t for t in json.loads((REF / "grade-expected.json").read_text())["trials"]
-    }
+    expected = {t["trial"]: t for t in _expected(work, "grade")["trials"]}
     _, path = retraced["grade"]
     flagged = 0
     for trial in json.loads(path.read_text())["trials"]:
-        flags = set(expected[trial["trial"].rstrip("/").rsplit("/", 1)[-1]].get("flags", []))
+        flags = set(expected[bundle_name(trial["trial"])].get("flags", []))
         spec = flags & SPEC_WINS.keys()
         if not spec:
             continue
@@ -154,9 +211,11 @@ def test_reconcile_over_packs_cut_from_the_corpora_never_prints_a_traceback(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_replayed_trial_accounts_for_every_populated_scored_key(kind: str, retraced) -> None:
-    """Key accounting over the reference's own bundles: no populated scored key is left without
-    an evaluated or skipped record on any replayed grade."""
+def test_every_replayed_trial_accounts_for_every_populated_scored_key(
+    kind: str, work: Path, retraced
+) -> None:
+    """Over the reference's own bundles: no populated scored key is left without an
+    evaluated or skipped record on any replayed grade."""
     from replay.accounting import populated_scored_keys
     from replay.grading_rules import load_grading_config
 
@@ -165,8 +224,8 @@ def test_every_replayed_trial_accounts_for_every_populated_scored_key(kind: str,
     for trial in json.loads(path.read_text())["trials"]:
         if trial["replayed"] is None:
             continue
-        name = trial["trial"].rstrip("/").rsplit("/", 1)[-1]
-        task = yaml.safe_load((REF / f"{kind}-corpus" / name / "task.yaml").read_text())
+        name = bundle_name(trial["trial"])
+        task = yaml.safe_load((work / f"{kind}-corpus" / name / "task.yaml").read_text())
         config = load_grading_config(task["grading_config"], authored=False)
         accounted = {r["key"] for r in trial["replayed"]["accounting"]}
         assert set(populated_scored_keys(config)) <= accounted, name

@@ -12,12 +12,14 @@ from ledger.log.store import open_ledger
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    """One demo for the tests that read it (the demo takes seconds)."""
+    """One demo for the tests that read it (the demo takes seconds), with $VLEDGER_HOME set
+    to show the demo never builds (so never removes) the user's own ledger there."""
     tmp_path = tmp_path_factory.mktemp("demo")
     cwd = Path.cwd()
     os.chdir(tmp_path)
     try:
-        return tmp_path, CliRunner().invoke(main, ["demo", "--report", "out.html"])
+        env = {"VLEDGER_HOME": str(tmp_path / "home")}
+        return tmp_path, CliRunner().invoke(main, ["demo", "--report", "out.html"], env=env)
     finally:
         os.chdir(cwd)
 
@@ -45,6 +47,33 @@ def test_demo_runs_every_step_and_leaves_a_verifiable_ledger(demo_run: tuple[Pat
     with open_ledger(tmp_path / ".vledger-demo") as lg:
         assert len(list(lg.read(type="grade.replayed"))) == 17
         assert len(list(lg.read(type="verdict.admitted"))) == 5
+    assert (tmp_path / ".vledger-demo.key.pub").is_file()
+    assert not (tmp_path / "home").exists()
+
+
+def test_the_ledger_given_before_demo_holds_everything_the_demo_writes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``vledger --ledger X demo``: the ledger at X, its key beside it, the report in X's
+    folder; nothing in the working directory."""
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(main, ["--ledger", str(out / "x"), "demo"])
+    assert result.exit_code == 0, result.output
+    assert list(cwd.iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "x", "x.key", "x.key.pub"]
+    with open_ledger(out / "x") as lg:
+        assert len(list(lg.read(type="grade.replayed"))) == 17
+    assert result.output.rstrip().endswith((out / "report.html").resolve().as_uri())
+
+
+def test_two_different_ledgers_for_the_demo_are_refused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["--ledger", "a", "demo", "--ledger", "b"])
+    assert result.exit_code == 2
+    assert "--ledger a" in result.output and "--ledger b" in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_demo_refuses_to_remove_a_directory_that_is_not_a_ledger(

@@ -20,9 +20,9 @@ from ledger.errors import StreamSealed
 from ledger.log.segments import load_manifest, segment_dir
 from ledger.log.store import open_ledger
 from schemas.envelope import ARROW_SCHEMA, NewEvent
+from tests.data_paths import NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
 COLUMNS = ARROW_SCHEMA.names
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,9 +15,9 @@ from replay.components.custom_checks import (
 )
 from replay.grading_rules import load_grading_config
 from schemas.grading import CustomChecksConfig
+from tests.data_paths import GRADING_PARITY
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-PACK = SHARED / "reference" / "tolokaforge" / "grading_parity" / "custom_checks"
+PACK = GRADING_PARITY / "custom_checks"
 ON = CustomChecksConfig(enabled=True)
 FAIL = re.compile("fail", re.IGNORECASE)
 

@@ -25,11 +25,11 @@ from replay.grade import (
     recorded_grade,
 )
 from replay.grading_rules import load_grading_config
-from tests.grading_support import PARITY, SHARED, pack_case_timeline, pack_case_views, read_yaml
+from tests.data_paths import GRADING_BUNDLES, NOTES
+from tests.grading_support import PARITY, pack_case_timeline, pack_case_views, read_yaml
 
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
 BUNDLES = sorted(p for p in NOTES.glob("*/*") if (p / "trajectory.yaml").exists())
-REFUSAL = SHARED / "reference" / "tolokaforge" / "grading_bundles" / "expect_initial_state_refusal"
+REFUSAL = GRADING_BUNDLES / "expect_initial_state_refusal"
 
 
 def test_the_corpus_holds_17_bundles() -> None:

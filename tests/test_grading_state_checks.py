@@ -32,9 +32,9 @@ from replay.components.state_checks import (
 )
 from replay.grading_rules import GradingConfigError, load_grading_config
 from schemas.grading import StateChecksConfig
+from tests.data_paths import GRADING_PARITY
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-PARITY = SHARED / "reference" / "tolokaforge" / "grading_parity"
+PARITY = GRADING_PARITY
 
 
 def _yaml(path: Path):

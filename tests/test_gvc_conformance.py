@@ -1,6 +1,6 @@
 """GVC conformance (spec § 9): registration identity (9.1) and fixture projection (9.2).
 
-Every case of GVC's conformance fixtures (derivation-cases.json, GVC § 9.2) runs
+Every case of the GVC conformance fixtures (tests/data/gvc/derivation-cases.json) runs
 through the real derivation. All nine canonical populations are compared in every
 case; a population a case does not name expects zero (absence is an expectation).
 """

@@ -1,4 +1,4 @@
-"""PATH detection: one test per kind, on the shared material where it exists."""
+"""PATH detection: one test per kind, on the shipped material where it exists."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from pathlib import Path
 import pytest
 
 from ledger.sources.detect import DetectError, PathKind, detect, discover_bundles
+from tests.data_paths import NOTES, PACKS, VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
 MET = NOTES / "met"
-PACKS = SHARED / "corpora" / "packs"
-DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+DEMO_RUN = VCORE_DEMO_RUN
 M0 = MET / "native_shared_domain_policy_demo_20260803_063010_trial0"
 
 
@@ -46,7 +44,7 @@ def _bundle(path: Path) -> Path:
         (DEMO_RUN / "receipt.json", PathKind.VERDICT_RUN, DEMO_RUN),
     ],
 )
-def test_shared_material_is_detected(path: Path, kind: PathKind, resolved: Path) -> None:
+def test_shipped_material_is_detected(path: Path, kind: PathKind, resolved: Path) -> None:
     found = detect(path)
     assert found.kind is kind
     assert found.path == resolved

@@ -11,9 +11,9 @@ from ledger.app.verify import CHECKS
 from ledger.app.verify import verify as verify_ledger
 from ledger.log.store import open_ledger
 from ledger.sources.tolokaforge import BundleContext, bundle_events, read_bundle
+from tests.data_paths import NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
 M0 = NOTES / "met" / "native_shared_domain_policy_demo_20260803_063010_trial0"
 
 

@@ -19,6 +19,7 @@ from ledger.sources.yaml_safe import (
     load_yaml_bytes,
     tree_extent,
 )
+from tests.data_paths import CORPORA, TOLOKAFORGE
 
 
 def _bomb(levels: int, fan: int = 9) -> bytes:
@@ -137,14 +138,9 @@ def _same(a, b) -> bool:
     return a == b and type(a) is type(b)
 
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-
-
-def test_same_values_as_pyyaml_on_every_shared_yaml_file() -> None:
+def test_same_values_as_pyyaml_on_every_recorded_yaml_file() -> None:
     """The trimmed loader is PyYAML's safe loader (timestamps aside): pin it on real files."""
-    files = sorted((SHARED / "corpora").rglob("*.yaml")) + sorted(
-        (SHARED / "reference" / "tolokaforge").rglob("*.yaml")
-    )
+    files = sorted(CORPORA.rglob("*.yaml")) + sorted(TOLOKAFORGE.rglob("*.yaml"))
     assert len(files) > 100
     for p in files:
         data = p.read_bytes()

@@ -1,4 +1,4 @@
-"""ingest(): the shared notes corpus, re-ingest, verdict-core runs, bad inputs, --skip-bad.
+"""ingest(): the shipped notes corpus, re-ingest, verdict-core runs, bad inputs, --skip-bad.
 
 Expected counts are taken from the YAML files themselves (read here with PyYAML, not
 through the importer), never from a previous run.
@@ -21,12 +21,10 @@ from ledger.log.store import Ledger, open_ledger
 from ledger.sources.verdict_core import reassemble_events_file
 from ledger.sources.yaml_safe import YamlLimits
 from schemas.canonical import parse_json
+from tests.data_paths import GRADING_BUNDLES, NOTES, PACKS, VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
-PACKS = SHARED / "corpora" / "packs"
-DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+DEMO_RUN = VCORE_DEMO_RUN
 M0 = "native_shared_domain_policy_demo_20260803_063010_trial0"
 N0 = "native_shared_domain_gate_demo_20260625_184817_trial0"
 
@@ -424,7 +422,7 @@ def test_authored_bundle_with_states_and_inline_record(lg: Ledger) -> None:
     """grading_bundles/: bundle.yaml as the task snapshot, env.yaml as the final state,
     an inline ``tool_log: []`` (a record view of a trial that called nothing)."""
     bundle = (
-        SHARED / "reference" / "tolokaforge" / "grading_bundles" / "expect_initial_state_refusal"
+        GRADING_BUNDLES / "expect_initial_state_refusal"
     )
     ingest(lg, [bundle])
     evs = list(lg.read())

@@ -15,10 +15,9 @@ from ledger.app import ingest_spool
 from ledger.app.ingest import IngestError, IngestResult
 from ledger.cli import main
 from ledger.log.store import open_ledger
+from tests.data_paths import NOTES, VCORE_DEMO_RUN
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
-DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+DEMO_RUN = VCORE_DEMO_RUN
 
 
 def _cli_json(*args: str) -> dict:

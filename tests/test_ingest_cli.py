@@ -11,11 +11,10 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.log.store import open_ledger
+from tests.data_paths import NOTES, VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
-DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
+DEMO_RUN = VCORE_DEMO_RUN
 
 
 def _run(*args: str):

@@ -13,9 +13,9 @@ from ledger.log.store import open_ledger
 from replay.timeline import build_trial_timeline, timeline_to_payloads
 from replay.trial_inputs import TrialInputsError, trial_inputs
 from schemas.timeline import Role
+from tests.data_paths import NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
 
 
 @pytest.fixture(scope="module")

@@ -18,15 +18,9 @@ from ledger.log.store import Ledger, init_ledger
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
 from schemas.gvc import Party
+from tests.data_paths import VCORE_DEMO_RUN
 
-DEMO = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "reference"
-    / "verdict-core"
-    / "demo-run"
-)
+DEMO = VCORE_DEMO_RUN
 
 
 @pytest.fixture

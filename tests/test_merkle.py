@@ -1,4 +1,4 @@
-"""RFC 9162 tree hash and proofs against the published Merkle interop vectors.
+"""RFC 9162 tree hash and proofs against the interop vectors (tests/data/merkle).
 
 The vectors come from transparency-dev/merkle, golang.org/x/mod and the PLANTS draft (see
 their README); agreeing with them shows the tree interoperates with those implementations.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +18,9 @@ import pytest
 from ledger.errors import ProofError
 from ledger.log import merkle
 from tests import merkle_oracle
+from tests.data_paths import MERKLE_VECTORS
 
-VECTORS_PATH = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "merkle" / "vectors.json"
-)
-V: dict[str, Any] = json.loads(VECTORS_PATH.read_text())
+V: dict[str, Any] = json.loads(MERKLE_VECTORS.read_text())
 
 
 def h(x: str) -> bytes:

@@ -1,4 +1,4 @@
-"""C2SP signed-note and tlog-checkpoint against the published interop vectors.
+"""C2SP signed-note and tlog-checkpoint against the interop vectors (tests/data/merkle).
 
 The 100-signature cap is implementation-defined (the spec requires accepting >= 16); we
 follow golang.org/x/mod and reject 101 signature lines, as the vector expects.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +22,9 @@ from ledger.log.note import (
     MalformedNote,
     NoVerifiableSignatures,
 )
+from tests.data_paths import MERKLE_VECTORS
 
-VECTORS_PATH = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "merkle" / "vectors.json"
-)
-V: dict[str, Any] = json.loads(VECTORS_PATH.read_text())
+V: dict[str, Any] = json.loads(MERKLE_VECTORS.read_text())
 
 ERRORS = {
     "malformed": MalformedNote,

@@ -1,7 +1,7 @@
 """The non-trace grading-parity packs, each through ``grade_trial`` on the component its
 key feeds: satisfying strictly above violating, exact where the pack or GRADING.md states
 the numbers, and — where the key is the only difference — a build ignoring the key scoring
-both cases the same (Tolokaforge's grading-parity packs)."""
+both cases the same (Tolokaforge's grading_parity README; the packs: tests/data/tolokaforge)."""
 
 from __future__ import annotations
 

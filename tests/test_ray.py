@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.data_paths import NARROWED, NOTES, PACKS, PACKS_BASE
+
 ray = pytest.importorskip("ray", reason="the optional [ray] extra is not installed")
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+import ledger as ledger_api  # noqa: E402
 from benchmarks.generate_corpus import generate  # noqa: E402
 from ledger.app.ingest import ingest_into as ingest  # noqa: E402
 from ledger.app.retrace import RetraceError, recompute_replay, retrace  # noqa: E402
@@ -26,9 +29,6 @@ from ledger.log.store import open_ledger  # noqa: E402
 from replay.retrace import retrace_trial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NARROWED = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
 
 # The fault injectors below run inside Ray workers: ship this module's code by value so
 # the workers need not import the tests package.
@@ -251,14 +251,55 @@ def test_cli_retrace_engine_ray(ray_session, template, tmp_path):
 
 
 def test_core_cli_import_does_not_import_ray():
-    code = "import sys, ledger.cli, ledger.engines, ledger.app.retrace; print('ray' in sys.modules)"
+    code = (
+        "import sys, ledger.cli, ledger.engines, ledger.app.retrace, ledger.app.ingest; "
+        "print('ray' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert out.stdout.strip() == "False"
 
 
+def _log_rows(path: Path) -> tuple[list[tuple], str]:
+    with open_ledger(path) as lg:
+        rows = [(e.seq, e.stream, e.stream_version, e.event_id, e.type, e.payload, e.leaf_hash)
+                for e in lg.read()]  # fmt: skip
+        return rows, lg.root(lg.size()).hex()
+
+
+def test_ingest_engine_ray_appends_the_local_log(ray_session, tmp_path, monkeypatch):
+    """Ray tasks read and bound the bundles, the driver appends: the log (every event, leaf
+    and the root) is the one a local one-worker ingest writes, bad inputs skipped alike."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ledger.app import ingest_read
+    from ledger.cli import main
+
+    gen = tmp_path / "gen"
+    generate(gen, trials=ingest_read.POOL_FROM + 8, seed=6)
+    bad = sorted(p for p in gen.iterdir() if p.is_dir())[40]
+    (bad / "grade.yaml").write_text("binary_pass: true\nscore: [not, a, number]\n")
+    calls = []
+    real = RayEngine.map_inputs
+    monkeypatch.setattr(RayEngine, "map_inputs", lambda self, fn, items: calls.append(
+        self.workers) or real(self, fn, items))  # fmt: skip
+    local = ledger_api.ingest(gen, ledger=tmp_path / "local", workers=1, skip_bad=True)
+    out = CliRunner().invoke(main, ["ingest", str(gen), "--ledger", str(tmp_path / "ray"),
+                                    "--engine", "ray", "--workers", "2", "--skip-bad", "--json"])
+    assert out.exit_code == 0, out.output
+    assert calls == [2]  # the reading went to Ray (the session's, joined)
+    assert json.loads(out.stdout) == local.to_json()
+    assert local.skipped and local.skipped[0]["source"].endswith(bad.name)
+    assert _log_rows(tmp_path / "ray") == _log_rows(tmp_path / "local")
+    with pytest.raises(ledger_api.LedgerError) as info:  # a bad input aborts as locally
+        ledger_api.ingest(gen, ledger=tmp_path / "strict", engine="ray", workers=2)
+    assert bad.name in str(info.value) and not (tmp_path / "strict").exists()
+
+
 def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
-    """The packs' migrations over the shared notes corpus: the whole JSON document (verdicts,
+    """The packs' migrations over the shipped notes corpus: the whole JSON document (verdicts,
     kappa, receipt digests and checkpoint) is the same with the candidates computed on Ray."""
     import json
 
@@ -269,11 +310,11 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
     from ledger.engines.reconcile_ray import engine_evaluator
     from ledger.log.store import init_ledger
 
-    packs = SHARED / "corpora" / "packs"
+    packs = PACKS
     docs = {}
     for engine in ("local", "ray"):
         init_ledger(tmp_path / engine).close()
-        r = CliRunner().invoke(main, ["reconcile", "--packs", str(packs), "--base", str(SHARED),
+        r = CliRunner().invoke(main, ["reconcile", "--packs", str(packs), "--base", str(PACKS_BASE),
                                       "--json", "--ledger", str(tmp_path / engine),
                                       "--engine", engine, "--workers", "2"])
         assert r.exit_code in (0, 1), r.output
@@ -281,7 +322,7 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
     assert docs["ray"] == docs["local"]
     assert load_manifest(tmp_path / "ray").segments and not load_manifest(tmp_path / "local").segments
     with open_ledger(tmp_path / "ray") as lg:  # the candidates really came from the tasks
-        ev = engine_evaluator(Invocation(packs=[packs], base=SHARED), lg, RayEngine(workers=2))
+        ev = engine_evaluator(Invocation(packs=[packs], base=PACKS_BASE), lg, RayEngine(workers=2))
         assert len(ev.computed) == 17
 
 

@@ -50,15 +50,13 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _checkout_copy(tmp: Path) -> Path:
-    """The documents and corpora the commands name, copied."""
+    """The documents and corpora the commands name, copied; nothing outside the checkout,
+    so a command that reaches beyond it fails here as it would in a fresh clone."""
     repo = tmp / "verdict-ledger"
     repo.mkdir()
     for name in ("README.md", "corpora", "docs"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copyfile)(src, repo / name)
-    shared = ROOT.parent / "shared"
-    if shared.is_dir():
-        (tmp / "shared").symlink_to(shared)
     (tmp / "home").mkdir()
     _inspect_inputs(repo)
     return repo

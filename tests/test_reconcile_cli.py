@@ -1,7 +1,7 @@
 """``vledger reconcile`` / ``vledger validate`` over packs and corpora on disk.
 
 The published result (RUBRIC_MIGRATION.md § notes_duplicate_check; FORMATS.md § 8) is
-reproduced over the notes corpus and packs, both through the Python seam and through the CLI; every
+reproduced over the shipped corpora/, both through the Python seam and through the CLI; every
 candidate label is recomputed by the production trace-check projection
 (``replay.timeline`` + ``replay.trace_checks``) under the pack's own block.
 """
@@ -25,20 +25,19 @@ from ledger.app.reconcile_packs import ReconcileError, resolve_corpus
 from ledger.cli import main
 from ledger.log.store import init_ledger, open_ledger
 from schemas.canonical import canonical_json, digest
+from tests.data_paths import NOTES, PACKS, PACKS_BASE
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-PACKS = SHARED / "corpora" / "packs"
 GATE = "the_notes_were_listed_before_the_note_was_added"
 CRIT = "checked_duplicates_first"
 
 
-def shared_run(**kw: Any):
-    return run_reconcile(Invocation(packs=[PACKS], base=SHARED, **kw))
+def shipped_run(**kw: Any):
+    return run_reconcile(Invocation(packs=[PACKS], base=PACKS_BASE, **kw))
 
 
 def test_the_sweep_reproduces_the_published_result() -> None:
-    out = shared_run()
+    out = shipped_run()
     assert out.exit_code == 0
     (entry,) = out.document["entries"]
     assert entry["task_ids"] == [
@@ -68,7 +67,7 @@ def test_the_sweep_reproduces_the_published_result() -> None:
 
 
 def test_the_not_met_half_alone_is_insufficient_evidence() -> None:
-    out = shared_run(source=SHARED / "corpora" / "notes_duplicate_check" / "not_met")
+    out = shipped_run(source=NOTES / "not_met")
     assert out.exit_code != 0
     (entry,) = out.document["entries"]
     assert (entry["observations"], entry["kappa"], entry["verdict"]) == (
@@ -85,7 +84,7 @@ def test_the_not_met_half_alone_is_insufficient_evidence() -> None:
 def test_published_result_through_the_cli() -> None:
     runner = CliRunner()
     res = runner.invoke(
-        main, ["reconcile", "--packs", str(PACKS), "--base", str(SHARED), "--dry-run", "--json"]
+        main, ["reconcile", "--packs", str(PACKS), "--base", str(PACKS_BASE), "--dry-run", "--json"]
     )
     assert res.exit_code == 0, res.output
     (entry,) = json.loads(res.stdout)["entries"]
@@ -108,11 +107,11 @@ def test_published_result_through_the_cli() -> None:
             "--packs",
             str(PACKS),
             "--base",
-            str(SHARED),
+            str(PACKS_BASE),
             "--dry-run",
             "--json",
             "--source",
-            str(SHARED / "corpora" / "notes_duplicate_check" / "not_met"),
+            str(NOTES / "not_met"),
         ],
     )
     assert half.exit_code == 1
@@ -126,7 +125,7 @@ def test_published_result_through_the_cli() -> None:
 
 def test_validate_accepts_the_shipped_packs() -> None:
     res = CliRunner().invoke(
-        main, ["validate", str(PACKS / "notes_duplicate_check_narrowed"), "--base", str(SHARED)]
+        main, ["validate", str(PACKS / "notes_duplicate_check_narrowed"), "--base", str(PACKS_BASE)]
     )
     assert res.exit_code == 0, res.output
     assert "1 entry, 0 errors" in res.output

@@ -13,11 +13,9 @@ from ledger.app.ingest import ingest_into as ingest
 from ledger.app.retrace import RetraceError, retrace
 from ledger.cli import main
 from ledger.log.store import open_ledger
+from tests.data_paths import NARROWED, NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
-NARROWED = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
 GATE = "the_notes_were_listed_before_the_note_was_added"
 
 

@@ -16,9 +16,9 @@ from ledger.log.segments import cut_points, load_manifest
 from ledger.log.store import open_ledger
 from ledger.log.verify import verify_ledger
 from schemas.envelope import NewEvent
+from tests.data_paths import NOTES
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTES = ROOT / ".." / "shared" / "corpora" / "notes_duplicate_check"
 
 
 def _oracle(start, end, spans, max_rows, sizes, max_bytes):

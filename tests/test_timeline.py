@@ -43,9 +43,7 @@ from schemas.timeline import (
     TraceEventKind,
     TrialTimeline,
 )
-
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
+from tests.data_paths import NOTES
 
 AGENT = ToolExecutorIdentity.AGENT
 USER_EXEC = ToolExecutorIdentity.USER
@@ -358,7 +356,7 @@ def test_g6_no_view_at_all_is_an_empty_timeline_with_both_flags_false() -> None:
 
 def test_empty_record_view_differs_from_no_record_view() -> None:
     """records_present means "a record view was supplied" (G6b), so an empty tool_log is a
-    record view with no calls. Note: TRACE_REPLAY.md says
+    record view with no calls. Note: Tolokaforge's TRACE_REPLAY.md says
     the upstream timeline reports *no* record view for an empty tool_log (its builder takes
     a plain sequence and cannot tell the two apart). We keep the absent/empty distinction
     the brief and FORMATS.md § 3 draw (absent -> ([], False), [] -> ([], True))."""
@@ -778,7 +776,7 @@ def test_fast_constructors_equal_dataclass_init() -> None:
     )
 
 
-# --- the shared corpus -------------------------------------------------------------------
+# --- the notes corpus ---------------------------------------------------------------------
 
 
 def _load_bundle(directory: Path) -> tuple[list[Message], list[RecordedToolCall] | None, dict]:

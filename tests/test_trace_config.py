@@ -464,11 +464,11 @@ def test_a_missing_quantifier_is_named_with_what_to_write() -> None:
 
 def test_recorded_pack_blocks_load() -> None:
     """The shipped migration packs' block (a gate with on_missing: fail written out) loads."""
-    from pathlib import Path
-
     import yaml
 
-    root = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora" / "packs"
+    from tests.data_paths import PACKS
+
+    root = PACKS
     blocks = [
         yaml.safe_load(p.read_text())["trace_checks"] for p in sorted(root.glob("*/grading.yaml"))
     ]

@@ -22,10 +22,9 @@ from schemas.timeline import (
     ToolExecutionStatus,
     ToolExecutorIdentity,
 )
+from tests.data_paths import NARROWED, NOTES
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
-PACK = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
+PACK = NARROWED
 
 
 def _read(path: Path) -> Any:

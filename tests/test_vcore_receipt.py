@@ -23,15 +23,9 @@ from ledger.cli import main
 from replay.vcore_receipt import canonical_graph, graph_digest, rebuild_from_files, receipt_bytes
 from replay.vcore_run import RebuildError, events_digest, parse_events
 from replay.vcore_verify import verify_run_files
+from tests.data_paths import VCORE_DEMO_RUN
 
-DEMO = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "reference"
-    / "verdict-core"
-    / "demo-run"
-)
+DEMO = VCORE_DEMO_RUN
 M = "mismatch: stored receipt differs from recomputed evidence"
 DIGEST = "events_digest mismatch: events.jsonl changed after receipt was written"
 
@@ -41,7 +35,7 @@ def run(tmp_path: Path) -> Path:
     dst = tmp_path / "demo-run"
     shutil.copytree(DEMO, dst)
     for p in [dst, *dst.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)  # the shared copy is read-only
+        p.chmod(0o755 if p.is_dir() else 0o644)  # a checkout may be read-only
     return dst
 
 

@@ -23,11 +23,10 @@ from ledger.sources.tolokaforge import BundleContext, bundle_events, read_bundle
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
 from schemas.gvc import Party
+from tests.data_paths import NOTES, VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-DEMO_RUN = SHARED / "reference" / "verdict-core" / "demo-run"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
+DEMO_RUN = VCORE_DEMO_RUN
 M0 = NOTES / "met" / "native_shared_domain_policy_demo_20260803_063010_trial0"
 HUMAN = Party(identity="operator-1", kind="human", chain_id="")
 CI = Party(identity="ci", kind="kernel", chain_id="ci-chain")

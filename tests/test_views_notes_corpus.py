@@ -1,4 +1,4 @@
-"""The views over the 17 real recorded trials of the notes_duplicate_check corpus,
+"""The views over the 17 real recorded trials of corpora/notes_duplicate_check,
 ingested with the project's own importer (no hand-built payloads)."""
 
 from __future__ import annotations
@@ -10,17 +10,14 @@ import pytest
 from ledger.analytics import sql as analytics
 from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
+from tests.data_paths import NARROWED, NOTES
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
-NOTES = SHARED / "corpora" / "notes_duplicate_check"
 GATED = "notes_add_note_duplicate_check_gated"
 POLICY = "notes_add_note_duplicate_check_policy"
 
 
 @pytest.fixture(scope="module")
 def notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not NOTES.is_dir():
-        pytest.skip(f"shared corpus not found at {NOTES}")
     lg_dir = tmp_path_factory.mktemp("notes") / "lg"
     with open_ledger(lg_dir, create=True) as lg:
         ingest(lg, [NOTES])
@@ -105,7 +102,6 @@ def test_judge_criteria_and_components_of_the_recorded_grades(notes: Path) -> No
     assert _rows(notes, "SELECT * FROM agreement") == []
 
 
-NARROWED = SHARED / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
 CONSTRAINT = "the_notes_were_listed_before_the_note_was_added"
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,9 @@ import yaml
 
 from ledger.analytics import sql as analytics
 from ledger.app.context import LedgerArg, default_ledger_path, ledger_path
+from ledger.app.ingest_read import CHUNK, POOL_FROM, gc_paused, pool_size
 from ledger.app.result import Result
+from ledger.engines import get_engine
 from ledger.engines.trials import group_trials
 from ledger.log.store import open_ledger
 from ledger.sources.detect import discover_bundles
@@ -71,6 +73,7 @@ class CurateRequest:
     replace: bool = False
     dry_run: bool = False
     ledger: Path = field(default_factory=default_ledger_path)
+    workers: int | None = None  # processes reading the run directories (None: the cores)
 
     def __post_init__(self) -> None:
         if self.from_ledger == bool(self.sources):
@@ -128,13 +131,15 @@ class CurateResult(Result):
 def curate(
     *, criterion: str, into: Path, sources: Sequence[Path] = (), from_ledger: bool = False,
     where: str | None = None, exclusions: Mapping[str, str] | None = None, replace: bool = False,
-    dry_run: bool = False, ledger: LedgerArg = None,
+    dry_run: bool = False, ledger: LedgerArg = None, workers: int | None = None,
 ) -> CurateResult:  # fmt: skip
     """``vledger curate``: a judge-labelled corpus from run directories (``sources``) or
-    from the log (``from_ledger``, optionally ``where``); see the module docstring."""
+    from the log (``from_ledger``, optionally ``where``); see the module docstring. Run
+    directories are read as ``ingest`` reads them, in ``workers`` processes (default: the
+    cores available); the corpus is the same for any number."""
     request = CurateRequest(
         criterion, Path(into), tuple(Path(s) for s in sources), from_ledger, where,
-        dict(exclusions or {}), replace, dry_run, ledger_path(ledger),
+        dict(exclusions or {}), replace, dry_run, ledger_path(ledger), workers,
     )  # fmt: skip
     return from_ledger_request(request) if from_ledger else from_runs_request(request)
 
@@ -283,6 +288,25 @@ def _discovered(sources: Sequence[Path]) -> list[Path]:
     return out
 
 
+def _read_run_bundles(
+    bundles: Sequence[Path], workers: int | None
+) -> Iterator[tuple[Candidate, list[StoredEvent]]]:
+    """Each bundle's reading, in input order: in a process pool (``ledger.engines``) once
+    there are enough bundles to pay for one (``ingest_read.POOL_FROM``), else here."""
+    if len(bundles) < POOL_FROM:
+        yield from map(_read_run_bundle, bundles)
+        return
+    engine = get_engine("local", workers=pool_size(workers, len(bundles)))
+    jobs = (bundles[i : i + CHUNK] for i in range(0, len(bundles), CHUNK))
+    for part in engine.map_inputs(_read_run_chunk, jobs):
+        yield from part
+
+
+def _read_run_chunk(bundles: Sequence[Path]) -> list[tuple[Candidate, list[StoredEvent]]]:
+    with gc_paused():
+        return [_read_run_bundle(b) for b in bundles]
+
+
 def _read_run_bundle(bundle: Path) -> tuple[Candidate, list[StoredEvent]]:
     label = str(bundle)
     try:
@@ -305,8 +329,7 @@ def from_runs_request(request: CurateRequest) -> CurateResult:
     excluded = {str(Path(k).resolve()): v for k, v in request.exclusions.items()}
     candidates: list[Candidate] = []
     events: dict[str, list[StoredEvent]] = {}
-    for bundle in _discovered(request.sources):
-        candidate, evs = _read_run_bundle(bundle)
+    for candidate, evs in _read_run_bundles(_discovered(request.sources), request.workers):
         candidates.append(candidate)
         events[candidate.label] = evs
     curation = curate_trials(

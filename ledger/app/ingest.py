@@ -1,7 +1,9 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
 All or nothing per call: every PATH is detected and every input read, turned into events
-and checked before anything is appended. Any unreadable input (bad YAML, wrong shape,
+and checked before anything is appended. Inputs are read in worker processes (or Ray tasks)
+and taken back in input order (``ledger.app.ingest_read``), so the plan — and the log —
+is the same for any number of workers. Any unreadable input (bad YAML, wrong shape,
 unknown key or type, a file over the size limit) aborts the call with an
 :class:`IngestError` naming the file, the key and what was expected, the ledger
 untouched; with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
@@ -26,34 +28,43 @@ reports it as not re-checkable and names the key. With only ``skip_bad`` it is s
 
 from __future__ import annotations
 
-import gc
-import hashlib
 import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.ingest_inputs import Unit, read_units, tasks_for
+from ledger.app.ingest_inputs import Unit, tasks_for
+from ledger.app.ingest_read import (
+    Derive,
+    ReadStream,
+    Refusal,
+    gc_paused,
+    ids_digest,
+    pool_size,
+    read_tasks,
+    refusal,
+)  # fmt: skip
 from ledger.app.ingest_spool import (
     IngestInterrupted,
     Sized,
     append_in_batches,
-    park,
+    park_bytes,
+    park_value,
     sized,
     spool,
     unpark,
     unpark_new,
+    unpark_value,
 )  # fmt: skip
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.engines import get_engine
 from ledger.errors import LedgerError
 from ledger.log.rows import ARROW_FROM_ROWS
-from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
 from ledger.sources.plan import PlannedEvent, event_id
@@ -85,6 +96,14 @@ class IngestRequest:
     skip_bad: bool = False
     keep_inconsistent: bool = False
     limits: YamlLimits = DEFAULT_LIMITS
+    workers: int | None = None  # processes reading the inputs; None: the cores available
+    engine: str = "local"  # or "ray": the inputs read as Ray tasks (docs/readme/ray.md)
+    address: str | None = None  # the Ray cluster to join (engine "ray")
+
+    def reader(self, inputs: int) -> Any:
+        """The engine whose ``map_inputs`` reads ``inputs`` inputs (``ledger.app.ingest_read``)."""
+        options = {"address": self.address} if self.engine == "ray" else {}
+        return get_engine(self.engine, workers=pool_size(self.workers, inputs), **options)
 
 
 @dataclass(frozen=True)
@@ -142,10 +161,17 @@ def ingest(
     max_file_bytes: int = DEFAULT_MAX_BYTES,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     progress: Progress | None = None,
+    workers: int | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> IngestResult:
     """``vledger ingest PATH…``: every PATH into ``ledger`` (created if absent; one this
     call created is removed again if the ingest aborts). Raises :class:`IngestError`.
     A list of paths counts as its paths (``ingest([a, b])`` is ``ingest(a, b)``).
+
+    The inputs are read in ``workers`` processes (default: the cores available), or as
+    Ray tasks with ``engine="ray"`` (``address``: a cluster to join); the log appended is
+    the same, event for event, for any of them (docs/readme/ingest.md § Reading in parallel).
 
     Example::
 
@@ -154,7 +180,10 @@ def ingest(
     """
     limits = YamlLimits(max_bytes=max_file_bytes)
     flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
-    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits)
+    request = IngestRequest(
+        tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits, workers, engine,
+        address,
+    )  # fmt: skip
     root = ledger_path(ledger)
     fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
     try:
@@ -179,12 +208,22 @@ def ingest_into(
     keep_inconsistent: bool = False,
     limits: YamlLimits = DEFAULT_LIMITS,
     on_unit: Callable[[Path, Unit], None] | None = None,
+    workers: int | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    derive: Derive | None = None,
+    on_derived: Callable[[str, Any], None] | None = None,
 ) -> IngestResult:
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
     ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
-    (reconcile reads each bundle once that way)."""
-    request = IngestRequest(tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits)
-    return run(ledger, request, progress, on_unit)
+    (reconcile reads each bundle once that way). ``derive`` runs where each stream is read
+    (a worker); ``on_derived(stream, value)`` gets its value for each stream this ingest
+    adds to the log (retrace --source: ``ledger.app.retrace_source``)."""
+    request = IngestRequest(
+        tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits, workers, engine,
+        address,
+    )  # fmt: skip
+    return run(ledger, request, progress, on_unit, (derive, on_derived))
 
 
 def run(
@@ -192,13 +231,14 @@ def run(
     request: IngestRequest,
     progress: Progress | None = None,
     on_unit: Callable[[Path, Unit], None] | None = None,
+    derived: tuple[Derive | None, Callable[[str, Any], None] | None] = (None, None),
 ) -> IngestResult:
     """The use case: plan every input, compare with ``ledger``, append what is new.
 
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
-    with _gc_paused(), spool() as file:
-        job = _Ingest(request, file)
+    with gc_paused(), spool() as file:
+        job = _Ingest(request, file, *derived)
         job.plan(progress, on_unit)
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
@@ -216,32 +256,32 @@ class _Planned:
     additive: int  # how many content-identified events follow them
     digest: bytes  # of its event ids, in order
     offset: int
-
-
-def _digest(ids: Sequence[str]) -> bytes:
-    return hashlib.sha256("".join(ids).encode()).digest()  # ids are 32 hex digits each
+    derived: int | None = None  # the spool offset of what ``derive`` made of it
 
 
 class _Ingest:
     """One ingest's state while it plans and compares (nothing is appended here)."""
 
-    def __init__(self, request: IngestRequest, file: IO[bytes]) -> None:
+    def __init__(
+        self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
+        on_derived: Callable[[str, Any], None] | None = None,
+    ) -> None:  # fmt: skip
         self.request = request
         self.file = file  # the spool
+        self.derive, self.on_derived = derive, on_derived
         self.planned: dict[str, _Planned] = {}
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
         self.counts: Counter[str] = Counter()
         self.lists: dict[str, list[Any]] = {"inconsistent": [], "skipped": [], "trial_streams": []}
 
-    def bad(self, source: str, kind: str, exc: BaseException | str, why: str = "bad_input") -> None:
+    def bad(self, source: str, kind: str, why: Refusal | str, code: str = "bad_input") -> None:
         """Abort on a bad input, or with ``skip_bad`` record it as skipped."""
-        text = str(exc)
-        cause = exc if isinstance(exc, BaseException) else None
+        text, fields = (why.text, why.fields) if isinstance(why, Refusal) else (why, {})
         if not self.request.skip_bad:
-            raise IngestError(source, text, why) from cause
+            raise IngestError(source, text, code)
         self.lists["skipped"].append({"source": source, "kind": kind, "reason": text})
-        self.skips.append(_skip_event(source, kind, text, cause))
+        self.skips.append(_skip_event(source, kind, text, fields))
 
     def plan(self, progress: Progress | None, on_unit: Callable[[Path, Unit], None] | None) -> None:
         tasks = []
@@ -250,31 +290,32 @@ class _Ingest:
             try:
                 kind, found = tasks_for(given, self.request.corpus, limits)
             except (DetectError, BundleError, InputError) as exc:
-                self.bad(given, "path", exc)
+                self.bad(given, "path", refusal(exc))
                 continue
             self.paths.append({"path": given, "kind": kind.value})
             tasks += found
         total = len(tasks)
-        for done, task in enumerate(tasks):
+        # read in workers, consumed here in task order: the plan is the same for any number
+        engine = self.request.reader(total)
+        reads = read_tasks(tasks, limits, engine, self.derive) if tasks else iter(())
+        for done, (task, read) in enumerate(zip(tasks, reads, strict=True)):
             if progress is not None:
                 progress(done, total, task.source)
-            try:
-                units = read_units(task, limits)
-            except inspect_log.InspectUnavailable as exc:
-                # the environment, not the input: never skipped, whatever --skip-bad says
-                raise IngestError(task.source, str(exc), "missing_extra") from None
-            except (BundleError, InputError) as exc:
-                self.bad(task.source, task.kind, exc)
+            if isinstance(read, Refusal):
+                if read.missing_extra:  # the environment, not the input: never skipped
+                    raise IngestError(task.source, read.text, "missing_extra")
+                self.bad(task.source, task.kind, read)
                 continue
-            for unit in units:
+            for stream in read:
                 if on_unit is not None:
-                    on_unit(task.path, unit)
-                self.admit(unit)
+                    on_unit(task.path, stream.unit())
+                self.admit(stream)
         if progress is not None:
             progress(total, total, "")
 
-    def admit(self, unit: Unit) -> None:
-        """Admit one read input into the plan, or report it through :meth:`bad`."""
+    def admit(self, read: ReadStream) -> None:
+        """Admit one read stream into the plan, or report it through :meth:`bad`."""
+        unit = read.head
         if unit.inconsistent is not None and not self.request.keep_inconsistent:
             return self.bad(
                 unit.source,
@@ -284,13 +325,13 @@ class _Ingest:
                 "disagreement recorded)",
                 "inconsistent",
             )
-        digest = _digest([e.event_id for e in unit.events])
+        digest = read.digest
         seen = self.planned.get(unit.stream)
         if seen is None:
-            offset = park(self.file, unit.events, unit.additive)
-            head = Unit(unit.kind, unit.source, unit.stream, (), unit.inconsistent, unit.trial)
+            offset = park_bytes(self.file, read.record)
+            held = None if read.derived is None else park_value(self.file, read.derived)
             self.planned[unit.stream] = _Planned(
-                head, len(unit.events), len(unit.additive), digest, offset
+                unit, read.size, read.additive, digest, offset, held
             )
         elif seen.digest != digest:
             self.bad(
@@ -313,6 +354,8 @@ class _Ingest:
             if held is None:
                 # read back only when the append reaches it
                 groups.append(unpark_new(self.file, p.offset))
+                if self.on_derived is not None and p.derived is not None:
+                    self.on_derived(stream, unpark_value(self.file, p.derived))
                 if p.unit.inconsistent is not None:
                     reason = {"source": p.unit.source, "stream": stream}
                     self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
@@ -322,7 +365,7 @@ class _Ingest:
             additive = unpark(self.file, p.offset)[1] if p.additive else ()
             additive_types = {e.type for e in additive}
             old = [e for e, t in held if t not in additive_types]
-            if _digest(old) != p.digest:
+            if ids_digest(old) != p.digest:
                 events = unpark(self.file, p.offset)[0]
                 self.bad(
                     p.unit.source,
@@ -357,12 +400,9 @@ class _Ingest:
         )  # type: ignore[arg-type]
 
 
-def _skip_event(source: str, kind: str, reason: str, exc: BaseException | None) -> NewEvent:
-    payload: dict[str, Any] = {"source": source, "kind": kind, "reason": reason}
-    if isinstance(exc, BundleError):
-        payload.update(file=exc.file, key=exc.key, expected=exc.expected)
-    elif isinstance(exc, InputError):
-        payload["file"] = exc.path
+def _skip_event(source: str, kind: str, reason: str, fields: dict[str, Any]) -> NewEvent:
+    # fields: the file (and for a wrong shape the key and what was expected) it names
+    payload: dict[str, Any] = {"source": source, "kind": kind, "reason": reason, **fields}
     # position 0 for every skip: the id is a function of the skip's content alone, so the
     # same bad input skipped twice is recorded once
     return NewEvent(
@@ -428,20 +468,3 @@ def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
     if len(old) != len(new):
         return f"the stream holds {len(old)} events, the input gives {len(new)}"
     return "no difference"  # pragma: no cover - callers only ask when ids differ
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while planning.
-
-    Parsing allocates millions of short-lived, acyclic dicts and lists (freed by reference
-    counting); the generational collector re-scanning every live container as they pile
-    up made a 10,000-trial re-ingest 2.6× slower (67 s vs 26 s, measured).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

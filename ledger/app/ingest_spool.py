@@ -48,13 +48,37 @@ def spool() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix="vledger-ingest-")
 
 
+def parked(*groups: Sequence[PlannedEvent]) -> bytes:
+    """``groups`` as the spool stores them (made where an input is read, a worker process
+    included). Plain tuples: pickling those is several times faster than the dataclass."""
+    return pickle.dumps([list(map(_ROW, g)) for g in groups], protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def park(file: IO[bytes], *groups: Sequence[PlannedEvent]) -> int:
-    """Append ``groups`` to ``file``; their offset, for :func:`unpark`. Stored as plain
-    tuples: pickling those is several times faster than pickling the dataclass."""
+    """Append ``groups`` to ``file``; their offset, for :func:`unpark`."""
+    return park_bytes(file, parked(*groups))
+
+
+def park_bytes(file: IO[bytes], record: bytes) -> int:
+    """Append one :func:`parked` record to ``file``; its offset, for :func:`unpark`."""
     offset = file.seek(0, 2)
-    rows = [list(map(_ROW, g)) for g in groups]
-    pickle.dump(rows, file, protocol=pickle.HIGHEST_PROTOCOL)
+    file.write(record)
     return offset
+
+
+def unparked(record: bytes) -> list[list[PlannedEvent]]:
+    """The groups of one :func:`parked` record."""
+    return [[PlannedEvent(*r) for r in g] for g in pickle.loads(record)]  # noqa: S301 - ours
+
+
+def park_value(file: IO[bytes], value: Any) -> int:
+    """Append any picklable ``value`` to ``file``; its offset, for :func:`unpark_value`."""
+    return park_bytes(file, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def unpark_value(file: IO[bytes], offset: int) -> Any:
+    file.seek(offset)
+    return pickle.load(file)  # noqa: S301 - written by park_value
 
 
 def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:

@@ -197,7 +197,7 @@ def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
     try:
         ingest_into(
             lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
-            on_unit=seen,
+            on_unit=seen, workers=1,  # read here: reconcile's --workers are its engine's
         )  # fmt: skip
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -287,11 +288,14 @@ def retrace(
     max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
     workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
     on_total: Progress | None = None, on_done: Progress | None = None,
+    read_workers: int | None = None,
 ) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
     With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
-    run ingests into a throwaway in-memory log) and exactly its trials are retraced.
+    run ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
+    read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
+    available), whatever engine then runs the projection with its ``workers``.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
     request = RetraceRequest(
@@ -302,7 +306,16 @@ def retrace(
         with opened(ledger) as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - only --source ingests
+    from ledger.app.retrace_source import SourceOutcomes, derive_outcome  # noqa: PLC0415
 
+    # the replacement config is checked before anything is read, and with the local
+    # engine each new trial is projected where its bundle is read (ledger.app.retrace_source)
+    label = str(request.grading_file or request.constraints_file or "")
+    override = override_from_source(
+        load_override_source(request.grading_file, request.constraints_file), label
+    )
+    found = SourceOutcomes() if request.engine == "local" else None
+    derive = None if found is None else (derive_outcome, (override, request.selection(0, None)))
     if request.dry_run:
         from ledger.log.memory_store import MemoryLedger  # noqa: PLC0415
 
@@ -313,13 +326,23 @@ def retrace(
         try:
             # A bundle that cannot be read is a named failure of the batch (exit 1),
             # never a reason to leave the readable ones unmeasured.
-            rep = ingest_into(lg, [str(request.source)], request.corpus, skip_bad=True)
+            rep = ingest_into(
+                lg, [str(request.source)], request.corpus, skip_bad=True, workers=read_workers,
+                derive=derive, on_derived=None if found is None else found.add,
+            )  # fmt: skip
         except IngestError as exc:
             raise RetraceError(str(exc)) from None
         if on_ingest:
             on_ingest(rep.summary())
         streams = frozenset(rep.trial_streams)
-        return run_retrace(lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done)
+        try:
+            return run_retrace(
+                lg, request, streams, rep.skipped, on_total=on_total, on_done=on_done,
+                precomputed=found,
+            )  # fmt: skip
+        finally:
+            if found is not None:
+                found.close()
 
 
 def run_retrace(
@@ -330,10 +353,12 @@ def run_retrace(
     *,
     on_total: Progress | None = None,
     on_done: Progress | None = None,
+    precomputed: Any = None,
 ) -> RetraceResult:
     """The retrace over an open log: ``streams`` (and the ``unreadable`` bundles) are what
-    an ingested ``--source`` held. The appends happen here, on the driver, only after
-    every trial has a result."""
+    an ingested ``--source`` held; ``precomputed`` (a ``SourceOutcomes``) the outcomes of
+    those its reading already projected. The appends happen here, on the driver, only
+    after every trial has a result."""
     source = load_override_source(request.grading_file, request.constraints_file)
     label = str(request.grading_file or request.constraints_file or "")
     override = override_from_source(source, label)
@@ -343,7 +368,7 @@ def run_retrace(
             request.make_engine(), lg, request.selection(size, streams), override,
             [unreadable_bundle(str(u["source"]), str(u["reason"]))
              for u in sorted(unreadable, key=lambda u: str(u["source"]))],
-            on_total=on_total, on_done=on_done,
+            precomputed, on_total=on_total, on_done=on_done,
         )  # fmt: skip
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
@@ -383,12 +408,20 @@ def run_retrace(
 
 def _parked_outcomes(
     engine: Engine, lg: Ledger, select: TrialSelection, override: Override,
-    tail: Sequence[TrialRetrace], **progress: Progress | None,
+    tail: Sequence[TrialRetrace], precomputed: Any = None, **progress: Progress | None,
 ) -> Parked:  # fmt: skip
     """Every selected trial's outcome in stream order, then ``tail``: parked on disk as the
-    engine computes them (an engine that streams them, ``iter_trials``, never holds all)."""
+    engine computes them (an engine that streams them, ``iter_trials``, never holds all).
+    The trials ``precomputed`` settles are not read back from the log."""
     stream = getattr(engine, "iter_trials", None) or engine.map_trials
-    return Parked(stream(lg, select, retrace_trial, override, **progress), tail)
+    if precomputed is None or select.streams is None:
+        return Parked(stream(lg, select, retrace_trial, override, **progress), tail)
+    done = precomputed.pairs(progress.get("on_done"))
+    rest = select.streams - precomputed.decided
+    if not rest:  # every trial was projected as it was read: the log is not read back
+        return Parked(done, tail)
+    rest_select = dataclasses.replace(select, streams=frozenset(rest))
+    return Parked(chain(done, stream(lg, rest_select, retrace_trial, override, **progress)), tail)
 
 
 class _ListHasher:

@@ -51,7 +51,8 @@ def read_jsonl(path: Path) -> tuple[list[NewEvent], list[int]]:
     """Parse an events file (at most 1 GiB, one bounded reader); raise naming the first bad
     line. Blank lines skip. Returns the events and their line numbers."""
     try:
-        data = read_input(path, max_bytes=MAX_APPEND_BYTES)
+        # `-`, a pipe or a process substitution (`<(generate)`) too, to its end, bounded
+        data = read_input(path, max_bytes=MAX_APPEND_BYTES, allow_stdin=True, allow_pipe=True)
     except InputError as exc:
         raise AppendFileError(f"{exc}; nothing appended") from None
     events: list[NewEvent] = []

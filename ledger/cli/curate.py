@@ -54,6 +54,9 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.option("--replace", is_flag=True,
               help="Rewrite the whole --into corpus; without it an existing corpus.yaml is refused.")
 @click.option("--dry-run", is_flag=True, help="Classify and report; write and append nothing.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              show_default="the cores available",
+              help="Processes reading the run directories; the corpus is the same for any N.")
 @ledger_option
 @json_option
 def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:

@@ -18,6 +18,7 @@ import click
 
 import ledger
 from ledger.cli import main
+from ledger.cli.options import resolve_ledger
 from ledger.cli.output import fmt_number, json_text
 from ledger.errors import LedgerError
 
@@ -48,12 +49,14 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
 
 @main.command()
 @click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=DEMO_LEDGER, show_default=True,
-              help="Where the demo builds its ledger (removed and rebuilt on every run).")
+              default=None,
+              help=f"Where the demo builds its ledger, removed and rebuilt on every run "
+                   f"(default: ./{DEMO_LEDGER}; never $VLEDGER_HOME). `vledger --ledger DIR "
+                   "demo` means the same.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("report.html"), show_default=True,
-              help="Where to write the HTML report.")  # fmt: skip
-def demo(ledger_dir: Path, report_path: Path) -> None:
+              default=None,
+              help="Where to write the HTML report (default: report.html beside the ledger).")  # fmt: skip
+def demo(ledger_dir: Path | None, report_path: Path | None) -> None:
     """Build a fresh ledger from the shipped corpora and walk through what it proves.
 
     Ingests the 17 recorded notes trials, their packs and a verdict-core run; records five
@@ -61,8 +64,12 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     constraint; reconciles the declared migration; lists admissions; verifies everything;
     writes the report. Exit 0 when every step did what it should.
 
+    Everything it writes is at or beside its ledger DIR: the ledger in DIR, the checkpoint
+    key in DIR.key and DIR.key.pub, the report in report.html of DIR's parent folder.
+
     Example: make demo   (or: vledger demo --ledger /tmp/demo)
     """
+    ledger_dir, report_path = demo_paths(ledger_dir, report_path)
     corpora = ROOT / "corpora"
     if ledger_dir.exists():
         if not (ledger_dir / MARKER).exists() and any(ledger_dir.iterdir()):
@@ -70,7 +77,6 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
                 f"{ledger_dir} exists and is not a ledger; pass --ledger to a new directory"
             )
         shutil.rmtree(ledger_dir)
-    key = ledger_dir.with_name(ledger_dir.name + ".key")
     notes = corpora / "notes_duplicate_check"
     packs = corpora / "packs"
     narrowed = packs / "notes_duplicate_check_narrowed" / "grading.yaml"
@@ -82,6 +88,7 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
     step("ingest", lambda: ledger.ingest(str(notes), str(packs), str(run_dir), **at), _ingest_line)
     units = corpora / "units" / "demo_units.jsonl"
     step("record units", lambda: ledger.verdict_record(units, **at), _units_line)
+    key = demo_key(ledger_dir)
     if key.exists():
         key.unlink()
         key.with_name(key.name + ".pub").unlink(missing_ok=True)
@@ -109,6 +116,19 @@ def demo(ledger_dir: Path, report_path: Path) -> None:
         f"  vledger prove --ledger {ledger_dir} 0\n"
         f"and open the report in a browser: {report_path.resolve().as_uri()}"
     )
+
+
+def demo_paths(ledger_dir: Path | None, report: Path | None) -> tuple[Path, Path]:
+    """(ledger, report): ``--ledger`` after or before ``demo``, else ./.vledger-demo; the
+    report beside that ledger unless ``--report`` says where. ``$VLEDGER_HOME`` is never
+    the default: the demo removes and rebuilds its ledger."""
+    where = resolve_ledger(ledger_dir, default=DEMO_LEDGER)
+    return where, report if report is not None else where.parent / "report.html"
+
+
+def demo_key(ledger_dir: Path) -> Path:
+    """The demo's signing key: beside its ledger, never inside it."""
+    return ledger_dir.with_name(ledger_dir.name + ".key")
 
 
 def _path_hint() -> str:

@@ -33,6 +33,14 @@ if TYPE_CHECKING:
                    "disagreement.")
 @click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
               help="Refuse any YAML or run file larger than this, by name.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              show_default="the cores available",
+              help="Processes reading the inputs; the log appended is identical for any N.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Read the inputs in local processes, or as Ray tasks where they lie "
+                   "(needs the [ray] extra; every node sees the PATHs at the same place).")
+@click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
+              help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
 @ledger_option
 @busy_option
 @json_option
@@ -42,6 +50,9 @@ def ingest_command(
     skip_bad: bool,
     keep_inconsistent: bool,
     max_file_bytes: int,
+    workers: int | None,
+    engine: str,
+    address: str | None,
     ledger_dir: Path | None,
     busy_timeout: float,
     as_json: bool,
@@ -64,6 +75,8 @@ def ingest_command(
 
     from ledger.app.ingest import IngestError  # noqa: PLC0415
 
+    if engine == "local" and address is not None:
+        raise click.UsageError("--address needs --engine ray")
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
@@ -72,8 +85,9 @@ def ingest_command(
     bar = not as_json and sys.stderr.isatty()
     try:
         report = _with_progress(
-            err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout, bar
-        )
+            err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout,
+            bar, workers=workers, engine=engine, address=address,
+        )  # fmt: skip
     except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
         from ledger.app.ingest_spool import IngestInterrupted  # noqa: PLC0415 - errors only
 
@@ -113,6 +127,7 @@ def _with_progress(
     max_file_bytes: int,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     bar: bool = True,
+    **reading: object,
 ) -> IngestResult:
     """The one ingest call, under a progress bar on ``err`` when ``bar`` (a terminal)."""
     import rich.progress as rp  # noqa: PLC0415 - only the command pays for rich
@@ -139,6 +154,7 @@ def _with_progress(
             max_file_bytes=max_file_bytes,
             busy_timeout=busy_timeout,
             progress=tick if bar else None,
+            **reading,  # type: ignore[arg-type]  # workers / engine / address, as given
         )
 
 

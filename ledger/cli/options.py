@@ -30,10 +30,11 @@ def ledger_option(fn: F) -> F:
 GROUP_LEDGER = "vledger.ledger"  # where `vledger --ledger DIR CMD` leaves DIR (ctx.meta)
 
 
-def resolve_ledger(ledger_dir: Path | None) -> Path:
+def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> Path:
     """The ledger a command uses: its own ``--ledger``, else the one given before the
-    subcommand (``vledger --ledger DIR log``), else ``$VLEDGER_HOME``, else ``./.vledger``.
-    Two different ``--ledger`` values are refused by name rather than one silently winning."""
+    subcommand (``vledger --ledger DIR log``), else ``default`` if given, else
+    ``$VLEDGER_HOME``, else ``./.vledger``. Two different ``--ledger`` values are refused by
+    name rather than one silently winning."""
     ctx = click.get_current_context(silent=True)
     before = ctx.meta.get(GROUP_LEDGER) if ctx is not None else None
     if ledger_dir is not None and before is not None and Path(ledger_dir) != Path(before):
@@ -42,7 +43,9 @@ def resolve_ledger(ledger_dir: Path | None) -> Path:
             "clash: give one of them"
         )
     chosen = ledger_dir if ledger_dir is not None else before
-    return Path(chosen) if chosen is not None else default_ledger_path()
+    if chosen is not None:
+        return Path(chosen)
+    return default if default is not None else default_ledger_path()
 
 
 def busy_option(fn: F) -> F:

@@ -56,7 +56,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     it, and reconcile.completed is appended with a receipt.
 
     \b
-    Example, over the shared notes corpus:
+    Example, over the shipped notes corpus (from the repository root):
         vledger reconcile --packs corpora/packs --dry-run
 
     \b

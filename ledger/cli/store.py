@@ -53,12 +53,15 @@ def init_cmd(ledger_dir: Path | None, as_json: bool) -> None:
 
 
 @main.command("append")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True,
+                                        path_type=Path))
 @ledger_option
 @busy_option
 @json_option
 def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json: bool) -> None:
     """Append every event of FILE.jsonl as one atomic batch; print the seq range.
+
+    FILE may be - (standard input), a named pipe, or a process substitution <(cmd).
 
     Each line: {"stream", "type", "payload", "event_id"?, "expected_version"?}. Built-in
     types are validated against their schema; your own types use the ext. prefix.

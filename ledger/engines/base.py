@@ -12,7 +12,7 @@ example: docs/readme/ray.md, "Python API".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -61,4 +61,9 @@ class Engine(Protocol):
         on_done: Progress | None = None,
     ) -> list[tuple[str, Any]]:
         """``(stream, fn(events, params))`` for every selected trial, in stream order."""
+        ...
+
+    def map_inputs(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """``fn(item)`` for every item, in input order whatever order they complete in,
+        with a bounded number in flight: ingest's reading (``ledger.app.ingest_read``)."""
         ...

@@ -10,10 +10,11 @@ come back sorted by stream, so they are identical for any ``workers``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger.engines.base import Progress, TrialFn, TrialSelection
+from ledger.engines.ordered import main_left_alone, pool_map
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent, stored_events
@@ -103,7 +104,9 @@ def run_pool(
         flight: deque[Future] = deque()
         for lo, hi, ends in _partitions(spans):
             window = lg.read_arrow(stream_prefix=TRIAL_PREFIX, from_seq=lo, to_seq=hi)
-            flight.append(pool.submit(_run_window, _ipc(window), ends, select, fn, params))
+            data = _ipc(window)
+            with main_left_alone():  # processes start in submit: not re-running __main__
+                flight.append(pool.submit(_run_window, data, ends, select, fn, params))
             while len(flight) > 2 * workers or (flight and flight[0].done()):
                 yield from _collect(flight.popleft(), on_done)
         while flight:
@@ -122,6 +125,13 @@ class LocalEngine:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
+
+    def map_inputs(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """``fn`` over ``items``, results in input order: here with one worker, else in a
+        process pool with a bounded window (``ledger.engines.ordered``)."""
+        if self.workers <= 1:
+            return map(fn, items)
+        return pool_map(fn, items, self.workers)
 
     def map_trials(
         self,

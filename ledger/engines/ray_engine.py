@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
+from ledger.engines.ordered import IN_FLIGHT_PER_WORKER, in_order
 from ledger.engines.segment_task import (
     SegmentFailure,
     SegmentIntegrityError,
@@ -144,6 +145,34 @@ class RayEngine:
             self.timings["shutdown"] = time.perf_counter() - t3
         results.sort(key=lambda pair: pair[0])
         return results
+
+    def map_inputs(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """``fn`` over ``items`` as Ray tasks, results in input order with a bounded window
+        (``ledger.engines.ordered``): ingest's reading, done where the inputs lie (every
+        node sees them at the same path). A crashed worker's task is retried
+        ``max_retries`` times; an error ``fn`` raises is not (reading fails the same way)."""
+        ray = _ray()
+        started = self._init(ray)
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", self.workers)) or 1
+            remote = ray.remote(fn).options(max_retries=self.max_retries, num_cpus=1)
+            yield from in_order(
+                remote.remote, lambda ref: self._input(ray, ref), items, IN_FLIGHT_PER_WORKER * cpus
+            )
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _input(self, ray: Any, ref: Any) -> Any:
+        try:
+            return ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 (every Ray failure ends here)
+            cause = getattr(exc, "cause", None) or exc
+            first = (str(cause).strip().splitlines() or [""])[0]
+            raise EngineError(
+                f"a Ray task reading inputs failed after {self.max_retries + 1} attempt(s): "
+                f"{type(cause).__name__}: {first}"
+            ) from None
 
     def _run(
         self,

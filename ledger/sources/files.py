@@ -111,9 +111,13 @@ def read_input(
     allow: Sequence[Path] = (),
     hint: str = COPY_IT_IN,
     allow_stdin: bool = False,
+    allow_pipe: bool = False,
 ) -> bytes:
     """The bytes of one regular file, at most ``max_bytes`` of them; errors name ``name``
-    (default: the path as given). With ``root``, the file must resolve inside it."""
+    (default: the path as given). With ``root``, the file must resolve inside it. With
+    ``allow_pipe`` a FIFO the user named (``mkfifo``, or ``<(cmd)`` in a shell) is read to
+    its end as ``-`` is, still bounded; opened without blocking first, so any other kind
+    of special file is refused before anything waits on it."""
     shown = name or str(path)
     if allow_stdin and str(path) == "-":
         return _read_bounded(sys.stdin.buffer.fileno(), shown, max_bytes, pipe_ok=True)
@@ -122,14 +126,23 @@ def read_input(
     if root is not None:
         target = confine(target, root, shown, what, allow, hint)
         flags |= getattr(os, "O_NOFOLLOW", 0)  # resolved already: a link now is a swap
+    fd = _open(target, flags, shown)
     try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        raise InputError(shown, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return _read_bounded(fd, shown, max_bytes, pipe_ok=False)
+        if allow_pipe and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            # a FIFO opened without blocking reads as empty until its writer opens it:
+            # open it again, waiting for the writer as reading from `-` does
+            fd, first = _open(target, flags & ~os.O_NONBLOCK, shown), fd
+            os.close(first)
+        return _read_bounded(fd, shown, max_bytes, pipe_ok=allow_pipe)
     finally:
         os.close(fd)
+
+
+def _open(target: Path, flags: int, shown: str) -> int:
+    try:
+        return os.open(target, flags)
+    except OSError as exc:
+        raise InputError(shown, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _read_bounded(fd: int, shown: str, max_bytes: int, *, pipe_ok: bool) -> bytes:
