@@ -208,7 +208,7 @@ def _evaluate(
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
     unknown = config.unknown_in(name)
-    if unknown:  # issue 15: a newer recorder's key degrades its component, named
+    if unknown:  # a newer recorder's key degrades its component, named
         return ComponentResult.unmeasurable(unknown_keys_reason(unknown))
     if name == "state_checks" and config.state_checks is not None:
         return evaluate_state_checks(

@@ -84,7 +84,7 @@ class TrialRetrace:
     observations: tuple[ConstraintObservation, ...] = ()
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
     unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
-    # issue 19: (constraint id, reason) left unobserved: it reads a field the recorder never
+    # (constraint id, reason) left unobserved: it reads a field the recorder never
     # wrote (replay.unrecorded), so its verdict here would measure an importer's default
     unmeasured: tuple[tuple[str, str], ...] = ()
     # (agent, tool calls it made) in first-call order, where the recorder names agents

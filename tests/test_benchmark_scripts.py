@@ -1,6 +1,6 @@
 """The benchmark scripts still run end to end at small sizes (no figure is checked here:
 speed lives in ``benchmarks/``). A script that drifts from the code it measures fails here
-instead of at the next measuring session."""
+instead of at the next measurement."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retrace over the log: the issue's published corpus results, history, invariance, exits."""
+"""Retrace over the log: the published corpus results, history, invariance, exits."""
 
 from __future__ import annotations
 

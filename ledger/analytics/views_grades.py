@@ -1,7 +1,7 @@
 """The grade views: grades, current_grades, components, criteria, trace_checks, separation.
 
-grade.recorded carries grade.yaml verbatim (issue 3), grade.replayed the re-derived grade
-(issue 6): scalars from PATHS["grade.head"], nested lists through the shapes below
+grade.recorded carries grade.yaml verbatim, grade.replayed the re-derived grade:
+scalars from PATHS["grade.head"], nested lists through the shapes below
 (FORMATS.md § 4 field names)."""
 
 from __future__ import annotations

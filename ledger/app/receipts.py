@@ -1,7 +1,7 @@
 """Receipt verification at the file/ledger seam (docs/readme/verdict.md § Receipts).
 
 * verdict-core run directories: their files' bytes go to the pure verifier in
-  ``replay.vcore_receipt`` (FORMAT.md § 7).
+  ``replay.vcore_receipt`` (verdict-core FORMAT.md § 7).
 * our own receipts (``replay.completed`` / ``reconcile.completed`` / ``receipt.issued``):
   the event is included in the current log (RFC 9162 § 2.1.3), its checkpoint is
   consistent with it (§ 2.1.4) and, with ``recompute``, the outputs digest recomputes.
@@ -217,7 +217,7 @@ def verify_ledger_receipt(
 
 def _check_ingested_run(lg: Any, ev: StoredEvent, size: int) -> ReceiptCheck:
     """An imported verdict-core receipt: its event is in the log, and the run it
-    describes re-verifies from the log alone (FORMAT.md § 7)."""
+    describes re-verifies from the log alone (verdict-core FORMAT.md § 7)."""
     check = ReceiptCheck(None)
     _check_inclusion(lg, ev, size, check)
     files = ingested_run_files(lg, ev.stream)
@@ -392,7 +392,7 @@ def receipt_verify(
 
 
 def run_verdict(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:
-    """``OUTCOME: reason`` of the evidence (FORMAT.md § 7's CLI), even when verification
+    """``OUTCOME: reason`` of the evidence (verdict-core FORMAT.md § 7's CLI), even when verification
     stopped before rebuilding (e.g. no receipt.json to compare with)."""
     try:
         if rebuilt is None:

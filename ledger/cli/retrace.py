@@ -116,7 +116,7 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
     if report["constraints"]:
         result("constraints:")
         result(render_table(CONSTRAINT_HEADERS, constraint_rows(report["constraints"]), width), nl=False)
-    for c in report["constraints"]:  # issue 19: a field the recorder never wrote, named
+    for c in report["constraints"]:  # a field the recorder never wrote, named
         if c.get("not_measured_reason"):
             result(f"constraint {c['task_id']} / {c['id']}: not measured in "
                    f"{plural(c['not_measured_trials'], 'trial')}: {c['not_measured_reason']}")
