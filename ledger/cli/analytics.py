@@ -154,7 +154,7 @@ def sql_command(
     if out is not None:  # a LedgerError here and below: `Error: …`, exit 1 (the group's rule)
         ledger.check_output_path(out, resolve_ledger(ledger_dir))
     as_json = as_json or as_nl
-    if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
+    if as_json:  # the shared --json flag: one meaning on every command
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
         fmt = "json"
