@@ -72,7 +72,7 @@ ERRORS: dict[str, str] = {
     "EngineError": "ledger.engines.base:EngineError",
     "ReconcileError": "ledger.app.reconcile_packs:ReconcileError",
     "MigrationLoadError": "ledger.app.reconcile_packs:MigrationLoadError",
-    "CurationError": "replay.curation:CurationError",
+    "CurationError": "replay.receipts.curation:CurationError",
     "CurateUsage": "ledger.app.curate:CurateUsage",
     "ExportError": "ledger.app.export:ExportError",
     "SqlRefused": "ledger.analytics.sql:SqlRefused",
@@ -113,7 +113,7 @@ RESULTS: dict[str, str] = {
     "Admissions": "ledger.app.verdicts:Admissions",
     "ReceiptCheck": "ledger.app.receipts:ReceiptCheck",
     "ReceiptShown": "ledger.app.receipts:ReceiptShown",
-    "ABSENT": "replay.vcore_verify:ABSENT",  # a receipt leaf one side does not have
+    "ABSENT": "replay.receipts.verify:ABSENT",  # a receipt leaf one side does not have
     "COUNTER_NAMES": "schemas.gvc:COUNTER_NAMES",  # a derived grade's counters, in order
     "PUBLIC_VIEWS": "ledger.analytics.views:PUBLIC_VIEWS",  # what `sql` and `view` read
 }

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from math import comb
 
-from replay.outcomes import classify_trial_outcome, is_counted
+from replay.grading.outcomes import classify_trial_outcome, is_counted
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:

@@ -71,14 +71,14 @@ def test_the_cli_reads_only_exported_names_of_ledger() -> None:
 def test_the_checks_see_a_violation() -> None:
     bad = (
         "import ledger\nimport click\nfrom ledger.cli.output import error\n"
-        "from ledger.app.retrace import RetraceError\nimport replay.grade\n"
+        "from ledger.app.retrace import RetraceError\nimport replay.grading.grade\n"
         "from ledger import _private\n"
         "def f():\n    from schemas.errors import FAILED\n    return ledger.app, ledger.retrace\n"
         "if False:\n    from ledger.log.store import Ledger\n"
     )
     assert forbidden_imports(bad) == [
         "from ledger.app.retrace import RetraceError",
-        "replay.grade",
+        "replay.grading.grade",
         "from ledger import _private",
         "from schemas.errors import FAILED",
         "from ledger.log.store import Ledger",

@@ -7,13 +7,13 @@ import re
 import pytest
 import yaml
 
-from replay.components.custom_checks import (
+from replay.grading.components.custom_checks import (
     NOT_EXECUTED,
     CheckVerdict,
     RecordedSuite,
     evaluate_custom_checks,
 )
-from replay.grading_rules import load_grading_config
+from replay.grading.rules import load_grading_config
 from schemas.grading import CustomChecksConfig
 from tests.data_paths import GRADING_PARITY
 
@@ -94,8 +94,8 @@ def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> 
     """Tolokaforge 0.33.1 scores the component as the mean of the decided
     checks' own scores (CheckFailed may return 0.5), skips excluded; a record without a
     score reads as its status (passed 1.0, failed 0.0)."""
-    from replay.grade import recorded_suite
-    from replay.recorded_grade import read_recorded_grade as read
+    from replay.grading.grade import recorded_suite
+    from replay.grading.recorded_grade import read_recorded_grade as read
 
     suite = recorded_suite(read(
         {
@@ -121,8 +121,8 @@ def test_a_recorded_suite_that_failed_to_run_scores_0_under_fail_on_error() -> N
     fail_on_error: true"; the recorder names the error only in its Custom checks: segment,
     with no per-check rows. A file declaring no check "decided nothing" (unscored), though
     Tolokaforge 0.33.1 reports it as a suite that failed to run: the spec wins."""
-    from replay.grade import recorded_suite
-    from replay.recorded_grade import read_recorded_grade as read
+    from replay.grading.grade import recorded_suite
+    from replay.grading.recorded_grade import read_recorded_grade as read
 
     failed = {
         "custom_checks_details": [],

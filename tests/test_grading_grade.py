@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from ledger.app.grade import grade, load_bundle
 from ledger.cli import main
-from replay.accounting import evaluated
-from replay.components.judge import CriterionVerdict, RecordedJudge
-from replay.components.result import ComponentResult
-from replay.grade import (
+from replay.grading.accounting import evaluated
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge
+from replay.grading.components.result import ComponentResult
+from replay.grading.grade import (
     Grade,
     GradeInputs,
     compare_grades,
@@ -24,8 +24,8 @@ from replay.grade import (
     grade_trial,
     recorded_grade,
 )
-from replay.grading_rules import load_grading_config
-from replay.recorded_grade import read_recorded_grade
+from replay.grading.recorded_grade import read_recorded_grade
+from replay.grading.rules import load_grading_config
 from tests.data_paths import GRADING_BUNDLES, NOTES
 from tests.grading_support import PARITY, pack_case_timeline, pack_case_views, read_yaml
 

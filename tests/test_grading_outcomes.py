@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.outcomes import TrialOutcomeClass, classify_trial_outcome, is_counted, outcome_key
+from replay.grading.outcomes import (
+    TrialOutcomeClass,
+    classify_trial_outcome,
+    is_counted,
+    outcome_key,
+)
 from tests.pass_at_k_oracle import TrialVerdict, pass_at_k, pass_at_k_report
 
 

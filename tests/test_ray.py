@@ -26,7 +26,7 @@ from ledger.app.retrace import RetraceError, recompute_replay, retrace  # noqa: 
 from ledger.engines.ray_engine import RayEngine  # noqa: E402
 from ledger.log.segments import load_manifest, segment_dir  # noqa: E402
 from ledger.log.store import open_ledger  # noqa: E402
-from replay.retrace import retrace_trial  # noqa: E402
+from replay.grading.retrace import retrace_trial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

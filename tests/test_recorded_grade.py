@@ -1,6 +1,6 @@
 """One rule for which recorded grade of a trial counts (the latest grade.recorded on its
 stream) and one parser of it: retrace, grade, curate, the OTel export, reconcile and the
-bundle export all read ``replay.recorded_grade``."""
+bundle export all read ``replay.grading.recorded_grade``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.app.reconcile_trials import UnreadableBundle, recorded_grade
 from ledger.sources.export_bundle import bundle_documents
-from replay.recorded_grade import read_recorded_grade
-from replay.trial_inputs import trial_inputs
+from reconcile.trials import UnreadableBundle, recorded_grade
+from replay.grading.recorded_grade import read_recorded_grade
+from replay.timeline.trial_inputs import trial_inputs
 from schemas.canonical import canonical_json
 from schemas.envelope import StoredEvent
 

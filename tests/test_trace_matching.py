@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from replay.patterns import compile_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.operators import apply_operator, can_ever_hold, contains, json_type
 from tests.trace_builders import Script, one, tc
@@ -254,7 +254,7 @@ def test_within_restricts_every_matcher() -> None:
 def test_one_compiler_with_one_bounded_cache() -> None:
     """Trace checks and transcript rules compile through one cached function; a pattern
     seen twice is compiled once, and the cache has a bound."""
-    from replay.patterns import COMPILED_CACHE
+    from replay.grading.patterns import COMPILED_CACHE
 
     compile_regex.cache_clear()
     first = compile_regex(r"ref \d+", "linear")

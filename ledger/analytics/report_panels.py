@@ -70,7 +70,7 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = analytics.rows(
         con,
-        # _trial_outcomes holds the pass rule pass_at_k counts (replay.outcomes.is_counted)
+        # _trial_outcomes holds the pass rule pass_at_k counts (replay.grading.outcomes.is_counted)
         "SELECT o.task_id, o.model, count(*) FILTER (WHERE o.counted) AS n, "
         "count(*) FILTER (WHERE o.counted AND o.pass_current) AS c, avg(cg.score) AS mean_score "
         "FROM _trial_outcomes o LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger.analytics.view_kit import View, internal, json_transform, sql_str
 from ledger.analytics.views_grades import CRITERIA_T, CURRENT_ORDER, TRACE_T, VERDICT
-from replay.outcomes import TrialOutcomeClass
+from replay.grading.outcomes import TrialOutcomeClass
 from schemas.key_manifest import MANIFEST
 
 # The k values the pass_at_k view reports; any other k: ``pass_at_k_value(n, c, k)``.
@@ -24,7 +24,7 @@ ACCOUNTING_SHAPE: dict[str, str] = {"key": "VARCHAR", "outcome": "VARCHAR", "rea
 
 def trial_outcomes() -> View:
     # Every registered trial's current and recorded verdicts; no grade (trial_lost) is not
-    # passed, nor is an ungradeable trial whatever it carries (replay.outcomes.is_counted).
+    # passed, nor is an ungradeable trial whatever it carries (replay.grading.outcomes.is_counted).
     refused = f"t.outcome_class <> '{TrialOutcomeClass.UNGRADEABLE}'"
     return internal(
         "_trial_outcomes",

@@ -1,8 +1,8 @@
 """``curate``: a judge-labelled corpus from run directories or from the log (the I/O side).
 
-Two doors, one rule (``replay.curation``): run directories through the one importer
+Two doors, one rule (``replay.receipts.curation``): run directories through the one importer
 (``plan_bundle``), the log as events; either way each trial is read as ``retrace`` reads it
-(``replay.trial_inputs``) and rendered by ``bundle_files``, so both doors write the same
+(``replay.timeline.trial_inputs``) and rendered by ``bundle_files``, so both doors write the same
 bytes. Destination rules, the rename into place and the ``corpus.curated`` event:
 docs/readme/curate.md (RUBRIC_MIGRATION.md, "Building a corpus").
 """
@@ -35,9 +35,9 @@ from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.plan import escape
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import in_run_layout
-from replay.curation import Candidate, Curation, CurationError, recorded_location
-from replay.curation import curate as curate_trials
-from replay.trial_inputs import TrialInputsError, trial_inputs
+from replay.receipts.curation import Candidate, Curation, CurationError, recorded_location
+from replay.receipts.curation import curate as curate_trials
+from replay.timeline.trial_inputs import TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json
 from schemas.curation import MANIFEST_FILE, CorpusCurated
 from schemas.envelope import NewEvent, StoredEvent

@@ -1,8 +1,8 @@
 """``grade``: a trial's grade re-derived from its recorded evidence, beside the recorded one.
 
 A bundle directory is read through ingest's importer in memory (no ledger needed), a trial
-stream from the ledger; either way ``replay.trial_inputs`` folds it — so a bundle and the
-same bundle ingested grade identically — and ``replay.grade.grade_trial`` grades it.
+stream from the ledger; either way ``replay.timeline.trial_inputs`` folds it — so a bundle and the
+same bundle ingested grade identically — and ``replay.grading.grade.grade_trial`` grades it.
 
 Example::
 
@@ -24,10 +24,10 @@ from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError as ImporterBundleError
 from ledger.sources.yaml_safe import load_yaml
-from replay.grade import Grade, GradeInputs, compare_grades, grade_trial, inputs_from_trial
-from replay.grade import recorded_grade as grade_of_record
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from replay.grading.grade import Grade, GradeInputs, compare_grades, grade_trial, inputs_from_trial
+from replay.grading.grade import recorded_grade as grade_of_record
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.grading import GradingConfig
 from schemas.timeline import TimelineInconsistencyError
 

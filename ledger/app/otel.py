@@ -16,9 +16,9 @@ import orjson
 from ledger.app.result import Result
 from ledger.engines.trials import group_trials
 from ledger.errors import LedgerError
-from replay.recorded_grade import RecordedGradeRead, is_number
-from replay.timeline import attempted_calls, build_trial_timeline
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from replay.grading.recorded_grade import RecordedGradeRead, is_number
+from replay.timeline.build import attempted_calls, build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.timeline import TimelineInconsistencyError, TraceEventKind
 
 SCOPE = "verdict-ledger"

@@ -2,7 +2,7 @@
 
 ``reconcile/`` is pure; this module feeds it (RUBRIC_MIGRATION.md § Usage): the packs
 (:mod:`ledger.app.reconcile_packs`), then every bundle under each declared corpus
-(:mod:`ledger.app.reconcile_trials`) — a real run ingests the corpus and reads each trial
+(:mod:`reconcile.trials`) — a real run ingests the corpus and reads each trial
 back from its stream, then appends ``reconcile.completed`` with its receipt; a dry run
 folds the same events in memory. An invocation's defect raises :class:`ReconcileError`;
 one bundle's is an ``unreadable_trials`` row.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.reconcile_corpus import ingest_corpus
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -36,15 +37,6 @@ from ledger.app.reconcile_packs import (
     pack_from,
     packs_by_task,
     pool_claims,
-)
-from ledger.app.reconcile_trials import (
-    Evaluator,
-    UnreadableBundle,
-    graded_values,
-    ingest_corpus,
-    never_ran,
-    recorded_tools,
-    trace_evaluator,
 )
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
@@ -57,8 +49,16 @@ from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
 from reconcile.report import CorpusReport, render_text, run_json
+from reconcile.trials import (
+    Evaluator,
+    UnreadableBundle,
+    graded_values,
+    never_ran,
+    recorded_tools,
+    trace_evaluator,
+)
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from replay.trace_checks.authoring import inspect_trace_checks
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.errors import UsageError

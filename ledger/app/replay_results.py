@@ -34,7 +34,7 @@ import orjson
 
 from ledger.errors import LedgerError
 from ledger.log.layout import DB_FILE
-from replay.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
+from replay.grading.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
 from schemas.canonical import canonical_json
 from schemas.retrace_status import RetraceStatus
 

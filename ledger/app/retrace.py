@@ -1,6 +1,6 @@
 """``retrace`` at the ledger seam: read trials, run the pure projection, append the results.
 
-The projection (``replay.retrace.retrace_trial``) takes one trial's events and returns
+The projection (``replay.grading.retrace.retrace_trial``) takes one trial's events and returns
 values. Every flag of ``vledger retrace`` becomes one :class:`RetraceRequest`, which picks
 the engine (``ledger.engines``; a trial is never split), the trial selection and the
 config record; the results are appended as one ``grade.replayed`` per trial plus one
@@ -40,11 +40,11 @@ from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
-from replay.grade import GRADING_VERSION
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
-from replay.retrace_report import RetraceReportError, build_report
-from replay.timeline import TIMELINE_VERSION
+from replay.grading.grade import GRADING_VERSION
+from replay.grading.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
+from replay.grading.retrace_report import RetraceReportError, build_report
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import digest

@@ -33,8 +33,8 @@ from ledger.errors import LedgerError
 from ledger.log.verify_report import Problem
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
-from replay.verdict import Admission
-from replay.verdict_cases import case_mismatches, derive_case, derived_view
+from replay.verdicts.cases import case_mismatches, derive_case, derived_view
+from replay.verdicts.derive import Admission
 from schemas.errors import FAILED, OK
 from schemas.gvc import CaseFile, Party
 
@@ -139,7 +139,7 @@ def verdict_record(jsonl: str | Path, *, ledger: LedgerArg = None) -> RecordedBa
 @dataclass(frozen=True)
 class DerivedCase:
     name: str
-    derived: dict[str, Any]  # replay.verdict_cases.derived_view
+    derived: dict[str, Any]  # replay.verdicts.cases.derived_view
     mismatches: list[str] | None  # each expectation missed; None: the case states none
 
 

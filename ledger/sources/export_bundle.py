@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.sources.yaml_emit import emit_yaml
-from replay.recorded_grade import recorded_grade_of
+from replay.grading.recorded_grade import recorded_grade_of
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
 from schemas.errors import LedgerError

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from replay.patterns import compile_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.kleene import Truth, Verdict, fold_truths
 from replay.trace_checks.matching import (
     UNKNOWN,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.patterns import compile_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.operators import MISSING, UNKNOWN, apply_operator, can_ever_hold, json_type
 from schemas.timeline import VIEW_KINDS, TraceEvent, TraceEventKind, TrialTimeline
 from schemas.trace_checks import Within

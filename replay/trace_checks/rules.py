@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from replay.patterns import compile_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.addresses import (
     constraint_matchers,
     iter_constraints,

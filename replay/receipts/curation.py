@@ -3,7 +3,7 @@
 The admission rule and the refusals (a :class:`CurationError`, nothing written) are the
 reference's: RUBRIC_MIGRATION.md, "Building a corpus"; docs/readme/curate.md. Both doors of
 ``vledger curate`` — run directories and the log — hand this module the same value per
-trial, :class:`~replay.trial_inputs.TrialInputs` read from the trial's events, so there is
+trial, :class:`~replay.timeline.trial_inputs.TrialInputs` read from the trial's events, so there is
 one reading and one rule.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from replay.recorded_grade import RecordedGradeRead
-from replay.trial_inputs import TrialInputs
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.timeline.trial_inputs import TrialInputs
 from schemas.curation import Authority, CorpusManifest, CuratedBundle, RejectedTrial, Rejection
 from schemas.errors import LedgerError
 from schemas.timeline import ToolExecutionStatus

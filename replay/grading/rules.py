@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from replay.patterns import compile_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.errors import LedgerError
 from schemas.grading import (

@@ -1,7 +1,7 @@
 """What reconciliation reads of one trial: its recorded grade and grading, and the
 candidate label (the pack's trace checks over the trial's timeline).
 
-A bundle is read by the project's one importer and folded by ``replay.trial_inputs``, so
+A bundle is read by the project's one importer and folded by ``replay.timeline.trial_inputs``, so
 reconcile sees a trial exactly as ingest stores it; a defect in one bundle is an
 :class:`UnreadableBundle` (an ``unreadable_trials`` row), never fatal to the run.
 """
@@ -9,27 +9,41 @@ reconcile sees a trial exactly as ingest stores it; a defect in one bundle is an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from ledger.app.reconcile_packs import Pack, ReconcileError, rubric_of
 from reconcile.inputs import (
     Candidate,
     CandidateEvaluation,
     CriterionResult,
+    CriterionShape,
     RecordedGrade,
     RecordedGrading,
     Unavailable,
 )
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.recorded_grade import RecordedGradeRead
-from replay.timeline import build_trial_timeline
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
-from replay.trial_inputs import TrialInputs
 from schemas.errors import LedgerError
+from schemas.grading import GradingConfig, Rubric
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig
+
+
+def rubric_of(config: GradingConfig) -> tuple[CriterionShape, ...] | None:
+    """The rubric's criteria as the grading models read them (schemas/grading.py is the
+    one reader: its defaults — kind binary, weight 1.0 — are the only ones), ``None``
+    when no judge rubric is configured."""
+    judge = config.llm_judge
+    rubric: Rubric | None = judge.rubric if judge is not None else None
+    if rubric is None:
+        return None
+    return tuple(
+        CriterionShape(c.id, c.kind, c.required, float(c.weight), c.description)
+        for c in rubric.criteria
+    )
 
 
 class UnreadableBundle(LedgerError):
@@ -106,14 +120,14 @@ def graded_values(inputs: TrialInputs) -> tuple[RecordedGrade, RecordedGrading]:
 
 # --- the candidate label -------------------------------------------------------------------
 
-Evaluator = Callable[[TrialInputs, Pack], Candidate]
+Evaluator = Callable[[TrialInputs, Any], Candidate]  # (inputs, a loaded pack)
 
 
 def trace_evaluator() -> Evaluator:
     """The production projection: the timeline, then the pack's trace_checks over it."""
     configs: dict[str, TraceChecksConfig | str] = {}
 
-    def config_of(pack: Pack) -> TraceChecksConfig | str:
+    def config_of(pack: Any) -> TraceChecksConfig | str:
         if pack.trace_checks is not None:
             return pack.trace_checks
         key = str(pack.directory)
@@ -124,7 +138,7 @@ def trace_evaluator() -> Evaluator:
                 configs[key] = f"{pack.directory}: {exc}"
         return configs[key]
 
-    def evaluate(inputs: TrialInputs, pack: Pack) -> Candidate:
+    def evaluate(inputs: TrialInputs, pack: Any) -> Candidate:
         config = config_of(pack)
         if isinstance(config, str):
             return Unavailable(config)
@@ -175,24 +189,3 @@ def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
             params = fn.get("parameters")
             tools[fn["name"]] = params if isinstance(params, Mapping) else None
     return tools
-
-
-def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
-    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped).
-    Each bundle read, by resolved directory: its stream and planned event ids, so the
-    caller need not read it again."""
-    from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
-
-    planned: dict[Path, tuple[str, list[str]]] = {}
-
-    def seen(path: Path, unit: Any) -> None:
-        planned[path.resolve()] = (unit.stream, [e.event_id for e in unit.events])
-
-    try:
-        ingest_into(
-            lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
-            on_unit=seen, workers=1,  # read here: reconcile's --workers are its engine's
-        )  # fmt: skip
-    except IngestError as exc:
-        raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
-    return planned

@@ -1,4 +1,4 @@
-"""Retrace's corpus report: ``replay.retrace``'s trial outcomes folded into how each declared
+"""Retrace's corpus report: ``replay.grading.retrace``'s trial outcomes folded into how each declared
 constraint separated the corpus, which paths won, and what it could prove (TRACE_REPLAY.md)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.retrace import ConstraintObservation, TrialRetrace
+from replay.grading.retrace import ConstraintObservation, TrialRetrace
 from schemas.errors import LedgerError
 from schemas.retrace_status import RetraceStatus
 

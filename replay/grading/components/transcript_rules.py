@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replay.accounting import evaluated, skipped, transcript_populated
-from replay.components.result import ComponentResult
-from replay.patterns import RegexBudgetExceeded, compile_regex
-from replay.timeline import assistant_texts, attempted_calls
+from replay.grading.accounting import evaluated, skipped, transcript_populated
+from replay.grading.components.result import ComponentResult
+from replay.grading.patterns import RegexBudgetExceeded, compile_regex
+from replay.timeline.build import assistant_texts, attempted_calls
 from schemas.grading import CommunicateInfo, RequiredAction, TranscriptRulesConfig
 from schemas.timeline import ToolExecutionStatus, ToolExecutorIdentity, TrialTimeline
 

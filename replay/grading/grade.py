@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from replay.accounting import (
+from replay.grading.accounting import (
     accounting_rows,
     expected_evaluators,
     populated_scored_keys,
@@ -19,18 +19,22 @@ from replay.accounting import (
     trace_accounting,
     unaccounted,
 )
-from replay.components.combine import MissingWeightError, combine_components
-from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
-from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
-from replay.components.result import COMPONENTS, ComponentResult
-from replay.components.state_checks import StateEvidence, evaluate_state_checks
-from replay.components.transcript_rules import evaluate_transcript_rules
-from replay.grading_rules import load_grading_config
-from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
-from replay.recorded_grade import RecordedGradeRead
-from replay.timeline import build_trial_timeline
+from replay.grading.components.combine import MissingWeightError, combine_components
+from replay.grading.components.custom_checks import (
+    CheckVerdict,
+    RecordedSuite,
+    evaluate_custom_checks,
+)
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
+from replay.grading.components.result import COMPONENTS, ComponentResult
+from replay.grading.components.state_checks import StateEvidence, evaluate_state_checks
+from replay.grading.components.transcript_rules import evaluate_transcript_rules
+from replay.grading.outcomes import TrialOutcomeClass, classify_trial_outcome
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.grading.rules import load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs, trial_inputs
 from replay.trace_checks.results import TraceChecksResult
-from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.closed import Closed
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig
@@ -55,7 +59,7 @@ class Grade(Closed):
     components: dict[str, float | None]
     not_measured: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = []
-    # per populated scored key: evaluated or skipped, with the reason (replay/accounting.py)
+    # per populated scored key: evaluated or skipped, with the reason (replay/grading/accounting.py)
     accounting: list[dict[str, str]] = []
 
 
@@ -398,7 +402,7 @@ def suite_error(read: RecordedGradeRead | None) -> str | None:
 
 
 def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
-    """A trial read back from the ledger (``replay.trial_inputs``) as grading inputs."""
+    """A trial read back from the ledger (``replay.timeline.trial_inputs``) as grading inputs."""
     initial = trial.states.get("initial")
     initial_db = initial.get("json_db") if isinstance(initial, Mapping) else None
     final = trial.states.get("final")

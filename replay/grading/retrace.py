@@ -1,7 +1,7 @@
 """Retrace: the pure half of auditing a recorded corpus (TRACE_REPLAY.md, FORMATS.md § retrace).
 
 Whether one trial's re-derived grade agrees with its recorded one, and what each constraint
-observed; the corpus fold is ``replay.retrace_report``'s, the I/O ``ledger/app/retrace.py``'s.
+observed; the corpus fold is ``replay.grading.retrace_report``'s, the I/O ``ledger/app/retrace.py``'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from replay.components.result import COMPONENTS, ComponentResult
-from replay.grade import (
+from replay.grading.components.result import COMPONENTS, ComponentResult
+from replay.grading.grade import (
     Difference,
     Grade,
     compare_grades,
@@ -23,12 +23,16 @@ from replay.grade import (
     recorded_grade,
     trace_component,
 )
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.timeline import build_trial_timeline
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import trial_inputs
+from replay.timeline.unrecorded import (
+    not_measured_reason,
+    unmeasured_constraints,
+    unrecorded_fields,
+)
 from replay.trace_checks.results import TraceChecksResult
 from replay.trace_checks.rules import TraceChecksConfigError
-from replay.trial_inputs import trial_inputs
-from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrecorded_fields
 from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig
@@ -86,7 +90,7 @@ class TrialRetrace:
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
     unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
     # (constraint id, reason) left unobserved: it reads a field the recorder never
-    # wrote (replay.unrecorded), so its verdict here would measure an importer's default
+    # wrote (replay.timeline.unrecorded), so its verdict here would measure an importer's default
     unmeasured: tuple[tuple[str, str], ...] = ()
     # (agent, tool calls it made) in first-call order, where the recorder names agents
     agents: tuple[tuple[str, int], ...] = ()

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.recorded_grade import RecordedGradeRead, read_recorded_grade, recorded_grade_of
+from replay.grading.recorded_grade import RecordedGradeRead, read_recorded_grade, recorded_grade_of
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
 from schemas.errors import LedgerError
