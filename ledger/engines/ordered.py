@@ -51,6 +51,7 @@ def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator
     (an error on the driver) cancels what has not started and waits for the rest."""
     import multiprocessing  # noqa: PLC0415 - the pool path only (start-up)
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
 
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -61,21 +62,20 @@ def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator
 
         try:
             yield from in_order(submit, _result, items, IN_FLIGHT_PER_WORKER * workers)
+        except BrokenProcessPool:
+            # raised by a result, or by a submit once the pool knows a worker died
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise EngineError(
+                "a worker process died while reading the inputs (killed, or out of memory); "
+                "nothing was appended: run it again, or with --workers 1 to read in one process"
+            ) from None
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
 
 def _result(fut: Future) -> Any:
-    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
-
-    try:
-        return fut.result()
-    except BrokenProcessPool:
-        raise EngineError(
-            "a worker process died while reading the inputs (killed, or out of memory); "
-            "nothing was appended: run it again, or with --workers 1 to read in one process"
-        ) from None
+    return fut.result()
 
 
 @contextmanager
