@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ledger.app.ingest_inputs import Task, Unit, read_units
-from ledger.app.ingest_spool import parked, unparked
+from ledger.app.ingest_spool import checked, unparked
 from ledger.defaults import default_workers
+from ledger.errors import InvalidEvent
 from ledger.sources import inspect_log
 from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError
@@ -91,7 +92,17 @@ def read_task(task: Task, limits: YamlLimits, derive: Derive | None = None) -> T
         return Refusal(str(exc), {}, missing_extra=True)
     except (BundleError, InputError) as exc:
         return refusal(exc)
-    return tuple(_stream(u, derive) for u in units)
+    streams = []
+    for unit in units:
+        try:
+            streams.append(_stream(unit, derive))
+        except InvalidEvent as exc:  # what the store would refuse: refused here, as input
+            return Refusal(
+                f"{unit.source}: event {exc.index} of stream {unit.stream!r} cannot be "
+                f"stored: {exc.detail}",
+                {},
+            )
+    return tuple(streams)
 
 
 def refusal(exc: Exception) -> Refusal:
@@ -110,7 +121,7 @@ def _stream(unit: Unit, derive: Derive | None) -> ReadStream:
         len(unit.events),
         len(unit.additive),
         ids_digest([e.event_id for e in unit.events]),
-        parked(unit.events, unit.additive),
+        checked(unit.events, unit.additive),
         None if derive is None else derive[0](unit, derive[1]),
     )
 

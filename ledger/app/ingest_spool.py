@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from ledger.errors import LedgerError
+from ledger.log.batch import Batch, checked_batch, prepare_batch
 from ledger.sources.plan import PlannedEvent, new_event
 from schemas.envelope import NewEvent
 
@@ -54,6 +55,24 @@ def parked(*groups: Sequence[PlannedEvent]) -> bytes:
     return pickle.dumps([list(map(_ROW, g)) for g in groups], protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def checked(*groups: Sequence[PlannedEvent]) -> bytes:
+    """:func:`parked`, each event first prepared by the store's own rule
+    (:func:`~ledger.log.batch.prepare_batch`: payload validated, NaN/Infinity refused,
+    canonical bytes) where the events were made — a reading worker — and its body replaced
+    by the payload bytes that rule gives, so the writer appends them as they are
+    (:func:`~ledger.log.batch.checked_batch`), byte for byte what preparing them there
+    would store. Raises :class:`~ledger.errors.InvalidEvent` (its index: across the groups)."""
+    rows = [r for g in groups for r in map(_ROW, g)]
+    events = [new_event(*r) for r in rows]
+    payloads = prepare_batch(events).payloads.to_list() if events else []
+    fixed = [(*r[:_BODY], p, *r[_BODY + 1 :]) for r, p in zip(rows, payloads, strict=True)]
+    out, at = [], 0
+    for g in groups:
+        out.append(fixed[at : at + len(g)])
+        at += len(g)
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def park(file: IO[bytes], *groups: Sequence[PlannedEvent]) -> int:
     """Append ``groups`` to ``file``; their offset, for :func:`unpark`."""
     return park_bytes(file, parked(*groups))
@@ -86,11 +105,11 @@ def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:
 
 
 def unpark_new(file: IO[bytes], offset: int) -> Iterator[Sized]:
-    """Every parked event at ``offset`` as the store takes it (see :data:`Sized`), with no
+    """Every parked event at ``offset`` as its row (see :data:`Sized`), with no
     PlannedEvent in between: a frozen dataclass each is a measured 2 % of an ingest."""
     for g in _rows(file, offset):
         for row in g:  # PlannedEvent's fields, in order (park's _ROW)
-            yield len(row[_BODY]), new_event(*row)
+            yield len(row[_BODY]), row
 
 
 def _rows(file: IO[bytes], offset: int) -> list[list[tuple[Any, ...]]]:
@@ -98,14 +117,30 @@ def _rows(file: IO[bytes], offset: int) -> list[list[tuple[Any, ...]]]:
     return pickle.load(file)  # noqa: S301 - written by park
 
 
-# An event on its way to the store and the bytes of its canonical payload (0 when not known:
-# ingest's own skip events), which is what batches are measured in.
-Sized = tuple[int, NewEvent]
+# An event on its way to the store — a row of PlannedEvent's fields whose body is the
+# payload as the store's preparation gives it (:func:`checked`) — and the bytes of that
+# payload, which is what batches are measured in.
+Sized = tuple[int, tuple[Any, ...]]
 
 
 def sized(events: Iterable[PlannedEvent | NewEvent]) -> Iterator[Sized]:
+    """Planned events read back from the spool (prepared where they were read), or events
+    made here (ingest's own skip events), prepared here."""
     for e in events:
-        yield (len(e.body), e.new_event()) if isinstance(e, PlannedEvent) else (0, e)
+        if isinstance(e, NewEvent):
+            one = prepare_batch([e])
+            body = one.payloads.to_list()[0]
+            e = PlannedEvent(e.stream, e.type, one.event_ids[0], body, e.expected_version, e.schema_version)  # fmt: skip
+        yield len(e.body), _ROW(e)
+
+
+def rows_batch(rows: Sequence[tuple[Any, ...]]) -> Batch:
+    """The store's batch of :data:`Sized` rows, their payloads taken as already prepared."""
+    c = dict(zip(_FIELDS, zip(*rows, strict=True), strict=True))
+    return checked_batch(
+        c["stream"], c["type"], c["schema_version"], c["event_id"], c["body"],
+        c["expected_version"],
+    )  # fmt: skip
 
 
 def append_in_batches(
@@ -115,13 +150,13 @@ def append_in_batches(
     leaves whole streams); returns the first and last seq appended (None when none)."""
     first: int | None = None
     last: int | None = None
-    batch: list[NewEvent] = []
+    batch: list[tuple[Any, ...]] = []
     size = 0
 
     def flush() -> None:
         nonlocal first, last, size
         try:
-            result = ledger.append(batch)
+            result = ledger.append(rows_batch(batch))
         except LedgerError as exc:
             if first is None or last is None:
                 raise  # nothing committed yet: the ledger is unchanged

@@ -30,10 +30,10 @@ from ledger.log import rows as log_rows
 from ledger.log.batch import (
     AppendResult,
     Batch,
+    as_batch,
     check_expected,
     dedupe,
     joined_result,
-    prepare_batch,
     prepare_part,
 )
 from ledger.log.connection import first_row, locked, transaction
@@ -239,9 +239,10 @@ class Ledger(RawReads, merkle.TreeReads):
             max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
         )
 
-    def append(self, events: Iterable[NewEvent]) -> AppendResult:
-        """Append ``events`` as one atomic, durable batch (see the module docstring)."""
-        prepared = prepare_batch(events)
+    def append(self, events: Iterable[NewEvent] | Batch) -> AppendResult:
+        """Append ``events`` as one atomic, durable batch (see the module docstring); a
+        :class:`Batch` is taken as already prepared (:func:`~ledger.log.batch.as_batch`)."""
+        prepared = as_batch(events)
         if not len(prepared):
             return AppendResult(None, None, 0, (), ())
         with self._lock:
