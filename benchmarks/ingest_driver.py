@@ -1,6 +1,6 @@
 """The driver's own CPU time in a parallel ingest, beside a baseline revision's, in one run.
 
-    python -m benchmarks.ingest_driver [--trials 2000] [--workers 2] [--seed 4]
+    python -m benchmarks.ingest_driver [--trials 1000] [--workers 2] [--seed 4]
                                        [--repeat 3] [--baseline main]
 
 With N workers reading, what stays serial is the driver: taking each read stream back,
@@ -9,12 +9,13 @@ can speed an ingest up, so it is measured here on its own: ``time.process_time()
 process calling ``ingest(..., workers=N)`` (its pool's workers are other processes and
 not counted), which a machine loaded by other work changes far less than wall time.
 
-One generated corpus (``benchmarks.generate_corpus``); for this tree and for
-``--baseline`` (``git archive`` of that revision, its C module built as a user's would
-be: ``benchmarks.baseline.export``), each ingest runs in a fresh process into a fresh
-ledger, the two trees interleaved, best of ``--repeat``. Rows: driver CPU seconds per
-1,000 bundles for each, their ratio, and the tree roots (which must be equal: the log is
-the same byte for byte).
+Two generated corpora (``benchmarks.generate_corpus``, ``--trials`` and twice as many
+bundles); for this tree and for ``--baseline`` (``git archive`` of that revision, its C
+module built as a user's would be: ``benchmarks.baseline.export``), each ingest runs in a
+fresh process into a fresh ledger, the two trees interleaved, best of ``--repeat``. Rows:
+driver CPU seconds at each size, and per 1,000 bundles from the smaller to the larger
+(start-up — imports, opening the ledger — left out), their ratio between the trees; the
+logs of both trees must be the same byte for byte (size and tree root).
 """
 
 from __future__ import annotations
@@ -62,42 +63,60 @@ def measure(code: Path, corpus: Path, ledger: Path, workers: int) -> dict[str, f
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trials", type=int, default=2000)
+    ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", default="main", help="git revision to measure beside this tree")
     args = ap.parse_args(argv)
+    sizes = (args.trials, 2 * args.trials)
+    trees = {"this tree": ROOT, f"baseline {args.baseline}": Path()}
+    best: dict[tuple[str, int], dict] = {}
     with tempfile.TemporaryDirectory(prefix="vledger-bench-driver-") as tmp:
         work = Path(tmp)
-        base = export(args.baseline, work / "base")
-        corpus = work / "corpus"
-        generate(corpus, args.trials, args.seed)
-        trees = {"this tree": ROOT, f"baseline {args.baseline}": base}
-        best: dict[str, dict] = {}
-        for _ in range(args.repeat):  # interleaved, so load from elsewhere hits both
-            for name, code in trees.items():
-                run = measure(code, corpus, work / "ledger", args.workers)
-                if name not in best or run["cpu"] < best[name]["cpu"]:
-                    best[name] = run
-    per = 1000 / args.trials
-    this, other = best["this tree"], best[f"baseline {args.baseline}"]
+        trees[f"baseline {args.baseline}"] = export(args.baseline, work / "base")
+        for size in sizes:
+            corpus = work / f"gen{size}"
+            generate(corpus, size, args.seed)
+            for _ in range(args.repeat):  # interleaved, so load from elsewhere hits both
+                for name, code in trees.items():
+                    run = measure(code, corpus, work / "ledger", args.workers)
+                    if (name, size) not in best or run["cpu"] < best[(name, size)]["cpu"]:
+                        best[(name, size)] = run
+            shutil.rmtree(corpus)
+    _report(args, sizes, list(trees), best)
+
+
+def _report(args, sizes, names, best) -> None:  # noqa: ANN001 - a printer
+    small, large = sizes
     print(
-        f"{args.trials:,} generated bundles (seed {args.seed}), {this['events']:,} events, "
-        f"--workers {args.workers}, best of {args.repeat}; {os.cpu_count()} CPUs\n"
+        f"Generated corpora (seed {args.seed}) of {small:,} and {large:,} bundles "
+        f"({best[(names[0], large)]['events']:,} events), --workers {args.workers}, "
+        f"best of {args.repeat}; {os.cpu_count()} CPUs\n"
     )
-    print("| | driver CPU s / 1,000 bundles | driver CPU µs / event | wall s |")
-    print("| --- | --- | --- | --- |")
-    for name, run in best.items():
+    print(
+        f"| | driver CPU s, {small:,} | driver CPU s, {large:,} | per 1,000 bundles "
+        f"(from {small:,} to {large:,}) | wall s, {large:,} |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    marginal = {}
+    for name in names:
+        a, b = best[(name, small)], best[(name, large)]
+        marginal[name] = (b["cpu"] - a["cpu"]) / (large - small) * 1000
         print(
-            f"| {name} | {run['cpu'] * per:.3f} | {run['cpu'] / run['events'] * 1e6:.1f} "
-            f"| {run['wall']:.2f} |"
+            f"| {name} | {a['cpu']:.2f} | {b['cpu']:.2f} | {marginal[name]:.3f} | {b['wall']:.1f} |"
         )
-    print(f"\nthis tree ÷ baseline, driver CPU: {this['cpu'] / other['cpu']:.2f}×")
-    same = this["root"] == other["root"] and this["events"] == other["events"]
-    print(f"same log (size and tree root): {'yes' if same else 'NO'}")
-    if not same:
-        raise SystemExit(f"the logs differ: {this['root']} vs {other['root']}")
+    this, base = names
+    print(
+        f"\nthis tree ÷ baseline, driver CPU per 1,000 bundles: "
+        f"{marginal[this] / marginal[base]:.2f}×; at {large:,} bundles: "
+        f"{best[(this, large)]['cpu'] / best[(base, large)]['cpu']:.2f}×"
+    )
+    for size in sizes:
+        runs = [best[(n, size)] for n in names]
+        if len({(r["root"], r["events"]) for r in runs}) != 1:
+            raise SystemExit(f"the logs of {size:,} bundles differ between the trees: {runs}")
+    print("same log (size and tree root) from both trees at both sizes: yes")
 
 
 if __name__ == "__main__":

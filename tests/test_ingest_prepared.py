@@ -19,10 +19,11 @@ from ledger.app.ingest import IngestError
 from ledger.app.ingest_inputs import Unit, read_units, tasks_for
 from ledger.app.ingest_read import Refusal, read_task
 from ledger.errors import InvalidEvent
-from ledger.log.batch import Batch, checked_batch, prepare_batch
+from ledger.log.batch import Batch, checked_batch, prepare_batch, prepare_decoded
 from ledger.log.store import open_ledger
 from ledger.sources.plan import PlannedEvent
 from ledger.sources.yaml_safe import DEFAULT_LIMITS
+from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +83,12 @@ def test_a_checked_batch_of_prepared_payloads_is_the_prepared_batch(
         full.payloads.to_list(), full.expected,
     )  # fmt: skip
     assert _columns(again) == _columns(full)
+    decoded = prepare_decoded(
+        [e.stream for e in events], [e.type for e in events], [1] * len(events),
+        [None] * len(events), [parse_json(canonical_json(p)) for p in payloads],
+        ["any"] * len(events),
+    )  # fmt: skip
+    assert _columns(decoded) == _columns(full)
 
 
 @pytest.mark.parametrize(
@@ -144,3 +151,10 @@ def test_an_event_the_store_would_refuse_is_a_bad_input(
     skipped = ledger.ingest(NOTES, ledger=tmp_path / "lg2", workers=1, skip_bad=True)
     assert [s["source"] for s in skipped.skipped] == [task.source]
     assert skipped.trials_new == 16
+
+
+@pytest.mark.parametrize("text", [b"NaN", b"Infinity", b"-Infinity", b"1e999", b'{"a": [-1e400]}'])
+def test_decoded_payloads_hold_no_nan_or_infinity(text: bytes) -> None:
+    """What ``prepare_decoded`` relies on to skip its NaN/Infinity walk."""
+    with pytest.raises(ValueError):
+        parse_json(text)

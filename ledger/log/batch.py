@@ -148,28 +148,58 @@ def prepare_batch(events: Iterable[NewEvent]) -> Batch:
     evs = list(events)
     if set(map(type, evs)) - {NewEvent}:
         return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
-    streams = list(map(_STREAM, evs))
-    types = list(map(_TYPE, evs))
-    svs = list(map(_SCHEMA_VERSION, evs))
-    expected = list(map(_EXPECTED, evs))
-    objs = list(map(_PAYLOAD, evs))
+    cols = [list(map(get, evs)) for get in _COLUMNS]
+    done = _prepare_columns(*cols)
+    return done if done is not None else Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+
+
+def prepare_decoded(
+    streams: list[str],
+    types: list[str],
+    schema_versions: list[int],
+    event_ids: list[str | None],
+    payloads: list[Any],
+    expected: list[int | str],
+) -> Batch:
+    """:func:`prepare_batch` of the events these columns hold, every payload decoded from
+    JSON text by ``schemas.canonical.parse_json`` (orjson), which refuses NaN and
+    Infinity: no float in them can be non-finite, so the walk looking for one (most of
+    preparing such payloads, measured) is skipped, and no event object is built."""
+    cols = [streams, types, schema_versions, event_ids, payloads, expected]
+    done = _prepare_columns(*cols, decoded=True)
+    if done is not None:
+        return done
+    return prepare_batch(NewEvent(s, t, p, i, v, e) for s, t, v, i, p, e in zip(*cols, strict=True))
+
+
+def _prepare_columns(
+    streams: list[Any],
+    types: list[Any],
+    svs: list[Any],
+    ids: list[Any],
+    objs: list[Any],
+    expected: list[Any],
+    *,
+    decoded: bool = False,
+) -> Batch | None:
+    """The batch, or None when an event is refused (:func:`prepare_event` names it)."""
     if not (_envelopes_ok(streams, types, svs, expected) and _payloads_valid(types, objs)):
-        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+        return None
     encoded = fast.encode_payloads(objs)
-    if encoded is None:  # a value JSON cannot carry: prepare_event names it
-        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    if encoded is None:  # a value JSON cannot carry
+        return None
     payloads, with_null = encoded
-    for i in with_null:  # orjson writes NaN/Infinity as null: find them
-        if _has_non_finite(objs[i]):
-            prepare_event(i, evs[i])  # raises the precise InvalidEvent
-    ids = list(map(_EVENT_ID, evs))
+    # orjson writes NaN/Infinity as null: look for them where one may hide
+    if not decoded and any(_has_non_finite(objs[i]) for i in with_null):
+        return None
     if set(map(type, ids)) != {str} or not all(ids):
+        ids = list(ids)
         raw = payloads.to_list() if None in ids else []  # one conversion, not one per id
         for i, x in enumerate(ids):
             if x is None:
                 ids[i] = derive_event_id(streams[i], types[i], svs[i], raw[i])
             elif type(x) is not str or not x:
-                prepare_event(i, evs[i])  # raises the precise InvalidEvent
+                return None
     return Batch(streams, types, svs, ids, payloads, expected)
 
 
@@ -240,6 +270,8 @@ _SCHEMA_VERSION = operator.attrgetter("schema_version")
 _EXPECTED = operator.attrgetter("expected_version")
 _PAYLOAD = operator.attrgetter("payload")
 _EVENT_ID = operator.attrgetter("event_id")
+# a NewEvent's fields in the order _prepare_columns takes them
+_COLUMNS = (_STREAM, _TYPE, _SCHEMA_VERSION, _EVENT_ID, _PAYLOAD, _EXPECTED)
 
 
 def _envelopes_ok(

@@ -326,8 +326,9 @@ class Ledger(RawReads, merkle.TreeReads):
             held: dict[str, int | None] = versions  # type: ignore[assignment]
             if before is not None:  # a stream's first part records its version before
                 held = {t: before.setdefault(t, versions.get(t)) for t in streams}
-            if set(new.expected) != {"any"}:
-                for stream, expected in zip(new.streams, new.expected, strict=True):
+            if set(new.expected) != {"any"}:  # "any" always holds: only the others are checked
+                pairs = zip(new.streams, new.expected, strict=True)
+                for stream, expected in [(s, e) for s, e in pairs if e != "any"]:
                     check_expected(stream, expected, held.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(layout.TRIAL_PREFIX)])
             self._insert(new, size, frontier, versions, now)  # frontier is now the new one
