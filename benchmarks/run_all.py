@@ -31,6 +31,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),
     "inspect_import": ("benchmarks.inspect_import", [], ["--samples", "40", "--logs", "2"]),
+    "inspect_memory": ("benchmarks.inspect_memory", [], ["--small", "20", "--large", "60"]),
 }
 
 

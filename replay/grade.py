@@ -405,7 +405,7 @@ def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
     final = trial.states.get("final")
     return GradeInputs(
         trial=trial.stream,
-        messages=trial.messages,
+        messages=trial.timeline_messages,  # every component reads the executed conversation
         recorded_calls=trial.recorded_calls,
         termination_reason=trial.termination_reason,
         grading_error=trial.grading_error,

@@ -32,7 +32,7 @@ from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrec
 from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig
-from schemas.timeline import TimelineInconsistencyError
+from schemas.timeline import TimelineInconsistencyError, TraceEventKind, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
 
@@ -87,6 +87,8 @@ class TrialRetrace:
     # issue 19: (constraint id, reason) left unobserved: it reads a field the recorder never
     # wrote (replay.unrecorded), so its verdict here would measure an importer's default
     unmeasured: tuple[tuple[str, str], ...] = ()
+    # (agent, tool calls it made) in first-call order, where the recorder names agents
+    agents: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +109,7 @@ class TrialRetrace:
             ],
             "advisories": list(self.advisories),
             "not_measured_constraints": [{"id": c, "reason": r} for c, r in self.unmeasured],
+            "agents": [{"agent": a, "tool_calls": n} for a, n in self.agents],
         }
 
 
@@ -177,7 +180,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     try:
         timeline = build_trial_timeline(
-            trial.messages, trial.recorded_calls, trial.termination_reason
+            trial.timeline_messages, trial.recorded_calls, trial.termination_reason
         )
     except TimelineInconsistencyError as exc:
         return TrialRetrace(
@@ -234,8 +237,18 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
             *reg.unknown_keys,
         ),
         unmeasured=unmeasured,
+        agents=calls_by_agent(timeline),
         **base,
     )
+
+
+def calls_by_agent(timeline: TrialTimeline) -> tuple[tuple[str, int], ...]:
+    """How many tool calls each named agent made, in the order each first called."""
+    counts: dict[str, int] = {}
+    for e in timeline.events:
+        if e.kind is TraceEventKind.TOOL_CALL and e.agent is not None:
+            counts[e.agent] = counts.get(e.agent, 0) + 1
+    return tuple(counts.items())
 
 
 def _unmeasured(

@@ -63,9 +63,12 @@ _set_arguments = _slot["arguments"].__set__
 _set_status = _slot["status"].__set__
 _set_result = _slot["result"].__set__
 _set_latency_seconds = _slot["latency_seconds"].__set__
+_set_agent = _slot["agent"].__set__
 
 
-def message_event(position: int, turn: int, kind: TraceEventKind, text: str) -> TraceEvent:
+def message_event(
+    position: int, turn: int, kind: TraceEventKind, text: str, agent: str | None = None
+) -> TraceEvent:
     """An assistant_message / user_message event: call fields None."""
     e = _new(TraceEvent)
     _set_position(e, position)
@@ -79,6 +82,7 @@ def message_event(position: int, turn: int, kind: TraceEventKind, text: str) -> 
     _set_status(e, None)
     _set_result(e, None)
     _set_latency_seconds(e, None)
+    _set_agent(e, agent)
     return e
 
 
@@ -89,6 +93,7 @@ def call_event(
     tool_name: str,
     executor: ToolExecutorIdentity | None,
     arguments: dict[str, Any],
+    agent: str | None = None,
 ) -> TraceEvent:
     """A tool_call event: text, status, result and latency None."""
     e = _new(TraceEvent)
@@ -103,6 +108,7 @@ def call_event(
     _set_status(e, None)
     _set_result(e, None)
     _set_latency_seconds(e, None)
+    _set_agent(e, agent)
     return e
 
 
@@ -115,6 +121,7 @@ def result_event(
     status: ToolExecutionStatus | None,
     result: str | None,
     latency_seconds: float | None,
+    agent: str | None = None,
 ) -> TraceEvent:
     """A tool_result event: text and arguments None."""
     e = _new(TraceEvent)
@@ -129,6 +136,7 @@ def result_event(
     _set_status(e, status)
     _set_result(e, result)
     _set_latency_seconds(e, latency_seconds)
+    _set_agent(e, agent)
     return e
 
 
@@ -171,12 +179,13 @@ def _records_only_events(ordered: Sequence[RecordedToolCall]) -> tuple[TraceEven
     for r in ordered:
         key = deriver.derive(r.call_id)
         name = r.tool_name
-        append(call_event(position, 0, key, name, r.executor, r.arguments))
+        append(call_event(position, 0, key, name, r.executor, r.arguments, r.agent))
         append(
             result_event(
-                position + 1, 0, key, name, r.executor, r.status, r.output, r.latency_seconds
+                position + 1, 0, key, name, r.executor, r.status, r.output, r.latency_seconds,
+                r.agent,
             )
-        )
+        )  # fmt: skip
         position += 2
     return tuple(events)
 
@@ -207,15 +216,16 @@ def _emit(
         else:
             continue  # N3: system messages are not events; tool text joins its call
         # N4: the wire text; a screenshot-only turn carries "".
+        agent = message.agent
         if i not in steps:
-            events.append(message_event(len(events), turn, kind, message.content or ""))
+            events.append(message_event(len(events), turn, kind, message.content or "", agent))
         keyed = calls_of.get(i)
         if keyed is None:
             continue
         if records_present:
-            _emit_recorded_calls(events, turn, keyed, records_by_key)
+            _emit_recorded_calls(events, turn, keyed, records_by_key, agent)
         else:
-            _emit_answered_calls(events, turn, keyed, answers)
+            _emit_answered_calls(events, turn, keyed, answers, agent)
     return events
 
 
@@ -224,6 +234,7 @@ def _emit_recorded_calls(
     turn: int,
     keyed: list[tuple[str, ToolCallDecl]],
     records_by_key: Mapping[str, RecordedToolCall],
+    agent: str | None = None,
 ) -> None:
     """G8: executed calls in ascending sequence, each followed by its result (G5: status
     and output from the record); then the never-executed ones in declaration order, with
@@ -241,15 +252,16 @@ def _emit_recorded_calls(
     position = len(events)
     for _, key, decl, r in executed:
         name = decl.name
-        append(call_event(position, turn, key, name, r.executor, decl.arguments))
+        append(call_event(position, turn, key, name, r.executor, decl.arguments, agent))
         append(
             result_event(
-                position + 1, turn, key, name, r.executor, r.status, r.output, r.latency_seconds
+                position + 1, turn, key, name, r.executor, r.status, r.output, r.latency_seconds,
+                agent,
             )
-        )
+        )  # fmt: skip
         position += 2
     for key, decl in pending:
-        append(call_event(position, turn, key, decl.name, None, decl.arguments))
+        append(call_event(position, turn, key, decl.name, None, decl.arguments, agent))
         position += 1
 
 
@@ -258,6 +270,7 @@ def _emit_answered_calls(
     turn: int,
     keyed: list[tuple[str, ToolCallDecl]],
     answers: Mapping[str, Message],
+    agent: str | None = None,
 ) -> None:
     """G6b: declaration order; an answered call's result right after it; executor and
     latency stay None (no record view), status is the message's recorded ``tool_status``
@@ -266,12 +279,13 @@ def _emit_answered_calls(
     position = len(events)
     for key, decl in keyed:
         name = decl.name
-        append(call_event(position, turn, key, name, None, decl.arguments))
+        append(call_event(position, turn, key, name, None, decl.arguments, agent))
         position += 1
         answer = answers.get(key)
         if answer is not None:
             text = message_result_text(answer)
-            append(result_event(position, turn, key, name, None, answer.tool_status, text, None))
+            status = answer.tool_status
+            append(result_event(position, turn, key, name, None, status, text, None, agent))
             position += 1
 
 
@@ -292,9 +306,12 @@ def assistant_texts(timeline: TrialTimeline) -> tuple[str, ...]:
 
 # --- payloads (timeline.event) ---------------------------------------------------------
 
+# ``agent`` is written only where a recorder named one, so a bundle's payloads (and the
+# projection version) are what they were before the field existed
+_OPTIONAL_FIELDS = frozenset({"agent"})
 _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(TraceEvent))
 _FLAG_FIELDS = ("timeline_version", "message_view_present", "records_present")
-_PAYLOAD_FIELDS = frozenset(_EVENT_FIELDS + _FLAG_FIELDS)
+_PAYLOAD_FIELDS = frozenset(_EVENT_FIELDS + _FLAG_FIELDS) - _OPTIONAL_FIELDS
 
 
 def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
@@ -303,7 +320,7 @@ def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
     a fact or an absent view ("never inferred"). termination_reason travels on trial.ended.
     """
     view, records = timeline.message_view_present, timeline.records_present
-    return [
+    out = [
         {
             "timeline_version": TIMELINE_VERSION,
             "message_view_present": view,
@@ -322,6 +339,10 @@ def timeline_to_payloads(timeline: TrialTimeline) -> list[dict[str, Any]]:
         }
         for e in timeline.events
     ]
+    for payload, e in zip(out, timeline.events, strict=True):
+        if e.agent is not None:
+            payload["agent"] = e.agent
+    return out
 
 
 def timeline_from_payloads(
@@ -336,7 +357,7 @@ def timeline_from_payloads(
     events = []
     flags = {"message_view_present": message_view_present, "records_present": records_present}
     for index, payload in enumerate(payloads):
-        keys = payload.keys()
+        keys = payload.keys() - _OPTIONAL_FIELDS
         if keys != _PAYLOAD_FIELDS:
             unknown = sorted(set(keys) - _PAYLOAD_FIELDS)
             missing = sorted(_PAYLOAD_FIELDS - set(keys))
@@ -395,4 +416,5 @@ def _event_from_payload(p: Mapping[str, Any]) -> TraceEvent:
         None if status is None else ToolExecutionStatus(status),
         p["result"],
         p["latency_seconds"],
+        p.get("agent"),
     )

@@ -64,10 +64,19 @@ class TrialInputs:
     recorded_grade: Mapping[str, Any] | None
     timeline_version: str | None  # of the stored timeline.events, None if none stored
     timeline_inconsistency: Mapping[str, Any] | None  # stored G6b/G7 record, if any
+    # the conversation as its agents executed it (``trial.agent_message``), where a recorder
+    # logs more than the top-level conversation (inspect_ai: every agent's model calls)
+    agent_messages: tuple[Message, ...] | None = None
 
     @property
     def stream(self) -> str:
         return self.registered.stream
+
+    @property
+    def timeline_messages(self) -> tuple[Message, ...]:
+        """The message view the timeline joins the records to: the executed conversation
+        where one was recorded, else the recorded messages."""
+        return self.messages if self.agent_messages is None else self.agent_messages
 
 
 def message_from_payload(p: Mapping[str, Any]) -> Message:
@@ -83,6 +92,7 @@ def message_from_payload(p: Mapping[str, Any]) -> Message:
         ),
         tool_call_id=p.get("tool_call_id"),
         tool_status=None if status is None else ToolExecutionStatus(status),
+        agent=p.get("agent"),
     )
 
 
@@ -98,6 +108,7 @@ def recorded_call_from_payload(p: Mapping[str, Any]) -> RecordedToolCall:
         output=p.get("output"),
         latency_seconds=p.get("latency_seconds"),
         timestamp=p.get("timestamp"),
+        agent=p.get("agent"),
     )
 
 
@@ -133,6 +144,7 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
     registered: RegisteredInfo | None = None
     messages: list[tuple[int, Message]] = []
     calls: list[tuple[int, RecordedToolCall]] = []
+    executed: list[tuple[int, Message]] = []
     ended: Mapping[str, Any] | None = None
     states: dict[str, Any] = {}
     grade: Mapping[str, Any] | None = None
@@ -152,6 +164,8 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
             messages.append((p["index"], message_from_payload(p)))
         elif t == "trial.tool_call":
             calls.append((p["index"], recorded_call_from_payload(p)))
+        elif t == "trial.agent_message":
+            executed.append((p["index"], message_from_payload(p)))
         elif t == "trial.ended":
             ended = p
         elif t == "state.recorded":
@@ -183,4 +197,7 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
         recorded_grade=grade,
         timeline_version=tl_version,
         timeline_inconsistency=inconsistency,
+        agent_messages=tuple(m for _, m in sorted(executed, key=lambda im: im[0]))
+        if executed
+        else None,
     )

@@ -24,6 +24,7 @@ MODEL_NAMES: dict[str, tuple[str, str]] = {
     "trial.registered": ("trial_events", "TrialRegistered"),
     "trial.message": ("trial_events", "TrialMessage"),
     "trial.tool_call": ("trial_events", "TrialToolCall"),
+    "trial.agent_message": ("trial_events", "TrialAgentMessage"),
     "trial.ended": ("trial_events", "TrialEnded"),
     "timeline.event": ("trial_events", "TimelineEvent"),
     "state.recorded": ("trial_events", "StateRecorded"),

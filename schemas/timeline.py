@@ -72,6 +72,8 @@ class Message:
     tool_calls: tuple[ToolCallDecl, ...] = ()
     tool_call_id: str | None = None
     tool_status: ToolExecutionStatus | None = None
+    # the agent that wrote it, where a recorder names one (inspect_ai's agent spans)
+    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,7 @@ class RecordedToolCall:
     output: str | None = None
     latency_seconds: float | None = None
     timestamp: str | None = None
+    agent: str | None = None  # the agent that made the call, where a recorder names one
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,9 @@ class TraceEvent:
     status: ToolExecutionStatus | None = None
     result: str | None = None
     latency_seconds: float | None = None
+    # the agent that wrote the message or made the call, where the recorder names one
+    # (inspect_ai); an extension beyond GRADING.md's TraceEvent, None for every bundle
+    agent: str | None = None
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -82,6 +82,18 @@ class TrialMessage(Closed):
     ts: str | None = None
     openrouter_generation_id: str | None = None
     unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
+    agent: str | None = None  # the agent that wrote it, where the recorder names one
+
+
+class TrialAgentMessage(Closed):
+    """One message of the conversation as its agents executed it (inspect_ai: each model
+    call's output, of whichever agent, and each user message first given to a model)."""
+
+    index: int
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCallDeclPayload] | None = None
+    agent: str | None = None
 
 
 class TrialToolCall(Closed):
@@ -98,6 +110,7 @@ class TrialToolCall(Closed):
     latency_seconds: float | None = None
     timestamp: str | None = None
     unrecognized: dict[str, Any] | None = None  # keys a newer recorder wrote, verbatim
+    agent: str | None = None  # the agent that made the call, where the recorder names one
 
 
 class TrialEnded(Closed):
@@ -162,6 +175,7 @@ class TimelineEvent(Closed):
     status: ToolExecutionStatus | None = None
     result: str | None = None
     latency_seconds: float | None = None
+    agent: str | None = None
     inconsistency: TimelineInconsistency | None = None
 
 

@@ -8,8 +8,9 @@ tokens and $0.002 (two calls). These numbers are the spec the tests assert again
 
 ``before/runs/`` holds a copy of the ``.eval`` log as written and ``after/runs/`` the same
 copy re-scored in place with the ``answered`` scorer (``overwrite``), so inspect's own file
-no longer shows the ``includes`` scores; both directories are named ``runs``, so both
-files ingest as corpus ``runs``, as a log re-scored where it lies would.
+no longer shows the ``includes`` scores. ``beside/`` holds the log and the copy
+``inspect score`` without ``--overwrite`` writes next to it (``<name>-scored.eval``: the
+``answered`` scores appended to ``includes``), ``elsewhere/other/`` only that copy.
 """
 
 from __future__ import annotations
@@ -132,6 +133,16 @@ def rescore(path: Path) -> None:
     write_eval_log(log, str(path))
 
 
+def score_to_new_file(path: Path, target: Path) -> None:
+    """What ``inspect score`` without ``--overwrite`` does: the scores appended, the log
+    written to a new file (its name: inspect's ``-scored`` suggestion)."""
+    from inspect_ai import score
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = score(read_eval_log(str(path)), _answered(), action="append", display="none")
+    write_eval_log(log, str(target))
+
+
 @dataclass(frozen=True)
 class InspectLogs:
     logs: Path  # a directory holding the .eval log
@@ -139,6 +150,8 @@ class InspectLogs:
     json_log: Path  # the same log rewritten as .json by inspect's writer, in its own directory
     original: Path  # a copy of eval_log before re-scoring, alone in its directory
     rescored: Path  # eval_log's copy, re-scored in place
+    beside: Path  # a directory: eval_log's copy and its -scored copy
+    elsewhere: Path  # a directory holding only a -scored copy
 
 
 @pytest.fixture(scope="session")
@@ -157,4 +170,12 @@ def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> InspectLogs:
     rescored.parent.mkdir(parents=True)
     shutil.copyfile(eval_log, rescored)
     rescore(rescored)
-    return InspectLogs(logs, eval_log, json_log, original, rescored)
+    beside = base / "beside"
+    beside.mkdir()
+    shutil.copyfile(eval_log, beside / eval_log.name)
+    scored_name = eval_log.name.replace(".eval", "-scored.eval")
+    score_to_new_file(eval_log, beside / scored_name)
+    elsewhere = base / "elsewhere" / "other"
+    elsewhere.mkdir(parents=True)
+    shutil.copyfile(beside / scored_name, elsewhere / scored_name)
+    return InspectLogs(logs, eval_log, json_log, original, rescored, beside, elsewhere)

@@ -83,6 +83,10 @@ def crash_rounds(ledger_dir: Path, key_dir: Path, rounds: int, seed: int, size: 
         assert proc.stdout is not None
         ready = proc.stdout.readline().strip()
         assert ready == b"ready", (ready, proc.stderr.read() if proc.stderr else b"")
+        # the random moment counts from the first acknowledged batch, so a loaded machine
+        # still kills mid-stream rather than before anything was committed
+        first = proc.stdout.readline().decode()
+        assert first.startswith("committed"), (first, proc.stderr.read() if proc.stderr else b"")
         time.sleep(rng.uniform(0.0, 0.35))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -90,7 +94,7 @@ def crash_rounds(ledger_dir: Path, key_dir: Path, rounds: int, seed: int, size: 
             f"round {r}: the writer was not running when killed: "
             f"{proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
         )
-        out = proc.stdout.read().decode().split("\n")
+        out = [first, *proc.stdout.read().decode().split("\n")]
         committed = {int(x.split()[1]) for x in out if x.startswith("committed")}
         acknowledged += len(committed)
         groups = batches_in(ledger_dir)

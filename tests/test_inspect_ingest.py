@@ -18,7 +18,7 @@ from ledger.app.ingest import IngestError
 from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import Ledger, open_ledger
-from ledger.sources.inspect_log import score_value
+from ledger.sources.inspect_log import CORPUS, score_value
 from replay.timeline import build_trial_timeline
 from replay.trial_inputs import trial_inputs
 from tests.inspect_support import (
@@ -54,7 +54,7 @@ def _stream_of(lg: Ledger, sample: str, epoch: int, log: Path) -> str:
     from inspect_ai.log import read_eval_log
 
     eval_id = read_eval_log(str(log), header_only=True).eval.eval_id
-    stream = f"trial/{log.parent.name}/{TASK}/{sample}_epoch{epoch}_{eval_id}"
+    stream = f"trial/{CORPUS}/{TASK}/{sample}_epoch{epoch}_{eval_id}"
     assert stream in lg.streams("trial/")
     return stream
 
@@ -70,12 +70,12 @@ def test_a_log_directory_is_one_trial_per_sample_and_epoch(
     for stream in report.trial_streams:
         reg = _trial(lg, stream).registered
         assert reg.task_id == TASK
-        assert reg.corpus == "logs"
+        assert reg.corpus == CORPUS  # not the folder's name
         assert reg.models["agent"] == "mockllm/model"
         sample = reg.payload["task"]["sample"]
         assert sample["id"] in SAMPLES
         assert reg.trial_index == sample["epoch"] - 1
-        assert stream == f"trial/logs/{TASK}/{reg.trial}"
+        assert stream == f"trial/{CORPUS}/{TASK}/{reg.trial}"
 
 
 @pytest.mark.parametrize("which", ["eval_log", "json_log"])
@@ -169,6 +169,37 @@ def test_a_rescored_log_appends_its_new_scores_beside_the_old(
     assert ingest(lg, [inspect_logs.rescored.parent]).events_new == 0
 
 
+def _components(lg: Ledger, stream: str) -> list[dict]:
+    return [e.data()["grade"]["components"] for e in lg.read(stream=stream, type="grade.recorded")]
+
+
+def test_a_copy_scored_to_a_new_file_beside_the_original_adds_scores_not_trials(
+    lg: Ledger, inspect_logs: InspectLogs
+) -> None:
+    trials = len(SAMPLES) * EPOCHS
+    both = ingest(lg, [inspect_logs.beside])  # the log and its -scored copy, one folder
+    assert (both.trials_new, both.trials_present, both.inconsistent) == (trials, 0, [])
+    assert len(set(both.trial_streams)) == trials
+    stream = _stream_of(lg, "s1", 1, inspect_logs.eval_log)
+    # the original's scores, then the copy's (includes kept, answered appended)
+    assert _components(lg, stream) == [{"includes": 1.0}, {"includes": 1.0, "answered": 1.0}]
+    assert _trial(lg, stream).recorded_grade["components"] == {"includes": 1.0, "answered": 1.0}
+
+
+def test_a_scored_copy_in_another_folder_is_the_same_trial(
+    lg: Ledger, inspect_logs: InspectLogs
+) -> None:
+    trials = len(SAMPLES) * EPOCHS
+    first = ingest(lg, [inspect_logs.logs])
+    size = lg.size()
+    copy = ingest(lg, [inspect_logs.elsewhere])
+    assert (copy.trials_new, copy.trials_present) == (0, trials)
+    assert copy.events_new == trials == lg.size() - size  # one grade.recorded per trial
+    assert set(copy.trial_streams) == set(first.trial_streams)
+    # read again from anywhere, nothing more
+    assert ingest(lg, [inspect_logs.beside, inspect_logs.elsewhere]).events_new == 0
+
+
 def test_verify_deep_recomputes_the_imported_timelines(
     lg: Ledger, inspect_logs: InspectLogs
 ) -> None:
@@ -185,7 +216,7 @@ def test_an_unreadable_log_is_named(lg: Ledger, tmp_path: Path) -> None:
     bad.write_bytes(b"not a zip")
     with pytest.raises(IngestError) as exc:
         ingest(lg, [bad])
-    assert str(bad) in str(exc.value) and "read_eval_log" in str(exc.value)
+    assert str(bad) in str(exc.value) and "not a .eval archive" in str(exc.value)
     assert lg.size() == 0
 
 

@@ -128,6 +128,9 @@ def test_a_failed_tool_call_is_an_error_span_and_the_grade_sits_on_the_trial(
               and _attrs(s).get("gen_ai.operation.name") == "execute_tool"]  # fmt: skip
     inspect_failed = [s for s in failed if s["status"]["message"] == TOOL_ERROR]
     assert len(inspect_failed) == 2  # s2, both epochs
+    # the agent that made the call: inspect's top-level solver here; a bundle names none
+    assert {_attrs(s).get("gen_ai.agent.name") for s in inspect_failed} == {"generate"}
+    assert all("gen_ai.agent.name" not in _attrs(s) for s in failed if s not in inspect_failed)
     for s in inspect_failed:
         a = _attrs(s)
         assert (a["gen_ai.tool.name"], a["error.type"]) == ("lookup", "error")

@@ -758,8 +758,15 @@ def test_fast_constructors_equal_dataclass_init() -> None:
         "status",
         "result",
         "latency_seconds",
+        "agent",
     ]
     assert message_event(3, 1, K.USER_MESSAGE, "hi") == TraceEvent(3, 1, K.USER_MESSAGE, "hi")
+    assert message_event(3, 1, K.USER_MESSAGE, "hi", "a/b") == TraceEvent(
+        3, 1, K.USER_MESSAGE, "hi", agent="a/b"
+    )
+    assert call_event(4, 1, "c", "t", AGENT, {}, "a") == TraceEvent(
+        4, 1, K.TOOL_CALL, call_id="c", tool_name="t", executor=AGENT, arguments={}, agent="a"
+    )
     assert call_event(4, 1, "c", "t", AGENT, {"a": 1}) == TraceEvent(
         4, 1, K.TOOL_CALL, call_id="c", tool_name="t", executor=AGENT, arguments={"a": 1}
     )

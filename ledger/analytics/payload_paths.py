@@ -42,13 +42,14 @@ PATHS: dict[str, dict[str, list[str]]] = {
         "output",
         "latency_seconds",
         "timestamp",
+        "agent",
     ),
     "trial.tool_call/json": top("arguments"),
     "timeline.event": {
         "projection_version": ["$.timeline_version"],
         "inconsistency": ["$.inconsistency.message"],
         **top("position", "turn_index", "kind", "text", "call_id", "tool_name", "executor"),
-        **top("status", "result", "latency_seconds"),
+        **top("status", "result", "latency_seconds", "agent"),
     },
     "timeline.event/json": top("arguments"),
     # the scalar head of grade.recorded / grade.replayed, read without parsing nested lists

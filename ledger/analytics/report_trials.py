@@ -125,7 +125,8 @@ def _timelines(con: duckdb.DuckDBPyConnection, trials: list[str]) -> dict[str, l
     messages and tool calls in log order (positions then are not timeline positions)."""
     timeline = analytics.rows(
         con,
-        "SELECT trial, position, kind, coalesce(text, '') AS text, tool_name, status, result "
+        "SELECT trial, position, kind, coalesce(text, '') AS text, tool_name, status, result, "
+        "agent "
         f"FROM timeline WHERE trial IN {_in(trials)} QUALIFY projection_version = "
         "max(projection_version) OVER (PARTITION BY trial) ORDER BY trial, position",
     )
@@ -135,9 +136,10 @@ def _timelines(con: duckdb.DuckDBPyConnection, trials: list[str]) -> dict[str, l
         raw = analytics.rows(
             con,
             "SELECT trial, seq, NULL AS position, role || ' message' AS kind, content AS text, "
-            f"NULL AS tool_name, NULL AS status, NULL AS result FROM messages WHERE trial IN "
-            f"{_in(missing)} UNION ALL SELECT trial, seq, NULL, 'tool_call', '', tool_name, "
-            f"status, output FROM tool_calls WHERE trial IN {_in(missing)} ORDER BY trial, seq",
+            f"NULL AS tool_name, NULL AS status, NULL AS result, NULL AS agent FROM messages "
+            f"WHERE trial IN {_in(missing)} UNION ALL SELECT trial, seq, NULL, 'tool_call', '', "
+            f"tool_name, status, output, agent FROM tool_calls WHERE trial IN {_in(missing)} "
+            "ORDER BY trial, seq",
         )
         out.update(_by(raw, "trial"))
     return out
@@ -233,8 +235,10 @@ def _timeline_table(events: list[dict], readers: dict[int, list[tuple[str, str]]
             f'<span class="v-{escape(v)}">{escape(cid)}: {escape(v)}</span>' for cid, v in read
         )
         pos = "" if e["position"] is None else str(e["position"])
+        # the agent that made it, where the recorder names one (inspect_ai agent spans)
+        kind = e["kind"] + (f" · {e['agent']}" if e.get("agent") else "")
         rows.append(
-            f"<tr><td>{pos}</td><td>{escape(e['kind'])}</td><td>{escape(_cut(what))}</td>"
+            f"<tr><td>{pos}</td><td>{escape(kind)}</td><td>{escape(_cut(what))}</td>"
             f"<td>{beside}</td></tr>"
         )
     return (

@@ -8,6 +8,7 @@ from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, TrialOutcomeC
 
 _TRIAL = ("trial", "trial stream")
 _SEQ = ("seq", "log position of the event")
+_AGENT = "agent that made the call or wrote the message (inspect_ai agent span path), else NULL"
 
 
 def outcome_case(reason: str, grading_error: str) -> str:
@@ -82,7 +83,7 @@ def messages() -> View:
 def tool_calls() -> View:
     cols = ["stream AS trial", "seq", "call_id", "TRY_CAST(sequence AS INTEGER) AS sequence"]
     cols += ["tool_name", "executor", "status"]
-    cols += ["TRY_CAST(latency_seconds AS DOUBLE) AS latency_seconds", "timestamp"]
+    cols += ["TRY_CAST(latency_seconds AS DOUBLE) AS latency_seconds", "timestamp", "agent"]
     return View(
         "tool_calls",
         typed_view("trial.tool_call", [*cols, "arguments", "output"], extra_json=True),
@@ -97,6 +98,7 @@ def tool_calls() -> View:
             ("status", "success / error / …"),
             ("latency_seconds", "recorded latency"),
             ("timestamp", "recorded timestamp"),
+            ("agent", _AGENT),
             ("arguments", "call arguments (JSON)"),
             ("output", "the tool's own output text"),
         ),
@@ -108,7 +110,7 @@ def timeline() -> View:
     cols += ["TRY_CAST(position AS INTEGER) AS position"]
     cols += ["TRY_CAST(turn_index AS INTEGER) AS turn_index", "kind", "text", "call_id"]
     cols += ["tool_name", "executor", "status", "result"]
-    cols += ["TRY_CAST(latency_seconds AS DOUBLE) AS latency_seconds", "arguments"]
+    cols += ["TRY_CAST(latency_seconds AS DOUBLE) AS latency_seconds", "agent", "arguments"]
     return View(
         "timeline",
         typed_view("timeline.event", cols, extra_json=True),
@@ -127,6 +129,7 @@ def timeline() -> View:
             ("status", "execution status, when recorded"),
             ("result", "tool result text"),
             ("latency_seconds", "recorded latency"),
+            ("agent", _AGENT),
             ("arguments", "call arguments (JSON)"),
         ),
     )

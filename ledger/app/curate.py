@@ -52,7 +52,8 @@ __all__ = ["CurateRequest", "CurateResult", "CurationError", "curate"]
 EVENT_TYPE = "corpus.curated"
 # what the rule and the renderer read; timeline events are derived and not needed here
 _TRIAL_TYPES = (
-    "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "grade.recorded",
+    "trial.registered", "trial.message", "trial.agent_message", "trial.tool_call",
+    "trial.ended", "grade.recorded",
 )  # fmt: skip
 
 

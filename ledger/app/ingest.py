@@ -65,6 +65,7 @@ from ledger.defaults import DEFAULT_BUSY_TIMEOUT
 from ledger.engines import get_engine
 from ledger.errors import LedgerError
 from ledger.log.rows import ARROW_FROM_ROWS
+from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
 from ledger.sources.plan import PlannedEvent, event_id
@@ -122,6 +123,8 @@ class IngestResult(Result):
     inconsistent: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     trial_streams: list[str] = field(default_factory=list)  # every trial read, new or present
+    # inspect tasks whose logs hold several attempts (eval_set retries): ledger.sources.inspect_sets
+    retried_tasks: list[dict[str, Any]] = field(default_factory=list)
     first_seq: int | None = None
     last_seq: int | None = None
 
@@ -137,6 +140,8 @@ class IngestResult(Result):
             "inconsistent": self.inconsistent,
             "skipped": self.skipped,
             "trial_streams": self.trial_streams,
+            # only inspect eval-set directories have any: bundle ingests keep their shape
+            **({"retried_tasks": self.retried_tasks} if self.retried_tasks else {}),
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
         }
@@ -273,7 +278,12 @@ class _Ingest:
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
         self.counts: Counter[str] = Counter()
-        self.lists: dict[str, list[Any]] = {"inconsistent": [], "skipped": [], "trial_streams": []}
+        self.lists: dict[str, list[Any]] = {
+            "inconsistent": [], "skipped": [], "trial_streams": [], "retried_tasks": []
+        }  # fmt: skip
+        # content-identified events (re-scores) a later input of an already planned stream
+        # adds: a log and its re-scored copy read in one ingest both count
+        self.extra: dict[str, dict[str, PlannedEvent]] = {}
 
     def bad(self, source: str, kind: str, why: Refusal | str, code: str = "bad_input") -> None:
         """Abort on a bad input, or with ``skip_bad`` record it as skipped."""
@@ -306,12 +316,19 @@ class _Ingest:
                     raise IngestError(task.source, read.text, "missing_extra")
                 self.bad(task.source, task.kind, read)
                 continue
-            for stream in read:
-                if on_unit is not None:
-                    on_unit(task.path, stream.unit())
-                self.admit(stream)
+            try:  # an inspect log's streams are read lazily, one sample at a time
+                for stream in read:
+                    if on_unit is not None:
+                        on_unit(task.path, stream.unit())
+                    self.admit(stream)
+            except inspect_log.InspectUnavailable as exc:
+                raise IngestError(task.source, str(exc), "missing_extra") from None
+            except (BundleError, InputError) as exc:
+                self.bad(task.source, task.kind, refusal(exc))
         if progress is not None:
             progress(total, total, "")
+        for log_set in {id(t.log_set): t.log_set for t in tasks if t.log_set}.values():
+            self.lists["retried_tasks"] += log_set.summary()
 
     def admit(self, read: ReadStream) -> None:
         """Admit one read stream into the plan, or report it through :meth:`bad`."""
@@ -333,7 +350,11 @@ class _Ingest:
             self.planned[unit.stream] = _Planned(
                 unit, read.size, read.additive, digest, offset, held
             )
-        elif seen.digest != digest:
+        elif seen.digest == digest:
+            if read.additive:
+                extra = self.extra.setdefault(unit.stream, {})
+                extra.update((e.event_id, e) for e in read.unit().additive)
+        else:
             self.bad(
                 unit.source,
                 unit.kind,
@@ -351,9 +372,15 @@ class _Ingest:
         groups: list[Any] = []
         for stream, p in self.planned.items():
             held = existing.get(stream)
+            extra = self.extra.get(stream, {})
             if held is None:
                 # read back only when the append reaches it
                 groups.append(unpark_new(self.file, p.offset))
+                if extra:
+                    parked = {e.event_id for e in unpark(self.file, p.offset)[1]}
+                    added = [e for i, e in extra.items() if i not in parked]
+                    groups.append(sized(added))
+                    self.counts["events_new"] += len(added)
                 if self.on_derived is not None and p.derived is not None:
                     self.on_derived(stream, unpark_value(self.file, p.derived))
                 if p.unit.inconsistent is not None:
@@ -362,7 +389,9 @@ class _Ingest:
                 self.count(p, new=True)
                 self.counts["events_new"] += p.additive
                 continue
-            additive = unpark(self.file, p.offset)[1] if p.additive else ()
+            additive = unpark(self.file, p.offset)[1] if p.additive else []
+            have = {a.event_id for a in additive}
+            additive += [e for i, e in extra.items() if i not in have]
             additive_types = {e.type for e in additive}
             old = [e for e, t in held if t not in additive_types]
             if ids_digest(old) != p.digest:
@@ -417,7 +446,8 @@ def _skip_event(source: str, kind: str, reason: str, fields: dict[str, Any]) -> 
 # component appends to the same stream later (an annotation, a replay) is not "a change".
 INGEST_TYPES = frozenset(
     {
-        "trial.registered", "trial.message", "trial.tool_call", "trial.ended", "state.recorded",
+        "trial.registered", "trial.message", "trial.agent_message", "trial.tool_call",
+        "trial.ended", "state.recorded",
         "grade.recorded", "timeline.event", "pack.registered", "migration.declared",
         "run.event", "receipt.issued",
     }

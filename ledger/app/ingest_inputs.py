@@ -7,12 +7,22 @@ input (bundle, pack, verdict-core run, inspect log); reading a task gives its
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.sources import inspect_log
 from ledger.sources.corpus import Corpus, read_corpus
-from ledger.sources.detect import PathKind, detect, discover, discover_bundles, discover_packs
+from ledger.sources.detect import (
+    NEVER_DISCOVERED,
+    PathKind,
+    detect,
+    discover,
+    discover_bundles,
+    discover_packs,
+)
+from ledger.sources.inspect_sets import LogSet
 from ledger.sources.packs import pack_events, read_pack
 from ledger.sources.plan import PlannedEvent
 from ledger.sources.shape import BundleError
@@ -45,6 +55,8 @@ class Task:
     source: str
     corpus: str | None = None
     corpus_doc: Corpus | None = None
+    root: Path | None = None  # what a log's reads are confined to (the PATH as given)
+    log_set: LogSet | None = None  # shared by the logs of one PATH (inspect_sets)
 
 
 def _label(given: str, path: Path, root: Path) -> str:
@@ -88,12 +100,13 @@ def tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathK
         return kind, [Task("pack", p, _label(given, p, root)) for p in discover_packs(root)]
     name = corpus or root.resolve().name
     if kind is PathKind.CORPUS:
-        return kind, _corpus_tasks(given, root, root, name, limits)
+        tasks = _corpus_tasks(given, root, root, name, limits)
+        return kind, tasks + _logs_beside(given, root, tasks, corpus)
     if kind is PathKind.MULTI_CORPUS:
-        tasks: list[Task] = []
+        tasks = []
         for part in sorted(p for p in root.iterdir() if (p / "corpus.yaml").is_file()):
             tasks += _corpus_tasks(given, root, part, name, limits)
-        return kind, tasks
+        return kind, tasks + _logs_beside(given, root, tasks, corpus)
     # a collection or run dir: every bundle, pack and run below it; a bundle sitting beside
     # a corpus.yaml still gets its row
     corpora: dict[Path, Corpus] = {}
@@ -112,27 +125,50 @@ def tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathK
                 corpora[p.parent] = read_corpus(p.parent, _label(given, p.parent, root), limits)
             doc = corpora[p.parent]
         tasks.append(Task("bundle", p, label, corpus=name, corpus_doc=doc))
-    return kind, tasks
+    return kind, tasks + _logs_beside(given, root, tasks, corpus)
+
+
+def _logs_beside(given: str, root: Path, tasks: list[Task], corpus: str | None) -> list[Task]:
+    """The inspect_ai logs in a directory of bundles, packs or runs, outside each of them
+    (a directory holding both reads both)."""
+    held = frozenset(os.path.join(root, t.path.relative_to(root)) for t in tasks)
+    logs = inspect_log.discover_logs(root, held, NEVER_DISCOVERED)
+    log_set, name = LogSet(), corpus or inspect_log.CORPUS
+    return [
+        Task("inspect", p, _label(given, p, root), corpus=name, root=root, log_set=log_set)
+        for p in logs
+    ]
 
 
 def _inspect_tasks(given: str, root: Path, kind: PathKind, corpus: str | None) -> list[Task]:
-    """One task per log; the corpus is --corpus, else the log directory's name."""
-    if kind is PathKind.INSPECT_LOG:
-        return [Task("inspect", root, given, corpus=corpus or root.resolve().parent.name)]
-    name = corpus or root.resolve().name
+    """One task per log; the corpus is --corpus, else inspect_log.CORPUS, never the log's
+    folder (a trial is one whatever file holds it)."""
+    name = corpus or inspect_log.CORPUS
+    logs = LogSet()
+    if kind is PathKind.INSPECT_LOG:  # named on the command line: its link is followed
+        return [Task("inspect", root, given, corpus=name, root=root, log_set=logs)]
     return [
-        Task("inspect", p, _label(given, p, root), corpus=name)
+        Task("inspect", p, _label(given, p, root), corpus=name, root=root, log_set=logs)
         for p in inspect_log.discover_logs(root)
     ]
 
 
-def _inspect_units(task: Task) -> list[Unit]:
-    log = inspect_log.read_log(task.path, task.source)
-    plans = inspect_log.log_plans(
-        log, task.corpus or "", task.source, inspect_log.log_name(task.path)
+def _inspect_units(task: Task, limits: YamlLimits) -> Iterator[Unit]:
+    """One unit per sample × epoch, each planned as its sample is read (one at a time)."""
+    samples = inspect_log.log_samples(
+        task.path, task.source, limits.max_bytes, limits.max_nodes, task.root or task.path
     )
-    return [
-        Unit(
+    corpus = task.corpus or inspect_log.CORPUS
+    logs = task.log_set if task.log_set is not None else LogSet()
+    opened = None
+    for spec, sample in samples:
+        if opened is not spec:
+            opened = spec
+            logs.opened(spec, task.source)
+        if not logs.first_run(spec, sample):
+            continue  # a retry's copy of a sample an earlier attempt ran: that trial
+        p = inspect_log.sample_plan(spec, sample, corpus, task.source)
+        yield Unit(
             "bundle",
             p.label,
             p.stream,
@@ -141,13 +177,12 @@ def _inspect_units(task: Task) -> list[Unit]:
             trial=True,
             additive=p.scores,
         )
-        for p in plans
-    ]
 
 
-def read_units(task: Task, limits: YamlLimits) -> list[Unit]:
-    """The streams one input becomes (an inspect log holds many; every other input one)."""
-    return _inspect_units(task) if task.kind == "inspect" else [_unit(task, limits)]
+def read_units(task: Task, limits: YamlLimits) -> Iterable[Unit]:
+    """The streams one input becomes (an inspect log holds many, read lazily; every other
+    input one)."""
+    return _inspect_units(task, limits) if task.kind == "inspect" else [_unit(task, limits)]
 
 
 def _single_bundle_task(given: str, bundle: Path, corpus: str | None, limits: YamlLimits) -> Task:

@@ -166,9 +166,26 @@ def read_chunk(job: tuple[Sequence[Task], YamlLimits, Derive | None]) -> list[Ta
 
 def read_tasks(
     tasks: Sequence[Task], limits: YamlLimits, engine: Any, derive: Derive | None = None
+) -> Iterator[TaskRead | Iterator[ReadStream]]:
+    """Every task's :data:`TaskRead`, in task order. An inspect log is read here, one
+    sample at a time as the caller iterates (its reader's errors surface then), so memory
+    stays near one sample's; the runs of other inputs between logs go to :func:`_read_run`."""
+    start = 0
+    for i, task in enumerate([*tasks, None]):
+        if task is not None and task.kind != "inspect":
+            continue
+        if start < i:
+            yield from _read_run(tasks[start:i], limits, engine, derive)
+        if task is not None:
+            yield (_stream(u, derive) for u in read_units(task, limits))
+        start = i + 1
+
+
+def _read_run(
+    tasks: Sequence[Task], limits: YamlLimits, engine: Any, derive: Derive | None
 ) -> Iterator[TaskRead]:
-    """Every task's :data:`TaskRead`, in task order, read by ``engine`` (its
-    ``map_inputs``: here with one worker) once there are :data:`POOL_FROM` of them."""
+    """Read by ``engine`` (its ``map_inputs``: here with one worker) once there are
+    :data:`POOL_FROM` of them."""
     if len(tasks) < POOL_FROM:
         yield from read_chunk((tasks, limits, derive))
         return

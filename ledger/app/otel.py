@@ -159,6 +159,7 @@ def tool_spans(t: _Trace, trial: TrialInputs, timeline: Any) -> list[dict[str, A
             ("gen_ai.tool.name", call.tool_name),
             ("gen_ai.tool.call.id", call.call_id),
             ("gen_ai.tool.type", "function"),
+            ("gen_ai.agent.name", call.agent),  # where the recorder names it (inspect_ai)
         ])  # fmt: skip
         extra = {}
         if status not in (None, "success"):
@@ -216,7 +217,7 @@ def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, 
     root_extra: dict[str, Any] = {}
     try:
         timeline = build_trial_timeline(
-            trial.messages, trial.recorded_calls, trial.termination_reason
+            trial.timeline_messages, trial.recorded_calls, trial.termination_reason
         )
     except TimelineInconsistencyError as exc:
         root_extra["status"] = {"code": STATUS_ERROR, "message": f"inconsistent views: {exc}"}

@@ -141,7 +141,7 @@ def trace_evaluator() -> Evaluator:
             )
         try:
             timeline = build_trial_timeline(
-                inputs.messages, inputs.recorded_calls, inputs.termination_reason
+                inputs.timeline_messages, inputs.recorded_calls, inputs.termination_reason
             )
         except TimelineInconsistencyError as exc:
             return Unavailable(f"the timeline cannot be built: {exc}")

@@ -20,8 +20,8 @@ from schemas.timeline import TimelineInconsistencyError
 if TYPE_CHECKING:
     from ledger.log.store import Ledger
 
-TRIAL_TYPES = ("trial.registered", "trial.message", "trial.tool_call", "trial.ended",
-               "timeline.event")  # fmt: skip
+TRIAL_TYPES = ("trial.registered", "trial.message", "trial.agent_message", "trial.tool_call",
+               "trial.ended", "timeline.event")  # fmt: skip
 
 
 def check_timelines(lg: Ledger) -> list[Problem]:
@@ -53,7 +53,7 @@ def check_stream(
         return [Problem(first, f"{stream}: cannot read the trial back: {exc}")]
     try:
         rebuilt = timeline_to_payloads(
-            build_trial_timeline(ti.messages, ti.recorded_calls, ti.termination_reason)
+            build_trial_timeline(ti.timeline_messages, ti.recorded_calls, ti.termination_reason)
         )
     except TimelineInconsistencyError as exc:
         recorded = ti.timeline_inconsistency

@@ -1,6 +1,6 @@
 """inspect_ai evaluation logs → trial events (docs/readme/inspect.md § "The mapping").
 
-:func:`read_log` is the only I/O and the only (lazy) import of inspect_ai; the mapping is
+:func:`log_samples` is the only I/O and the only (lazy) import of inspect_ai; the mapping is
 pure. Scores are history, not content (§ "Re-import and re-scoring"): a ``grade.recorded``
 is identified by its content alone (``SCORES_POSITION``), and only the solver phase feeds
 the transcript and the usage.
@@ -8,15 +8,18 @@ the transcript and the usage.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.sources.files import read_input
+from ledger.sources.inspect_agents import executed, flatten
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
 from schemas.canonical import canonical_json
@@ -26,6 +29,9 @@ from schemas.timeline import TimelineInconsistencyError
 EXTRA = "inspect"
 INSTALL_HINT = "pip install 'verdict-ledger[inspect]'"
 RECORDER = "inspect_ai"
+# The corpus of an inspect trial ingested without --corpus: a name of the recorder, not of
+# the folder the log sits in (docs/readme/inspect.md § "Identity").
+CORPUS = RECORDER
 # inspect_ai's own rule for what a log file is named (inspect_ai.log._file.log_file_pattern):
 # any ``.eval``; a ``.json`` only under its timestamped name, so a directory's other JSON
 # (a pack's fixtures/tools.json, a run's receipt.json) is never taken for a log.
@@ -59,38 +65,95 @@ def is_log_file(path: Path) -> bool:
     return path.suffix == ".eval" or bool(_JSON_LOG_NAME.match(path.name))
 
 
-def discover_logs(root: Path) -> list[Path]:
-    """Every log file under ``root``, sorted; hidden and symlinked directories are skipped."""
+def discover_logs(
+    root: Path, skip: frozenset[str] = frozenset(), names: frozenset[str] = frozenset()
+) -> list[Path]:
+    """Every log file under ``root``, sorted; hidden and symlinked directories are skipped,
+    and so are the directories ``skip`` holds (their paths as strings) and any directory
+    named one of ``names``."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d for d in dirnames
-            if not d.startswith(".") and not os.path.islink(os.path.join(dirpath, d))
+            if not d.startswith(".") and d not in names
+            and not os.path.islink(full := os.path.join(dirpath, d)) and full not in skip
         )  # fmt: skip
-        found += [Path(dirpath, f) for f in sorted(filenames) if is_log_file(Path(f))]
+        logs = sorted((f for f in filenames if is_log_file(Path(f))), key=_read_order)
+        found += [Path(dirpath, f) for f in logs]
     return found
 
 
-def read_log(path: Path, label: str) -> Any:
-    """The whole log through inspect_ai's ``read_eval_log`` (attachments resolved).
+def _read_order(name: str) -> tuple[str, str]:
+    """Names sorted without their format suffix, so the copy ``inspect score`` writes
+    beside a log (``<name>-scored.eval``) is read after it and its scores are the latest."""
+    return (name.removesuffix(".eval").removesuffix(".json"), name)
 
-    Raises :class:`InspectUnavailable` without the extra, and :class:`BundleError` naming
-    the file when inspect_ai cannot read it.
-    """
+
+def _inspect(label: str) -> Any:
+    """inspect_ai.log, or :class:`InspectUnavailable` naming ``label``."""
     try:
-        from inspect_ai.log import read_eval_log
+        import inspect_ai.log as inspect_log
     except ImportError:
         raise InspectUnavailable(label) from None
+    return inspect_log
+
+
+def _unreadable(label: str, exc: Exception) -> BundleError:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return BundleError(
+        label,
+        None,
+        "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
+        f"{type(exc).__name__}: {first}",
+    )
+
+
+def log_samples(
+    path: Path, label: str, max_bytes: int, max_members: int, root: Path
+) -> Iterator[tuple[Any, Any]]:
+    """``(eval spec, sample)`` for every sample × epoch of a log, one sample at a time,
+    attachments resolved. A ``.eval`` archive is read member by member within the bounds
+    (ledger.sources.inspect_archive); a ``.json`` log is one file, read whole within
+    ``max_bytes``. Raises :class:`InspectUnavailable` without the extra, and
+    :class:`BundleError` / :class:`InputError` naming the file or member it cannot read.
+    """
+    log = _inspect(label)
+    if path.suffix != ".eval":
+        data = read_input(
+            path, max_bytes=max_bytes, name=label, root=root, what="the log directory"
+        )
+        try:
+            whole = log.read_eval_log(io.BytesIO(data), format="json", resolve_attachments=True)
+        except Exception as exc:  # inspect's reader raises many types; each one named
+            raise _unreadable(label, exc) from None
+        del data
+        yield from ((whole.eval, s) for s in whole.samples or ())
+        return
+    from ledger.sources.inspect_archive import HEADER, START, Archive, member_label, parse_member
+
+    with Archive(path, label, max_bytes, max_members, root) as arc:
+        head = HEADER if HEADER in arc.members else START
+        if head not in arc.members:
+            raise BundleError(label, None, f"a .eval log holding {HEADER} or {START}", "neither")
+        spec = _validated(log.EvalSpec, parse_member(arc.read(head), member_label(label, head)),
+                          member_label(label, head), key="eval")  # fmt: skip
+        for name in arc.sample_names():
+            where = member_label(label, name)
+            sample = _validated(log.EvalSample, parse_member(arc.read(name), where), where)
+            yield spec, log.resolve_sample_attachments(sample, True)
+
+
+def _validated(model: Any, data: Any, where: str, key: str | None = None) -> Any:
     try:
-        return read_eval_log(str(path), resolve_attachments=True)
-    except Exception as exc:  # inspect's reader raises many types; each becomes one named error
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise BundleError(
-            label,
-            None,
-            "an inspect_ai log (.eval or .json) that inspect_ai's read_eval_log can read",
-            f"{type(exc).__name__}: {first}",
-        ) from None
+        from inspect_ai._util.constants import get_deserializing_context
+
+        context = get_deserializing_context()
+    except ImportError:  # a private helper of inspect_ai; without it, plain validation
+        context = None
+    try:
+        return model.model_validate(data[key] if key else data, context=context)
+    except Exception as exc:  # pydantic's ValidationError, a missing key: named
+        raise _unreadable(where, exc) from None
 
 
 def _iso(value: Any) -> str | None:
@@ -177,9 +240,10 @@ def tool_status(error: Any) -> str:
     return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
 
 
-def record_payload(index: int, ev: Any) -> dict[str, Any]:
-    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields); a failed
-    call that returned nothing gets its error message as output, so it reaches the timeline."""
+def record_payload(index: int, ev: Any, agent: str | None = None) -> dict[str, Any]:
+    """One ToolEvent as a ``trial.tool_call`` payload (RecordedToolCall's fields) naming the
+    agent that made it; a failed call that returned nothing gets its error message as
+    output, so it reaches the timeline."""
     output = _text(ev.result)
     if ev.error is not None and not output:
         output = ev.error.message
@@ -195,6 +259,7 @@ def record_payload(index: int, ev: Any) -> dict[str, Any]:
         "output": output,
         "latency_seconds": latency if latency is not None else ev.working_time,
         "timestamp": _iso(ev.timestamp),
+        **({} if agent is None else {"agent": agent}),
     }
 
 
@@ -307,16 +372,17 @@ def trial_name(sample: Any, eval_id: str) -> str:
 
 
 def registered_payload(
-    spec: Any, sample: Any, corpus: str, log_name: str, record_view: bool, metrics: dict
+    spec: Any, sample: Any, corpus: str, record_view: bool, metrics: dict
 ) -> dict[str, Any]:
-    """Who the trial is (task, model, epoch, sample) and where it came from."""
+    """Who the trial is (task, model, epoch, sample): nothing about the file it was read
+    from, so a copy, a conversion or a re-scored file anywhere registers the same trial."""
     return {
         "task_id": spec.task,
         "trial_index": sample.epoch - 1,
         "trial": trial_name(sample, spec.eval_id),
         "corpus": corpus,
-        "bundle_path": f"{log_name}#{sample.id}/{sample.epoch}",
-        "files": [],  # a log is one file, named (without its format) in bundle_path
+        "bundle_path": f"{spec.eval_id}#{sample.id}/{sample.epoch}",
+        "files": [],  # a log is one file, and which one is not part of the trial
         "record_view": record_view,
         "models": {"agent": spec.model, "user": None, "judge": _judge_model(spec)},
         "task": {
@@ -337,8 +403,8 @@ def registered_payload(
         "task_source": RECORDER,
         "trajectory_meta": {
             "recorder": RECORDER,
-            "log": log_name,
             "eval_id": spec.eval_id,
+            "eval_set_id": getattr(spec, "eval_set_id", None),
             "run_id": spec.run_id,
             "task_id": spec.task_id,
             "inspect_version": (spec.packages or {}).get("inspect_ai"),
@@ -378,20 +444,26 @@ class SamplePlan:
     inconsistency: TimelineInconsistencyError | None = None
 
 
-def sample_plan(spec: Any, sample: Any, corpus: str, label: str, log_name: str) -> SamplePlan:
+def sample_plan(spec: Any, sample: Any, corpus: str, label: str) -> SamplePlan:
     """One EvalSample → its stream's events (module docstring)."""
     where = f"{label}#{sample.id}/{sample.epoch}"
-    solver, scoring = solver_events(sample.events or [])
+    solver, scoring = solver_events(list(flatten(sample.events or [])))
     msgs = [message_payload(i, m) for i, m in enumerate(sample.messages)]
+    run = executed(solver)
     # no events at all: the log carries no record view (the messages are all there is)
-    tools = _of(solver, "tool")
-    records = [record_payload(i, e) for i, e in enumerate(tools)] if sample.events else None
+    records = (
+        [record_payload(i, e, agent) for i, (e, agent) in enumerate(run.tools)]
+        if sample.events
+        else None
+    )
     metrics = metrics_payload(sample, solver)
-    registered = registered_payload(spec, sample, corpus, log_name, records is not None, metrics)
+    registered = registered_payload(spec, sample, corpus, records is not None, metrics)
     ended = ended_payload(sample)
-    timeline, inconsistency = timeline_payloads(msgs, records, ended["termination_reason"])
+    view = msgs if run.messages is None else run.messages
+    timeline, inconsistency = timeline_payloads(view, records, ended["termination_reason"])
     typed: list[tuple[str, dict[str, Any]]] = [("trial.registered", registered)]
     typed += [("trial.message", p) for p in msgs]
+    typed += [("trial.agent_message", p) for p in run.messages or ()]
     typed += [("trial.tool_call", p) for p in records or ()]
     typed.append(("trial.ended", ended))
     typed += [("timeline.event", p) for p in timeline]
@@ -409,14 +481,3 @@ def _scores_event(stream: str, grade: dict[str, Any], where: str) -> PlannedEven
         stream, planned.type, event_id(stream, SCORES_POSITION, "grade.recorded", grade),  # type: ignore[arg-type]
         planned.body,
     )  # fmt: skip
-
-
-def log_name(path: Path) -> str:
-    """A log's name without its format suffix: ``inspect log convert`` between .eval and
-    .json changes the container, not the evidence, so both read as the same trials."""
-    return path.name.removesuffix(".eval").removesuffix(".json")
-
-
-def log_plans(log: Any, corpus: str, label: str, log_name: str) -> list[SamplePlan]:
-    """Every sample × epoch of a read log, in the log's order (``log_name``: see above)."""
-    return [sample_plan(log.eval, s, corpus, label, log_name) for s in log.samples or ()]
