@@ -379,7 +379,7 @@ class _Ingest:
                 if extra:
                     parked = {e.event_id for e in unpark(self.file, p.offset)[1]}
                     added = [e for i, e in extra.items() if i not in parked]
-                    groups.append(sized(added))
+                    groups.append(rows_of(added))
                     self.counts["events_new"] += len(added)
                 if self.on_derived is not None and p.derived is not None:
                     self.on_derived(stream, unpark_value(self.file, p.derived))

@@ -92,7 +92,7 @@ def read_task(task: Task, limits: YamlLimits, derive: Derive | None = None) -> T
 
 def _units(task: Task, limits: YamlLimits) -> list[Unit] | Refusal:
     try:
-        return read_units(task, limits)
+        return list(read_units(task, limits))
     except inspect_log.InspectUnavailable as exc:
         return Refusal(str(exc), {}, missing_extra=True)
     except (BundleError, InputError) as exc:
@@ -114,15 +114,26 @@ def _streams(
             prepared = list(islice(rows, len(events)))
         else:
             try:
-                prepared = prepared_rows(events)
-            except InvalidEvent as exc:  # what the store would refuse: refused here, as input
-                return Refusal(
-                    f"{unit.source}: event {exc.index} of stream {unit.stream!r} cannot be "
-                    f"stored: {exc.detail}",
-                    {},
-                )
+                prepared = _prepared(unit)
+            except BundleError as exc:
+                return refusal(exc)
         out.append(_stream(unit, prepared, derive))
     return tuple(out)
+
+
+def _prepared(unit: Unit) -> list[Row]:
+    """``unit``'s events (then its additive ones) as prepared rows; an event the store would
+    refuse is a wrong shape of the input, named by its event type (a BundleError)."""
+    events = (*unit.events, *unit.additive)
+    try:
+        return prepared_rows(events)
+    except InvalidEvent as exc:
+        raise BundleError(
+            unit.source,
+            f"<{events[exc.index].type} payload>",
+            "a payload the ledger accepts",
+            exc.detail,
+        ) from None
 
 
 def refusal(exc: Exception) -> Refusal:
@@ -177,7 +188,7 @@ def read_tasks(
         if start < i:
             yield from _read_run(tasks[start:i], limits, engine, derive)
         if task is not None:
-            yield (_stream(u, derive) for u in read_units(task, limits))
+            yield (_stream(u, _prepared(u), derive) for u in read_units(task, limits))
         start = i + 1
 
 
