@@ -2,7 +2,7 @@
 ledger's views versus the way users answer them today — load the bundles' YAML files with
 PyYAML (C loader) and group in Python.
 
-pandas is not a dependency of this project (DESIGN.md § 9) and is not installed here, so the
+pandas is not a dependency of this project (pyproject.toml) and is not installed here, so the
 baseline groups in plain Python dicts after loading; grouping is a small part of its time
 (the YAML load dominates), which the table reports separately.
 

@@ -2,7 +2,7 @@
 
 Reading every recorded key must not make retrace of the compat trace corpus (unpacked
 from ``tests/data/tolokaforge/compat-0.33.1.tar.gz``) slower. The baseline is the code as
-of ``--baseline`` (default: the last commit before issue 15), exported with ``git archive``
+of ``--baseline`` (default: the last commit before the recorded/authored reader), exported with ``git archive``
 into a temporary directory and run with the same interpreter; both sides run the same
 whole-process command (``vledger retrace --source CORPUS --json``, each into a fresh
 ledger), alternating, so machine noise falls on both alike. The baseline refuses most of
@@ -28,7 +28,7 @@ from benchmarks.baseline import export
 from tests.data_paths import unpack_compat
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = "64a16f3"  # main before issue 15 (schemas/reading.py) landed
+BASELINE = "64a16f3"  # the code before schemas/reading.py (recorded vs authored reads)
 
 
 def run_once(code: Path, corpus: Path, work: Path) -> float:

@@ -6,7 +6,7 @@ The floor reads and parses every file ingest reads (the bundles' YAML and corpus
 with PyYAML's C loader (``yaml.CSafeLoader``) and does nothing else. The ingest column
 is the whole ``ledger.app.ingest.ingest`` call into a fresh ledger: detection, bounded
 loading, shape checks, the timeline, event ids, payload validation and the one atomic
-append (Merkle leaves included). Target (issue 3): ingest ≤ 2 × the parse floor.
+append (Merkle leaves included). Target: ingest ≤ 2 × the parse floor.
 Best of ``--repeat`` runs for each column; both measured in this process, same files.
 """
 

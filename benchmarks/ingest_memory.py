@@ -1,4 +1,4 @@
-"""Peak memory of ``vledger ingest`` against the bytes it reads (issue 18, bounded readers).
+"""Peak memory of ``vledger ingest`` against the bytes it reads (bounded readers).
 
     python -m benchmarks.ingest_memory [--trials 1000] [--file-mib 48] [--seed 0] [--scale 10]
 
@@ -13,13 +13,13 @@ peak RSS read from ``getrusage(RUSAGE_CHILDREN)``:
   one Error line with the ledger unchanged, not a traceback.
 
 With ``--scale K`` a third input, ``K × --trials`` generated bundles, shows whether the
-peak stays flat in the corpus size (issue 17: the plan is spooled to disk and appended in
+peak stays flat in the corpus size (the plan is spooled to disk and appended in
 bounded batches); its ratio to the first row is printed last.
 
 Each row divides the peak by the bytes of the files read. A process that only creates an
 empty ledger (``vledger init``) gives the fixed floor (interpreter, DuckDB, PyArrow, the
 store), shown beside it, so the ratio of what ingest adds can be read too. (``vledger
---help`` no longer loads any of those since issue 17, so it is no floor.)
+--help`` loads none of those, so it is no floor.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Peak memory against corpus size: does a command hold the whole corpus? (issue 17)
+"""Peak memory against corpus size: does a command hold the whole corpus?
 
 For ``vledger retrace --source DIR``, ``vledger ingest DIR``, ``vledger retrace`` from
 the log and ``vledger retrace --json`` from the log, the peak RSS of one fresh process over ``--small`` and ``--large`` generated

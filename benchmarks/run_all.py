@@ -1,8 +1,9 @@
 """Run every benchmark script in turn and collect what they print into one file.
 
 Each script measures its figures beside a named baseline in the same run; this runner adds
-nothing of its own. Output: ``benchmarks/out/results.md`` (and stdout). The README's
-performance table is copied from such a run.
+nothing of its own. Output: ``benchmarks/out/results.md`` (and stdout, not versioned).
+The README's Performance table and the versioned ``benchmarks/results.md`` (date and
+commit per figure) are copied from such runs.
 
     PYTHONPATH=. python -m benchmarks.run_all [--only NAME …] [--quick]
 """

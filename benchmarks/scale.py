@@ -1,4 +1,4 @@
-"""Scale-out benchmark (issue 10): retrace over >= 100,000 trials, local engine with 1 and 2
+"""Scale-out benchmark: retrace over >= 100,000 trials, local engine with 1 and 2
 workers vs Ray in local mode with 2 CPUs, start-up included and excluded; the cost of one
 segment task (read, verify, project); the driver-side append rate of replay results; and
 the numbers the scaling model in docs/readme/ray.md is built from. Prints markdown.

@@ -1,6 +1,6 @@
 """Whole-process start-up of the everyday commands, this code beside a baseline revision.
 
-Issue 17's targets are whole processes, as a user types them: ``vledger --help``,
+The start-up targets are whole processes, as a user types them: ``vledger --help``,
 ``vledger retrace`` over the 17 shipped trials and ``vledger reconcile --packs
 corpora/packs``. Each side runs from its own tree (``benchmarks.baseline.export``) with
 the same interpreter, alternating, every retrace and reconcile on a fresh copy of a ledger
@@ -23,11 +23,11 @@ from pathlib import Path
 
 from benchmarks.baseline import ROOT, export, wall
 
-BASELINE = "bbddc0b"  # main before issue 17's first commit (lazy command loading)
-TARGETS = {"--help": 0.15, "retrace": 0.30, "reconcile": 0.35}  # seconds (issue 17)
+BASELINE = "bbddc0b"  # the code before lazy command loading
+TARGETS = {"--help": 0.15, "retrace": 0.30, "reconcile": 0.35}  # seconds (README § Performance)
 # What every command that touches the log loads before any line of ours: the floor the
 # retrace and reconcile targets sit on.
-# (pyarrow is no longer part of it: a small log is read and appended without it.)
+# (pyarrow is not part of it: a small log is read and appended without it.)
 FLOOR = "import click, duckdb; from pydantic import BaseModel"
 
 

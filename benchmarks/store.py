@@ -1,4 +1,4 @@
-"""Store benchmarks (issue 2): append and verify throughput against their baselines, and
+"""Store benchmarks: append and verify throughput against their baselines, and
 peak memory of appending 1M events. Prints a markdown table; every number is measured in
 this run on the same generated events.
 

@@ -1,6 +1,6 @@
 """Timeline construction rate: ``build_trial_timeline`` over 40-event trials, one core.
 
-Target (issue 3): >= 20,000 timelines/s. Printed beside a baseline measured in the same
+Target: >= 20,000 timelines/s. Printed beside a baseline measured in the same
 run: 40 plain ``TraceEvent(...)`` dataclass constructions and no join work at all — what
 a straightforward implementation pays before it has joined anything. The builder beats it
 by constructing events through the slot descriptors (see replay/timeline.py).

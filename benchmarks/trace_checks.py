@@ -5,7 +5,7 @@ Reproduces the published table — timelines of 20 / 60 / 200 / 600 calls with 5
 beside a baseline measured in the same run: the same constraint evaluated the way the
 published cost shape describes it (every candidate re-scans the timeline through every
 matcher, and absent_between walks the product of its start readings, end readings and
-forbidden readings). Target (issue 4): the bound constraint at most 1/10 of each published
+forbidden readings). Target: the bound constraint at most 1/10 of each published
 figure.
 
 Worst case: the timeline is records-less (a bundle without tool_log.yaml), and every

@@ -1,6 +1,7 @@
 """Defaults that ``vledger`` options show in their help, defined once below every layer
 (stdlib only): the store, the readers and the API read them here, as the CLI does, so
-``vledger CMD --help`` imports no store, reader or projection to print them (issue 17 § 8)."""
+``vledger CMD --help`` imports no store, reader or projection to print them
+(``tests/test_cli_registry.py``)."""
 
 import os
 from pathlib import Path

@@ -1,7 +1,7 @@
 """The store's error vocabulary: typed, with fields, each message naming the key and the way out.
 
 No duckdb exception leaves ``ledger/``: the store translates driver errors here, at the seam
-(STYLE.md, eventsourcing). Each class carries its exit code (``exit_code``, from the one
+(as the eventsourcing library does). Each class carries its exit code (``exit_code``, from the one
 table in schemas/errors.py).
 """
 

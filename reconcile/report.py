@@ -1,5 +1,5 @@
 """The reconcile report: the exit contract, the ``--json`` document and the human text
-(FORMATS.md § 8 Console; the JSON contract of issue 7 — extend, never rename).
+(FORMATS.md § 8 Console; the JSON document is a contract — extend, never rename).
 
 One :class:`CorpusReport` per corpus read. The exit code is a function of the *blocking*
 list alone: every unreadable trial, and every gating entry short of ``no_counter_evidence``.

@@ -1,5 +1,5 @@
-"""Key accounting: which populated scored key each replayed grade evaluated or skipped (issue 22;
-GRADING.md § Substrate Parity, "The runtime ledger"). Every evaluator records the keys it
+"""Key accounting: which populated scored key each replayed grade evaluated or skipped
+(GRADING.md § Substrate Parity, "The runtime ledger"). Every evaluator records the keys it
 accounted for (:func:`evaluated`, :func:`skipped`); what a leftover key does to the grade is
 :func:`replay.grade.account`'s. Pure: no I/O.
 """

@@ -37,6 +37,11 @@ from schemas.key_manifest import component_of
 from schemas.timeline import Message, RecordedToolCall, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
+# The grading projection's code version: bump it whenever a rule here or in its components
+# changes what a grade says. A retrace binds it (ledger.app.retrace.PROJECTION_VERSION), so
+# a replay never extends one made by code whose rules differ.
+GRADING_VERSION = "grading/1"
+
 TimelineBuilder = Callable[..., TrialTimeline]
 TraceEvaluator = Callable[[TrialTimeline, TraceChecksConfig], ComponentResult]
 
@@ -203,7 +208,7 @@ def _evaluate(
     trace_evaluator: TraceEvaluator | None,
 ) -> ComponentResult:
     unknown = config.unknown_in(name)
-    if unknown:  # issue 15: a newer recorder's key degrades its component, named
+    if unknown:  # a newer recorder's key degrades its component, named
         return ComponentResult.unmeasurable(unknown_keys_reason(unknown))
     if name == "state_checks" and config.state_checks is not None:
         return evaluate_state_checks(

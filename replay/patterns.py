@@ -71,7 +71,7 @@ def compile_backtracking(
 ) -> BoundedPattern:
     """Compile ``pattern`` for the backtracking engine. Raises ``re.error`` for a pattern
     Python's ``re`` refuses (as before), and for the rare one only ``regex`` refuses."""
-    import regex  # noqa: PLC0415 - loaded for a backtracking pattern only (issue 17 start-up)
+    import regex  # noqa: PLC0415 - loaded for a backtracking pattern only (start-up)
 
     re.compile(pattern, flags)
     try:

@@ -84,7 +84,7 @@ class TrialRetrace:
     observations: tuple[ConstraintObservation, ...] = ()
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
     unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
-    # issue 19: (constraint id, reason) left unobserved: it reads a field the recorder never
+    # (constraint id, reason) left unobserved: it reads a field the recorder never
     # wrote (replay.unrecorded), so its verdict here would measure an importer's default
     unmeasured: tuple[tuple[str, str], ...] = ()
     # (agent, tool calls it made) in first-call order, where the recorder names agents
@@ -111,6 +111,54 @@ class TrialRetrace:
             "not_measured_constraints": [{"id": c, "reason": r} for c, r in self.unmeasured],
             "agents": [{"agent": a, "tool_calls": n} for a, n in self.agents],
         }
+
+
+# The per-trial fields a corpus report folds (everything but the differences and the
+# replayed grade): an extended replay reads only these of a carried trial, and the rest
+# (RECORD_DETAIL) when the trial's row is printed.
+RECORD_DETAIL = ("differences", "replayed")
+
+
+def outcome_record(o: TrialRetrace) -> dict[str, Any]:
+    """Every field of ``o`` as JSON values, in field order; :func:`outcome_from_record`
+    rebuilds ``o`` exactly (tuples from lists), so a stored outcome prints as computed."""
+    return {
+        "trial": o.trial, "task_id": o.task_id, "corpus": o.corpus, "status": o.status,
+        "reason": o.reason, "differences": [d.as_json() for d in o.differences],
+        "replayed": o.replayed, "recorded_binary_pass": o.recorded_binary_pass,
+        "record_view": o.record_view, "regex_refused": o.regex_refused, "readable": o.readable,
+        "predates_call_ids": o.predates_call_ids, "winning_path": o.winning_path,
+        "gate_failed": o.gate_failed, "declared": [list(d) for d in o.declared],
+        "block_digest": o.block_digest,
+        "observations": [
+            [b.task_id, b.constraint_id, b.passed, b.undecided, b.recorded_passed]
+            for b in o.observations
+        ],
+        "advisories": list(o.advisories), "unknown_keys": list(o.unknown_keys),
+        "unmeasured": [list(u) for u in o.unmeasured],
+    }  # fmt: skip
+
+
+def outcome_from_record(rec: Mapping[str, Any]) -> TrialRetrace:
+    """The :class:`TrialRetrace` a record stands for (without ``RECORD_DETAIL``: no
+    differences and no replayed grade, which the report's fold never reads)."""
+    return TrialRetrace(
+        **{k: rec[k] for k in _RECORD_SCALARS},
+        differences=tuple(Difference(**d) for d in rec.get("differences") or ()),
+        replayed=rec.get("replayed"),
+        declared=tuple((c, r) for c, r in rec["declared"]),
+        observations=tuple(ConstraintObservation(*b) for b in rec["observations"]),
+        advisories=tuple(rec["advisories"]),
+        unknown_keys=tuple(rec["unknown_keys"]),
+        unmeasured=tuple((c, r) for c, r in rec["unmeasured"]),
+    )
+
+
+_RECORD_SCALARS = (
+    "trial", "task_id", "corpus", "status", "reason", "recorded_binary_pass", "record_view",
+    "regex_refused", "readable", "predates_call_ids", "winning_path", "gate_failed",
+    "block_digest",
+)  # fmt: skip
 
 
 def declared_constraints(block: TraceChecksConfig | None) -> tuple[tuple[str, str], ...]:

@@ -131,7 +131,10 @@ class ReportFold:
         for cid, reason in o.unmeasured:  # the count, and the latest trial's reason
             n, _ = self.unmeasured.get((o.task_id, cid), (0, reason))
             self.unmeasured[(o.task_id, cid)] = (n + 1, reason)
-        self.evidence.update(_evidence_marks(o))
+        evidence = self.evidence
+        for key, n in _evidence_marks(o).items():
+            if n:  # most marks are 0: Counter.update would still write each one
+                evidence[key] += n
         self.unknown_keys.update(o.unknown_keys)
 
     def observe(self, obs: ConstraintObservation) -> None:

@@ -1,4 +1,4 @@
-"""Each graph node's receipt record: its attempts, route identity and final state (FORMAT.md
+"""Each graph node's receipt record: its attempts, route identity and final state (verdict-core FORMAT.md
 § 4.1), folded from the run's events in log order.
 """
 

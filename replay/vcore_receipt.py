@@ -1,6 +1,6 @@
-"""verdict-core run receipts: rebuild ``receipt.json`` from the evidence (FORMAT.md § 4).
+"""verdict-core run receipts: rebuild ``receipt.json`` from the evidence (verdict-core FORMAT.md § 4).
 
-Implements ../shared/reference/verdict-core/FORMAT.md (section numbers in every
+Implements verdict-core FORMAT.md (docs/specs.md; section numbers in every
 ``replay.vcore_*`` module refer to it). Pure: the caller hands over bytes
 (``replay.vcore_run.RunFiles``). Where § 4 reads two ways, verdict-core's own receipt code
 decides, so an honest receipt never reads as tampered (docs/readme/verdict.md lists each).
@@ -21,7 +21,7 @@ from replay.vcore_run import RebuildError, RunFiles, VEvent, events_digest, pars
 
 RECEIPT_SCHEMA = "verdict.run-receipt/v1"
 GRAPH_SCHEMA = "verdict.orchestration/v1"
-# FORMAT.md § 4 names this field "a fixed sentence" without quoting it. This is the
+# verdict-core FORMAT.md § 4 names this field "a fixed sentence" without quoting it. This is the
 # sentence verdict-core writes (its receipt module, MIT): any other text would make every
 # honest receipt with a successful mismatched attempt fail verification.
 ROUTE_IDENTITY_WARNING = (

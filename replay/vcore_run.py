@@ -1,4 +1,4 @@
-"""A verdict-core run directory as read, and its event log (FORMAT.md § 1, § 5)."""
+"""A verdict-core run directory as read, and its event log (verdict-core FORMAT.md § 1, § 5)."""
 
 from __future__ import annotations
 

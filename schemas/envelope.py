@@ -1,6 +1,6 @@
 """The event envelope: what every row of the log is, and the bytes its leaf hash covers.
 
-One Arrow schema, one DuckDB table, one Parquet layout (DESIGN.md § 4). The leaf hash
+One Arrow schema, one DuckDB table, one Parquet layout (docs/readme/store.md). The leaf hash
 is RFC 9162's ``SHA-256(0x00 || entry)`` where ``entry`` is :func:`envelope_bytes` —
 every column except ``recorded_at`` (wall-clock time is not evidence) and the hash itself.
 """
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """``ARROW_SCHEMA``, built on first use: importing pyarrow is a fifth of a small
-    command's start-up, and only the Arrow paths need it (issue 17)."""
+    command's start-up, and only the Arrow paths need it (benchmarks/startup.py)."""
     if name != "ARROW_SCHEMA":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()["ARROW_SCHEMA"] = schema = _arrow_schema()

@@ -4,7 +4,7 @@ Built-in types are validated against their payload model; a user's own types liv
 under ``ext.`` and carry any JSON object. Each area owns its payload models in its own
 module (``trial_events``, ``verdict_events``, ``replay_events``, ``curation``); this module
 names which model each type has, and imports an area's module on first use of one of its
-types: a command that appends two types does not build forty models (issue 17 start-up).
+types: a command that appends two types does not build forty models (start-up).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MODEL_NAMES: dict[str, tuple[str, str]] = {
     "grade.replayed": ("replay_events", "GradeReplayed"),
     "replay.completed": ("replay_events", "ReplayCompleted"),
     "reconcile.completed": ("replay_events", "ReconcileCompleted"),
-    "corpus.curated": ("curation", "CorpusCurated"),  # issue 21
+    "corpus.curated": ("curation", "CorpusCurated"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Every author-facing grading key, its kind, and the evaluator that consumes it (issue 22).
+"""Every author-facing grading key, its kind, and the evaluator that consumes it.
 
 GRADING.md § Substrate Parity, "The runtime ledger": a key that silently scores nothing is
 the failure to prevent. ``replay/accounting.py`` accounts each populated scored key per

@@ -1,4 +1,4 @@
-"""Two reads of one grading document: authored, or recorded (issue 15's design rule).
+"""Two reads of one grading document: authored, or recorded (README § Compatibility).
 
 * **authored** (``--grading``, a pack, ``vledger validate``): a broken load-time rule raises.
 * **recorded** (a run's task.yaml ``grading_config``): evidence, read as written. A broken
@@ -63,7 +63,7 @@ def rule_broken(info: ValidationInfo | None, message: str) -> None:
 
 def recorded_only_keys(data: Any, info: ValidationInfo, keys: tuple[str, ...], where: str) -> None:
     """Keys only a recorded snapshot may carry: an authored block is refused them as it is any
-    key outside GRADING.md's vocabulary (issue 15: a recorded one is read as written)."""
+    key outside GRADING.md's vocabulary (a recorded one is read as written)."""
     if is_recorded(info) or not isinstance(data, Mapping):
         return
     for key in keys:

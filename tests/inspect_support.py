@@ -1,4 +1,4 @@
-"""Real inspect_ai logs, written by inspect_ai itself (mockllm, no network), once per session.
+"""Real inspect_ai logs, written by inspect_ai itself (mockllm, no network), once per test run.
 
 The task: two samples, two epochs, one tool (``lookup``) and the ``includes`` scorer. The
 mock model calls ``lookup`` once per sample and then answers with the tool's text; sample

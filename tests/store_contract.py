@@ -1,4 +1,4 @@
-"""The store contract: DESIGN.md § 4 guarantees 1–8 as one abstract suite.
+"""The store contract: docs/readme/store.md § Guarantees 1–8 as one abstract suite.
 
 ``StoreContract`` has no ``Test`` prefix, so pytest collects only its subclasses; each
 backend supplies ``open_store(path)`` (and ``reopen_store(path)`` when it persists).

@@ -1,5 +1,5 @@
 """The Python API (docs/readme/api.md): ``import ledger`` is light, every verb resolves,
-the page's session runs, and each verdict / receipt / export verb's ``to_json()`` is what
+the page's notebook example runs, and each verdict / receipt / export verb's ``to_json()`` is what
 its command prints with ``--json`` on the same ledger and input."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The benchmark scripts still run end to end at small sizes (no figure is checked here:
 speed lives in ``benchmarks/``). A script that drifts from the code it measures fails here
-instead of at the next measuring session."""
+instead of at the next measurement."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ("benchmarks.store", ["--events", "20000", "--memory-events", "0", "--reps", "1"], "| verify (MB/s"),
         ("benchmarks.scale", ["--trials", "300"], "driver: append of the replay results"),
         ("benchmarks.ingest_parallel", ["--trials", "70", "--scale", "2"], "per-worker cost"),
+        ("benchmarks.catchup", ["--trials", "40", "--add", "5", "--repeat", "1"], "extension peak RSS"),
     ],
 )
 def test_benchmark_script_runs(module: str, args: list[str], expect: str) -> None:

@@ -63,7 +63,7 @@ def test_help_imports_no_command_module_nor_the_heavy_libraries() -> None:
 
 
 # What `vledger CMD --help` may load: the CLI shell and the light API namespace, never the
-# engines, the store, the projections or the heavy libraries (issue 17 § 8).
+# engines, the store, the projections or the heavy libraries (start-up, benchmarks/startup.py).
 HEAVY = ("pyarrow", "duckdb", "numpy", "replay", "reconcile")
 HEAVY_LEDGER = (
     "ledger.app.",

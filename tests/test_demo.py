@@ -89,7 +89,7 @@ def test_demo_refuses_to_remove_a_directory_that_is_not_a_ledger(
 
 
 def test_demo_output_is_plain_words_and_portable(demo_run: tuple[Path, Result]) -> None:
-    """Issue 20, point 12: the retrace step reads as words (no Python dict), and the last
+    """The retrace step reads as words (no Python dict), and the last
     line is a file:// address any browser opens (no macOS-only `open`)."""
     tmp_path, result = demo_run
     assert result.exit_code == 0, result.output

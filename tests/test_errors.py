@@ -1,4 +1,4 @@
-"""One exception root carrying its exit code (issue 17): every exception class the product
+"""One exception root carrying its exit code: every exception class the product
 defines derives from schemas.errors.LedgerError, no two share a name, and the codes are the
 README's table."""
 

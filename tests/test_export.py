@@ -125,7 +125,7 @@ def _note_on_a_trial(ledger_dir: Path) -> None:
 
 
 def test_export_leaves_the_ledger_unsealed_and_writes_the_tail(ledger_dir, tmp_path):
-    """Issue 20, point 9: exporting is reading. The default export seals nothing, so the
+    """Exporting is reading. The default export seals nothing, so the
     trial streams still take events afterwards, and DIR still holds every event."""
     with open_ledger(ledger_dir) as lg:
         expected = [tuple(getattr(e, c) for c in COLUMNS) for e in lg.read()]

@@ -1,6 +1,6 @@
-"""Issue 20 ("a newcomer's first hour works"): one test per numbered point not covered by
-tests/test_output_rules.py (5, 6), tests/test_readme_commands.py (1, 7) or
-tests/test_export.py (9)."""
+"""A newcomer's first hour works: what the README promises a first-time user, beyond
+what tests/test_output_rules.py, tests/test_readme_commands.py and tests/test_export.py
+cover."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def test_nested_positions_get_the_same_message(data, where, accepts) -> None:
     ],
 )
 def test_a_recorded_snapshot_lists_a_key_it_does_not_know_instead_of_refusing(block, data) -> None:
-    """Issue 15: a newer recorder's key degrades its component, never the trial."""
+    """A newer recorder's key degrades its component, never the trial (README § Compatibility)."""
     assert _problems(data)  # authored: still an error
     cfg = _load(data, authored=False)
     (key,) = cfg.unknown_keys

@@ -91,7 +91,7 @@ def test_parity_pack_custom_checks() -> None:
 
 
 def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> None:
-    """Issue 15: Tolokaforge's suite scores the component as the mean of the decided
+    """Tolokaforge 0.33.1 scores the component as the mean of the decided
     checks' own scores (CheckFailed may return 0.5), skips excluded; a record without a
     score reads as its status (passed 1.0, failed 0.0)."""
     from replay.grade import recorded_suite

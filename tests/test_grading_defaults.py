@@ -1,4 +1,4 @@
-"""One reader of grading documents, so one set of defaults (issue 15).
+"""One reader of grading documents, so one set of defaults (schemas/reading.py).
 
 GRADING.md § Score Combination: ``pass_threshold`` defaults to 0.8; § LLM Judge: a
 criterion without ``kind`` is ``binary``. ``reconcile_cmd`` once parsed rubrics and

@@ -236,7 +236,7 @@ def test_kernel_exemption_counted_when_it_kept_a_cap_off() -> None:
 
 
 def test_tied_uncap_counts_an_escaped_staleness_reversion() -> None:
-    """Reading (b) of issue 16 (docs/readme/verdict.md). § 5.1 'Tie selection': "A
+    """Reading (b) (docs/readme/verdict.md). GVC § 5.1 'Tie selection': "A
     derivation in which the tied-set MAX leaves the grade uncapped while at least one
     tied member would have been capped MUST count the tied-uncap population", with
     § 5.1 'Tied top tier': "each rank operation of step 3 whose predicate depends on the
@@ -256,7 +256,7 @@ def test_tied_uncap_counts_an_escaped_staleness_reversion() -> None:
 
 
 def test_both_chains_empty_counts_both_populations() -> None:
-    """Reading (a) of issue 16 (docs/readme/verdict.md). § 5.3.1 states two separate
+    """Reading (a) (docs/readme/verdict.md). GVC § 5.3.1 states two separate
     MUSTs: "if it [the work producer's chain_id] is nonetheless empty, the question is
     undecidable and the derivation MUST count the same-chain-indeterminate population"
     and "A base oracle author with an empty chain_id ... MUST be counted in the
@@ -283,7 +283,7 @@ def test_both_chains_empty_counts_both_populations() -> None:
 
 
 def test_same_tier_disagreement_at_base_unverified_sets_the_flag_only() -> None:
-    """Reading (c) of issue 16 (docs/readme/verdict.md). § 5.3.2: "A same-tier
+    """Reading (c) (docs/readme/verdict.md). GVC § 5.3.2: "A same-tier
     disagreement exists when, among the declared oracles whose tier equals the base
     grade's tier, at least two ran and at least one passed while at least one did not
     pass" — two ``unverified``-tier judges, one passing, one failing, make the base

@@ -250,7 +250,7 @@ def test_tool_message_answering_nothing(tmp_path: Path, lg: Ledger) -> None:
 
 
 def test_unknown_keys_are_kept_and_named_not_refused(tmp_path: Path, lg: Ledger) -> None:
-    """Issue 15 § Forward compatibility: a key a newer recorder wrote (top level, on a
+    """Forward compatibility (README § Compatibility): a key a newer recorder wrote (top level, on a
     message, on a tool_log record) does not make the bundle unreadable. Ingest keeps it
     (top level in trajectory_meta, message/record keys under ``unrecognized``) and names
     each one on trial.registered's ``unknown_keys``; the timeline is built as before."""
@@ -294,7 +294,7 @@ def test_bad_status_in_record(tmp_path: Path, lg: Ledger) -> None:
 def test_integer_beyond_64_bits_is_a_named_error(tmp_path: Path, lg: Ledger) -> None:
     coll = _corpus_copy(tmp_path, ("met", M0))
     _edit_yaml(coll / M0 / "metrics.yaml", lambda m: m.update(turns=2**70))
-    # named by file and line where it is written (issue 18), not later by the encoder
+    # named by file and line where it is written, not later by the encoder
     _assert_aborts(lg, [coll], r"metrics\.yaml:\d+: integer \d+ is outside the signed 64-bit range")
 
 

@@ -88,7 +88,7 @@ def test_a_bad_input_after_many_batches_worth_appends_nothing(
 def test_a_store_refusal_after_committed_batches_does_not_claim_the_ledger_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Batches commit one by one (issue 17, flat memory): when the store refuses a later
+    """Batches commit one by one (flat memory): when the store refuses a later
     batch, the error names what was appended and says to re-run, never 'unchanged'."""
     from ledger.errors import LedgerBusy
     from ledger.log.store import Ledger

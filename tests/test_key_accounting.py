@@ -1,4 +1,4 @@
-"""Key accounting on every replayed grade (issue 22; GRADING.md § The runtime ledger).
+"""Key accounting on every replayed grade (GRADING.md § The runtime ledger).
 
 Each test grades a small config and reads the grade's ``accounting`` rows: per populated
 scored key, ``evaluated`` or ``skipped`` with a reason an author can act on. Expected rows

@@ -1,4 +1,4 @@
-"""The key manifest is the models' key set, and every entry names a real evaluator (issue 22).
+"""The key manifest is the models' key set, and every entry names a real evaluator.
 
 The key set is derived from the grading models themselves, so a field added to a model
 without a manifest entry — or an entry naming a field the models lack — fails here.

@@ -1,4 +1,4 @@
-"""Each scored key discriminates: a satisfying and a violating trial per key (issue 22).
+"""Each scored key discriminates: a satisfying and a violating trial per key.
 
 The sweep is driven by the manifest (``schemas.key_manifest.SCORED_KEYS``): a scored key
 without its pair here fails the suite. Each pair is a grading config and two small trials

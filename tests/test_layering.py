@@ -1,4 +1,4 @@
-"""The import layering of DESIGN.md § 3: schemas ← ledger, schemas ← replay ← reconcile.
+"""The import layering (README § Layout): schemas ← ledger, schemas ← replay ← reconcile.
 
 Also, over every module of :data:`PACKAGES`: no import cycle (function-level imports
 count; ``if TYPE_CHECKING:`` blocks do not, they never run), no private name imported from
@@ -253,7 +253,7 @@ def test_the_inner_layering_check_sees_the_log_importing_the_app(tmp_path: Path)
 
 
 def test_only_the_cli_imports_click_or_rich() -> None:
-    """The API returns results and raises LedgerErrors; printing is the CLI's (issue 17)."""
+    """The API returns results and raises LedgerErrors; printing is the CLI's."""
     below_cli = [p for p in (ROOT / "ledger").rglob("*.py") if "cli" not in p.parts]
     offenders = {
         str(p.relative_to(ROOT)): sorted(_imports(p) & {"click", "rich"}) for p in below_cli

@@ -114,8 +114,8 @@ def test_recompute_needs_a_registered_projection_and_compares(lg: Ledger, monkey
 
 def test_every_receipt_type_names_a_projection_that_exists() -> None:
     """The table is explicit: a fresh process resolves it without having imported retrace
-    or reconcile (before issue 17 they registered themselves on import, so `receipt verify
-    --recompute` in a process that had not run them found none)."""
+    or reconcile (were they to register themselves on import, `receipt verify
+    --recompute` in a process that had not run them would find none)."""
     import subprocess
     import sys
 

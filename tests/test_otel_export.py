@@ -28,7 +28,7 @@ from tests.inspect_support import inspect_logs as _session_logs
 pytestmark = pytest.mark.xdist_group("inspect")
 
 
-inspect_logs = _session_logs  # the session fixture, under the name the tests ask for
+inspect_logs = _session_logs  # the session-scoped fixture, under the name the tests ask for
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"  # what `vledger demo` ingests

@@ -1,4 +1,4 @@
-"""The output rules (ledger/cli/output.py) and the commands a newcomer pipes (issue 20).
+"""The output rules (ledger/cli/output.py) and the commands a newcomer pipes.
 
 Expected values here are written from the rules (README.md § CLI reference, cited by the
 module docstring), not from a run.
@@ -268,8 +268,8 @@ def test_every_error_line_goes_through_the_one_escaping_rule() -> None:
 
 def test_grade_errors_follow_the_group_rule(tmp_path: Path) -> None:
     """``vledger grade`` leaves its LedgerErrors to the group: the Error line is escaped like
-    every other (it quotes the argument) and exits with the error's own code. It used to wrap
-    them in a click.ClickException, which printed the argument's raw bytes."""
+    every other (it quotes the argument) and exits with the error's own code. Wrapped in a
+    click.ClickException, it would print the argument's raw bytes."""
     ledger_dir = str(tmp_path / "L")
     assert CliRunner().invoke(main, ["init", "--ledger", ledger_dir]).exit_code == 0
     res = CliRunner().invoke(main, ["grade", "trial/x\x1b[2J", "--ledger", ledger_dir])

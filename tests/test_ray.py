@@ -231,7 +231,7 @@ def test_dry_run_refuses_to_seal_and_names_the_way_out(template, tmp_path):
 
 
 def test_cli_retrace_engine_ray(ray_session, template, tmp_path):
-    """The CLI path (joins the session's Ray), JSON identical to --engine local."""
+    """The CLI path (joins the module's running Ray), JSON identical to --engine local."""
     import json
 
     from click.testing import CliRunner
@@ -289,7 +289,7 @@ def test_ingest_engine_ray_appends_the_local_log(ray_session, tmp_path, monkeypa
     out = CliRunner().invoke(main, ["ingest", str(gen), "--ledger", str(tmp_path / "ray"),
                                     "--engine", "ray", "--workers", "2", "--skip-bad", "--json"])
     assert out.exit_code == 0, out.output
-    assert calls == [2]  # the reading went to Ray (the session's, joined)
+    assert calls == [2]  # the reading went to Ray (the running instance, joined)
     assert json.loads(out.stdout) == local.to_json()
     assert local.skipped and local.skipped[0]["source"].endswith(bad.name)
     assert _log_rows(tmp_path / "ray") == _log_rows(tmp_path / "local")

@@ -1,4 +1,4 @@
-"""Every shell command in README.md and docs/readme/*.md runs (issue 20, point 1).
+"""Every shell command in README.md and docs/readme/*.md runs (README § Docs that run).
 
 The commands are extracted from the fenced blocks (tests/readme_blocks.py states the
 markers) and run in order with bash, in a temporary copy of the checkout's documents and

@@ -144,7 +144,7 @@ def test_reconcile_run_from_the_wrong_base_names_each_problem_on_its_own_line(
     tmp_path: Path,
 ) -> None:
     """Both packs name the corpus relative to the checkout: each problem gets an indented
-    line of its own under the Error: line (the line breaks used to print as ``\\x0a``)."""
+    line of its own under the Error: line (the line breaks are not printed as ``\\x0a``)."""
     res = CliRunner().invoke(
         main, ["reconcile", "--packs", str(PACKS), "--base", str(tmp_path), "--dry-run"]
     )

@@ -1,4 +1,4 @@
-"""A recorded snapshot is evidence, not authorship (issue 15), through the CLI.
+"""A recorded snapshot is evidence, not authorship (README § Compatibility), through the CLI.
 
 Each test writes one small bundle whose task.yaml ``grading_config`` breaks an authoring
 rule, carries a key this version does not know, lacks a grade.yaml, or is re-graded under

@@ -1,4 +1,4 @@
-"""The report at scale, rendered in headless Chromium (issue 20, point 13): 5,000 trials over
+"""The report at scale, rendered in headless Chromium: 5,000 trials over
 200 tasks. In the rendered page no two axis labels overlap, every label carries its full
 name, zero bars are drawn, capped panels say how many they show, the disagreement panel
 counts per component, and a trial's page opens from the trials list.

@@ -1,4 +1,4 @@
-"""Retrace over the log: the issue's published corpus results, history, invariance, exits."""
+"""Retrace over the log: the published corpus results, history, invariance, exits."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_exactly_the_altered_trials_disagree(tmp_path: Path) -> None:
 def test_replays_are_appended_history_and_never_touch_the_record(notes_ledger) -> None:
     recorded_before = [e.payload for e in notes_ledger.read(type="grade.recorded")]
     first = retrace(notes_ledger)
-    second = retrace(notes_ledger)
+    second = retrace(notes_ledger, full=True)  # re-derived, not extended
     assert first.report["replay_id"] != second.report["replay_id"]
     completed = list(notes_ledger.read(type="replay.completed"))
     assert [e.data()["replay_id"] for e in completed] == [

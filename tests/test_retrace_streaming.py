@@ -1,4 +1,4 @@
-"""Retrace's streamed pieces (issue 17) give what the whole-list versions gave: parked
+"""Retrace's streamed pieces give what the whole-list versions gave: parked
 results in stream order, the report folded one outcome at a time, the outputs digest
 hashed row by row, and the buffer pool back at its cap after an append."""
 

@@ -1,4 +1,4 @@
-"""What a small command loads (issue 17: start-up). Over the 17 shipped trials, retrace and
+"""What a small command loads (start-up, benchmarks/startup.py). Over the 17 shipped trials, retrace and
 reconcile stay on the store's plain-list paths (ledger.log.rows) and import only the
 payload models of the types they append: no pyarrow, numpy or signing stack, and no YAML
 parser or backtracking regex engine for a retrace that reads no file."""
@@ -73,7 +73,7 @@ def test_a_large_append_takes_the_arrow_path() -> None:
 
 def test_a_small_command_never_stops_for_the_cyclic_collector(small_ledger: Path) -> None:
     """Start-up allocates ~100,000 long-lived objects and no cycles: at the default gen-0
-    threshold the collector ran ~75 times during a 17-trial retrace (11-13 ms, issue 17).
+    threshold the collector ran ~75 times during a 17-trial retrace (11-13 ms, measured).
     The command line collects every ledger.cli.GC_EVERY allocations, so none runs once it
     is loaded; the Python API leaves the caller's thresholds as they were."""
     lg = str(small_ledger)
@@ -102,7 +102,7 @@ def test_a_small_command_never_stops_for_the_cyclic_collector(small_ledger: Path
 
 def test_the_command_line_spares_its_exit_the_final_collections() -> None:
     """Tearing the interpreter down ran full collections over every object start-up built:
-    35-45 ms of a small command (issue 17). ledger.cli freezes them at exit, after every
+    35-45 ms of a small command (measured). ledger.cli freezes them at exit, after every
     other exit handler; a handler registered before it runs after it and sees them frozen.
     The Python API leaves the caller's exit alone."""
     probe = "import atexit, gc; atexit.register(lambda: print('FROZEN', gc.get_freeze_count() > 0))"

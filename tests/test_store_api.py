@@ -1,4 +1,4 @@
-"""Each store verb's API function returns what its command's ``--json`` prints (issue 17).
+"""Each store verb's API function returns what its command's ``--json`` prints.
 
 A verb that writes runs on two byte-identical copies of one ledger (same origin, so the
 same checkpoint note and segments): the CLI on one, the API on the other.

@@ -1,4 +1,4 @@
-"""The store's CLI: set up through the API, run the command, compare whole outputs (STYLE.md)."""
+"""The store's CLI: set up through the API, run the command, compare whole outputs."""
 
 from __future__ import annotations
 

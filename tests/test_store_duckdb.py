@@ -117,8 +117,8 @@ def test_a_format_1_ledger_is_upgraded_on_open_and_keeps_its_tree(tmp_path: Path
 
 def test_a_buffer_pool_too_small_is_named_not_called_damage(tmp_path: Path) -> None:
     """DuckDB's out-of-memory under ``$VLEDGER_DUCKDB_MEMORY`` names the cap and how to raise
-    it, on append and on read; it is not reported as a damaged store file (it used to be:
-    ``cannot be read (Out of Memory …); the file is damaged``) and the append changes nothing."""
+    it, on append and on read; it is not reported as a damaged store file (``cannot be
+    read (Out of Memory …); the file is damaged``) and the append changes nothing."""
     from click.testing import CliRunner
 
     from ledger.cli import main

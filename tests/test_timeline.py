@@ -423,7 +423,7 @@ def test_g6b_tool_message_without_a_call_id_raises() -> None:
 
 
 def test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_actor() -> None:
-    """Issue 15 § Views: G6b joins a role: tool message to "the message view", not to the
+    """GRADING.md G6b joins a role: tool message to "the message view", not to the
     assistant messages, so the k-th answer of raw id x answers the k-th declaration of x,
     user declarations included (Tolokaforge 0.33.1 keys both views the same way). On a
     bundle from before the shared assigner where both actors minted "a", the one answer
@@ -443,7 +443,7 @@ def test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_acto
 
 
 def test_g6b_a_tool_message_answering_a_user_declared_call_is_joined() -> None:
-    """Issue 15 § Views: was a TimelineInconsistencyError; the answer is joined to the call
+    """Not a TimelineInconsistencyError (GRADING.md G6b): the answer is joined to the call
     the user message declared, and (a user tool step: the message declares calls that the
     run of role: tool messages right after it answers) the step's message is no event."""
     messages = [user("go"), assistant("check"), user("", call("u1", "confirm_identity"))]

@@ -9,7 +9,7 @@ whose calls are recorded under ``executor: user`` with no role: tool message (N2
 Providers mint unique ids, per-turn ``<tool>:<index>`` ids, or ids from a tiny pool. The
 user's ids never repeat an agent's raw id: both actors draw from one trial-scoped assigner
 (G3), so a recorded user id is already distinct; a bundle from before that assigner, where
-an answer's raw id names calls of both actors, is read as issue 15 states (test_timeline.py,
+an answer's raw id names calls of both actors, is read as GRADING.md G6b states (test_timeline.py,
 ``test_g6b_a_tool_message_answers_the_kth_declaration_of_its_id_whichever_actor``).
 """
 

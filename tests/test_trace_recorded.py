@@ -1,4 +1,4 @@
-"""Recorded trace_checks blocks and bundles, read as Tolokaforge 0.33.1 writes them (issue 15).
+"""Recorded trace_checks blocks and bundles, read as Tolokaforge 0.33.1 writes them.
 
 One class per test group: a recorded key evaluated, an unknown key degraded, an advisory
 rather than a refusal (an authored block still refused), a user-declared call joined,
@@ -325,7 +325,7 @@ def _decl(raw: str, name: str) -> ToolCallDecl:
 
 
 def test_a_user_declared_call_is_joined_and_its_step_is_no_event() -> None:
-    """Issue 15 § Views: the role: tool message answering the user's call is its result;
+    """GRADING.md G6b: the role: tool message answering the user's call is its result;
     the user message that is only a tool step (every call answered by the tool messages
     right after it) is not a dialogue turn, so only its calls are events."""
     messages = [

@@ -238,7 +238,7 @@ def test_a_path_gate_is_escapable_by_scoring_strictly_below_a_clean_route() -> N
     res = run(calls("a", "b"), block)
     assert (
         res.summary.winning_path == "gated"
-    )  # scoring level no longer escapes: ties go to the gate
+    )  # the scoring level does not escape: ties go to the gate
     block["alternatives"][1]["constraints"][1] = present("g2", "y")
     res = run(calls("a", "b", "z"), block)
     assert (res.summary.winning_path, res.summary.gate_failed, res.component) == (

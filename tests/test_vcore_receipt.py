@@ -1,7 +1,7 @@
 """verdict-core run receipts (verdict-core FORMAT.md).
 
 The shipped demo run verifies clean and its receipt is rebuilt byte-for-byte; each
-tamper of FORMAT.md § 9 (on a copy in tmp_path) yields exactly the problems that table
+tamper of verdict-core FORMAT.md § 9 (on a copy in tmp_path) yields exactly the problems that table
 lists, in the order § 7 finds them.
 """
 
@@ -57,7 +57,7 @@ def test_demo_receipt_is_rebuilt_byte_for_byte() -> None:
 
 
 def test_published_digests() -> None:
-    """FORMAT.md § 3 and § 5 quote both digests of the demo run."""
+    """verdict-core FORMAT.md § 3 and § 5 quote both digests of the demo run."""
     raw = (DEMO / "events.jsonl").read_bytes()
     assert len(raw) == 19242 and len(parse_events(raw)) == 83
     assert events_digest(raw) == (
@@ -276,7 +276,7 @@ def _one_byte_changed(value: str | int | float) -> str | int | float:
 def test_one_byte_change_to_a_receipt_field_is_reported_with_its_path_and_both_values(
     run: Path,
 ) -> None:
-    """Issue 16: the problem names the top-level field (FORMAT.md § 7) and the CLI shows
+    """The problem names the top-level field (verdict-core FORMAT.md § 7) and the CLI shows
     where beneath it, with the stored and the recomputed value."""
     raw = (run / "receipt.json").read_bytes()
     old = b'"route_identity": "match"'
@@ -285,7 +285,7 @@ def test_one_byte_change_to_a_receipt_field_is_reported_with_its_path_and_both_v
     res = CliRunner().invoke(main, ["receipt", "verify", str(run)])
     assert res.exit_code == 1
     # the verdict line, the problem, the difference beneath it; then what an unsigned
-    # receipt does and does not prove (issue 18)
+    # receipt does and does not prove (README § Security)
     assert res.output.splitlines()[1:3] == [
         f"integrity: nodes {M}",
         '  nodes[0].attempts[2].route_identity: stored "matcx", rebuilt "match"',

@@ -1,4 +1,4 @@
-"""FORMAT.md § 4 projection rules the demo run does not exercise, on small synthetic logs.
+"""verdict-core FORMAT.md § 4 projection rules the demo run does not exercise, on small synthetic logs.
 
 Expected values are read off the rule text quoted in each docstring.
 """

@@ -1,15 +1,15 @@
 """verdict-core run shapes the demo run does not have, as whole run directories.
 
 Each shape is an ``events.jsonl`` + ``graph.json`` + ``receipt.json`` written here; the
-receipt is the one FORMAT.md § 4 prescribes for that log, written out by hand (every
+receipt is the one verdict-core FORMAT.md § 4 prescribes for that log, written out by hand (every
 value below is read off the rule text, none is produced by ``replay.vcore_receipt``).
 The rebuild must equal it, and ``vledger receipt verify`` (strict: byte-identical too)
 must find nothing wrong with it. The shapes are the ones real runs have and the demo
-run lacks (issue 16): attempts that never saw a ``terminal`` (dispatch alone, a retried
+run lacks: attempts that never saw a ``terminal`` (dispatch alone, a retried
 dispatch abandoned, a last attempt still running, one ended by ``failure`` alone), a
 node retried three times, and a controller ``ABANDONED_ATTEMPT`` event.
 
-Where FORMAT.md can be read two ways, the reading taken is verdict-core's own receipt
+Where verdict-core FORMAT.md can be read two ways, the reading taken is verdict-core's own receipt
 code (the producer of every real receipt) and the test docstring says so.
 """
 
@@ -269,7 +269,7 @@ def last_attempt_still_running() -> tuple[list, dict]:
 
 
 def retried_dispatch_abandoned() -> tuple[list, dict]:
-    """The shape of the real runs in issue 16: attempt 1 is dispatched, the controller
+    """The shape of real runs: attempt 1 is dispatched, the controller
     records ``ABANDONED_ATTEMPT`` and re-dispatches as attempt 2, which succeeds. Row 1
     never saw a ``terminal`` and is not the live attempt of a RUNNING node, so it is
     ``abandoned`` and ``route_identity = "unattested"`` (counted). The controller event
@@ -464,7 +464,7 @@ def test_receipt_verify_is_clean(tmp_path: Path, name: str) -> None:
 
 def test_every_row_without_a_terminal_is_unattested_and_counted(tmp_path: Path) -> None:
     """§ 4.1 'A row that never saw a terminal gets route_identity = "unattested"' holds
-    for every such row, not only those a ``failure`` ended (the issue-16 reader gap):
+    for every such row, not only those a ``failure`` ended (a reader gap this pins):
     across the shapes, every running, abandoned or failure-only row carries it."""
     seen: set[str] = set()
     for name in SHAPES:

@@ -251,7 +251,7 @@ def test_cli_derive_json_shape_on_the_fixtures() -> None:
 
 
 def test_cli_derive_json_carries_provenance_and_custody_as_the_fixtures_expect() -> None:
-    """Issue 16: ``derived`` carries ``provenance`` and the three custody triples (GVC
+    """``derived`` carries ``provenance`` and the three custody triples (GVC
     § 3: "A custody record MUST carry three role triples"); in every one of the 28 cases
     that names one of them, it equals the fixture's value, read from the raw file."""
     from tests.gvc_support import CASES_PATH

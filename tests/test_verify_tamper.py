@@ -1,4 +1,4 @@
-"""``verify`` detects and names each tampering the issue lists (DESIGN.md § 4, 5 and 6).
+"""``verify`` detects and names each tampering (docs/readme/store.md § Guarantees 5 and 6).
 
 Each test builds a clean ledger (with a signed checkpoint), checks it verifies, tampers with
 the files the way an attacker with disk access would, and asserts the first problem names

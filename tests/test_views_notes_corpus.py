@@ -61,7 +61,7 @@ def test_trials_match_the_corpus_manifests(notes: Path) -> None:
 
 
 def test_recorded_pass_rate_is_twelve_of_seventeen(notes: Path) -> None:
-    """DESIGN.md § 2: the published pass rate 12/17 (judge-only grades; policy passes, gated fails)."""
+    """FORMATS.md § 8: the published pass rate 12/17 (judge-only grades; policy passes, gated fails)."""
     rows = _rows(
         notes,
         "SELECT level, task_id, n, c, pass_at_k FROM pass_at_k WHERE basis = 'recorded' "
@@ -116,12 +116,12 @@ def retraced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with open_ledger(lg_dir, create=True) as lg:
         ingest(lg, [NOTES])
         retrace(lg, constraints_file=NARROWED)
-        retrace(lg, constraints_file=NARROWED)
+        retrace(lg, constraints_file=NARROWED, full=True)  # two whole replays in the history
     return lg_dir
 
 
 def test_agreement_reproduces_the_published_migration_evidence(retraced: Path) -> None:
-    """DESIGN.md § 2 / FORMATS.md § 8: judge criterion checked_duplicates_first against the
+    """RUBRIC_MIGRATION.md / FORMATS.md § 8: judge criterion checked_duplicates_first against the
     narrowed constraint over the 17 trials — 12 met & passed, 5 not met & failed, κ 1.0."""
     (row,) = _rows(
         retraced,

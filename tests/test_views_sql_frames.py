@@ -1,7 +1,7 @@
 """`_views.sql` of `vledger export --parquet` in plain DuckDB, and views as dataframes.
 
 The oracle for both is `vledger sql` itself over the same ledger: the exported script run
-in a bare DuckDB session (no verdict-ledger code) must give the same `pass_at_k` rows.
+in a bare DuckDB connection (no verdict-ledger code) must give the same `pass_at_k` rows.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ closed and checked at append, so a field has the one path its model gives it. A 
 a second candidate, tried after the first, only where a recorded event can carry it twice:
 
 * ``trial.registered`` ``trial_index``: ``$.task`` is task.yaml verbatim, and a
-  tolokaforge 0.33.1 task.yaml carries ``trial_index`` (../shared/compat) where the
+  Tolokaforge 0.33.1 task.yaml carries ``trial_index`` (its compatibility corpora) where the
   trajectory may not;
 * the receipt fields: ``ReplayCompleted`` / ``ReconcileCompleted`` accept them under
   ``receipt`` or at the top level (``_ReceiptFields``; ledger/app/receipts.py reads both),

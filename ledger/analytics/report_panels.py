@@ -291,7 +291,7 @@ NEVER_SCORED_SQL = (
 
 
 def _never_scored_panel(con: duckdb.DuckDBPyConnection) -> Panel | None:
-    """Keys a corpus declared that no replay ever evaluated (issue 22); shown only when the
+    """Keys a corpus declared that no replay ever evaluated (key accounting); shown only when the
     list is not empty — a panel saying "none" would be noise on every healthy ledger."""
     rows = analytics.rows(con, NEVER_SCORED_SQL)
     if not rows:

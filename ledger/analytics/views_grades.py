@@ -1,7 +1,7 @@
 """The grade views: grades, current_grades, components, criteria, trace_checks, separation.
 
-grade.recorded carries grade.yaml verbatim (issue 3), grade.replayed the re-derived grade
-(issue 6): scalars from PATHS["grade.head"], nested lists through the shapes below
+grade.recorded carries grade.yaml verbatim, grade.replayed the re-derived grade:
+scalars from PATHS["grade.head"], nested lists through the shapes below
 (FORMATS.md § 4 field names)."""
 
 from __future__ import annotations
@@ -256,25 +256,36 @@ def trace_checks() -> View:
 def constraint_separation() -> View:
     return View(
         "constraint_separation",
-        "WITH lr AS (SELECT task_id, arg_max(replay_id, grade_seq) AS replay_id "
-        "FROM trace_checks WHERE source = 'replayed' GROUP BY task_id), "
-        "rows_ AS (SELECT t.* FROM trace_checks t JOIN lr "
-        "ON t.task_id IS NOT DISTINCT FROM lr.task_id AND t.replay_id = lr.replay_id "
-        "WHERE t.source = 'replayed'), "
-        "agg AS (SELECT task_id, replay_id, constraint_id, min(ord) AS ord, "
+        # A replay that extended another appended only the trials it evaluated; the rest
+        # it carried forward are the earlier replays' grades under the same config. So the
+        # task's latest config (digest) picks each trial's latest grade under it, and the
+        # replay named is the latest receipt with that config.
+        "WITH tc AS (SELECT t.*, g.config_digest FROM trace_checks t JOIN _grade_head g "
+        "ON g.seq = t.grade_seq WHERE t.source = 'replayed'), "
+        "lr AS (SELECT task_id, arg_max(config_digest, grade_seq) AS config_digest "
+        "FROM tc GROUP BY task_id), "
+        "pick AS (SELECT tc.trial, tc.config_digest, max(tc.grade_seq) AS grade_seq FROM tc "
+        "JOIN lr ON tc.task_id IS NOT DISTINCT FROM lr.task_id "
+        "AND tc.config_digest = lr.config_digest GROUP BY tc.trial, tc.config_digest), "
+        "rows_ AS (SELECT tc.* FROM tc JOIN pick USING (trial, config_digest, grade_seq)), "
+        "rid AS (SELECT json_extract_string(body, '$.receipt.config_digest') AS config_digest, "
+        "arg_max(json_extract_string(body, '$.replay_id'), seq) AS replay_id FROM _ev "
+        f"WHERE type = 'replay.completed' AND {written_by_projection()} GROUP BY 1), "
+        "agg AS (SELECT task_id, config_digest, constraint_id, min(ord) AS ord, "
         "count(*) FILTER (WHERE verdict <> 'withheld') AS evaluated, "
         "count(*) FILTER (WHERE verdict = 'pass') AS passed, "
         "count(*) FILTER (WHERE verdict = 'fail') AS failed, "
         "count(*) FILTER (WHERE verdict = 'undecided') AS undecided FROM rows_ "
-        "GROUP BY task_id, replay_id, constraint_id) "
-        "SELECT task_id, replay_id, constraint_id, ord, evaluated, passed, failed, undecided, "
-        "constraint_class(passed, failed, undecided) AS class "
-        "FROM agg",
-        "per task, per constraint, over the task's latest replay: how it separates trials "
+        "GROUP BY task_id, config_digest, constraint_id) "
+        "SELECT task_id, rid.replay_id, constraint_id, ord, evaluated, passed, failed, "
+        "undecided, constraint_class(passed, failed, undecided) AS class "
+        "FROM agg LEFT JOIN rid USING (config_digest)",
+        "per task, per constraint, over the task's latest replay (with what it carried "
+        "forward): how it separates trials "
         "(FORMATS.md § 9 verdict order)",
         (
             _TASK,
-            ("replay_id", "the latest replay that evaluated this task"),
+            ("replay_id", "the latest replay with the config that last evaluated this task"),
             ("constraint_id", "constraint id"),
             ("ord", "first declaration position seen"),
             ("evaluated", "trials it was evaluated on (withheld excluded)"),

@@ -136,7 +136,7 @@ def agreement() -> View:
 
 
 def key_accounting() -> View:
-    # issue 22: every replayed grade's accounting rows (GRADING.md § The runtime
+    # Every replayed grade's accounting rows (GRADING.md § The runtime
     # ledger), per task, corpus and key, over the whole history of replays
     manifest = ", ".join(f"({sql_str(k.key)}, {sql_str(k.kind.value)})" for k in MANIFEST)
     rows = json_transform("body", {"grade": {"accounting": [ACCOUNTING_SHAPE]}})

@@ -1,1 +1,1 @@
-"""The use cases the CLI and the Python API share (DESIGN.md § 7)."""
+"""The use cases the CLI and the Python API share (docs/readme/api.md)."""

@@ -116,7 +116,7 @@ def export_parquet(
         pq.write_table(
             lg.read_arrow(from_seq=manifest.sealed_upto, to_seq=size - 1), out / tail_file
         )
-    write_views_sql(out)  # issue 19: the documented views for a plain DuckDB session
+    write_views_sql(out)  # the documented views, for plain DuckDB over the export
     _fsync_dir(out)
     tail_rows = size - manifest.sealed_upto if tail_file else 0
     unsealed = size - manifest.sealed_upto - tail_rows

@@ -406,7 +406,7 @@ class _Ingest:
                 )
                 continue
             self.count(p, new=False)
-            if additive:  # issue 19: content-identified events (re-scores) join the old ones
+            if additive:  # content-identified events (re-scores) join the old ones
                 present = {e for e, _ in held}
                 added = [e for e in additive if e.event_id not in present]
                 groups.append(rows_of(added))

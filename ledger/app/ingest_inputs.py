@@ -41,7 +41,7 @@ class Unit:
     events: tuple[PlannedEvent, ...]
     inconsistent: str | None = None
     trial: bool = False
-    # issue 19: events identified by content alone (an inspect log's scores), appended when
+    # Events identified by content alone (an inspect log's scores), appended when
     # their id is not yet in the stream and left out of the changed/present comparison
     additive: tuple[PlannedEvent, ...] = ()
 

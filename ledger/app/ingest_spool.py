@@ -3,7 +3,7 @@
 Ingest reads and checks every input before it appends anything (an unreadable or changed
 input must leave the ledger unchanged), so the whole plan exists before the first append.
 Held in memory, and appended as one batch the store decodes at once, that plan grew with
-the corpus (issue 17: 793 MiB peak at 10,000 trials, 294 MiB at 1,000). Instead each
+the corpus (793 MiB peak at 10,000 trials, 294 MiB at 1,000: benchmarks/memory_flat.py). Instead each
 input's planned events are pickled to an anonymous temporary file as they are read, and
 read back one input at a time into batches of about :data:`BATCH_BYTES` of payload.
 """

@@ -1,7 +1,7 @@
 """Receipt verification at the file/ledger seam (docs/readme/verdict.md § Receipts).
 
 * verdict-core run directories: their files' bytes go to the pure verifier in
-  ``replay.vcore_receipt`` (FORMAT.md § 7).
+  ``replay.vcore_receipt`` (verdict-core FORMAT.md § 7).
 * our own receipts (``replay.completed`` / ``reconcile.completed`` / ``receipt.issued``):
   the event is included in the current log (RFC 9162 § 2.1.3), its checkpoint is
   consistent with it (§ 2.1.4) and, with ``recompute``, the outputs digest recomputes.
@@ -209,6 +209,7 @@ def verify_ledger_receipt(
     _check_inclusion(lg, ev, size, check)
     _check_checkpoint(lg, rc, size, check)
     _check_signed_notes(lg, rc, check, pub)
+    _check_extension(lg, rc, check)
     if recompute:
         _check_recompute(lg, rc, check)
     return check
@@ -216,7 +217,7 @@ def verify_ledger_receipt(
 
 def _check_ingested_run(lg: Any, ev: StoredEvent, size: int) -> ReceiptCheck:
     """An imported verdict-core receipt: its event is in the log, and the run it
-    describes re-verifies from the log alone (FORMAT.md § 7)."""
+    describes re-verifies from the log alone (verdict-core FORMAT.md § 7)."""
     check = ReceiptCheck(None)
     _check_inclusion(lg, ev, size, check)
     files = ingested_run_files(lg, ev.stream)
@@ -273,6 +274,49 @@ def _check_checkpoint(lg: Any, rc: LedgerReceipt, size: int, check: ReceiptCheck
     )
 
 
+def _check_extension(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
+    """A replay that extended another names it (``receipt.extends``): that receipt is in
+    the log the extension read, with the same config digest and the tree head named, and
+    the two tree heads are consistent (RFC 9162 § 2.1.4) — the log the carried results were
+    derived from is a prefix of the one this replay read. (``--recompute`` re-derives both.)"""
+    link = rc.event.data().get("receipt", {}).get("extends")
+    if link is None:
+        return
+    where = f"the replay it extends ({link.get('replay_id') if isinstance(link, dict) else link})"
+    try:
+        seq, cp = int(link["seq"]), link["checkpoint"]
+        size, root = int(cp["size"]), bytes.fromhex(cp["root"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        check.problems.append(f"{where}: receipt.extends is malformed: want seq and checkpoint")
+        return
+    found = list(lg.read(from_seq=seq, to_seq=seq)) if 0 <= seq < rc.size else []
+    try:
+        base = parse_ledger_receipt(found[0]) if found else None
+    except ValueError:
+        base = None
+    if base is None or base.event.type != rc.event.type:
+        check.problems.append(f"{where}: no replay receipt at seq {seq} of the log it read")
+        return
+    if (base.size, base.root, base.config_digest) != (size, root, rc.config_digest):
+        check.problems.append(
+            f"{where}: the receipt at seq {seq} binds another tree head or config digest"
+        )
+        return
+    try:
+        proof = lg.prove_consistency(size, rc.size)
+        merkle.check_consistency(size, rc.size, root, rc.root, proof)
+    except ProofError as exc:
+        check.problems.append(
+            f"{where}: its tree head (size {size}) is not consistent with this receipt's "
+            f"(size {rc.size}): {exc}"
+        )
+        return
+    check.checked.append(
+        f"extends the replay receipt at seq {seq}: same config digest, and its tree head "
+        f"(size {size}) is consistent with this receipt's (size {rc.size})"
+    )
+
+
 def _signed_notes(lg: Any, pub: Verifier | None) -> list[tuple[Path, Any, str]]:
     """(file, checkpoint body, how it was checked) for each stored note that parses and,
     with ``pub``, carries a valid signature by it; bad notes are left to ``verify``."""
@@ -319,7 +363,11 @@ def _check_recompute(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
             f"(registered: {sorted(RECOMPUTERS) or 'none'})"
         )
         return
-    got = fn(lg, rc.event)
+    try:
+        got = fn(lg, rc.event)
+    except LedgerError as exc:  # e.g. the replay an extension names does not recompute
+        check.problems.append(f"cannot recompute: {exc}")
+        return
     if got != rc.outputs_digest:
         check.problems.append(
             f"outputs_digest mismatch: recorded {rc.outputs_digest}, recomputed {got}"
@@ -344,7 +392,7 @@ def receipt_verify(
 
 
 def run_verdict(run_dir: Path, rebuilt: dict[str, Any] | None) -> str:
-    """``OUTCOME: reason`` of the evidence (FORMAT.md § 7's CLI), even when verification
+    """``OUTCOME: reason`` of the evidence (verdict-core FORMAT.md § 7's CLI), even when verification
     stopped before rebuilding (e.g. no receipt.json to compare with)."""
     try:
         if rebuilt is None:
@@ -385,10 +433,12 @@ def _receipt_fields(ev: StoredEvent) -> dict[str, Any]:
         keys = ("run_id", "outcome", "reason", "events_digest", "graph_digest", "event_count")
         return {"verdict_core_receipt": {k: stored.get(k) for k in keys}}
     rc = parse_ledger_receipt(ev)
+    extends = stored.get("extends") if isinstance(stored, dict) else None
     return {
         "checkpoint": {"size": rc.size, "root": rc.root.hex()},
         "config_digest": rc.config_digest,
         "outputs_digest": rc.outputs_digest,
+        **({"extends": extends} if extends is not None else {}),
     }
 
 

@@ -1,6 +1,6 @@
 """The base of every API result: a frozen dataclass whose ``to_json()`` is what ``--json`` prints.
 
-The CLI renders a result and never computes one (DESIGN.md § 7, sqlite-utils): the same
+The CLI renders a result and never computes one (as sqlite-utils does): the same
 object reaches a notebook through ``import ledger``.
 """
 

@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -24,23 +23,33 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, opened
+from ledger.app.replay_results import (
+    ListHasher,
+    Tally,
+    discard_results,
+    keep_results,
+    new_results,
+    output_row,
+)
 from ledger.app.result import Result
+from ledger.app.retrace_extend import Extension, Run, extended_run, find_base, recomputed_outcomes
 from ledger.engines import get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
+from replay.grade import GRADING_VERSION
 from replay.grading_rules import GradingConfigError, load_grading_config
 from replay.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
 from replay.retrace_report import RetraceReportError, build_report
 from replay.timeline import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
-from schemas.canonical import canonical_json, digest
+from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
 
-PROJECTION_VERSION = f"retrace/1 ({TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
+PROJECTION_VERSION = f"retrace/1 ({GRADING_VERSION}, {TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
 
 # Exit codes (README § retrace): results are 0 whatever they say; the corpus being
 # unreadable, a bad replacement config or an empty source is 1.
@@ -68,6 +77,7 @@ class RetraceRequest:
     segment_bytes: int | None = None
     workers: int = 1
     dry_run: bool = False
+    full: bool = False  # re-derive every trial even where an earlier replay can be extended
 
     def make_engine(self) -> Engine:
         if not isinstance(self.engine, str):
@@ -167,19 +177,10 @@ def outputs_digest(outcomes: Iterable[TrialRetrace]) -> str:
 
     The canonical JSON of the list of rows, hashed row by row as it is written (no list
     of every row in memory): the bytes, so the digest, are those of ``digest(rows)``."""
-    hasher = _ListHasher()
+    hasher = ListHasher()
     for o in outcomes:
-        hasher.add(_output_row(o))
+        hasher.add(output_row(o))
     return hasher.digest()
-
-
-def _output_row(o: TrialRetrace) -> dict[str, Any]:
-    return {
-        "trial": o.trial,
-        "status": o.status,
-        "differences": [d.as_json() for d in o.differences],
-        "replayed": o.replayed,
-    }
 
 
 @dataclass(frozen=True)
@@ -222,9 +223,11 @@ def replayed_events(ids: ReplayIds, outcomes: Iterable[TrialRetrace]) -> Iterato
 
 def completed_event(
     ids: ReplayIds, report: Mapping[str, Any], statuses: dict[str, int], size: int,
-    root: bytes, out_digest: str,
+    root: bytes, out_digest: str, extension: Extension | None = None,
 ) -> NewEvent:  # fmt: skip
-    """The replay.completed receipt: the checkpoint read, the config and outputs digests."""
+    """The replay.completed receipt: the checkpoint read, the config and outputs digests;
+    for a replay that extends another, that replay and its tree head (``extends``) and how
+    many trials were carried forward from it or evaluated."""
     summary = {k: report[k] for k in ("constraints", "paths", "evidence")}
     summary["statuses"] = statuses
     payload = {
@@ -238,6 +241,10 @@ def completed_event(
             "outputs_digest": out_digest,
         },
     }
+    if extension is not None:
+        payload["receipt"]["extends"] = extension.base.link()
+        payload["receipt"]["carried"] = extension.carried
+        payload["receipt"]["evaluated"] = extension.evaluated
     return NewEvent(ids.stream, "replay.completed", payload, f"{ids.replay_id}:completed")
 
 
@@ -257,19 +264,19 @@ def replay_events(
 
 
 def _status_counts(outcomes: Iterable[TrialRetrace]) -> dict[str, int]:
-    counts = {"agreed": 0, "disagreed": 0, "ungraded": 0, "not_rechecked": 0}
+    tally = Tally()
     for o in outcomes:
-        counts[o.status] += 1
-    return counts
+        tally.take(o)
+    return tally.statuses
 
 
-def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> int:
+def _append_replay(lg: Any, events: Iterable[NewEvent], completed: NewEvent) -> Any:
     """Append the replay as one atomic batch; a store that takes it in parts
     (``append_parts``) never holds every grade.replayed at once."""
     parts = getattr(lg, "append_parts", None)
     if parts is None:
-        return lg.append([*events, completed]).appended
-    return parts(_chunks(chain(events, [completed]), REPLAY_PART)).appended
+        return lg.append([*events, completed])
+    return parts(_chunks(chain(events, [completed]), REPLAY_PART))
 
 
 REPLAY_PART = 1024  # grade.replayed events prepared and inserted at a time
@@ -286,7 +293,8 @@ def retrace(
     task: str | None = None, constraints_file: Path | None = None,
     grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
     max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
-    workers: int = 1, dry_run: bool = False, on_ingest: Callable[[str], None] | None = None,
+    workers: int = 1, dry_run: bool = False, full: bool = False,
+    on_ingest: Callable[[str], None] | None = None,
     on_total: Progress | None = None, on_done: Progress | None = None,
     read_workers: int | None = None,
 ) -> RetraceResult:  # fmt: skip
@@ -296,11 +304,13 @@ def retrace(
     run ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
     read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
     available), whatever engine then runs the projection with its ``workers``.
+    A run whose inputs match an earlier replay's extends it (``ledger.app.retrace_extend``):
+    only trials new or changed since are evaluated; ``full`` re-derives every trial.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
     request = RetraceRequest(
         corpus, source, task, constraints_file, grading_file, engine, address, max_retries,
-        segment_rows, segment_bytes, workers, dry_run,
+        segment_rows, segment_bytes, workers, dry_run, full,
     )  # fmt: skip
     if request.source is None:
         with opened(ledger) as lg:
@@ -363,47 +373,79 @@ def run_retrace(
     label = str(request.grading_file or request.constraints_file or "")
     override = override_from_source(source, label)
     size = lg.size()
+    config = request.config_record(source, streams)
+    ids = ReplayIds.of(config, size)
+    select = request.selection(size, streams)
+    tail = [unreadable_bundle(str(u["source"]), str(u["reason"]))
+            for u in sorted(unreadable, key=lambda u: str(u["source"]))]  # fmt: skip
+    progress = {"on_total": on_total, "on_done": on_done}
+    base = None if request.full else find_base(lg, config, ids.config_digest, size)
+    run = None
+    if base is not None:
+        run = extended_run(lg, base, select, override, tail, progress, keep=not request.dry_run)
+        if run is not None and not run.outcomes:
+            raise _no_trials(request)
+    if run is None:
+        run = _full_run(lg, request, select, override, tail, progress, precomputed)
+    writer, report = run.tally.writer, run.report
+    try:
+        root = lg.root(size)
+        done = completed_event(
+            ids, report, run.tally.statuses, size, root, run.tally.hasher.digest(), run.ext
+        )  # fmt: skip
+        report["replay_id"] = ids.replay_id
+        report["receipt"] = done.payload["receipt"]
+        report["dry_run"] = request.dry_run
+        appended = 0
+        if not request.dry_run:
+            fresh = run.outcomes if run.ext is None else run.ext.fresh
+            added = _append_replay(lg, replayed_events(ids, fresh), done)
+            appended = added.appended
+            if writer is not None:  # kept for the next retrace with these inputs to extend
+                writer.finish({
+                    "replay_id": ids.replay_id, "seq": added.last_seq, "size": size,
+                    "root": root.hex(), "config_digest": ids.config_digest,
+                    "outputs_digest": done.payload["receipt"]["outputs_digest"],
+                })  # fmt: skip
+                keep_results(lg, ids.config_digest, writer)
+    finally:
+        if writer is not None:
+            discard_results(writer)  # a no-op once kept
+    failed = run.tally.statuses["not_rechecked"] > 0
+    report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
+    return RetraceResult(report, report["exit_code"], appended)
+
+
+def _full_run(
+    lg: Ledger, request: RetraceRequest, select: TrialSelection, override: Override,
+    tail: Sequence[TrialRetrace], progress: dict[str, Progress | None], precomputed: Any = None,
+) -> Run:  # fmt: skip
     try:
         outcomes = _parked_outcomes(
-            request.make_engine(), lg, request.selection(size, streams), override,
-            [unreadable_bundle(str(u["source"]), str(u["reason"]))
-             for u in sorted(unreadable, key=lambda u: str(u["source"]))],
-            precomputed, on_total=on_total, on_done=on_done,
-        )  # fmt: skip
+            request.make_engine(), lg, select, override, tail, precomputed, **progress
+        )
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
     if not outcomes:
-        given = (("corpus", request.corpus), ("task", request.task))
-        where = " ".join(f"--{k} {v}" for k, v in given if v)
-        raise RetraceError(
-            f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
-            "(`vledger ingest PATH`) or pass --source PATH"
-        )
-    ids = ReplayIds.of(request.config_record(source, streams), size)
-    statuses = _status_counts(())
-    hasher = _ListHasher()
-
-    def tapped() -> Iterator[TrialRetrace]:  # the digest and counts in the report's pass
-        for o in outcomes:
-            statuses[o.status] += 1
-            hasher.add(_output_row(o))
-            yield o
-
+        raise _no_trials(request)
+    # a run that appends keeps its results, for the next one with these inputs to extend
+    tally = Tally(None if request.dry_run else new_results(lg, keep=True))
     try:  # one pass over the parked outcomes; the per-trial rows are a view of them
-        report = build_report(tapped(), Mapped(outcomes, TrialRetrace.as_dict))
+        report = build_report(map(tally.take, outcomes), Mapped(outcomes, TrialRetrace.as_dict))
     except RetraceReportError as exc:
+        if tally.writer is not None:
+            discard_results(tally.writer)
         raise RetraceError(str(exc)) from None
-    root = lg.root(size)
-    completed = completed_event(ids, report, statuses, size, root, hasher.digest())
-    report["replay_id"] = ids.replay_id
-    report["receipt"] = completed.payload["receipt"]
-    report["dry_run"] = request.dry_run
-    appended = 0
-    if not request.dry_run:
-        appended = _append_replay(lg, replayed_events(ids, outcomes), completed)
-    failed = statuses["not_rechecked"] > 0
-    report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
-    return RetraceResult(report, report["exit_code"], appended)
+    return Run(report, tally, outcomes)
+
+
+def _no_trials(request: RetraceRequest) -> RetraceError:
+    given = (("corpus", request.corpus), ("task", request.task))
+    where = " ".join(f"--{k} {v}" for k, v in given if v)
+    return RetraceError(
+        f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
+        "(`vledger ingest PATH`) or pass --source PATH"
+    )
 
 
 def _parked_outcomes(
@@ -424,31 +466,24 @@ def _parked_outcomes(
     return Parked(chain(done, stream(lg, rest_select, retrace_trial, override, **progress)), tail)
 
 
-class _ListHasher:
-    """:func:`outputs_digest`, fed one row at a time."""
-
-    def __init__(self) -> None:
-        self._hasher = hashlib.sha256(b"[")
-        self._sep = b""
-
-    def add(self, row: Any) -> None:
-        self._hasher.update(self._sep)
-        self._hasher.update(canonical_json(row))
-        self._sep = b","
-
-    def digest(self) -> str:
-        done = self._hasher.copy()
-        done.update(b"]")
-        return "sha256:" + done.hexdigest()
-
-
 def recompute_replay(lg: Ledger, ev: StoredEvent) -> str:
-    """Re-run a recorded replay over the log prefix its receipt names; its outputs digest."""
+    """Re-run a recorded replay over the log prefix its receipt names; its outputs digest.
+
+    A replay that extended another is recomputed as it was made: the replay it extends,
+    recomputed and checked against that replay's receipt, then the trials changed since."""
+
+    def full(select: TrialSelection, override: Override) -> Parked:
+        return _parked_outcomes(RetraceRequest().make_engine(), lg, select, override, ())
+
+    return outputs_digest(recomputed_outcomes(lg, ev, _recorded_inputs, full))
+
+
+def _recorded_inputs(ev: StoredEvent) -> tuple[Override, TrialSelection]:
+    """The replacement config and trial selection a replay.completed event records."""
     payload = ev.data()
     config = payload["config"]
     size = payload["receipt"]["checkpoint"]["size"]
-    override = override_from_source(config["override"])
     streams = config.get("streams")
     request = RetraceRequest(corpus=config.get("corpus"), task=config.get("task"))
     select = request.selection(size, None if streams is None else frozenset(streams))
-    return outputs_digest(_parked_outcomes(request.make_engine(), lg, select, override, ()))
+    return override_from_source(config["override"]), select

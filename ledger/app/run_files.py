@@ -1,4 +1,4 @@
-"""A verdict-core run's files as the receipt verifier reads them (FORMAT.md § 7).
+"""A verdict-core run's files as the receipt verifier reads them (verdict-core FORMAT.md § 7).
 
 Two places hold a run: its directory on disk, and the ``run/<run_id>`` stream that
 ``vledger ingest`` recorded it in (the exact events.jsonl bytes reassembled from the
@@ -41,7 +41,7 @@ def read_run_dir(run_dir: Path) -> RunFiles:
     events, _ = _read_optional(run_dir / "events.jsonl")
     graph_path = run_dir / "graph.json"
     graph, graph_err = _read_optional(graph_path)
-    if graph is None:  # absent graph is a rebuild error too (FORMAT.md § 7 step 6)
+    if graph is None:  # absent graph is a rebuild error too (verdict-core FORMAT.md § 7 step 6)
         why = graph_err or str(FileNotFoundError(2, "No such file or directory", str(graph_path)))
         graph_err = f"cannot read graph.json: {why}"
     review, review_err = _read_optional(run_dir / "review.json")
@@ -83,7 +83,7 @@ def ingested_run_files(lg: Any, stream: str) -> RunFiles | None:
         name=str(issued.get("run_dir") or stream[len(RUN_PREFIX) :]),
         receipt=str(issued["receipt_raw"]).encode(),
         events=events,
-        # graph_digest binds graph.json's canonical content, not its bytes (FORMAT.md § 3)
+        # graph_digest binds graph.json's canonical content, not its bytes (verdict-core FORMAT.md § 3)
         graph=None if graph is None else orjson.dumps(graph),
         graph_error="cannot read graph.json: not present when the run was ingested"
         if graph is None

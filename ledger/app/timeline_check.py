@@ -1,6 +1,6 @@
 """The verify check for stored timelines: recompute each from its trial's raw events.
 
-Every stored ``timeline.event`` run (ingest's projection, issue 3) must equal what
+Every stored ``timeline.event`` run (ingest's projection) must equal what
 ``replay.timeline`` rebuilds through ``replay.trial_inputs``, at the running projection
 version and with the same recorded view inconsistency; ``vledger verify --deep`` runs it
 (:data:`ledger.app.verify.CHECKS`).

@@ -44,7 +44,7 @@ CHECKS: tuple[Check, ...] = (
     Check("runs", "ledger.app.receipts:verify_ingested_runs"),  # verdict-core runs re-verify
     Check("receipts", "ledger.app.receipts:verify_projection_receipts"),  # replay / reconcile
     Check("admissions", "ledger.app.verdicts:verify_hook"),  # recorded admissions re-derive
-    Check("timelines", "ledger.app.timeline_check:check_timelines", deep=True),  # issue 3
+    Check("timelines", "ledger.app.timeline_check:check_timelines", deep=True),  # ingest's stored timelines
 )
 
 

@@ -1,4 +1,4 @@
-"""The ``vledger`` command line: thin shells over the Python API (STYLE.md, sqlite-utils).
+"""The ``vledger`` command line: thin shells over the Python API (as sqlite-utils's CLI is).
 
 Each area's commands live in their own module and attach themselves to ``main``.
 ``COMMANDS`` is the registry: a command's module is imported only when that command runs
@@ -25,13 +25,13 @@ from schemas.errors import LedgerError
 # A command's start-up builds ~100,000 long-lived objects (classes, functions, schemas) and
 # no garbage cycles, and the collector scans each object once per generation it passes
 # through, whatever the thresholds: at the default (700) that was ~90 collections, 11-13 ms
-# of a small retrace or reconcile (issue 17, measured), and ~0 of its work. Collecting
+# of a small retrace or reconcile (benchmarks/startup.py), and ~0 of its work. Collecting
 # every GC_EVERY allocations instead costs a long command the same per object and holds
 # back at most that many. The command line only: `import ledger` leaves the caller's GC.
 GC_EVERY = 100_000
 gc.set_threshold(GC_EVERY, *gc.get_threshold()[1:])
 # At exit the interpreter runs full collections over every object while it tears modules
-# down: 35-45 ms of a small command, more than its own work (issue 17, measured). Frozen,
+# down: 35-45 ms of a small command, more than its own work (benchmarks/startup.py). Frozen,
 # they are skipped; objects are still freed by reference counting, and files and
 # connections are closed by the commands themselves. Registered first, so it runs last.
 atexit.register(gc.freeze)

@@ -161,7 +161,7 @@ def sql_command(
 
         check_output_path(out, resolve_ledger(ledger_dir))
     as_json = as_json or as_nl
-    if as_json:  # the shared --json flag (STYLE.md: one meaning on every command)
+    if as_json:  # the shared --json flag: one meaning on every command
         if fmt not in ("table", "json"):
             raise click.UsageError(f"--json and --format {fmt} clash: give one of them")
         fmt = "json"

@@ -46,6 +46,9 @@ from ledger.errors import LedgerError
               help="Processes for the local engine (CPUs for a local Ray); results are "
                    "identical for any N.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
+@click.option("--full", is_flag=True,
+              help="Re-derive every trial, even where an earlier replay with the same inputs "
+                   "could be extended (only trials new or changed since evaluated).")
 @ledger_option
 @json_option
 def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:
@@ -113,7 +116,7 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
     if report["constraints"]:
         result("constraints:")
         result(render_table(CONSTRAINT_HEADERS, constraint_rows(report["constraints"]), width), nl=False)
-    for c in report["constraints"]:  # issue 19: a field the recorder never wrote, named
+    for c in report["constraints"]:  # a field the recorder never wrote, named
         if c.get("not_measured_reason"):
             result(f"constraint {c['task_id']} / {c['id']}: not measured in "
                    f"{plural(c['not_measured_trials'], 'trial')}: {c['not_measured_reason']}")
@@ -123,6 +126,10 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
                 for k, v in report["evidence"].items()]  # fmt: skip
     result("evidence: " + ", ".join(evidence))
     cp = report["receipt"]["checkpoint"]
+    if "extends" in report["receipt"]:
+        rc = report["receipt"]
+        result(f"extends {rc['extends']['replay_id']}: {plural(rc['carried'], 'trial')} carried "
+               f"forward, {plural(rc['evaluated'], 'trial')} new or changed evaluated (--full: all)")
     if report.get("dry_run"):
         result("dry run: nothing appended")
     else:

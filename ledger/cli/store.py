@@ -1,7 +1,7 @@
 """``vledger init | append | log | keygen | checkpoint | prove | seal | verify | repair``.
 
 Each command parses, calls one API function through the lazy namespace (``ledger.append``…,
-so ``--help`` loads no store) and prints (STYLE.md, sqlite-utils). A LedgerError becomes
+so ``--help`` loads no store) and prints (as sqlite-utils's CLI does). A LedgerError becomes
 ``Error: …`` on stderr and its exit code in the group (ledger/cli/__init__.py); usage
 errors exit 2 via click.
 """

@@ -96,7 +96,7 @@ def run_pool(
     spans = lg.trial_spans(0, select.to_seq + 1)
     # forkserver, not fork: the driver may hold threads (the hash pool, Ray's gRPC) that a
     # forked child would inherit mid-state; a fresh server process has none
-    import multiprocessing  # noqa: PLC0415 - the pool path only (issue 17 start-up)
+    import multiprocessing  # noqa: PLC0415 - the pool path only (start-up)
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
     context = multiprocessing.get_context("forkserver")

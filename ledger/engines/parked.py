@@ -3,7 +3,7 @@
 Engines return ``(stream, result)`` pairs in stream order, so a report and its digests do
 not depend on the engine or the partitioning; the local engine computes them in seq order.
 Sorting them in memory held every result at once — the part of retrace's peak that grew
-with the corpus (issue 17: about 6 KiB a trial). :class:`Parked` pickles each result to an
+with the corpus (about 6 KiB a trial, benchmarks/memory_flat.py). :class:`Parked` pickles each result to an
 anonymous temporary file as it arrives and keeps only its offset; iterating reads them
 back one at a time, in stream order, as often as a caller needs (report, digest, events).
 """

@@ -1,7 +1,7 @@
 """A batch on its way into the log: validation, canonical payloads, idempotency, rows.
 
 Pure (no store, no I/O): both stores append through these, so they share every append rule
-(DESIGN.md § 4 guarantees 3 and 4) and differ only in where rows live. A batch is checked
+(docs/readme/store.md § Guarantees 3 and 4) and differ only in where rows live. A batch is checked
 column-wise first (:func:`prepare_batch`); a batch that fails any check is prepared again
 event by event (:func:`prepare_event`), which words the error and names its index, so the
 two paths cannot disagree on what they accept.

@@ -1,4 +1,4 @@
-"""Signing and reading a log's checkpoints (C2SP tlog-checkpoint notes, DESIGN.md § 4).
+"""Signing and reading a log's checkpoints (C2SP tlog-checkpoint in C2SP signed-note form).
 
 The rules both stores sign by: never sign a checkpoint that some stored one is not a prefix
 of (a consistency proof could not join them), and at a size already signed, add the

@@ -30,7 +30,7 @@ from ledger.errors import LedgerBusy, LedgerError, TamperDetected
 from ledger.log.layout import DB_FILE
 
 DEFAULT_DUCKDB_MEMORY = "128MB"
-# What the buffer pool keeps between two steps of a streaming read or write (issue 17). It
+# What the buffer pool keeps between two steps of a streaming read or write. It
 # only caches blocks such a reader or writer will not read again, and DuckDB evicts only
 # under pressure: left alone it filled to the cap, so ingest and retrace peaked 1.5-1.9x
 # higher over 10,000 bundles than over 1,000. A lower cap instead refused big rows (one
@@ -54,7 +54,7 @@ CHECKPOINT_ROWS = 92_161
 CHECKPOINT_WAL = "64MB"
 # A WAL up to this size is left at close for the next open to replay (+2 ms at 0.8 MB,
 # measured) instead of checkpointed (8-12 ms, a fifth of a small retrace's own work,
-# issue 17): every commit in it is durable, and one larger is checkpointed at close as
+# benchmarks/startup.py): every commit in it is durable, and one larger is checkpointed at close as
 # before, so what an open replays stays bounded. It holds no large row (Checkpoints
 # checkpoints one at once), so its checkpoint fits the steady pool.
 KEEP_WAL = 1 << 20
@@ -154,8 +154,8 @@ def close_steady(con: duckdb.DuckDBPyConnection, wal: Path, *, at_cap: bool) -> 
     """Close ``con``: a WAL of at most :data:`KEEP_WAL` bytes stays as it is; a larger one is
     checkpointed within the steady pool unless ``at_cap`` (a large row may be in the WAL:
     DuckDB cannot checkpoint a row bigger than its pool). Left at the cap, closing after a
-    corpus-sized append of small rows peaked anywhere up to 1.6x higher (issue 17,
-    measured); a checkpoint that fails leaves the WAL, replayed on open."""
+    corpus-sized append of small rows peaked anywhere up to 1.6x higher
+    (benchmarks/memory_flat.py); a checkpoint that fails leaves the WAL, replayed on open."""
     keep = wal_bytes(wal) <= KEEP_WAL
     with contextlib.suppress(duckdb.Error):  # a read-only connection checkpoints nothing
         con.execute(f"PRAGMA {'disable' if keep else 'enable'}_checkpoint_on_shutdown")

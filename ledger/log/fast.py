@@ -22,7 +22,7 @@ import orjson
 
 from schemas.canonical import canonical_json
 
-if TYPE_CHECKING:  # pyarrow is imported where a path needs it (issue 17 start-up)
+if TYPE_CHECKING:  # pyarrow is imported where a path needs it (start-up, benchmarks/startup.py)
     import pyarrow as pa
 
 try:  # built by setup.py when the machine can compile it; VLEDGER_PURE=1 opts out

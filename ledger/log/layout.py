@@ -1,4 +1,4 @@
-"""What a ledger directory holds, and how its files are written (DESIGN.md § 4)::
+"""What a ledger directory holds, and how its files are written (docs/readme/store.md)::
 
 <dir>/events.duckdb      events, Merkle interior nodes, tree state, metadata
 <dir>/checkpoints/       signed checkpoint notes (C2SP tlog-checkpoint), one per size

@@ -2,7 +2,7 @@
 
 A hash is addressed as ``(level, index)``: the root of the complete subtree over leaves
 ``[i·2^level, (i+1)·2^level)``. Every proof hash is a fold of such subtrees, so a proof is
-planned, read once through a :class:`HashReader`, then computed (STYLE.md, Go sumdb/tlog).
+planned, read once through a :class:`HashReader`, then computed (as Go's sumdb/tlog does).
 The store keeps the *frontier* (the current tree's complete subtrees) so appending never
 re-reads history (docs/readme/store.md, "Leaf hash").
 """

@@ -1,4 +1,4 @@
-"""What the application and the engines may call on a store (DESIGN.md § 4).
+"""What the application and the engines may call on a store (docs/readme/store.md § Guarantees).
 
 Both the DuckDB store (:class:`ledger.log.store.Ledger`) and the in-memory reference store
 (:class:`ledger.log.memory_store.MemoryLedger`) satisfy :class:`Store`;

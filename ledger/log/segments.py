@@ -1,4 +1,4 @@
-"""Sealing the log into immutable Parquet segments (DESIGN.md § 4 guarantee 9).
+"""Sealing the log into immutable Parquet segments (docs/readme/store.md § Guarantees 9).
 
 ``<ledger>/segments/seg-<first>-<last>.parquet`` hold the rows as stored; the manifest's
 fields and the trial rule (a ``trial/…`` stream never spans two segments: cuts fall only

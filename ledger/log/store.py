@@ -1,7 +1,7 @@
-"""The embedded event store: one DuckDB file inside the ledger directory (DESIGN.md § 4;
+"""The embedded event store: one DuckDB file inside the ledger directory (docs/readme/store.md;
 the directory is :mod:`ledger.log.layout`, connecting :mod:`ledger.log.connection`).
 
-It keeps guarantees 1-5 of DESIGN.md § 4 (each pinned by ``tests/store_contract.py``): one
+It keeps guarantees 1-5 of docs/readme/store.md § Guarantees (each pinned by ``tests/store_contract.py``): one
 ``append`` is one durable DuckDB transaction, ``seq`` is assigned under the single writer,
 ``expected_version`` is checked against the stream as it stood before the batch, and
 ``event_id`` (content-derived when not given, :func:`ledger.log.batch.derive_event_id`)
@@ -460,7 +460,7 @@ class Ledger(RawReads, merkle.TreeReads):
         return _checkpoints().latest(self.checkpoints())
 
     def checkpoint(self, signer: Signer) -> str:
-        """Sign, store and return a C2SP checkpoint note of the current tree (the rules:
+        """Sign, store and return a C2SP tlog-checkpoint note of the current tree (the rules:
         :mod:`ledger.log.checkpoints`)."""
         with self._lock:
             size, frontier = self._tree_state()
@@ -476,7 +476,7 @@ class Ledger(RawReads, merkle.TreeReads):
 
 def _checkpoints() -> ModuleType:
     """The checkpoint module, imported on first use: it loads the Ed25519 stack
-    (cryptography), which appending and reading never need (issue 17 start-up)."""
+    (cryptography), which appending and reading never need (start-up, benchmarks/startup.py)."""
     from ledger.log import checkpoints  # noqa: PLC0415
 
     return checkpoints

@@ -31,8 +31,8 @@ class PathKind(StrEnum):
     PACK_SET = "pack_set"
     RUN_DIR = "run_dir"
     COLLECTION = "collection"
-    INSPECT_LOG = "inspect_log"  # issue 19: one inspect_ai log file
-    INSPECT_LOGS = "inspect_logs"  # issue 19: a directory of inspect_ai logs
+    INSPECT_LOG = "inspect_log"  # one inspect_ai log file
+    INSPECT_LOGS = "inspect_logs"  # a directory of inspect_ai logs
 
 
 class DetectError(LedgerError, ValueError):

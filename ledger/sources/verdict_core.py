@@ -1,9 +1,9 @@
 """verdict-core run directories → ``run.event`` per events.jsonl line + ``receipt.issued``.
 
-verdict-core's ``events_digest`` is SHA-256 over the file's raw bytes (FORMAT.md § 5), so
+verdict-core's ``events_digest`` is SHA-256 over the file's raw bytes (verdict-core FORMAT.md § 5), so
 each ``run.event`` keeps its line's exact text and number, and ``receipt.issued`` the
 file's layout: :func:`reassemble_events_file` gives back the original bytes. Lines split
-on ``\\n`` only (a ``\\r`` stays inside its line). Stream naming: FORMAT.md § 4; unknown
+on ``\\n`` only (a ``\\r`` stays inside its line). Stream naming: verdict-core FORMAT.md § 4; unknown
 event types are accepted (a tolerant reader, § 1).
 """
 

@@ -25,7 +25,7 @@ from ledger.defaults import DEFAULT_MAX_BYTES
 from ledger.sources.files import COPY_IT_IN, InputError, InputTooLarge, read_input
 from ledger.sources.strict_json import INT64_MAX, INT64_MIN, MAX_DEPTH, depth_exceeds, too_deep
 
-try:  # the C loader is a declared dependency (DESIGN.md § 9); fall back only so errors stay typed
+try:  # the C loader comes with PyYAML (pyproject.toml); fall back only so errors stay typed
     _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - libyaml missing
     _BaseLoader = yaml.SafeLoader

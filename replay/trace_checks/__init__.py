@@ -2,7 +2,7 @@
 
 The evaluator loads on first use (PEP 562): reading a grading config (``rules``) or an
 evaluated result (``results``) does not import it, so a retrace of trials without a
-trace_checks block never pays for it (issue 17: start-up).
+trace_checks block never pays for it (start-up, benchmarks/startup.py).
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ def load_trace_checks(data: Any, notes: ReadNotes | None = None) -> TraceChecksC
         raise TraceChecksConfigError(_described(exc)) from exc
     problems = block_problems(cfg)
     if not notes.authored:
-        # Recorded: a rule the evaluator can still run past is an advisory (issue 15); only
+        # Recorded: a rule the evaluator can still run past is an advisory (evidence, not
+        # authorship: README § Compatibility); only
         # what it cannot run (nothing to score, a pattern that does not compile, a reference
         # to a value nothing binds) is still refused.
         for problem in problems:
@@ -102,7 +103,7 @@ def _described(exc: ValidationError) -> list[str]:
 
 class Problem(NamedTuple):
     """One refusal line. ``advisory``: the evaluator can still run the block as written, so
-    a recorded read keeps the line as an advisory instead of refusing (issue 15)."""
+    a recorded read keeps the line as an advisory instead of refusing (README § Compatibility)."""
 
     message: str
     advisory: bool = True

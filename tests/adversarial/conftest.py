@@ -1,4 +1,4 @@
-"""One realistic ledger per session, built by the CLI itself, copied by every test.
+"""One realistic ledger per test run, built by the CLI itself, copied by every test.
 
 ``vledger demo`` ingests the shipped corpora (trials, packs, a verdict-core run), records
 verdict units, retraces, reconciles and signs; the fixture then seals it into several

@@ -1,6 +1,6 @@
 """Driving the installed CLI as an attacker's victim would: a subprocess per command.
 
-Every helper here asserts the contract of issue 18 for one command run: the exit code, the
+Every helper here asserts the hostile-input contract for one command run: the exit code, the
 file or key the message names, no traceback, and — for ``verify`` — every file of the
 ledger byte-identical before and after.
 """

@@ -1,4 +1,4 @@
-"""The readers' half of issue 18: hostile inputs handed to the CLI, one subprocess each.
+"""The readers' half of the hostile-input suite: inputs handed to the CLI, one subprocess each.
 
 Every refusal is checked the same way (:func:`refused_unchanged`): the exit code, the file
 (or key) named on stderr, no traceback, nothing of an outside target echoed, and the

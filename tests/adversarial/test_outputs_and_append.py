@@ -1,4 +1,4 @@
-"""Issue 18 items 6 and 8: nothing a command writes lands in a ledger, and `append` takes
+"""Hostile inputs, outputs and append: nothing a command writes lands in a ledger, and `append` takes
 recorded facts only — a projection's outputs come from its command.
 
 After every refusal: the exit code, the path / type named, no traceback, the event count

@@ -1,6 +1,6 @@
-"""Issue 18, the readers: one test per class, hostile input through the installed CLI.
+"""Hostile inputs to the readers: one test per class, through the installed CLI.
 
-Classes (issue 18's numbering): 1 evidence leaving its bundle, 2 unbounded readers,
+Classes (the hostile-input suite's numbering): 1 evidence leaving its bundle, 2 unbounded readers,
 3 regexes that never end, 7 input silently changed, 10 tracebacks on deep nesting. Every
 refusal: exit code, file or key named, no traceback, no outside content echoed, ledger
 byte-identical; each test ends with a clean ``vledger verify``.

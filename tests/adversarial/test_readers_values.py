@@ -1,4 +1,4 @@
-"""Issue 18, the readers, in-process: every variant of each class, and hypothesis fuzzing.
+"""Hostile inputs to the readers, in-process: every variant of each class, and hypothesis fuzzing.
 
 The subprocess tests (test_readers_hostile.py) drive the CLI once or twice per class;
 here every variant goes through the same ``ingest`` the CLI calls, asserting the typed

@@ -1,4 +1,4 @@
-"""Issue 18 items 9, 10 (store damage, control characters) and 11.
+"""Hostile inputs: SQL confinement, store damage, control characters in output.
 
 * ``vledger sql`` reads the views and nothing else: host files, globs and URLs are refused
   with one clear error (no traceback), and no extension is downloaded into $HOME;

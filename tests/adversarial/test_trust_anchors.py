@@ -1,7 +1,7 @@
-"""Issue 18 item 5: a key or an outside checkpoint is a trust anchor only if verify uses it.
+"""Trust anchors: a key or an outside checkpoint is a trust anchor only if verify uses it.
 
-``--pub KEY`` must fail when no checkpoint signed by KEY covers the log (deleting the
-checkpoints used to pass), and ``--checkpoint FILE`` — a checkpoint kept outside the
+``--pub KEY`` must fail when no checkpoint signed by KEY covers the log (so deleting the
+checkpoints does not pass), and ``--checkpoint FILE`` — a checkpoint kept outside the
 ledger — catches what nothing inside the ledger can: a rollback to an older genuine copy,
 or a truncation that took its checkpoints with it.
 """

@@ -1,8 +1,8 @@
-"""Issue 18 item 4: ``vledger verify`` only reads, and repair is explicit.
+"""``vledger verify`` only reads, and repair is explicit (README § Security).
 
 Every tamper case runs ``verify`` with every file of the ledger hashed before and after: it
 must report the tampering (exit 1, naming the file) and leave every byte as it found it —
-in particular it must never re-seal, which is how a deleted manifest used to erase the
+in particular it must never re-seal, which would let a deleted manifest erase the
 evidence of a rewritten segment.
 """
 
