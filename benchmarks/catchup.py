@@ -42,7 +42,7 @@ import json, resource, sys, time
 t00 = time.perf_counter()
 import pyarrow, ledger, ledger.app.retrace, replay.trace_checks.evaluate  # imports: not timed
 t0 = time.perf_counter()
-res = ledger.retrace(sys.argv[1], full=sys.argv[2] == "full")
+res = ledger.retrace(ledger=sys.argv[1], full=sys.argv[2] == "full")
 seconds = time.perf_counter() - t0
 rc = res.report["receipt"]
 print(json.dumps({"seconds": seconds, "process": time.perf_counter() - t00, "digest": rc["outputs_digest"],
@@ -71,7 +71,7 @@ def grown_ledgers(tmp: Path, trials: int, add: int, seed: int) -> tuple[Path, Pa
     with open_ledger(extend_dir, create=True) as lg:
         ingest_into(lg, [str(base)])
         t0 = time.perf_counter()
-        retrace(lg)
+        retrace(ledger=lg)
         first = time.perf_counter() - t0
         ingest_into(lg, [str(more)], "added")
     shutil.rmtree(base)

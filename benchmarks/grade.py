@@ -13,13 +13,13 @@ import argparse
 import random
 
 from benchmarks.timing import rate
-from replay.components.custom_checks import CheckVerdict, RecordedSuite
-from replay.components.judge import CriterionVerdict, RecordedJudge
-from replay.components.state_checks import _compiled_path
-from replay.grade import GradeInputs, grade_trial
-from replay.grading_rules import load_grading_config
-from replay.patterns import compile_rule_regex
-from replay.timeline import build_trial_timeline
+from replay.grading.components.custom_checks import CheckVerdict, RecordedSuite
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge
+from replay.grading.components.state_checks import _compiled_path
+from replay.grading.grade import GradeInputs, grade_trial
+from replay.grading.patterns import compile_regex
+from replay.grading.rules import load_grading_config
+from replay.timeline.build import build_trial_timeline
 from schemas.timeline import (
     Message,
     RecordedToolCall,
@@ -207,7 +207,7 @@ def main() -> None:
 
     def uncached(t: GradeInputs) -> object:
         _compiled_path.cache_clear()
-        compile_rule_regex.cache_clear()
+        compile_regex.cache_clear()
         return grade_trial(t, CONFIG)
 
     rows.append(

@@ -68,8 +68,8 @@ def main() -> None:
                 lambda: group_trials(lg.read(stream_prefix=TRIAL_PREFIX, to_seq=size - 1))
             )
             n = len(groups)
-            r1, one_s = _timed(lambda: retrace(lg, workers=1, dry_run=True))
-            r2, two_s = _timed(lambda: retrace(lg, workers=2, dry_run=True))
+            r1, one_s = _timed(lambda: retrace(ledger=lg, workers=1, dry_run=True))
+            r2, two_s = _timed(lambda: retrace(ledger=lg, workers=2, dry_run=True))
             assert r1.report["receipt"] == r2.report["receipt"], "worker count changed the output"
         proc17 = whole_process_17(tmp)
     print(f"generated {n} trials in {gen_s:.1f}s, ingested in {ing_s:.1f}s ({size} events)\n")

@@ -35,8 +35,8 @@ from ledger.engines.segment_task import read_verified, trial_events
 from ledger.engines.trials import group_trials
 from ledger.log.segments import load_manifest, segment_dir
 from ledger.log.store import open_ledger
-from replay.retrace import Override, retrace_trial
-from replay.retrace_report import build_report
+from replay.grading.retrace import Override, retrace_trial
+from replay.grading.retrace_report import build_report
 from schemas.envelope import NewEvent
 
 BATCH = 50_000

@@ -3,7 +3,7 @@
 Target: >= 20,000 timelines/s. Printed beside a baseline measured in the same
 run: 40 plain ``TraceEvent(...)`` dataclass constructions and no join work at all — what
 a straightforward implementation pays before it has joined anything. The builder beats it
-by constructing events through the slot descriptors (see replay/timeline.py).
+by constructing events through the slot descriptors (see replay/timeline/build.py).
 
     PYTHONPATH=. python -m benchmarks.timeline [--trials 2000] [--repeat 5]
 """
@@ -14,8 +14,8 @@ import argparse
 import random
 
 from benchmarks.timing import rate
-from replay.timeline import build_trial_timeline, timeline_to_payloads
-from replay.timeline_views import agent_facing_text
+from replay.timeline.build import build_trial_timeline, timeline_to_payloads
+from replay.timeline.views import agent_facing_text
 from schemas.timeline import (
     Message,
     RecordedToolCall,

@@ -29,8 +29,8 @@ import orjson
 
 from ledger.app.receipts import check_run_dir
 from ledger.app.units import load_ladder
-from replay.verdict import derive
-from replay.verdict_evidence import UnitEvent, derive_verdict, unit_evidence
+from replay.verdicts.derive import derive
+from replay.verdicts.evidence import UnitEvent, derive_verdict, unit_evidence
 from tests.data_paths import VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from functools import lru_cache
 from pydantic import ValidationError
 
 from reconcile.inputs import CriterionResult, CriterionShape
-from replay.components.combine import MissingWeightError, combine_components
-from replay.components.judge import CriterionVerdict, aggregate_rubric
+from replay.grading.components.combine import MissingWeightError, combine_components
+from replay.grading.components.judge import CriterionVerdict, aggregate_rubric
 from schemas.errors import LedgerError
 from schemas.grading import CombineConfig, RubricCriterion
 

@@ -13,12 +13,10 @@ from typing import Any
 
 from reconcile.counterfactual import Counterfactual
 from reconcile.reconcile import EntryResult, format_kappa
+from schemas.errors import FAILED, OK
 
 REFERENCE_LABELLER = "the judge's recorded criterion verdict (reference)"
 CANDIDATE_LABELLER = "the recomputed trace-constraint verdict (candidate)"
-
-EXIT_OK = 0
-EXIT_BLOCKED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +36,7 @@ class CorpusReport:
 
 def exit_code(reports: Sequence[CorpusReport]) -> int:
     """0 only when nothing blocks in any report."""
-    return EXIT_BLOCKED if any(r.blocking() for r in reports) else EXIT_OK
+    return FAILED if any(r.blocking() for r in reports) else OK
 
 
 # --- JSON ------------------------------------------------------------------------------------

@@ -21,3 +21,10 @@ class LedgerError(Exception):
     """Base of every error the project raises on purpose; ``exit_code`` is the CLI's."""
 
     exit_code: ClassVar[int] = FAILED
+
+
+class UsageError(LedgerError):
+    """A request whose arguments contradict each other (``address`` without the ray
+    engine, a dry run on the ray engine…): the API refuses it as the CLI refuses the flags."""
+
+    exit_code: ClassVar[int] = USAGE

@@ -1,7 +1,7 @@
 """The grading.yaml models (GRADING.md § Which keys a grading block refuses, § What shape a
 grading key must be, § Score Combination, § Turn bounds, § Folding the hash verdict with
 jsonpaths). Each typed block is closed; a rule one model checks sits on it, through
-``schemas.reading.rule_broken``. Reading a whole file is ``replay.grading_rules``.
+``schemas.reading.rule_broken``. Reading a whole file is ``replay.grading.rules``.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class StateChecksConfig(Closed):
     db_probes: list[DbProbe] = []
     comparison_view: ComparisonView | None = None
     # Not in GRADING.md; Tolokaforge 0.33.1 records them on every snapshot (defaults off).
-    # Each loosens the hash comparison; replay/components/state_checks.py says which it
+    # Each loosens the hash comparison; replay/grading/components/state_checks.py says which it
     # re-derives offline.
     compare_columns: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     auto_mask_clock_columns: bool = False

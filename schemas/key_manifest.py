@@ -1,7 +1,7 @@
 """Every author-facing grading key, its kind, and the evaluator that consumes it.
 
 GRADING.md § Substrate Parity, "The runtime ledger": a key that silently scores nothing is
-the failure to prevent. ``replay/accounting.py`` accounts each populated scored key per
+the failure to prevent. ``replay/grading/accounting.py`` accounts each populated scored key per
 grade; ``tests/test_key_manifest.py`` derives the key set from the models, so a new field
 without an entry here fails. Trace-check kinds and constraint fields are one entry each
 (the kinds are independently implementable); a kind written only inside an alternatives
@@ -31,14 +31,14 @@ class GradingKey:
 
 _S, _C, _A = KeyKind.SCORED_CHECK, KeyKind.CONFIG_INPUT, KeyKind.AGGREGATION
 
-_COMBINE = "replay.components.combine.combine_components"
-_STATE = "replay.components.state_checks.evaluate_state_checks"
-_HASH = "replay.components.state_checks.hash_verdict"
-_JSONPATHS = "replay.components.state_checks.jsonpath_score"
-_TRANSCRIPT = "replay.components.transcript_rules.evaluate_transcript_rules"
+_COMBINE = "replay.grading.components.combine.combine_components"
+_STATE = "replay.grading.components.state_checks.evaluate_state_checks"
+_HASH = "replay.grading.components.state_checks.hash_verdict"
+_JSONPATHS = "replay.grading.components.state_checks.jsonpath_score"
+_TRANSCRIPT = "replay.grading.components.transcript_rules.evaluate_transcript_rules"
 _TRACE = "replay.trace_checks.evaluate.evaluate_trace_checks"
-_JUDGE = "replay.components.judge.evaluate_judge"
-_CUSTOM = "replay.components.custom_checks.evaluate_custom_checks"
+_JUDGE = "replay.grading.components.judge.evaluate_judge"
+_CUSTOM = "replay.grading.components.custom_checks.evaluate_custom_checks"
 
 CONSTRAINT_FIELDS: tuple[str, ...] = (
     "id",

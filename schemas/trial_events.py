@@ -158,7 +158,7 @@ class TimelineInconsistency(Closed):
 
 
 class TimelineEvent(Closed):
-    """One ``replay.timeline.timeline_to_payloads`` row; a trial whose views disagree (G6b /
+    """One ``replay.timeline.build.timeline_to_payloads`` row; a trial whose views disagree (G6b /
     G7) has instead one ``timeline.event`` with ``inconsistency`` set and no event fields."""
 
     timeline_version: str

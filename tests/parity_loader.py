@@ -6,7 +6,7 @@ with ``tool_name``, ``executor``, ``status``, ``arguments`` and ``output`` (defa
 The compact shape carries no call ids, so ids are minted here in declaration order; every
 declared call is also a record (the shared loader's rule: a declared call always carries
 one), and an agent-executed call is answered by a role: tool message, as a bundle keeps it.
-The timeline itself is built by replay.timeline.build_trial_timeline, so a pack's trials
+The timeline itself is built by replay.timeline.build.build_trial_timeline, so a pack's trials
 reach the evaluator through the same join every recorded bundle does.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from replay.timeline import build_trial_timeline
+from replay.timeline.build import build_trial_timeline
 from schemas.timeline import (
     Message,
     RecordedToolCall,

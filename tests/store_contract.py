@@ -31,6 +31,7 @@ READ_APPEND_PROVE = {
     "max_stored_seq", "raw_rows", "stored_nodes", "stored_node_table", "count_nodes_from",
     "first_version_break", "sealed_upto", "read_window",
     "trial_spans",
+    "finish_seal",  # finishes a seal the store recorded; no event is updated or deleted
 }  # fmt: skip
 
 

@@ -79,4 +79,4 @@ def test_report_refuses_to_write_inside_the_ledger(lg: Path) -> None:
 
 def test_view_is_the_frames_view(lg: Path) -> None:
     assert ledger.view is frames.view
-    assert ledger.view(lg, "trials").num_rows == 3
+    assert ledger.view("trials", ledger=lg).num_rows == 3

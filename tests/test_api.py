@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import shutil
 import subprocess
@@ -54,11 +55,28 @@ def test_dir_lists_every_verb() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ledger.API))
-def test_every_api_entry_resolves_to_a_callable(name: str) -> None:
+def test_every_api_entry_resolves(name: str) -> None:
     module, _, attr = ledger.API[name].partition(":")
     value = getattr(ledger, name)
-    assert callable(value)
     assert value is getattr(importlib.import_module(module), attr)
+    if name in ledger.VERBS:
+        assert callable(value)
+    if name in ledger.ERRORS:  # every error a verb raises on purpose: one root, its exit code
+        assert issubclass(value, ledger.LedgerError) and isinstance(value.exit_code, int)
+    if name in ledger.RESULTS and name.endswith("Result") and name != "Result":
+        assert issubclass(value, ledger.Result)
+
+
+@pytest.mark.parametrize("name", sorted(ledger.VERBS))
+def test_every_verb_takes_the_ledger_as_a_keyword(name: str) -> None:
+    """One shape: ``ledger=`` keyword-only wherever a verb reads a ledger (open and init
+    take the directory they open or create)."""
+    params = inspect.signature(getattr(ledger, name)).parameters
+    if name in ("open", "init", "validate", "verdict_derive"):
+        assert "ledger" not in params
+        return
+    assert params["ledger"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["ledger"].default is None
 
 
 def test_the_api_page_session_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +154,7 @@ def test_verdict_record_and_admissions_match_the_cli(twins: tuple[Path, Path]) -
     assert _is_result(got) and got.to_json() == want
     again = ledger.verdict_record(str(UNITS), ledger=api)  # a repeat is a no-op
     assert all(w.duplicate for w in again.recorded)
-    listed = ledger.admissions(api)
+    listed = ledger.admissions(ledger=api)
     assert _is_result(listed)
     assert listed.to_json() == _cli_json("admissions", "--ledger", cli, "--json")
     assert [r.unit for r in listed.admissions][:2] == ["never-checked", "stale-evidence"]
@@ -164,7 +182,7 @@ def test_verdict_errors_are_the_cli_error_lines(twins: tuple[Path, Path], tmp_pa
         ledger.verdict_record(bad, ledger=api)
     assert line == f"Error: {info.value}" and f"{bad}:1:" in line
     with pytest.raises(ledger.LedgerError, match="no ledger at"):
-        ledger.admissions(tmp_path / "absent")
+        ledger.admissions(ledger=tmp_path / "absent")
 
 
 def test_receipt_verify_and_show_match_the_cli(tmp_path: Path) -> None:
@@ -196,14 +214,25 @@ def test_export_matches_the_cli(tmp_path: Path) -> None:
         lg.append([NewEvent(f"ext/{i}", "ext.note", {"i": i}) for i in range(4)])
     want = _cli_json("export", "--ledger", home, "--parquet", tmp_path / "a", "--otel",
                      tmp_path / "a.json", "--json")  # fmt: skip
-    got = ledger.export(home, parquet=tmp_path / "b", otel=tmp_path / "b.json")
+    got = ledger.export(ledger=home, parquet=tmp_path / "b", otel=tmp_path / "b.json")
     assert _is_result(got)
     renamed = {**want, "directory": str(tmp_path / "b"), "otel": str(tmp_path / "b.json")}
     assert got.to_json() == renamed and got.to_json()["rows"] == 4
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     line = _cli_error("export", "--ledger", home, "--parquet", tmp_path / "a")
     with pytest.raises(ledger.LedgerError) as info:
-        ledger.export(home, parquet=tmp_path / "a")
+        ledger.export(ledger=home, parquet=tmp_path / "a")
     assert line == f"Error: {info.value}" and "not an empty directory" in line
-    with pytest.raises(ledger.LedgerError, match="parquet=DIR, otel=FILE"):
-        ledger.export(home)
+    with pytest.raises(ledger.LedgerError, match="--parquet DIR, --otel FILE or both"):
+        ledger.export(ledger=home)
+
+
+def test_the_api_page_shows_each_verb_once() -> None:
+    """docs/readme/api.md's verbs table: one row per verb of ``ledger.VERBS``, no other."""
+    import re
+
+    text = API_PAGE.read_text()
+    table = text[text.index("## The verbs") : text.index("## Which ledger")]
+    rows = re.findall(r"^\| `(\w+)\(", table, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(ledger.VERBS)
+    assert len(rows) == len(set(rows))

@@ -52,7 +52,7 @@ def test_grade_of_a_ledger_trial_is_the_cli_json(notes_ledger: Path) -> None:
 
 
 def test_retrace_from_the_log_is_the_cli_json(notes_ledger: Path) -> None:
-    result = ledger.retrace(notes_ledger, dry_run=True)
+    result = ledger.retrace(ledger=notes_ledger, dry_run=True)
     doc, code = cli_json("retrace", "--ledger", str(notes_ledger), "--dry-run")
     assert result.to_json() == doc and result.exit_code == code == 0
     assert len(doc["trials"]) == 17
@@ -60,7 +60,7 @@ def test_retrace_from_the_log_is_the_cli_json(notes_ledger: Path) -> None:
 
 def test_retrace_of_a_source_is_the_cli_json(tmp_path: Path) -> None:
     """--source ingests first: two fresh ledgers, one per door, end in the same replay."""
-    result = ledger.retrace(tmp_path / "a", source=NOTES)
+    result = ledger.retrace(ledger=tmp_path / "a", source=NOTES)
     doc, code = cli_json("retrace", "--source", str(NOTES), "--ledger", str(tmp_path / "b"))
     assert result.appended == 18 and result.exit_code == code
     assert result.to_json()["trials"] == doc["trials"]

@@ -216,8 +216,8 @@ def test_every_replayed_trial_accounts_for_every_populated_scored_key(
 ) -> None:
     """Over the reference's own bundles: no populated scored key is left without an
     evaluated or skipped record on any replayed grade."""
-    from replay.accounting import populated_scored_keys
-    from replay.grading_rules import load_grading_config
+    from replay.grading.accounting import populated_scored_keys
+    from replay.grading.rules import load_grading_config
 
     _, path = retraced[kind]
     checked = 0

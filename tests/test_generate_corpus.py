@@ -1,7 +1,7 @@
 """benchmarks.generate_corpus: deterministic, ingestible, and its grades re-derive.
 
 The oracle for the recorded grades is independent of the generator: the timeline is
-built by replay.timeline from the ingested events, and the fold rules are restated
+built by replay.timeline.build from the ingested events, and the fold rules are restated
 here from FORMATS.md § 4 (judge: required gate, weighted mean of the non-required;
 trace: a failed gate → 0.0, else the weighted fraction of the scored; weighted combine).
 """
@@ -17,8 +17,8 @@ import pytest
 from benchmarks.generate_corpus import generate, main
 from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
-from replay.timeline import build_trial_timeline
-from replay.trial_inputs import trial_inputs
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import trial_inputs
 
 
 def _tree_digest(root: Path) -> str:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.components.combine import MissingWeightError, combine_components
+from replay.grading.components.combine import MissingWeightError, combine_components
 from schemas.grading import CombineConfig
 
 SPLIT = {"state_checks": 0.0, "transcript_rules": 1.0}

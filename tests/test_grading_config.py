@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from replay.grading_rules import (
+from replay.grading.rules import (
     GradingConfigError,
     effective_combine,
     load_grading_config,

@@ -7,13 +7,13 @@ import re
 import pytest
 import yaml
 
-from replay.components.custom_checks import (
+from replay.grading.components.custom_checks import (
     NOT_EXECUTED,
     CheckVerdict,
     RecordedSuite,
     evaluate_custom_checks,
 )
-from replay.grading_rules import load_grading_config
+from replay.grading.rules import load_grading_config
 from schemas.grading import CustomChecksConfig
 from tests.data_paths import GRADING_PARITY
 
@@ -94,9 +94,10 @@ def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> 
     """Tolokaforge 0.33.1 scores the component as the mean of the decided
     checks' own scores (CheckFailed may return 0.5), skips excluded; a record without a
     score reads as its status (passed 1.0, failed 0.0)."""
-    from replay.grade import recorded_suite
+    from replay.grading.grade import recorded_suite
+    from replay.grading.recorded_grade import read_recorded_grade as read
 
-    suite = recorded_suite(
+    suite = recorded_suite(read(
         {
             "custom_checks_details": [
                 {"check_name": "a", "status": "failed", "score": 0.0, "message": "x"},
@@ -105,7 +106,7 @@ def test_a_check_may_carry_a_partial_score_and_the_component_is_their_mean() -> 
                 {"check_name": "d", "status": "skipped", "score": 0.0, "message": ""},
             ]
         }
-    )
+    ))
     assert evaluate_custom_checks(ON, suite).score == pytest.approx(0.5)  # (0 + 1 + 0.5) / 3
     partial_pass = RecordedSuite((CheckVerdict("a", "passed", score=0.9),))
     assert evaluate_custom_checks(ON, partial_pass).score == pytest.approx(0.9)
@@ -120,14 +121,15 @@ def test_a_recorded_suite_that_failed_to_run_scores_0_under_fail_on_error() -> N
     fail_on_error: true"; the recorder names the error only in its Custom checks: segment,
     with no per-check rows. A file declaring no check "decided nothing" (unscored), though
     Tolokaforge 0.33.1 reports it as a suite that failed to run: the spec wins."""
-    from replay.grade import recorded_suite
+    from replay.grading.grade import recorded_suite
+    from replay.grading.recorded_grade import read_recorded_grade as read
 
     failed = {
         "custom_checks_details": [],
         "reasons": "Transcript: x | Custom checks: the suite failed to run — Init or "
         "execution failed: notes table grew past its 2 seeded rows",
     }
-    suite = recorded_suite(failed)
+    suite = recorded_suite(read(failed))
     assert suite is not None and suite.error is not None and "notes table grew" in suite.error
     assert evaluate_custom_checks(ON, suite).score == 0.0
     lenient = CustomChecksConfig(enabled=True, fail_on_error=False)
@@ -137,7 +139,7 @@ def test_a_recorded_suite_that_failed_to_run_scores_0_under_fail_on_error() -> N
         "reasons": "Custom checks: the suite failed to run — No @check decorated functions "
         "found in checks.py",
     }
-    assert evaluate_custom_checks(ON, recorded_suite(no_check)).score is None
+    assert evaluate_custom_checks(ON, recorded_suite(read(no_check))).score is None
     # an empty record with no such sentence: nothing decided, unscored
-    quiet = recorded_suite({"custom_checks_details": [], "reasons": "Judge: ok"})
+    quiet = recorded_suite(read({"custom_checks_details": [], "reasons": "Judge: ok"}))
     assert evaluate_custom_checks(ON, quiet).score is None

@@ -19,10 +19,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ledger.app.reconcile_packs import read_pack
-from ledger.app.reconcile_trials import recorded_grading
 from ledger.app.validate import validate_pack
 from ledger.cli import main
-from replay.grading_rules import load_grading_config
+from reconcile.trials import recorded_grading
+from replay.grading.rules import load_grading_config
 from tests.grading_support import write_bundle, write_yaml
 
 GRADING = {

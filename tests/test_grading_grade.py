@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from ledger.app.grade import grade, load_bundle
 from ledger.cli import main
-from replay.accounting import evaluated
-from replay.components.judge import CriterionVerdict, RecordedJudge
-from replay.components.result import ComponentResult
-from replay.grade import (
+from replay.grading.accounting import evaluated
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge
+from replay.grading.components.result import ComponentResult
+from replay.grading.grade import (
     Grade,
     GradeInputs,
     compare_grades,
@@ -24,7 +24,8 @@ from replay.grade import (
     grade_trial,
     recorded_grade,
 )
-from replay.grading_rules import load_grading_config
+from replay.grading.recorded_grade import read_recorded_grade
+from replay.grading.rules import load_grading_config
 from tests.data_paths import GRADING_BUNDLES, NOTES
 from tests.grading_support import PARITY, pack_case_timeline, pack_case_views, read_yaml
 
@@ -259,12 +260,14 @@ def test_trace_checks_on_an_events_less_timeline_leave_the_fold() -> None:
 
 def test_compare_names_each_difference() -> None:
     rec = recorded_grade(
-        {
-            "score": 1.0,
-            "binary_pass": True,
-            "components": {"llm_judge": 1.0},
-            "reasons": "Judge: score=1.00 | Judge KB: none offered",
-        }
+        read_recorded_grade(
+            {
+                "score": 1.0,
+                "binary_pass": True,
+                "components": {"llm_judge": 1.0},
+                "reasons": "Judge: score=1.00 | Judge KB: none offered",
+            }
+        )
     )
     assert rec.reasons == ["Judge: score=1.00", "Judge KB: none offered"]
     rep = fold_grade(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay.components.judge import (
+from replay.grading.components.judge import (
     NO_RECORDED_VERDICTS,
     CriterionVerdict,
     RecordedJudge,

@@ -12,14 +12,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.components.canonical import (
+from replay.grading.components.canonical import (
     NUMERIC_TOKEN,
     canonical_number,
     consistent_hash,
     state_digest,
     to_hashable,
 )
-from replay.components.state_checks import (
+from replay.grading.components.state_checks import (
     GOLDEN_NOT_MEASURABLE,
     HASH_MATCH,
     NO_SOURCE_SKIPPED,
@@ -30,7 +30,7 @@ from replay.components.state_checks import (
     evaluate_state_checks,
     fold_state_sources,
 )
-from replay.grading_rules import GradingConfigError, load_grading_config
+from replay.grading.rules import GradingConfigError, load_grading_config
 from schemas.grading import StateChecksConfig
 from tests.data_paths import GRADING_PARITY
 
@@ -335,7 +335,7 @@ def test_jsonpaths_equals_never_equates_a_boolean_with_a_number() -> None:
     """GRADING.md: "bool never folds to int". Python's ``True == 1`` held a jsonpaths
     equals in Tolokaforge 0.33.1 (compat flag jsonpath_equals_bool_vs_number); the spec
     wins: a boolean equals only a boolean, numbers still compare by value."""
-    from replay.components.state_checks import check_assertion
+    from replay.grading.components.state_checks import check_assertion
 
     state = {"db": {"r": [{"urgent": True, "qty": 72, "flags": [1, 0]}]}}
     assert not check_assertion(state, {"path": "$.db.r[0].urgent", "equals": 1})[0]

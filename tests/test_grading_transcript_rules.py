@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.components.transcript_rules import UNRECORDED, evaluate_transcript_rules
-from replay.grading_rules import load_grading_config
+from replay.grading.components.transcript_rules import UNRECORDED, evaluate_transcript_rules
+from replay.grading.rules import load_grading_config
 from schemas.grading import TranscriptRulesConfig
 from tests.grading_support import PARITY, pack_case_timeline, read_yaml, timeline_of
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.verdict_cases import case_mismatches, derive_case
+from replay.verdicts.cases import case_mismatches, derive_case
 from schemas.gvc import COUNTER_MAPPING, COUNTER_NAMES, Registration
 from tests.gvc_support import (
     CASES_PATH,

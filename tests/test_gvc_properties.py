@@ -8,8 +8,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.verdict import Oracle, UnitEvidence, derive
-from replay.verdict_evidence import UnitEvent, derive_verdict
+from replay.verdicts.derive import Oracle, UnitEvidence, derive
+from replay.verdicts.evidence import UnitEvent, derive_verdict
 from schemas.gvc import RANK_OPS, UNRUN_DECLARED_CAP, Party
 from tests.gvc_support import ladder
 

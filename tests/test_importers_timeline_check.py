@@ -28,7 +28,7 @@ def test_ingested_corpus_verifies_clean(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "lg", create=True) as lg:
         ingest(lg, [NOTES])
         assert check_timelines(lg) == []
-        assert verify_ledger(lg, deep=True).ok
+        assert verify_ledger(ledger=lg, deep=True).ok
 
 
 def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_a_stored_timeline_that_differs_is_named(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "lg", create=True) as lg:
         lg.append(events)
         problems = check_timelines(lg)
-        shallow, deep = verify_ledger(lg), verify_ledger(lg, deep=True)
+        shallow, deep = verify_ledger(ledger=lg), verify_ledger(ledger=lg, deep=True)
     # the forged event hashes fine (the log is intact); only --deep recomputes the projection
     assert shallow.ok and not deep.ok
     assert deep.problems[0].where == f"seq {i}"

@@ -226,7 +226,7 @@ def test_retrace_source_reads_in_workers_with_the_same_report_and_log(
     runs = []
     for n in (1, 2):
         lg_dir = tmp_path / f"lg{n}"
-        result = ledger.retrace(lg_dir, source=corpus, read_workers=n)
+        result = ledger.retrace(ledger=lg_dir, source=corpus, read_workers=n)
         runs.append((result.to_json(), _log(lg_dir)))
     assert pools == [2]
     assert runs[0] == runs[1]
@@ -332,7 +332,7 @@ def test_retrace_source_projecting_as_it_reads_equals_reading_back_from_the_log(
     for name, engine in (("overlapped", "local"), ("from_log", LocalEngine(workers=1))):
         lg_dir = tmp_path / name
         ledger.ingest(*early, ledger=lg_dir, workers=1)  # already present: read back
-        result = ledger.retrace(lg_dir, source=corpus, engine=engine, read_workers=2, **options)
+        result = ledger.retrace(ledger=lg_dir, source=corpus, engine=engine, read_workers=2, **options)
         runs.append((result.to_json(), _log(lg_dir)))
     assert len(settled) == TRIALS - len(early)  # all but the five, in the overlapped run only
     assert runs[0] == runs[1]

@@ -1,4 +1,4 @@
-"""replay.trial_inputs: a trial read back from its events, and the stored timeline recomputed."""
+"""replay.timeline.trial_inputs: a trial read back from its events, and the stored timeline recomputed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import yaml
 
 from ledger.app.ingest import ingest_into as ingest
 from ledger.log.store import open_ledger
-from replay.timeline import build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import TrialInputsError, trial_inputs
+from replay.timeline.build import build_trial_timeline, timeline_to_payloads
+from replay.timeline.trial_inputs import TrialInputsError, trial_inputs
 from schemas.timeline import Role
 from tests.data_paths import NOTES
 

@@ -122,7 +122,7 @@ def test_verify_deep_recomputes_the_executed_timeline(led: Path, agent_logs: Age
     from ledger.app.verify import verify
 
     with open_ledger(led) as lg:
-        assert verify(lg, deep=True).ok
+        assert verify(ledger=lg, deep=True).ok
 
 
 def _constraints(tmp_path: Path) -> Path:

@@ -19,8 +19,8 @@ from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import Ledger, open_ledger
 from ledger.sources.inspect_log import CORPUS, score_value
-from replay.timeline import build_trial_timeline
-from replay.trial_inputs import trial_inputs
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import trial_inputs
 from tests.inspect_support import (
     CALL_COST,
     CALL_INPUT,
@@ -206,7 +206,7 @@ def test_verify_deep_recomputes_the_imported_timelines(
     ingest(lg, [inspect_logs.logs])
     from ledger.app.verify import verify
 
-    report = verify(lg, deep=True)
+    report = verify(ledger=lg, deep=True)
     assert report.ok, report
 
 

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from ledger.analytics.sql import query
 from ledger.cli import main
+from replay.timeline.unrecorded import fields_read, unmeasured_constraints
 from replay.trace_checks.rules import load_trace_checks
-from replay.unrecorded import fields_read, unmeasured_constraints
 from tests.inspect_support import EPOCHS, SAMPLES, TASK, InspectLogs
 from tests.inspect_support import inspect_logs as _session_logs
 

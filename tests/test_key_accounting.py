@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.components.judge import RecordedJudge
-from replay.components.result import ComponentResult
-from replay.grade import GradeInputs, grade_trial
-from replay.grading_rules import load_grading_config
+from replay.grading.components.judge import RecordedJudge
+from replay.grading.components.result import ComponentResult
+from replay.grading.grade import GradeInputs, grade_trial
+from replay.grading.rules import load_grading_config
 from schemas.timeline import TrialTimeline
 from tests.grading_support import timeline_of
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from replay.components.custom_checks import CheckVerdict, RecordedSuite
-from replay.components.judge import CriterionVerdict, RecordedJudge
-from replay.grade import GradeInputs, grade_trial
-from replay.grading_rules import load_grading_config
+from replay.grading.components.custom_checks import CheckVerdict, RecordedSuite
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge
+from replay.grading.grade import GradeInputs, grade_trial
+from replay.grading.rules import load_grading_config
 from schemas.key_manifest import SCORED_KEYS, component_of
 from schemas.timeline import (
     Message,

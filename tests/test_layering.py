@@ -52,7 +52,7 @@ def test_package_respects_layering(package: str) -> None:
 
 def test_layering_check_sees_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
-    bad.write_text("from ledger.log.store import Ledger\nimport replay.timeline\n")
+    bad.write_text("from ledger.log.store import Ledger\nimport replay.timeline.build\n")
     assert _imports(bad) == {"ledger", "replay"}
 
 

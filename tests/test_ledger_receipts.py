@@ -198,7 +198,7 @@ def test_ingested_demo_run_verifies_inside_verify(lg: Ledger) -> None:
     files = rc.ingested_run_files(lg, "run/demo-run")
     assert files.events == (DEMO / "events.jsonl").read_bytes()  # reassembled byte-exact
     assert rc.verify_ingested_runs(lg) == []
-    assert verify_ledger(lg).ok
+    assert verify_ledger(ledger=lg).ok
 
 
 def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_ingested_tampered_run_is_named_by_verify(lg: Ledger, tmp_path: Path) ->
     receipt["event_count"] = 82
     (run / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
     ingest(lg, [run])
-    report = verify_ledger(lg)
+    report = verify_ledger(ledger=lg)
     assert [(p.where, p.what) for p in report.problems] == [
         ("run/demo-run", "event_count mismatch: stored receipt differs from recomputed evidence")
     ]
@@ -232,7 +232,7 @@ def test_verify_runs_the_admission_check(lg: Ledger) -> None:
             )
         ]
     )
-    report = verify_ledger(lg)
+    report = verify_ledger(ledger=lg)
     assert [p.where for p in report.problems] == ["unit/u"]
     assert "oracle 'ghost' ran but was never declared" in report.problems[0].what
 

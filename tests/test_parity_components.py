@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from replay.components.custom_checks import CheckVerdict, RecordedSuite
-from replay.grade import Grade, GradeInputs, grade_trial
-from replay.grading_rules import load_grading_config
+from replay.grading.components.custom_checks import CheckVerdict, RecordedSuite
+from replay.grading.grade import Grade, GradeInputs, grade_trial
+from replay.grading.rules import load_grading_config
 from schemas.grading import GradingConfig
 from tests.grading_support import PARITY, pack_case_views, read_yaml
 
@@ -31,7 +31,7 @@ def _grade(pack: str, case: str, config: GradingConfig | None = None, **extra: A
         final_state=trial.get("state"),
         **extra,
     )
-    # no timeline handed in: grade_trial builds it with replay.timeline.build_trial_timeline
+    # no timeline handed in: grade_trial builds it with replay.timeline.build.build_trial_timeline
     return grade_trial(inputs, cfg)
 
 

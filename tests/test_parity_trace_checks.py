@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replay.timeline import build_trial_timeline
+from replay.timeline.build import build_trial_timeline
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.rules import load_trace_checks
 from schemas.timeline import (

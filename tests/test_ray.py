@@ -26,7 +26,7 @@ from ledger.app.retrace import RetraceError, recompute_replay, retrace  # noqa: 
 from ledger.engines.ray_engine import RayEngine  # noqa: E402
 from ledger.log.segments import load_manifest, segment_dir  # noqa: E402
 from ledger.log.store import open_ledger  # noqa: E402
-from replay.retrace import retrace_trial  # noqa: E402
+from replay.grading.retrace import retrace_trial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def _appended(lg, since: int) -> list[tuple[str, str, str, bytes]]:
 def _local_run(template: Path, dest: Path, **kw):
     with open_ledger(_copy(template, dest)) as lg:
         size = lg.size()
-        res = retrace(lg, **kw)
+        res = retrace(ledger=lg, **kw)
         return res, _appended(lg, size)
 
 
@@ -77,7 +77,7 @@ def test_ray_equals_local_for_any_partitioning(ray_session, template, tmp_path, 
     eng = RayEngine(workers=2, segment_rows=segment_rows, task_rows=task_rows)
     with open_ledger(_copy(template, tmp_path / "ray")) as lg:
         size = lg.size()
-        res = retrace(lg, engine=eng)
+        res = retrace(ledger=lg, engine=eng)
         ray_events = _appended(lg, size)
         # the receipt a Ray run appended re-verifies by the local recomputation
         (done,) = list(lg.read(type="replay.completed"))
@@ -107,14 +107,14 @@ def test_replays_of_sealed_trials_stay_whole_and_match_local(ray_session, templa
     """A second Ray replay after the first one's outputs were sealed: every trial stream
     still lies in one segment, and the result equals the local engine's on the same log."""
     with open_ledger(_copy(template, tmp_path / "ray")) as lg:
-        first = retrace(lg, engine=RayEngine(workers=2, segment_rows=50))
+        first = retrace(ledger=lg, engine=RayEngine(workers=2, segment_rows=50))
         # the first replay's outputs (its own replay/ stream) are the only unsealed events
         assert {e.stream for e in lg.read(from_seq=lg.sealed_upto())} == {
             f"replay/{first.report['replay_id']}"
         }
         lg.seal(max_rows=50)
-        local = retrace(lg, constraints_file=NARROWED, dry_run=True)  # local engine, same log
-        second = retrace(lg, engine=RayEngine(workers=2, segment_rows=50), constraints_file=NARROWED)
+        local = retrace(ledger=lg, constraints_file=NARROWED, dry_run=True)  # local engine, same log
+        second = retrace(ledger=lg, engine=RayEngine(workers=2, segment_rows=50), constraints_file=NARROWED)
         where = defaultdict(set)
         for s in load_manifest(lg.path).segments:
             for stream in pq.read_table(segment_dir(lg.path) / s.file).column("stream").to_pylist():
@@ -166,7 +166,7 @@ def test_transient_failure_is_retried_and_the_result_is_unchanged(ray_session, t
     eng = FaultyRay(Faulty(log, mode, _target(template)), workers=2, segment_rows=60, max_retries=2)
     with open_ledger(_copy(template, tmp_path / "ray")) as lg:
         size = lg.size()
-        res = retrace(lg, engine=eng)
+        res = retrace(ledger=lg, engine=eng)
         events = _appended(lg, size)
     assert log.read_text().count("attempt") == 2  # failed once, succeeded on the retry
     assert res.report == local.report and events == local_events
@@ -179,7 +179,7 @@ def test_persistent_failure_names_the_segment_and_appends_nothing(ray_session, t
     with open_ledger(_copy(template, tmp_path / "ray")) as lg:
         size = lg.size()
         with pytest.raises(RetraceError) as info:
-            retrace(lg, engine=eng)
+            retrace(ledger=lg, engine=eng)
         assert lg.size() == size  # nothing appended (sealing appends no event)
         holder = next(
             s.file for s in load_manifest(lg.path).segments
@@ -208,7 +208,7 @@ def test_a_corrupted_segment_fails_the_job_naming_it(ray_session, template, tmp_
     with open_ledger(tmp_path / "L") as lg:
         size = lg.size()
         with pytest.raises(RetraceError) as info:
-            retrace(lg, engine=RayEngine(workers=2))
+            retrace(ledger=lg, engine=RayEngine(workers=2))
         assert lg.size() == size
     assert f"segment {victim.file} failed verification" in str(info.value)
     assert "Merkle root" in str(info.value)
@@ -219,13 +219,13 @@ def test_a_swapped_segment_fails_the_job_naming_it(ray_session, template, tmp_pa
     folder = segment_dir(tmp_path / "L")
     shutil.copyfile(folder / segs[0].file, folder / segs[1].file)
     with open_ledger(tmp_path / "L") as lg, pytest.raises(RetraceError) as info:
-        retrace(lg, engine=RayEngine(workers=2))
+        retrace(ledger=lg, engine=RayEngine(workers=2))
     assert f"segment {segs[1].file} failed verification" in str(info.value)
 
 
 def test_dry_run_refuses_to_seal_and_names_the_way_out(template, tmp_path):
     with open_ledger(_copy(template, tmp_path / "L")) as lg, pytest.raises(RetraceError) as info:
-        retrace(lg, engine=RayEngine(workers=2, seal=False), dry_run=True)
+        retrace(ledger=lg, engine=RayEngine(workers=2, seal=False), dry_run=True)
     assert "vledger seal" in str(info.value)
     assert load_manifest(tmp_path / "L").segments == []
 

@@ -3,7 +3,7 @@
 The published result (RUBRIC_MIGRATION.md § notes_duplicate_check; FORMATS.md § 8) is
 reproduced over the shipped corpora/, both through the Python seam and through the CLI; every
 candidate label is recomputed by the production trace-check projection
-(``replay.timeline`` + ``replay.trace_checks``) under the pack's own block.
+(``replay.timeline.build`` + ``replay.trace_checks``) under the pack's own block.
 """
 
 from __future__ import annotations

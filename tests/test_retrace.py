@@ -27,7 +27,7 @@ def notes_ledger(tmp_path: Path):
 
 
 def test_notes_corpus_with_the_narrowed_block_matches_the_reference(notes_ledger) -> None:
-    result = retrace(notes_ledger, constraints_file=NARROWED)
+    result = retrace(ledger=notes_ledger, constraints_file=NARROWED)
     report = result.report
     assert result.exit_code == 0
     assert len(report["trials"]) == 17
@@ -53,7 +53,7 @@ def test_notes_corpus_with_the_narrowed_block_matches_the_reference(notes_ledger
 
 
 def test_recorded_blocks_alone_rederive_the_recorded_grades(notes_ledger) -> None:
-    report = retrace(notes_ledger).report
+    report = retrace(ledger=notes_ledger).report
     assert {t["status"] for t in report["trials"]} == {"agreed"}
     assert report["constraints"] == []  # the notes packs recorded no trace_checks block
 
@@ -63,7 +63,7 @@ def test_exactly_the_altered_trials_disagree(tmp_path: Path) -> None:
     altered = generate(corpus, trials=40, seed=11, alter=3)
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest(lg, [str(corpus)])
-        report = retrace(lg).report
+        report = retrace(ledger=lg).report
     disagreed = sorted(t["trial"].rsplit("/", 1)[-1] for t in report["trials"] if t["status"] == "disagreed")
     assert disagreed == sorted(altered)
     assert all(t["differences"] for t in report["trials"] if t["status"] == "disagreed")
@@ -71,8 +71,8 @@ def test_exactly_the_altered_trials_disagree(tmp_path: Path) -> None:
 
 def test_replays_are_appended_history_and_never_touch_the_record(notes_ledger) -> None:
     recorded_before = [e.payload for e in notes_ledger.read(type="grade.recorded")]
-    first = retrace(notes_ledger)
-    second = retrace(notes_ledger, full=True)  # re-derived, not extended
+    first = retrace(ledger=notes_ledger)
+    second = retrace(ledger=notes_ledger, full=True)  # re-derived, not extended
     assert first.report["replay_id"] != second.report["replay_id"]
     completed = list(notes_ledger.read(type="replay.completed"))
     assert [e.data()["replay_id"] for e in completed] == [
@@ -89,15 +89,15 @@ def test_results_are_identical_for_any_worker_count(tmp_path: Path) -> None:
     generate(corpus, trials=30, seed=5)
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest(lg, [str(corpus)])
-        one = retrace(lg, workers=1, dry_run=True).report
-        two = retrace(lg, workers=2, dry_run=True).report
+        one = retrace(ledger=lg, workers=1, dry_run=True).report
+        two = retrace(ledger=lg, workers=2, dry_run=True).report
     assert one["receipt"] == two["receipt"]
     assert json.dumps(one, sort_keys=True, default=str) == json.dumps(two, sort_keys=True, default=str)
 
 
 def test_dry_run_appends_nothing(notes_ledger) -> None:
     size = notes_ledger.size()
-    result = retrace(notes_ledger, dry_run=True)
+    result = retrace(ledger=notes_ledger, dry_run=True)
     assert result.appended == 0 and notes_ledger.size() == size
 
 
@@ -106,13 +106,13 @@ def test_a_replacement_block_failing_the_load_rules_stops_before_anything(notes_
     bad.write_text("constraints:\n  - id: x\n    require: {present: {match: {kind: tool_call, tool: {regex: '(?=x)'}}}}\n")
     size = notes_ledger.size()
     with pytest.raises(RetraceError, match="fails the load-time rules"):
-        retrace(notes_ledger, constraints_file=bad)
+        retrace(ledger=notes_ledger, constraints_file=bad)
     assert notes_ledger.size() == size
 
 
 def test_no_trial_is_an_error_naming_the_filter(notes_ledger) -> None:
     with pytest.raises(RetraceError, match="--task nope"):
-        retrace(notes_ledger, task="nope")
+        retrace(ledger=notes_ledger, task="nope")
 
 
 def test_an_unrecheckable_trial_exits_non_zero(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_an_unrecheckable_trial_exits_non_zero(tmp_path: Path) -> None:
     task.write_text(yaml.safe_dump(data))
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest(lg, [str(bundle)])
-        result = retrace(lg)
+        result = retrace(ledger=lg)
     (trial,) = result.report["trials"]
     assert trial["status"] == "not_rechecked" and "no grading snapshot" in trial["reason"]
     assert result.exit_code == 1
@@ -157,7 +157,7 @@ def test_verify_rechecks_replay_receipts_and_names_a_forged_one(notes_ledger) ->
     from ledger.app.receipts import verify_projection_receipts
     from schemas.envelope import NewEvent
 
-    result = retrace(notes_ledger)
+    result = retrace(ledger=notes_ledger)
     assert verify_projection_receipts(notes_ledger) == []
     forged = dict(result.report["receipt"])
     forged["checkpoint"] = {"size": forged["checkpoint"]["size"], "root": "00" * 32}

@@ -3,9 +3,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.grade import Difference
-from replay.retrace import ConstraintObservation, comparable_differences, replaced_blocks
-from replay.retrace_report import classify, discrimination
+from replay.grading.grade import Difference
+from replay.grading.retrace import ConstraintObservation, comparable_differences, replaced_blocks
+from replay.grading.retrace_report import classify, discrimination
 
 counts = st.integers(min_value=0, max_value=50)
 
@@ -94,7 +94,7 @@ def test_replaced_components_are_not_compared_and_nor_is_the_fold() -> None:
 
 
 def test_replaced_blocks_names_only_what_changed() -> None:
-    from replay.grading_rules import load_grading_config
+    from replay.grading.rules import load_grading_config
 
     rec = load_grading_config({"combine": {"method": "weighted", "weights": {"llm_judge": 1.0}}, "llm_judge": {"rubric": {"criteria": [
         {"id": "c", "description": "d", "kind": "binary", "required": True, "weight": 1.0}]}}})

@@ -48,9 +48,9 @@ def rescore(lg: Any, stream: str, n: int) -> None:
 def assert_extends_like_full(lg: Any, **kw: Any) -> Any:
     """Retrace ``lg`` twice over the same log — full and dry, then as it comes (extending
     when it can) — and check the report, the digest and the appended grades agree."""
-    full = retrace(lg, full=True, dry_run=True, **kw)
+    full = retrace(ledger=lg, full=True, dry_run=True, **kw)
     size = lg.size()
-    got = retrace(lg, **kw)
+    got = retrace(ledger=lg, **kw)
     assert comparable(got) == comparable(full)
     assert json.dumps(comparable(got)) == json.dumps(comparable(full))  # byte for byte
     assert got.report["receipt"]["outputs_digest"] == full.report["receipt"]["outputs_digest"]
@@ -79,7 +79,7 @@ def test_an_extension_carries_unchanged_trials_and_evaluates_new_and_rescored(
     monkeypatch.setattr(retrace_extend, "MANY_RESCORED", many)
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:10]], "notes")
-        first = retrace(lg)
+        first = retrace(ledger=lg)
         assert "extends" not in first.report["receipt"]
         ingest_into(lg, [str(b) for b in BUNDLES[10:]], "more")  # a new corpus
         rescore(lg, first.to_json()["trials"][3]["trial"], 1)
@@ -99,7 +99,7 @@ def test_an_extension_carries_unchanged_trials_and_evaluates_new_and_rescored(
 def test_a_chain_of_extensions_recomputes_through_every_link(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:6]], "notes")
-        retrace(lg, constraints_file=NARROWED)
+        retrace(ledger=lg, constraints_file=NARROWED)
         ingest_into(lg, [str(b) for b in BUNDLES[6:12]], "notes")
         assert_extends_like_full(lg, constraints_file=NARROWED)
         ingest_into(lg, [str(b) for b in BUNDLES[12:]], "notes")
@@ -112,13 +112,13 @@ def test_a_chain_of_extensions_recomputes_through_every_link(tmp_path: Path) -> 
 def test_full_and_other_inputs_never_extend(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES], "notes")
-        retrace(lg)
-        assert "extends" not in retrace(lg, full=True).report["receipt"]
+        retrace(ledger=lg)
+        assert "extends" not in retrace(ledger=lg, full=True).report["receipt"]
         # another replacement config is other inputs: a full replay, then extensible itself
         assert "extends" not in assert_extends_like_full(lg, constraints_file=NARROWED).report[
             "receipt"
         ]
-        assert "extends" in retrace(lg, constraints_file=NARROWED).report["receipt"]
+        assert "extends" in retrace(ledger=lg, constraints_file=NARROWED).report["receipt"]
         # the recorded-snapshot replay is older than a replay with other inputs over the same
         # trials: carrying it forward would leave those trials' current grade the other one's
         assert "extends" not in assert_extends_like_full(lg).report["receipt"]
@@ -129,17 +129,17 @@ def test_a_new_grading_projection_version_carries_nothing_across(
 ) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES], "notes")
-        retrace(lg)
+        retrace(ledger=lg)
         monkeypatch.setattr(
             retrace_mod, "PROJECTION_VERSION", retrace_mod.PROJECTION_VERSION + " rules changed"
         )
         size = lg.size()
-        bumped = retrace(lg)
+        bumped = retrace(ledger=lg)
         assert "extends" not in bumped.report["receipt"]
         assert len([e for e in lg.read(from_seq=size) if e.type == "grade.replayed"]) == len(
             BUNDLES
         )
-        assert "extends" in retrace(lg).report["receipt"]  # the new version extends itself
+        assert "extends" in retrace(ledger=lg).report["receipt"]  # the new version extends itself
 
 
 @pytest.mark.parametrize("where", ["fold", "row"])
@@ -148,7 +148,7 @@ def test_results_that_do_not_check_against_the_receipt_are_not_used(
 ) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
-        retrace(lg)
+        retrace(ledger=lg)
         (kept,) = (tmp_path / "L" / "projections").iterdir()
         body = bytearray(kept.read_bytes())
         mark = b'"status":"agreed"'  # in a record's folded fields first, its row last
@@ -167,7 +167,7 @@ def test_results_of_another_ledger_are_not_used(tmp_path: Path) -> None:
     for name in ("A", "B"):
         with open_ledger(tmp_path / name, create=True) as lg:
             ingest_into(lg, [str(b) for b in BUNDLES[: 8 if name == "A" else 9]], "notes")
-            retrace(lg)
+            retrace(ledger=lg)
     shutil.rmtree(tmp_path / "B" / "projections")
     shutil.copytree(tmp_path / "A" / "projections", tmp_path / "B" / "projections")
     with open_ledger(tmp_path / "B") as lg:
@@ -178,9 +178,9 @@ def test_results_of_another_ledger_are_not_used(tmp_path: Path) -> None:
 def test_a_receipt_naming_a_wrong_tree_head_fails_verify(tmp_path: Path) -> None:
     lg = MemoryLedger()
     ingest_into(lg, [str(b) for b in BUNDLES[:8]], "notes")
-    retrace(lg)
+    retrace(ledger=lg)
     ingest_into(lg, [str(b) for b in BUNDLES[8:]], "notes")
-    got = retrace(lg)
+    got = retrace(ledger=lg)
     ev = next(e for e in lg.read(type="replay.completed", from_seq=lg.size() - 1))
     forged = ev.data()
     forged["receipt"]["extends"]["checkpoint"]["size"] -= 1
@@ -197,7 +197,7 @@ def test_the_command_line_says_what_it_extended_and_full_forces_a_whole_replay(
     led = tmp_path / "L"
     with open_ledger(led, create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
-        retrace(lg)
+        retrace(ledger=lg)
         ingest_into(lg, [str(b) for b in BUNDLES[12:]], "notes")
     run = CliRunner().invoke(main, ["retrace", "--ledger", str(led), "--dry-run"])
     assert run.exit_code == 0, run.output

@@ -14,9 +14,9 @@ from ledger.app.retrace import outputs_digest
 from ledger.engines.parked import Mapped, Parked
 from ledger.log import connection
 from ledger.log.store import open_ledger
-from replay.grade import Difference
-from replay.retrace import ConstraintObservation, TrialRetrace
-from replay.retrace_report import build_report, discrimination
+from replay.grading.grade import Difference
+from replay.grading.retrace import ConstraintObservation, TrialRetrace
+from replay.grading.retrace_report import build_report, discrimination
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
 

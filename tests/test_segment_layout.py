@@ -91,7 +91,7 @@ def test_retrace_appends_to_a_sealed_log_and_sealed_trials_stay_closed(tmp_path:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest(lg, [str(NOTES)])
         lg.seal(max_rows=40)
-        result = retrace(lg)
+        result = retrace(ledger=lg)
         assert result.appended == 18  # 17 grade.replayed + replay.completed
         stream = next(iter(lg.streams(prefix="trial/")))
         with pytest.raises(StreamSealed):

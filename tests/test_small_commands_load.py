@@ -44,7 +44,7 @@ def loaded(call: str, home: Path, watch: tuple[str, ...]) -> list[str]:
 
 def test_a_small_retrace_loads_no_arrow_yaml_regex_or_foreign_models(small_ledger: Path) -> None:
     """Nor the trace-check evaluator: none of the 17 trials records a trace_checks block."""
-    call = "assert ledger.retrace(lg).appended == 18"
+    call = "assert ledger.retrace(ledger=lg).appended == 18"
     evaluator = ("replay.trace_checks.evaluate", "replay.trace_checks.matching")
     assert loaded(call, small_ledger, (*NEVER, "yaml", "regex", *evaluator)) == []
 
@@ -80,7 +80,7 @@ def test_a_small_command_never_stops_for_the_cyclic_collector(small_ledger: Path
     api = (
         "import gc, ledger\n"
         "default = gc.get_threshold()\n"
-        f"assert len(ledger.retrace({lg!r}, dry_run=True).report['trials']) == 17\n"
+        f"assert len(ledger.retrace(ledger={lg!r}, dry_run=True).report['trials']) == 17\n"
         "print(gc.get_threshold() == default)"
     )
     cli = (

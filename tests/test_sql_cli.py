@@ -251,12 +251,11 @@ def test_parquet_to_stdout(ledger: Path) -> None:
 
 def test_segments_sealed_by_the_store_are_read_while_it_is_held(tmp_path: Path) -> None:
     """Same as above, with the store's own ``seal`` writing the segments."""
-    from ledger.log.segments import seal  # noqa: PLC0415
     from ledger.log.store import open_ledger  # noqa: PLC0415
 
     lg_dir = write_ledger(tmp_path / "lg", _events())
     with open_ledger(lg_dir) as lg:
-        sealed = seal(lg)
+        sealed = lg.seal()
         size = lg.size()
     assert sealed
     with analytics.connect(lg_dir) as (con, _):

@@ -59,7 +59,7 @@ def test_append_with_a_duplicate(built: tuple[Path, Path], tmp_path: Path) -> No
     copy = twin(path)
     printed = cli_json("append", again, "--ledger", path)
     assert printed["duplicates"] == [{"line": 1, "event_id": "e0", "seq": 0}]
-    assert ledger.append(again, copy).to_json() == printed
+    assert ledger.append(again, ledger=copy).to_json() == printed
 
 
 def test_append_names_the_bad_line(built: tuple[Path, Path], tmp_path: Path) -> None:
@@ -68,18 +68,18 @@ def test_append_names_the_bad_line(built: tuple[Path, Path], tmp_path: Path) -> 
         LINES[1] + "\n" + '{"stream": "ext/a", "type": "grade.replayed", "payload": {}}\n'
     )
     with pytest.raises(LedgerError, match="line 2: event type 'grade.replayed'"):
-        ledger.append(bad, built[0])
+        ledger.append(bad, ledger=built[0])
 
 
 def test_events_filters_as_log(built: tuple[Path, Path]) -> None:
     path, _ = built
     printed = cli_json("log", "--ledger", path, "--stream", "ext/a", "--from", 1, "--limit", 5)
     assert [e["seq"] for e in printed] == [1]
-    got = ledger.events(path, stream="ext/a", from_seq=1, limit=5)
+    got = ledger.events(ledger=path, stream="ext/a", from_seq=1, limit=5)
     assert got.to_json() == printed
-    assert ledger.events(path, limit=2).to_json() == cli_json("log", "--ledger", path)[:2]
+    assert ledger.events(ledger=path, limit=2).to_json() == cli_json("log", "--ledger", path)[:2]
     with ledger.open(path, read_only=True) as lg:  # an open store: read as iterated
-        rows = ledger.events(lg, type="ext.note").events
+        rows = ledger.events(ledger=lg, type="ext.note").events
         assert not isinstance(rows, tuple) and [e.seq for e in rows] == [0, 1, 2]
 
 
@@ -101,16 +101,16 @@ def test_checkpoint_prove_and_verify(built: tuple[Path, Path], tmp_path: Path) -
     path, key = built
     copy = twin(path)
     printed = cli_json("checkpoint", "--key", key, "--out", tmp_path / "a.note", "--ledger", path)
-    got = ledger.checkpoint(copy, key=key, out=tmp_path / "b.note").to_json()
+    got = ledger.checkpoint(ledger=copy, key=key, out=tmp_path / "b.note").to_json()
     assert got == {**printed, "out": str(tmp_path / "b.note")}
     assert (tmp_path / "a.note").read_text() == (tmp_path / "b.note").read_text()
-    assert ledger.prove(1, path).to_json() == cli_json("prove", 1, "--ledger", path)
-    assert ledger.prove(1, path, size=3).to_json() == cli_json(
+    assert ledger.prove(1, ledger=path).to_json() == cli_json("prove", 1, "--ledger", path)
+    assert ledger.prove(1, ledger=path, size=3).to_json() == cli_json(
         "prove", 1, "--size", 3, "--ledger", path
     )
     args = ("--pub", f"{key}.pub", "--checkpoint", tmp_path / "a.note")
     printed = cli_json("verify", "--ledger", path, *args)
-    got = ledger.verify(path, pub=f"{key}.pub", checkpoint=tmp_path / "a.note")
+    got = ledger.verify(ledger=path, pub=f"{key}.pub", checkpoint=tmp_path / "a.note")
     assert printed["ok"] and got.to_json() == printed
 
 
@@ -119,13 +119,13 @@ def test_seal_and_repair(built: tuple[Path, Path]) -> None:
     copy = twin(path)
     printed = cli_json("seal", "--max-rows", 2, "--ledger", path)
     assert [m["rows"] for m in printed] == [2, 1]
-    assert ledger.seal(copy, max_rows=2).to_json() == printed
-    assert ledger.seal(copy).to_json() == cli_json("seal", "--ledger", path) == []
+    assert ledger.seal(ledger=copy, max_rows=2).to_json() == printed
+    assert ledger.seal(ledger=copy).to_json() == cli_json("seal", "--ledger", path) == []
     for lg in (path, copy):  # a lost manifest: repair has something to do
         (lg / SEGMENT_DIR / MANIFEST).unlink()
     printed = cli_json("repair", "--ledger", path)
     assert printed["needed"] and not printed["applied"] and len(printed["steps"]) == 2
-    assert ledger.repair(path).to_json() == printed
+    assert ledger.repair(ledger=path).to_json() == printed
     printed = cli_json("repair", "--apply", "--ledger", path)
     assert printed["applied"]
-    assert ledger.repair(copy, apply=True).to_json() == printed
+    assert ledger.repair(ledger=copy, apply=True).to_json() == printed

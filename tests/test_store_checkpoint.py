@@ -96,14 +96,14 @@ def test_tlog_proof_round_trips_and_verifies_against_the_checkpoint(tmp_path: Pa
     lg.append(sample_events(3, 11))
     events = list(lg.read())
     for seq in (0, 5, 10):
-        text = prove(seq, lg).tlog_proof
+        text = prove(seq, ledger=lg).tlog_proof
         proof = note.parse_tlog_proof(text)
         assert note.format_tlog_proof(proof) == text
         cp = note.parse_checkpoint(note.open_note(proof.checkpoint_note, [verifier]).text)
         assert (proof.index, cp.size) == (seq, 11)
         merkle.check_inclusion(seq, cp.size, events[seq].leaf_hash, list(proof.path), cp.root)
     with pytest.raises(LedgerError, match="seq 12 is not in the checkpoint of size 11"):
-        prove(12, lg)
+        prove(12, ledger=lg)
     with pytest.raises(LedgerError, match=r"no checkpoint of size 14; stored sizes: \[11\]"):
-        prove(1, lg, size=14)
+        prove(1, ledger=lg, size=14)
     lg.close()

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from ledger.log.memory_store import MemoryLedger
-from ledger.log.protocol import SealedStore, Store
+from ledger.log.protocol import Sealable, SealedStore, SegmentRows, Store
+from ledger.log.raw import Sealing
 from ledger.log.store import Ledger, init_ledger
 
 
@@ -39,11 +40,22 @@ def test_store_classes_match_the_protocol(impl: type) -> None:
 
 def test_duckdb_store_is_a_sealed_store() -> None:
     assert _mismatches(SealedStore, Ledger) == []
+    assert _mismatches(SegmentRows, Ledger) == []
+    assert _mismatches(Sealable, Sealing) == []
+
+
+@pytest.mark.parametrize("proto", [Store, SealedStore, SegmentRows, Sealable])
+def test_a_protocol_has_no_private_members(proto: type) -> None:
+    """A seam names what its callers may call; a store's private helpers are not on it."""
+    own = {n for n, v in vars(proto).items() if callable(v) or n in proto.__annotations__}
+    assert [n for n in own if n.startswith("_") and not n.startswith("__")] == []
+    assert len(_members(Store)) <= 13  # what the application and the engines call, only
 
 
 def test_instances_are_stores(tmp_path: Path) -> None:
     with init_ledger(tmp_path / "lg") as lg:
         assert isinstance(lg, Store) and isinstance(lg, SealedStore)
+        assert isinstance(Sealing(lg), Sealable) and not isinstance(lg, Sealable)
     mem = MemoryLedger()
     assert isinstance(mem, Store) and not isinstance(mem, SealedStore)
 

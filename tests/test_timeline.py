@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay.timeline import (
+from replay.timeline.build import (
     TIMELINE_VERSION,
     assistant_texts,
     attempted_calls,
@@ -23,7 +23,7 @@ from replay.timeline import (
     timeline_from_payloads,
     timeline_to_payloads,
 )
-from replay.timeline_views import (
+from replay.timeline.views import (
     ERROR_PREFIX,
     NO_MESSAGE_FAILURE_TEXT,
     agent_facing_text,

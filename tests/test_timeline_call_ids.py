@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.call_ids import CallIdDeriver, derive_call_ids
+from replay.timeline.call_ids import CallIdDeriver, derive_call_ids
 
 
 def spec_formula(raw_ids: list[str]) -> list[str]:

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
-from replay.call_ids import derive_call_ids
-from replay.timeline import (
+from replay.timeline.build import (
     attempted_calls,
     build_trial_timeline,
     timeline_from_payloads,
     timeline_to_payloads,
 )
-from replay.timeline_views import agent_facing_text
+from replay.timeline.call_ids import derive_call_ids
+from replay.timeline.views import agent_facing_text
 from schemas.canonical import canonical_json, parse_json
 from schemas.timeline import (
     Message,

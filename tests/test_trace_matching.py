@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from replay.patterns import compile_pattern
+from replay.grading.patterns import compile_regex
 from replay.trace_checks import evaluate_trace_checks
 from replay.trace_checks.operators import apply_operator, can_ever_hold, contains, json_type
 from tests.trace_builders import Script, one, tc
@@ -77,15 +77,15 @@ def test_operator_table(op: str, value: Any, operand: Any, holds: bool) -> None:
 
 
 def test_regex_is_unanchored_and_only_a_string_matches() -> None:
-    pat = compile_pattern(r"ref \d+", "linear")
+    pat = compile_regex(r"ref \d+", "linear")
     assert apply_operator("regex", "see ref 42 here", pat.pattern, pat)
     assert not apply_operator("regex", 42, pat.pattern, pat)
 
 
 def test_the_linear_engine_reads_digit_as_ascii_and_backtracking_as_unicode() -> None:
     arabic_three = "reference \u0663"
-    assert compile_pattern(r"reference \d", "linear").search(arabic_three) is None
-    assert compile_pattern(r"reference \d", "backtracking").search(arabic_three) is not None
+    assert compile_regex(r"reference \d", "linear").search(arabic_three) is None
+    assert compile_regex(r"reference \d", "backtracking").search(arabic_three) is not None
 
 
 @pytest.mark.parametrize(
@@ -249,3 +249,19 @@ def test_within_restricts_every_matcher() -> None:
     assert pv(t, req, within={"first_turn": 0, "last_turn": 1}) == PASS
     assert pv(t, req, within={"first_turn": 2}) == FAIL
     assert pv(t, {"present": {"match": {"kind": "user_message"}}}, within={"last_turn": 0}) == PASS
+
+
+def test_one_compiler_with_one_bounded_cache() -> None:
+    """Trace checks and transcript rules compile through one cached function; a pattern
+    seen twice is compiled once, and the cache has a bound."""
+    from replay.grading.patterns import COMPILED_CACHE
+
+    compile_regex.cache_clear()
+    first = compile_regex(r"ref \d+", "linear")
+    assert compile_regex(r"ref \d+", "linear") is first
+    folded = compile_regex(r"REF \d+", "linear", ignore_case=True)
+    assert folded.search("ref 7") and not compile_regex(r"REF \d+", "linear").search("ref 7")
+    info = compile_regex.cache_info()
+    assert (info.hits, info.misses, info.maxsize) == (1, 3, COMPILED_CACHE)
+    with pytest.raises(ValueError, match="missing"):  # the engine's complaint, as text
+        compile_regex("(a", "linear", ignore_case=True)

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from ledger.app.receipts import check_run_dir
 from ledger.app.run_files import read_run_dir
 from ledger.cli import main
-from replay.vcore_receipt import canonical_graph, graph_digest, rebuild_from_files, receipt_bytes
-from replay.vcore_run import RebuildError, events_digest, parse_events
-from replay.vcore_verify import verify_run_files
+from replay.receipts.receipt import canonical_graph, graph_digest, rebuild_from_files, receipt_bytes
+from replay.receipts.run import RebuildError, events_digest, parse_events
+from replay.receipts.verify import verify_run_files
 from tests.data_paths import VCORE_DEMO_RUN
 
 DEMO = VCORE_DEMO_RUN
@@ -243,7 +243,7 @@ def test_graph_digest_ignores_key_order_and_whitespace(rnd, indent) -> None:
 def test_strict_byte_check(run: Path) -> None:
     """§ 7's optional stricter check: the demo receipt is byte-identical; a re-indented
     copy still verifies structurally but fails the byte check (reported last)."""
-    from replay.vcore_verify import STRICT_BYTES_PROBLEM
+    from replay.receipts.verify import STRICT_BYTES_PROBLEM
 
     assert check_run_dir(DEMO, strict=True).problems == []
     receipt = json.loads((run / "receipt.json").read_text())
@@ -320,7 +320,7 @@ def test_every_leaf_changed_by_one_byte_is_named(run: Path) -> None:
     """Every string/number leaf of the demo receipt (except ``events_digest``, checked
     against the log's bytes instead), changed by one byte, is reported at exactly its
     path with both values; and the demo run itself has no difference."""
-    from replay.vcore_verify import check_run_files
+    from replay.receipts.verify import check_run_files
 
     files = read_run_dir(DEMO)
     assert check_run_files(files).differences == []
@@ -355,7 +355,7 @@ def test_receipt_differences_paths_and_equality() -> None:
     """Paths are ``key.sub[i]`` (a key that is not an identifier is quoted in brackets);
     equality is § 7's (``1 == 1.0``); a top-level key missing on one side reads as null
     (§ 7 step 7), a nested one is absent; extra list items are absent on the other side."""
-    from replay.vcore_verify import ABSENT, receipt_differences
+    from replay.receipts.verify import ABSENT, receipt_differences
 
     stored = {
         "a": {"x-y": 1, "n": 1.0, "gone": None},
@@ -374,7 +374,7 @@ def test_receipt_differences_paths_and_equality() -> None:
 
 def test_text_output_shows_the_first_20_differences_and_counts_the_rest() -> None:
     from ledger.cli.verdict import difference_lines
-    from replay.vcore_verify import Difference
+    from replay.receipts.verify import Difference
 
     lines = difference_lines([Difference(f"cooldowns[{i}].until", "a" * 200, i) for i in range(23)])
     assert len(lines) == 21

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from replay.vcore_receipt import rebuild_receipt
-from replay.vcore_run import RunFiles, parse_events
+from replay.receipts.receipt import rebuild_receipt
+from replay.receipts.run import RunFiles, parse_events
 
 NODE = {"node_id": "n", "objective": "o", "owned_files": ["a.py"], "verification_command": ["true"]}
 
@@ -161,7 +161,7 @@ def test_first_unvalidated_node_is_named() -> None:
 
 def test_graph_node_defaults_and_coercions() -> None:
     """§ 3: defaults filled, barrier true → integration, odd risk → medium, paths normalised."""
-    from replay.vcore_receipt import normalise_node
+    from replay.receipts.receipt import normalise_node
 
     node = normalise_node(
         {
@@ -178,7 +178,7 @@ def test_graph_node_defaults_and_coercions() -> None:
 
 
 def test_run_files_with_review_json_error_cannot_rebuild() -> None:
-    from replay.vcore_verify import verify_run_files
+    from replay.receipts.verify import verify_run_files
 
     raw = _log(("terminal", "n", OK_TERMINAL))
     graph = json.dumps({"goal": "g", "nodes": [NODE]}).encode()

@@ -2,7 +2,7 @@
 
 Each shape is an ``events.jsonl`` + ``graph.json`` + ``receipt.json`` written here; the
 receipt is the one verdict-core FORMAT.md § 4 prescribes for that log, written out by hand (every
-value below is read off the rule text, none is produced by ``replay.vcore_receipt``).
+value below is read off the rule text, none is produced by ``replay.receipts.receipt``).
 The rebuild must equal it, and ``vledger receipt verify`` (strict: byte-identical too)
 must find nothing wrong with it. The shapes are the ones real runs have and the demo
 run lacks: attempts that never saw a ``terminal`` (dispatch alone, a retried
@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from ledger.app.receipts import check_run_dir
 from ledger.app.run_files import read_run_dir
 from ledger.cli import main
-from replay.vcore_receipt import rebuild_from_files
+from replay.receipts.receipt import rebuild_from_files
 
 # ------------------------------------------------------------------- the run's graph
 

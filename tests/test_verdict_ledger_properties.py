@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from ledger.app import units as vd
 from ledger.log.memory_store import MemoryLedger
-from replay.verdict import derive
-from replay.verdict_evidence import unit_evidence
+from replay.verdicts.derive import derive
+from replay.verdicts.evidence import unit_evidence
 from tests.gvc_support import ladder
 
 UNITS = ["u1", "u2"]

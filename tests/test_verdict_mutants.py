@@ -1,6 +1,6 @@
 """Mutation check for the GVC derivation: the conformance suite must kill every mutant.
 
-Each mutant removes, reorders or bends one piece of replay/verdict.py — a rank
+Each mutant removes, reorders or bends one piece of replay/verdicts/derive.py — a rank
 operation, the only-when-it-lowers rule, the MAX fold's tie-break, one counter — by
 monkeypatching the small named function or table that implements it. The 28 fixture
 cases are then run; a mutant that survives (every case still passes) means the suite
@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import pytest
 
-import replay.verdict as v
-import replay.verdict_cases as vc
-from replay.verdict_cases import case_mismatches, derive_case
+import replay.verdicts.cases as vc
+import replay.verdicts.derive as v
+from replay.verdicts.cases import case_mismatches, derive_case
 from schemas.gvc import COUNTER_NAMES, Ladder
 from tests.gvc_support import case_file, ladder
 

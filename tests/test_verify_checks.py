@@ -88,7 +88,7 @@ def test_the_api_and_the_cli_run_the_same_checks_and_report_the_same_problems(
     path, found = tampered
     for deep in (False, True):
         code, printed = _cli(path, *(["--deep"] if deep else []))
-        result = ledger.verify(path, deep=deep)
+        result = ledger.verify(ledger=path, deep=deep)
         assert code == 1 and not result.ok
         assert printed == result.to_json()
         assert printed["checks"] == SHALLOW + (["timelines"] if deep else [])
@@ -99,7 +99,7 @@ def test_the_api_and_the_cli_run_the_same_checks_and_report_the_same_problems(
 SUBPROCESS = """
 import json, sys
 import ledger
-shallow, deep = ledger.verify(sys.argv[1]), ledger.verify(sys.argv[1], deep=True)
+shallow, deep = ledger.verify(ledger=sys.argv[1]), ledger.verify(ledger=sys.argv[1], deep=True)
 print(json.dumps({
     "cli": sorted(m for m in sys.modules if m.startswith("ledger.cli")),
     "shallow": [p.where for p in shallow.problems], "deep": [p.where for p in deep.problems],

@@ -258,8 +258,8 @@ def test_pass_at_k_value_is_the_closed_form(n: int, data: st.DataObject) -> None
 def test_constraint_class_matches_the_retrace_projection(
     passed: int, failed: int, undecided: int
 ) -> None:
-    """The SQL classification and replay.retrace_report.classify are one rule, written twice."""
-    from replay.retrace_report import classify  # noqa: PLC0415
+    """The SQL classification and replay.grading.retrace_report.classify are one rule, written twice."""
+    from replay.grading.retrace_report import classify  # noqa: PLC0415
 
     con = duckdb.connect()
     for macro in views.MACROS:
@@ -304,8 +304,9 @@ def _memory_views(events: list) -> duckdb.DuckDBPyConnection:
 )
 def test_pass_at_k_view_matches_the_grading_projection(trials: list) -> None:
     """Per task, macro and micro pass@k (and each trial's outcome class) agree with
-    replay.outcomes — the same rule computed by the projection, over generated trials."""
-    from replay.outcomes import TrialVerdict, classify_trial_outcome, pass_at_k_report  # noqa: PLC0415
+    replay.grading.outcomes — the same rule computed by the projection, over generated trials."""
+    from replay.grading.outcomes import classify_trial_outcome  # noqa: PLC0415
+    from tests.pass_at_k_oracle import TrialVerdict, pass_at_k_report  # noqa: PLC0415
 
     ev, verdicts = [], []
     for i, (task, reason, gerr, passed) in enumerate(trials):

@@ -115,8 +115,8 @@ def retraced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lg_dir = tmp_path_factory.mktemp("notes-retraced") / "lg"
     with open_ledger(lg_dir, create=True) as lg:
         ingest(lg, [NOTES])
-        retrace(lg, constraints_file=NARROWED)
-        retrace(lg, constraints_file=NARROWED, full=True)  # two whole replays in the history
+        retrace(ledger=lg, constraints_file=NARROWED)
+        retrace(ledger=lg, constraints_file=NARROWED, full=True)  # two whole replays in the history
     return lg_dir
 
 

@@ -1,6 +1,6 @@
 """The rules the views restate in SQL, held to their Python definitions.
 
-The outcome classes and the grade ladder are generated from replay.outcomes and the
+The outcome classes and the grade ladder are generated from replay.grading.outcomes and the
 registration file; constraint_class and pass_at_k_value are SQL of their own, so each is run
 against replay's function over the same inputs. The payload paths are held to the models.
 """
@@ -18,10 +18,11 @@ from ledger.analytics import views, views_verdicts
 from ledger.analytics.payload_paths import PATHS
 from ledger.analytics.views_trials import outcome_case
 from ledger.app.units import load_ladder
-from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, classify_trial_outcome, pass_at_k
-from replay.retrace_report import classify
+from replay.grading.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, classify_trial_outcome
+from replay.grading.retrace_report import classify
 from schemas.events import PAYLOAD_MODELS
 from schemas.gvc import Ladder
+from tests.pass_at_k_oracle import pass_at_k
 
 _CON = duckdb.connect()
 for _macro in views.MACROS:

@@ -50,10 +50,10 @@ def test_views_sql_recreates_pass_at_k_in_plain_duckdb(ledger_dir: Path, tmp_pat
 
 
 def test_any_view_as_an_arrow_table(ledger_dir: Path) -> None:
-    table = view(ledger_dir, "trials")
+    table = view("trials", ledger=ledger_dir)
     assert table.num_rows == 17  # the 17 shipped notes trials
     with pytest.raises(UnknownView, match="the documented views are: .*pass_at_k"):
-        view(ledger_dir, "no_such_view")
+        view("no_such_view", ledger=ledger_dir)
 
 
 def test_pandas_when_installed(ledger_dir: Path) -> None:
@@ -61,6 +61,6 @@ def test_pandas_when_installed(ledger_dir: Path) -> None:
         import pandas  # noqa: F401
     except ImportError:
         with pytest.raises(ImportError, match="pip install pandas"):
-            view_pandas(ledger_dir, "trials")
+            view_pandas("trials", ledger=ledger_dir)
         return
-    assert len(view_pandas(ledger_dir, "trials")) == 17
+    assert len(view_pandas("trials", ledger=ledger_dir)) == 17

@@ -5,13 +5,13 @@ DuckDB); pandas is optional and only imported when asked for.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ledger.analytics import sql as analytics
 from ledger.analytics import views
+from ledger.app.context import LedgerArg, ledger_path
 from ledger.errors import LedgerError
 
 
@@ -24,14 +24,14 @@ class UnknownView(LedgerError, ValueError):
         super().__init__(f"no view {name!r}; the documented views are: {known}")
 
 
-def view(ledger_dir: Path | str, name: str) -> pa.Table:
+def view(name: str, *, ledger: LedgerArg = None) -> pa.Table:
     """Every row of the documented view ``name`` as a pyarrow Table."""
     if name not in {v.name for v in views.PUBLIC_VIEWS}:
         raise UnknownView(name)
-    return analytics.query(ledger_dir, f"SELECT * FROM {name}")
+    return analytics.query(ledger_path(ledger), f"SELECT * FROM {name}")
 
 
-def view_pandas(ledger_dir: Path | str, name: str) -> Any:
+def view_pandas(name: str, *, ledger: LedgerArg = None) -> Any:
     """The same as :func:`view`, as a pandas DataFrame; needs pandas installed."""
     try:
         import pandas  # noqa: F401 - pyarrow's to_pandas needs it
@@ -39,4 +39,4 @@ def view_pandas(ledger_dir: Path | str, name: str) -> Any:
         raise ImportError(
             "view_pandas needs pandas (pip install pandas); view() returns a pyarrow Table"
         ) from None
-    return view(ledger_dir, name).to_pandas()
+    return view(name, ledger=ledger).to_pandas()

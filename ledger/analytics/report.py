@@ -15,6 +15,7 @@ from ledger.analytics.report_panels import PANELS, summary
 from ledger.analytics.report_template import PAGE
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
+from ledger.defaults import DEFAULT_REPORT
 from ledger.log.outputs import check_output_path
 
 
@@ -65,7 +66,7 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
     return page, s
 
 
-def report(*, ledger: LedgerArg = None, out: Path | str = Path("report.html")) -> ReportResult:
+def report(*, ledger: LedgerArg = None, out: Path | str = DEFAULT_REPORT) -> ReportResult:
     """Write the HTML report of ``ledger`` to ``out`` (never inside a ledger directory)."""
     ledger_dir = ledger_path(ledger)
     check_output_path(Path(out), ledger_dir, what="report")  # before any work

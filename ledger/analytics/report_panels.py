@@ -15,6 +15,7 @@ from ledger.analytics import report_charts as charts
 from ledger.analytics import report_trials
 from ledger.analytics import sql as analytics
 from ledger.analytics.report_charts import FAIL, PALETTE, PASS, UNDECIDED
+from schemas.retrace_status import RetraceStatus
 
 MAX_ROWS = 40  # tasks / constraints shown per chart; the note says how many were left out
 
@@ -69,7 +70,7 @@ def _score_panel(con: duckdb.DuckDBPyConnection) -> Panel:
 def _pass_panel(con: duckdb.DuckDBPyConnection) -> Panel:
     rows = analytics.rows(
         con,
-        # _trial_outcomes holds the pass rule pass_at_k counts (replay.outcomes.tally)
+        # _trial_outcomes holds the pass rule pass_at_k counts (replay.grading.outcomes.is_counted)
         "SELECT o.task_id, o.model, count(*) FILTER (WHERE o.counted) AS n, "
         "count(*) FILTER (WHERE o.counted AND o.pass_current) AS c, avg(cg.score) AS mean_score "
         "FROM _trial_outcomes o LEFT JOIN current_grades cg USING (trial) GROUP BY ALL "
@@ -211,7 +212,8 @@ DISAGREEMENT_SQL = (
     "rg AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
     "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1), "
     "per_replay AS (SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
-    "count(*) FILTER (WHERE g.replay_status = 'disagreed' OR (g.replay_status IS NULL AND "
+    f"count(*) FILTER (WHERE g.replay_status = '{RetraceStatus.DISAGREED}' OR "
+    "(g.replay_status IS NULL AND "
     "rg.trial IS NOT NULL AND (g.binary_pass IS DISTINCT FROM rg.binary_pass OR "
     "abs(coalesce(g.score, -1) - coalesce(rg.score, -1)) > 1e-9))) AS disagreed "
     "FROM grades g LEFT JOIN rg USING (trial) WHERE g.source = 'replayed' GROUP BY g.replay_id) "

@@ -24,6 +24,7 @@ from ledger.analytics.view_kit import sql_str
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
 from ledger.errors import LedgerError
+from schemas.errors import UsageError
 
 DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
@@ -307,4 +308,6 @@ def sql(query: str | None = None, *, ledger: LedgerArg = None, schema: bool = Fa
     columns instead. A write is refused (:class:`SqlRefused`) with nothing changed."""
     if schema:
         return SqlResult(schema_table(), None)
-    return SqlResult(*query_with_source(ledger_path(ledger), query or ""))
+    if not query:
+        raise UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
+    return SqlResult(*query_with_source(ledger_path(ledger), query))

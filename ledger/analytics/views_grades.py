@@ -43,7 +43,7 @@ VERDICT = (
 # a replayed grade outranks any recorded one, then the later seq wins
 CURRENT_ORDER = "(source = 'replayed')::BIGINT * 4611686018427387904 + seq"
 
-# The retrace verdict order (FORMATS.md § 9, replay.retrace_report.classify): not_measured first.
+# The retrace verdict order (FORMATS.md § 9, replay.grading.retrace_report.classify): not_measured first.
 # classify is code, not data, so tests/test_views_parity.py runs both over the same counts.
 CONSTRAINT_CLASS = (
     "CREATE OR REPLACE MACRO constraint_class(passed, failed, undecided) AS CASE "

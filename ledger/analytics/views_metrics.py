@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from ledger.analytics.view_kit import View, internal, json_transform, sql_str
 from ledger.analytics.views_grades import CRITERIA_T, CURRENT_ORDER, TRACE_T, VERDICT
-from replay.outcomes import TrialOutcomeClass
+from replay.grading.outcomes import TrialOutcomeClass
 from schemas.key_manifest import MANIFEST
 
 # The k values the pass_at_k view reports; any other k: ``pass_at_k_value(n, c, k)``.
 PASS_K_VALUES: tuple[int, ...] = (1, 2, 3, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100)
 
-# replay.outcomes.pass_at_k, 1 − C(n−c, k)/C(n, k), as a product of k ratios so large n
+# pass@k, 1 − C(n−c, k)/C(n, k) (its one declaration; GRADING.md § pass@k Metrics),
+# as a product of k ratios so large n
 # never overflows; a factor reaches 0 exactly when fewer than k failures exist, giving 1.0
-# with no rounding. tests/test_views_parity.py holds the two equal.
+# with no rounding. tests/test_views_parity.py holds it to the exact closed form.
 PASS_AT_K_VALUE = (
     "CREATE OR REPLACE MACRO pass_at_k_value(n, c, k) AS CASE WHEN k IS NULL OR n IS NULL "
     "OR c IS NULL OR k < 1 OR n < k THEN NULL ELSE 1 - coalesce(list_product(list_transform("
@@ -23,7 +24,7 @@ ACCOUNTING_SHAPE: dict[str, str] = {"key": "VARCHAR", "outcome": "VARCHAR", "rea
 
 def trial_outcomes() -> View:
     # Every registered trial's current and recorded verdicts; no grade (trial_lost) is not
-    # passed, nor is an ungradeable trial whatever it carries (replay.outcomes.tally).
+    # passed, nor is an ungradeable trial whatever it carries (replay.grading.outcomes.is_counted).
     refused = f"t.outcome_class <> '{TrialOutcomeClass.UNGRADEABLE}'"
     return internal(
         "_trial_outcomes",

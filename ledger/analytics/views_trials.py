@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger.analytics.payload_paths import PATHS
 from ledger.analytics.view_kit import View, in_list, internal, typed_view
-from replay.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, TrialOutcomeClass
+from replay.grading.outcomes import HARNESS_ERRORS, INFRASTRUCTURE_ABORTS, TrialOutcomeClass
 
 _TRIAL = ("trial", "trial stream")
 _SEQ = ("seq", "log position of the event")
@@ -12,7 +12,7 @@ _AGENT = "agent that made the call or wrote the message (inspect_ai agent span p
 
 
 def outcome_case(reason: str, grading_error: str) -> str:
-    """``replay.outcomes.classify_trial_outcome`` as SQL, from its own classes and reason
+    """``replay.grading.outcomes.classify_trial_outcome`` as SQL, from its own classes and reason
     sets; grading_error is read first (tests/test_views_parity.py runs both)."""
     c = TrialOutcomeClass
     return (

@@ -1,8 +1,8 @@
 """``curate``: a judge-labelled corpus from run directories or from the log (the I/O side).
 
-Two doors, one rule (``replay.curation``): run directories through the one importer
+Two doors, one rule (``replay.receipts.curation``): run directories through the one importer
 (``plan_bundle``), the log as events; either way each trial is read as ``retrace`` reads it
-(``replay.trial_inputs``) and rendered by ``bundle_files``, so both doors write the same
+(``replay.timeline.trial_inputs``) and rendered by ``bundle_files``, so both doors write the same
 bytes. Destination rules, the rename into place and the ``corpus.curated`` event:
 docs/readme/curate.md (RUBRIC_MIGRATION.md, "Building a corpus").
 """
@@ -35,12 +35,13 @@ from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.plan import escape
 from ledger.sources.shape import BundleError
 from ledger.sources.tolokaforge import in_run_layout
-from replay.curation import Candidate, Curation, CurationError, recorded_location
-from replay.curation import curate as curate_trials
-from replay.trial_inputs import TrialInputsError, trial_inputs
+from replay.receipts.curation import Candidate, Curation, CurationError, recorded_location
+from replay.receipts.curation import curate as curate_trials
+from replay.timeline.trial_inputs import TrialInputsError, trial_inputs
 from schemas.canonical import canonical_json
 from schemas.curation import MANIFEST_FILE, CorpusCurated
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK, UsageError
 
 try:
     _ManifestDumper: type = yaml.CSafeDumper
@@ -57,11 +58,11 @@ _TRIAL_TYPES = (
 )  # fmt: skip
 
 
-class CurateUsage(CurationError):
-    """A request the command line refuses as usage (exit 2): the two doors, mixed."""
+class CurateUsage(UsageError, CurationError):
+    """A request refused as usage (exit 2): the two doors, mixed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CurateRequest:
     """One ``vledger curate`` as asked (its flags): what the curation reads and records."""
 
@@ -110,6 +111,23 @@ class CurateResult(Result):
     def admitted_nothing(self) -> bool:
         return not self.curation.admitted
 
+    @property
+    def exit_code(self) -> int:
+        """1 when nothing was admitted: a corpus of nothing is evidence of nothing."""
+        return FAILED if self.admitted_nothing else OK
+
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing was written when nothing was admitted (the command's ``Error:``)."""
+        if not self.admitted_nothing:
+            return None
+        rq = self.request
+        searched = ", ".join(map(str, rq.sources)) or f"the ledger at {rq.ledger}"
+        return (
+            f"no trial under {searched} is admissible evidence for {rq.criterion}; "
+            "a corpus of nothing is evidence of nothing, so nothing was written"
+        )
+
     def to_json(self) -> dict[str, Any]:
         m, rq = self.curation.manifest, self.request
         return {
@@ -125,7 +143,7 @@ class CurateResult(Result):
             "manifest": m.document(),
             "manifest_digest": self.manifest_digest,
             "event": dict(self.event) if self.event else None,
-            "exit_code": 1 if self.admitted_nothing else 0,
+            "exit_code": self.exit_code,
         }
 
 
@@ -139,8 +157,9 @@ def curate(
     directories are read as ``ingest`` reads them, in ``workers`` processes (default: the
     cores available); the corpus is the same for any number."""
     request = CurateRequest(
-        criterion, Path(into), tuple(Path(s) for s in sources), from_ledger, where,
-        dict(exclusions or {}), replace, dry_run, ledger_path(ledger), workers,
+        criterion=criterion, into=Path(into), sources=tuple(Path(s) for s in sources),
+        from_ledger=from_ledger, where=where, exclusions=dict(exclusions or {}),
+        replace=replace, dry_run=dry_run, ledger=ledger_path(ledger), workers=workers,
     )  # fmt: skip
     return from_ledger_request(request) if from_ledger else from_runs_request(request)
 

@@ -20,6 +20,7 @@ from ledger.engines.segment_task import SegmentFailure, read_verified
 from ledger.errors import LedgerError
 from ledger.log.outputs import check_output_path
 from ledger.log.segments import load_manifest, segment_dir
+from schemas.errors import UsageError
 
 # Leading "_": pyarrow.dataset, Spark and Hive skip such files, so DIR reads as a dataset.
 EXPORT_MANIFEST = "_manifest.json"
@@ -27,6 +28,10 @@ EXPORT_MANIFEST = "_manifest.json"
 
 class ExportError(LedgerError):
     """An export that cannot be written: a non-empty target, a segment failing its check."""
+
+
+class NothingToExport(UsageError, ExportError):
+    """Neither ``parquet`` nor ``otel`` was asked for (exit 2: usage)."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +68,14 @@ class Exported(Result):
 
 
 def export(
-    ledger: LedgerArg = None, *, parquet: str | Path | None = None, otel: str | Path | None = None,
+    *, ledger: LedgerArg = None, parquet: str | Path | None = None, otel: str | Path | None = None,
     seal: bool = False, sealed_only: bool = False, segment_rows: int | None = None,
     segment_bytes: int | None = None,
 ) -> Exported:  # fmt: skip
     """The segments into the directory ``parquet`` (``export_parquet``), every trial as
     OTLP/JSON into the file ``otel`` (``ledger.app.otel``), or both; only ``seal`` writes."""
     if parquet is None and otel is None:
-        raise ExportError("pass parquet=DIR, otel=FILE or both")
+        raise NothingToExport("pass --parquet DIR, --otel FILE or both")
     with opened(ledger) as lg:
         res = None if parquet is None else export_parquet(
             lg, Path(parquet), seal=seal, tail=not sealed_only, max_rows=segment_rows,

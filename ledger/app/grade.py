@@ -1,8 +1,8 @@
 """``grade``: a trial's grade re-derived from its recorded evidence, beside the recorded one.
 
 A bundle directory is read through ingest's importer in memory (no ledger needed), a trial
-stream from the ledger; either way ``replay.trial_inputs`` folds it — so a bundle and the
-same bundle ingested grade identically — and ``replay.grade.grade_trial`` grades it.
+stream from the ledger; either way ``replay.timeline.trial_inputs`` folds it — so a bundle and the
+same bundle ingested grade identically — and ``replay.grading.grade.grade_trial`` grades it.
 
 Example::
 
@@ -24,10 +24,10 @@ from ledger.sources.files import InputError
 from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError as ImporterBundleError
 from ledger.sources.yaml_safe import load_yaml
-from replay.grade import Grade, GradeInputs, compare_grades, grade_trial, inputs_from_trial
-from replay.grade import recorded_grade as grade_of_record
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from replay.grading.grade import Grade, GradeInputs, compare_grades, grade_trial, inputs_from_trial
+from replay.grading.grade import recorded_grade as grade_of_record
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.grading import GradingConfig
 from schemas.timeline import TimelineInconsistencyError
 
@@ -36,7 +36,7 @@ class GradeInputError(LedgerError, ValueError):
     """A bundle, trial or config that cannot be read or graded; names the path and key."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GradeRequest:
     """One ``vledger grade`` as asked: a bundle directory or a trial stream of ``ledger``."""
 
@@ -66,7 +66,9 @@ def grade(
     bundle_or_trial: str | Path, *, grading_file: Path | None = None, ledger: LedgerArg = None
 ) -> GradeResult:
     """``vledger grade``: re-derive the trial's grade and name every difference."""
-    request = GradeRequest(str(bundle_or_trial), grading_file, ledger)
+    request = GradeRequest(
+        bundle_or_trial=str(bundle_or_trial), grading_file=grading_file, ledger=ledger
+    )
     try:
         path = Path(request.bundle_or_trial)
         loaded = load_bundle(path) if path.is_dir() else load_ledger_trial(request)
@@ -92,11 +94,11 @@ def load_bundle(bundle: Path) -> LoadedBundle:
 
 
 def _loaded(trial: TrialInputs) -> LoadedBundle:
-    recorded = trial.recorded_grade
+    read = trial.grade_read
     return LoadedBundle(
         inputs_from_trial(trial),
         trial.registered.grading,
-        grade_of_record(recorded) if recorded is not None else None,
+        grade_of_record(read) if read is not None else None,
     )
 
 

@@ -61,8 +61,8 @@ from ledger.app.ingest_spool import (
     unpark_value,
 )  # fmt: skip
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
-from ledger.engines import get_engine
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
+from ledger.engines import check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.log.rows import ARROW_FROM_ROWS
 from ledger.sources import inspect_log
@@ -70,7 +70,7 @@ from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
 from ledger.sources.plan import PlannedEvent, event_id
 from ledger.sources.shape import BundleError
-from ledger.sources.yaml_safe import DEFAULT_LIMITS, DEFAULT_MAX_BYTES, YamlLimits
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits
 from schemas.envelope import NewEvent
 
 SKIP_STREAM = "ingest/skipped"
@@ -183,12 +183,11 @@ def ingest(
         result = ledger.ingest("corpora/notes_duplicate_check", ledger="/tmp/lg")
         print(result.summary())   # "… new, 0 already present (17 new trial(s) …"
     """
+    check_address(engine, address)  # before anything is read or created
     limits = YamlLimits(max_bytes=max_file_bytes)
     flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
-    request = IngestRequest(
-        tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits, workers, engine,
-        address,
-    )  # fmt: skip
+    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits,
+                            workers, engine, address)  # fmt: skip
     root = ledger_path(ledger)
     fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
     try:

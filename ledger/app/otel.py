@@ -16,8 +16,9 @@ import orjson
 from ledger.app.result import Result
 from ledger.engines.trials import group_trials
 from ledger.errors import LedgerError
-from replay.timeline import attempted_calls, build_trial_timeline
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from replay.grading.recorded_grade import RecordedGradeRead, is_number
+from replay.timeline.build import attempted_calls, build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.timeline import TimelineInconsistencyError, TraceEventKind
 
 SCOPE = "verdict-ledger"
@@ -170,29 +171,27 @@ def tool_spans(t: _Trace, trial: TrialInputs, timeline: Any) -> list[dict[str, A
     return out
 
 
-def grade_attributes(grade: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def grade_attributes(grade: RecordedGradeRead | None) -> list[dict[str, Any]]:
     """The recorded grade as the trial span's ``gen_ai.evaluation.*`` attributes."""
-    if not grade:
+    if grade is None or not grade.raw:
         return []
-    reasons = grade.get("reasons")
+    reasons = grade.reasons
     return _attrs([
         ("gen_ai.evaluation.name", "grade"),
-        ("gen_ai.evaluation.score.value", _number(grade.get("score"))),
+        ("gen_ai.evaluation.score.value", _number(grade.score)),
         ("gen_ai.evaluation.score.label",
-         None if grade.get("binary_pass") is None else ("pass" if grade["binary_pass"] else "fail")),
+         None if grade.binary_pass is None else ("pass" if grade.binary_pass else "fail")),
         ("gen_ai.evaluation.explanation", reasons if isinstance(reasons, str) and reasons else None),
     ])  # fmt: skip
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+    return float(value) if is_number(value) else None
 
 
-def component_events(grade: Mapping[str, Any] | None, at: int) -> list[dict[str, Any]]:
+def component_events(grade: RecordedGradeRead | None, at: int) -> list[dict[str, Any]]:
     """One ``gen_ai.evaluation.result`` event per grade component that has a value."""
-    comps = (grade or {}).get("components") or {}
+    comps = {} if grade is None else grade.components
     return [
         {"timeUnixNano": str(at), "name": EVALUATION_EVENT, "attributes": _attrs([
             ("gen_ai.evaluation.name", name), ("gen_ai.evaluation.score.value", _number(value)),
@@ -236,7 +235,7 @@ def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, 
         ("gen_ai.provider.name", _provider(reg.models.get("agent"))),
         ("gen_ai.usage.input_tokens", _sum(calls, "prompt_tokens")),
         ("gen_ai.usage.output_tokens", _sum(calls, "completion_tokens")),
-    ]) + grade_attributes(trial.recorded_grade)  # fmt: skip
+    ]) + grade_attributes(trial.grade_read)  # fmt: skip
     if trial.status == "error" and "status" not in root_extra:
         root_extra["status"] = {"code": STATUS_ERROR, "message": "the trial ended in error"}
     root = {
@@ -247,7 +246,7 @@ def trial_spans(trial: TrialInputs, ended: Mapping[str, Any]) -> list[dict[str, 
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(end),
         "attributes": attrs,
-        "events": component_events(trial.recorded_grade, end),
+        "events": component_events(trial.grade_read, end),
         **root_extra,
     }
     return [root, *children]

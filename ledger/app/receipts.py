@@ -1,7 +1,7 @@
 """Receipt verification at the file/ledger seam (docs/readme/verdict.md § Receipts).
 
 * verdict-core run directories: their files' bytes go to the pure verifier in
-  ``replay.vcore_receipt`` (verdict-core FORMAT.md § 7).
+  ``replay.receipts.receipt`` (verdict-core FORMAT.md § 7).
 * our own receipts (``replay.completed`` / ``reconcile.completed`` / ``receipt.issued``):
   the event is included in the current log (RFC 9162 § 2.1.3), its checkpoint is
   consistent with it (§ 2.1.4) and, with ``recompute``, the outputs digest recomputes.
@@ -23,10 +23,11 @@ from ledger.log import merkle
 from ledger.log.keys import load_verifier
 from ledger.log.note import NoteError, Verifier, note_text, open_note, parse_checkpoint
 from ledger.log.verify_report import Problem
-from replay.vcore_receipt import rebuild_from_files
-from replay.vcore_run import RebuildError
-from replay.vcore_verify import Difference, Verification, check_run_files, verify_run_files
+from replay.receipts.receipt import rebuild_from_files
+from replay.receipts.run import RebuildError
+from replay.receipts.verify import Difference, Verification, check_run_files, verify_run_files
 from schemas.envelope import StoredEvent, leaf_hash
+from schemas.errors import FAILED, OK
 
 # What a verdict-core receipt.json that verifies does and does not show (`receipt verify`
 # prints it in text and JSON): it carries no signature, so it binds files, not authors.
@@ -58,20 +59,6 @@ LEDGER_RECEIPT_TRUST: dict[str, object] = {
         "checkpoint"
     ),
 }
-
-
-def trust_lines(trust: dict[str, object]) -> list[str]:
-    """The trust note as text lines (the same facts the JSON carries)."""
-    return [
-        "unsigned: this receipt carries no signature",
-        f"  proves: {trust['proves']}",
-        f"  does not prove: {trust['does_not_prove']}",
-        *(
-            [f"  later edits: {trust['detects_later_edits']}"]
-            if "detects_later_edits" in trust
-            else []
-        ),
-    ]
 
 
 def check_run_dir(run_dir: Path, strict: bool = False) -> Verification:
@@ -150,6 +137,10 @@ class ReceiptCheck(Result):
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        return OK if self.ok else FAILED
 
     def to_json(self) -> dict[str, Any]:
         found = (

@@ -2,7 +2,7 @@
 
 ``reconcile/`` is pure; this module feeds it (RUBRIC_MIGRATION.md § Usage): the packs
 (:mod:`ledger.app.reconcile_packs`), then every bundle under each declared corpus
-(:mod:`ledger.app.reconcile_trials`) — a real run ingests the corpus and reads each trial
+(:mod:`reconcile.trials`) — a real run ingests the corpus and reads each trial
 back from its stream, then appends ``reconcile.completed`` with its receipt; a dry run
 folds the same events in memory. An invocation's defect raises :class:`ReconcileError`;
 one bundle's is an ``unreadable_trials`` row.
@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.reconcile_corpus import ingest_corpus
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -36,18 +38,9 @@ from ledger.app.reconcile_packs import (
     packs_by_task,
     pool_claims,
 )
-from ledger.app.reconcile_trials import (
-    Evaluator,
-    UnreadableBundle,
-    graded_values,
-    ingest_corpus,
-    never_ran,
-    recorded_tools,
-    trace_evaluator,
-)
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_PACKS
-from ledger.engines import EngineError, get_engine
+from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
+from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError
@@ -55,14 +48,23 @@ from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
-from reconcile.report import CorpusReport, run_json
+from reconcile.report import CorpusReport, render_text, run_json
+from reconcile.trials import (
+    Evaluator,
+    UnreadableBundle,
+    graded_values,
+    never_ran,
+    recorded_tools,
+    trace_evaluator,
+)
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from replay.trace_checks.authoring import inspect_trace_checks
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import UsageError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReconcileRequest:
     """One ``vledger reconcile`` as asked (its flags); what every step below reads."""
 
@@ -73,7 +75,12 @@ class ReconcileRequest:
     dry_run: bool = False
     engine: str = "local"  # where the candidate projection runs (ledger.engines)
     address: str | None = None
-    workers: int = 2
+    workers: int = DEFAULT_RECONCILE_WORKERS
+
+    def __post_init__(self) -> None:
+        check_address(self.engine, self.address)
+        if self.engine != "local" and self.dry_run:
+            raise UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
 
 
 @dataclass(frozen=True)
@@ -83,15 +90,25 @@ class ReconcileResult(Result):
     inputs_digest: str
     exit_code: int
     config: dict[str, Any] = field(default_factory=dict)  # what a receipt needs to recompute
+    packs: tuple[Path, ...] = ()  # the directories searched for packs
+    default_packs: bool = False  # no packs were given: ./corpora/packs was searched
 
     def to_json(self) -> dict[str, Any]:
         return self.document
+
+    def text(self) -> str:
+        """The reports as the command prints them (``reconcile.report.render_text``)."""
+        return "".join(render_text(report) for report in self.reports)
+
+
+class NoPacks(UsageError, ReconcileError):
+    """No packs were given and the default directory does not exist (exit 2: usage)."""
 
 
 def default_packs() -> Path:
     """``./corpora/packs`` when it exists, else a refusal naming what to pass."""
     if not DEFAULT_PACKS.is_dir():
-        raise ReconcileError(
+        raise NoPacks(
             f"no --packs given and no ./{DEFAULT_PACKS} here; pass --packs DIR, the directory "
             "holding your task packs and their migration.yaml"
         )
@@ -100,19 +117,22 @@ def default_packs() -> Path:
 
 def reconcile(
     *, packs: Sequence[Path] = (), source: Path | None = None, base: Path | None = None,
-    dry_run: bool = False, engine: str = "local", address: str | None = None, workers: int = 2,
+    dry_run: bool = False, engine: str = "local", address: str | None = None,
+    workers: int = DEFAULT_RECONCILE_WORKERS,
     allow_outside: Sequence[Path] = (), ledger: LedgerArg = None,
 ) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
     trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt."""
     request = ReconcileRequest(
-        tuple(Path(p) for p in packs) or (default_packs(),),
-        Path(base) if base is not None else Path.cwd(),
-        None if source is None else Path(source),
-        tuple(Path(p) for p in allow_outside),
-        dry_run, engine, address, workers,
+        packs=tuple(Path(p) for p in packs) or (default_packs(),),
+        base=Path(base) if base is not None else Path.cwd(),
+        source=None if source is None else Path(source),
+        allow_outside=tuple(Path(p) for p in allow_outside),
+        dry_run=dry_run, engine=engine, address=address, workers=workers,
     )  # fmt: skip
-    return run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    # a dry run writes nothing, so it reads no ledger: the folds run in memory
+    result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
 
 def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResult:

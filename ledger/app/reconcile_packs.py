@@ -21,17 +21,17 @@ from reconcile.inputs import (
     SHARED,
     ConstraintDecl,
     CorpusResolution,
-    CriterionShape,
     PackView,
     words,
 )
 from reconcile.reconcile import Claim
+from reconcile.trials import rubric_of
 from reconcile.validate import validate_migration
-from replay.grading_rules import GradingConfigError, load_grading_config
+from replay.grading.rules import GradingConfigError, load_grading_config
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import canonical_json
 from schemas.errors import CANNOT_RUN
-from schemas.grading import GradingConfig, Rubric
+from schemas.grading import GradingConfig
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.trace_checks import TraceChecksConfig
 
@@ -237,20 +237,6 @@ def pack_from(
         except TraceChecksConfigError as exc:
             raise MigrationLoadError(f"{shown}/grading.yaml: {exc}") from None
     return Pack(Path(shown), view, grading, migration, pack_digest, config, migration_doc)
-
-
-def rubric_of(config: GradingConfig) -> tuple[CriterionShape, ...] | None:
-    """The rubric's criteria as the grading models read them (schemas/grading.py is the
-    one reader: its defaults — kind binary, weight 1.0 — are the only ones), ``None``
-    when no judge rubric is configured."""
-    judge = config.llm_judge
-    rubric: Rubric | None = judge.rubric if judge is not None else None
-    if rubric is None:
-        return None
-    return tuple(
-        CriterionShape(c.id, c.kind, c.required, float(c.weight), c.description)
-        for c in rubric.criteria
-    )
 
 
 def pack_view(

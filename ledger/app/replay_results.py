@@ -34,8 +34,9 @@ import orjson
 
 from ledger.errors import LedgerError
 from ledger.log.layout import DB_FILE
-from replay.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
+from replay.grading.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
 from schemas.canonical import canonical_json
+from schemas.retrace_status import RetraceStatus
 
 RESULTS_FORMAT = "vledger-retrace-results/1"
 MAGIC = RESULTS_FORMAT.encode() + b"\n"
@@ -329,7 +330,7 @@ def discard_results(writer: ResultsWriter) -> None:
         writer.path = None
 
 
-STATUSES = ("agreed", "disagreed", "ungraded", "not_rechecked")
+STATUSES = tuple(str(s) for s in RetraceStatus)  # the receipt's count order, as text
 
 
 class Tally:

@@ -7,7 +7,8 @@ object reaches a notebook through ``import ledger``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import PurePath
 from typing import Any
@@ -37,3 +38,19 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         assert dataclasses.is_dataclass(self), f"{type(self).__name__} is not a dataclass"
         return {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def with_request_keywords(fn: Callable[..., Any], request: type) -> inspect.Signature:
+    """``fn``'s signature with its ``**options`` spelled out as the request dataclass's
+    fields (keyword-only, with their defaults), so ``help()`` and ``inspect`` show the verb's
+    keywords although they are declared once, on the request."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    fields = [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=f.type,
+            default=f.default if f.default is not dataclasses.MISSING else inspect.Parameter.empty,
+        )  # fmt: skip
+        for f in dataclasses.fields(request)
+    ]
+    return sig.replace(parameters=[*own[:1], *fields, *own[1:]])

@@ -1,6 +1,6 @@
 """``retrace`` at the ledger seam: read trials, run the pure projection, append the results.
 
-The projection (``replay.retrace.retrace_trial``) takes one trial's events and returns
+The projection (``replay.grading.retrace.retrace_trial``) takes one trial's events and returns
 values. Every flag of ``vledger retrace`` becomes one :class:`RetraceRequest`, which picks
 the engine (``ledger.engines``; a trial is never split), the trial selection and the
 config record; the results are appended as one ``grade.replayed`` per trial plus one
@@ -9,7 +9,7 @@ and the outputs digest.
 
 Example::
 
-    result = ledger.retrace(".vledger", corpus="notes_duplicate_check")
+    result = ledger.retrace(ledger=".vledger", corpus="notes_duplicate_check")
     print(result.to_json()["evidence"], result.exit_code)
 """
 
@@ -31,39 +31,40 @@ from ledger.app.replay_results import (
     new_results,
     output_row,
 )
-from ledger.app.result import Result
+from ledger.app.result import Result, with_request_keywords
 from ledger.app.retrace_extend import Extension, Run, extended_run, find_base, recomputed_outcomes
-from ledger.engines import get_engine
+from ledger.defaults import DEFAULT_MAX_RETRIES, DEFAULT_WORKERS
+from ledger.engines import check_address, get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
-from replay.grade import GRADING_VERSION
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
-from replay.retrace_report import RetraceReportError, build_report
-from replay.timeline import TIMELINE_VERSION
+from replay.grading.grade import GRADING_VERSION
+from replay.grading.retrace import Override, TrialRetrace, retrace_trial, unreadable_bundle
+from replay.grading.retrace_report import RetraceReportError, build_report
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import TIMELINE_VERSION
 from replay.trace_checks import TRACE_CHECKS_VERSION
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK
+from schemas.retrace_status import RetraceStatus
 
 PROJECTION_VERSION = f"retrace/1 ({GRADING_VERSION}, {TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
-
-# Exit codes (README § retrace): results are 0 whatever they say; the corpus being
-# unreadable, a bad replacement config or an empty source is 1.
-EXIT_OK = 0
-EXIT_NOT_RECHECKED = 1
 
 
 class RetraceError(LedgerError):
     """A retrace that cannot start: bad replacement config, no trials, two blocks per task."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RetraceRequest:
-    """One ``vledger retrace`` as asked (its flags): what flows to the engine and the receipt."""
+    """One ``vledger retrace`` as asked (its flags): what flows to the engine and the receipt.
+
+    The one declaration of retrace's options: :func:`retrace` takes exactly these keywords
+    (its signature is built from these fields), and the command's flags are their names."""
 
     corpus: str | None = None
     source: Path | None = None
@@ -72,12 +73,18 @@ class RetraceRequest:
     grading_file: Path | None = None
     engine: str | Engine = "local"  # a name, or an engine built by the caller
     address: str | None = None
-    max_retries: int = 2
+    max_retries: int = DEFAULT_MAX_RETRIES
     segment_rows: int | None = None
     segment_bytes: int | None = None
-    workers: int = 1
+    workers: int = DEFAULT_WORKERS
     dry_run: bool = False
     full: bool = False  # re-derive every trial even where an earlier replay can be extended
+    # the API's only: processes reading ``source`` (None: the cores available); the
+    # result is the same for any number
+    read_workers: int | None = None
+
+    def __post_init__(self) -> None:
+        check_address(self.engine, self.address)
 
     def make_engine(self) -> Engine:
         if not isinstance(self.engine, str):
@@ -289,29 +296,22 @@ def _chunks(items: Iterable[NewEvent], n: int) -> Iterator[list[NewEvent]]:
 
 
 def retrace(
-    ledger: LedgerArg = None, *, corpus: str | None = None, source: Path | None = None,
-    task: str | None = None, constraints_file: Path | None = None,
-    grading_file: Path | None = None, engine: str | Engine = "local", address: str | None = None,
-    max_retries: int = 2, segment_rows: int | None = None, segment_bytes: int | None = None,
-    workers: int = 1, dry_run: bool = False, full: bool = False,
-    on_ingest: Callable[[str], None] | None = None,
-    on_total: Progress | None = None, on_done: Progress | None = None,
-    read_workers: int | None = None,
+    *, ledger: LedgerArg = None, on_ingest: Callable[[str], None] | None = None,
+    on_total: Progress | None = None, on_done: Progress | None = None, **options: Any,
 ) -> RetraceResult:  # fmt: skip
     """``vledger retrace``: re-derive every matching trial's grade; append the replay unless dry.
 
-    With ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry
-    run ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
+    ``options`` are :class:`RetraceRequest`'s fields (``corpus``, ``source``, ``task``,
+    ``constraints_file``, ``grading_file``, ``engine``, ``address``, ``workers``, …). With
+    ``source`` the path is ingested first (``on_ingest`` gets the summary line; a dry run
+    ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
     read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
     available), whatever engine then runs the projection with its ``workers``.
     A run whose inputs match an earlier replay's extends it (``ledger.app.retrace_extend``):
     only trials new or changed since are evaluated; ``full`` re-derives every trial.
     ``on_total`` / ``on_done`` report progress; they change nothing else.
     """
-    request = RetraceRequest(
-        corpus, source, task, constraints_file, grading_file, engine, address, max_retries,
-        segment_rows, segment_bytes, workers, dry_run, full,
-    )  # fmt: skip
+    request = RetraceRequest(**options)
     if request.source is None:
         with opened(ledger) as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
@@ -337,7 +337,8 @@ def retrace(
             # A bundle that cannot be read is a named failure of the batch (exit 1),
             # never a reason to leave the readable ones unmeasured.
             rep = ingest_into(
-                lg, [str(request.source)], request.corpus, skip_bad=True, workers=read_workers,
+                lg, [str(request.source)], request.corpus, skip_bad=True,
+                workers=request.read_workers,
                 derive=derive, on_derived=None if found is None else found.add,
             )  # fmt: skip
         except IngestError as exc:
@@ -353,6 +354,9 @@ def retrace(
         finally:
             if found is not None:
                 found.close()
+
+
+retrace.__signature__ = with_request_keywords(retrace, RetraceRequest)  # type: ignore[attr-defined]
 
 
 def run_retrace(
@@ -411,8 +415,9 @@ def run_retrace(
     finally:
         if writer is not None:
             discard_results(writer)  # a no-op once kept
-    failed = run.tally.statuses["not_rechecked"] > 0
-    report["exit_code"] = EXIT_NOT_RECHECKED if failed else EXIT_OK
+    failed = run.tally.statuses[RetraceStatus.NOT_RECHECKED] > 0
+    # results are 0 whatever they say; a trial that could not be re-checked is 1
+    report["exit_code"] = FAILED if failed else OK
     return RetraceResult(report, report["exit_code"], appended)
 
 

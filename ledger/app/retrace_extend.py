@@ -33,8 +33,8 @@ from ledger.engines.base import Progress, TrialSelection
 from ledger.engines.parked import Mapped, Parked
 from ledger.errors import LedgerError
 from ledger.log.layout import TRIAL_PREFIX
-from replay.retrace import Override, TrialRetrace, retrace_trial
-from replay.retrace_report import RetraceReportError, build_report
+from replay.grading.retrace import Override, TrialRetrace, retrace_trial
+from replay.grading.retrace_report import RetraceReportError, build_report
 from schemas.envelope import StoredEvent
 
 

@@ -2,7 +2,7 @@
 
 A trial the source adds to the log is stored as exactly its planned events, so the worker
 that reads its bundle can run the projection on them there (``as_stored``: the events as
-the ledger hands them back; ``replay.retrace.retrace_trial`` reads neither seq nor time)
+the ledger hands them back; ``replay.grading.retrace.retrace_trial`` reads neither seq nor time)
 instead of the driver reading them back from the log afterwards: the reading and the
 projection overlap. A trial already in the log is read back from it as before — its
 stream may hold events this reading does not plan — and so is an inspect_ai log's trial,
@@ -20,7 +20,7 @@ from typing import Any
 
 from ledger.engines.base import TrialSelection
 from ledger.sources.in_memory import as_stored
-from replay.retrace import Override, TrialRetrace, retrace_trial
+from replay.grading.retrace import Override, TrialRetrace, retrace_trial
 
 
 def derive_outcome(unit: Any, params: tuple[Override, TrialSelection]) -> tuple | None:

@@ -14,7 +14,7 @@ import orjson
 
 from ledger.sources.files import InputError, present, read_input
 from ledger.sources.verdict_core import MAX_JSON_BYTES, reassemble_events_file
-from replay.vcore_run import RunFiles
+from replay.receipts.run import RunFiles
 
 
 def _read_optional(path: Path) -> tuple[bytes | None, str | None]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.result import Result
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS
 from ledger.errors import InvalidEvent, LedgerError
 from ledger.log import keys, segments
 from ledger.log.layout import write_atomic
@@ -25,6 +26,7 @@ from ledger.log.outputs import check_output_path
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
 from schemas.envelope import NewEvent, StoredEvent
+from schemas.errors import FAILED, OK, UsageError
 from schemas.events import PROJECTION_WRITERS
 
 PathArg = str | os.PathLike[str]
@@ -103,7 +105,7 @@ class AppendFileResult(Result):
 
 
 def append(
-    file: PathArg, ledger: LedgerArg = None, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    file: PathArg, *, ledger: LedgerArg = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> AppendFileResult:
     """``vledger append FILE``: every event of the JSONL file as one atomic batch."""
     events, lines = read_jsonl(Path(file))
@@ -130,23 +132,47 @@ def event_json(e: StoredEvent) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class EventsResult(Result):
-    # read lazily while the open store the caller passed stays open; a tuple otherwise
+    # read lazily while the store stays open (an open store the caller passed, or one
+    # opened for a ``lazy`` read); a tuple otherwise
     events: Iterable[StoredEvent]
+    _close: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def json_rows(self) -> Iterator[dict[str, Any]]:
+        """Each event as ``vledger log --json`` prints it, as they are read."""
+        return map(event_json, self.events)
 
     def to_json(self) -> list[dict[str, Any]]:  # type: ignore[override]  # --json: an array
-        return [event_json(e) for e in self.events]
+        return list(self.json_rows())
+
+    def close(self) -> None:
+        """Close the store a ``lazy`` read opened (nothing otherwise)."""
+        if self._close is not None:
+            self._close()
+
+    def __enter__(self) -> EventsResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def events(
-    ledger: LedgerArg = None, *, stream: str | None = None, type: str | None = None,
+    *, ledger: LedgerArg = None, stream: str | None = None, type: str | None = None,
     from_seq: int | None = None, to_seq: int | None = None, limit: int | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT, lazy: bool = False,
 ) -> EventsResult:  # fmt: skip
-    """``vledger log``: events in seq order (``--from``/``--to`` are ``from_seq``/``to_seq``)."""
-    with opened(ledger, read_only=True, busy_timeout=busy_timeout) as lg:
+    """``vledger log``: events in seq order (``--from``/``--to`` are ``from_seq``/``to_seq``).
+
+    ``lazy``: the store a path names stays open and rows are read as they are iterated,
+    so a long log never sits in memory; use the result as a context manager (it closes
+    the store)."""
+    with ExitStack() as stack:
+        lg = stack.enter_context(opened(ledger, read_only=True, busy_timeout=busy_timeout))
         read = lg.read(stream=stream, type=type, from_seq=from_seq, to_seq=to_seq)
         rows = itertools.islice(read, limit)  # a generator: nothing past the limit is read
-        return EventsResult(rows if lg is ledger else tuple(rows))
+        if lg is ledger or lazy:
+            return EventsResult(rows, stack.pop_all().close)  # the store stays open
+        return EventsResult(tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -177,11 +203,15 @@ class CheckpointResult(Result):
 
 
 def checkpoint(
-    ledger: LedgerArg = None, *, key: PathArg, out: PathArg | None = None,
+    *, ledger: LedgerArg = None, key: PathArg | None, out: PathArg | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> CheckpointResult:  # fmt: skip
     """``vledger checkpoint --key FILE [--out COPY]``: sign the current tree head and store
     it; ``out`` also writes it where whoever can rewrite the ledger cannot reach it."""
+    if key is None:  # the command's $VLEDGER_KEY is None too when unset
+        raise UsageError(
+            "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
+        )
     out = None if out is None else Path(out)
     if out is not None:
         check_output_path(out, ledger_path(ledger), what="checkpoint copy")
@@ -210,7 +240,7 @@ class ProveResult(Result):
 
 
 def prove(
-    seq: int, ledger: LedgerArg = None, *, size: int | None = None,
+    seq: int, *, ledger: LedgerArg = None, size: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> ProveResult:  # fmt: skip
     """``vledger prove SEQ``: the C2SP tlog-proof of SEQ against a stored checkpoint."""
@@ -246,7 +276,7 @@ class SealResult(Result):
 
 
 def seal(
-    ledger: LedgerArg = None, *, max_rows: int = segments.DEFAULT_MAX_ROWS,
+    *, ledger: LedgerArg = None, max_rows: int = DEFAULT_MAX_ROWS,
     max_bytes: int | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> SealResult:  # fmt: skip
     """``vledger seal``: unsealed events into immutable Parquet segments (trials stay whole)."""
@@ -267,17 +297,30 @@ class RepairResult(Result):
     def conflicts(self) -> list[segments.SegmentStep]:
         return [st for st in self.steps if st.action == "conflict"]
 
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing changed when a segment on disk disagrees with the store."""
+        if not self.conflicts:
+            return None
+        bad = self.conflicts[0]
+        return (
+            f"{segments.SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
+            "sealed segment that disagrees with the store, nothing changed"
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return FAILED if self.conflicts else OK
+
 
 def repair(
-    ledger: LedgerArg = None, *, apply: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    *, ledger: LedgerArg = None, apply: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> RepairResult:
     """``vledger repair [--apply]``: finish an interrupted seal; a dry run unless ``apply``.
     Only a seal the store recorded is repair's to finish (sealing new events is ``seal``'s),
     and a segment that disagrees with the store is never overwritten."""
     with opened(ledger, busy_timeout=busy_timeout, read_only=not apply, recover=False) as lg:
-        plan = segments.plan_seal(lg)
-        fix = apply and plan.interrupted and not plan.conflicts
-        made = segments.apply_seal(lg, plan) if fix else []
+        plan, made = lg.finish_seal(apply)
     steps = plan.steps if plan.interrupted else ()
     return RepairResult(apply and bool(made), plan.interrupted, plan.recorded, plan.start,
                         plan.manifest_exists, steps)  # fmt: skip

@@ -1,7 +1,7 @@
 """The verify check for stored timelines: recompute each from its trial's raw events.
 
 Every stored ``timeline.event`` run (ingest's projection) must equal what
-``replay.timeline`` rebuilds through ``replay.trial_inputs``, at the running projection
+``replay.timeline.build`` rebuilds through ``replay.timeline.trial_inputs``, at the running projection
 version and with the same recorded view inconsistency; ``vledger verify --deep`` runs it
 (:data:`ledger.app.verify.CHECKS`).
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ledger.log.verify_report import Problem
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import TrialInputsError, trial_inputs
+from replay.timeline.build import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
+from replay.timeline.trial_inputs import TrialInputsError, trial_inputs
 from schemas.envelope import StoredEvent
 from schemas.timeline import TimelineInconsistencyError
 

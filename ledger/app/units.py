@@ -16,8 +16,8 @@ from ledger.errors import LedgerError
 from ledger.log.protocol import Store
 from ledger.sources import strict_json
 from ledger.sources.files import InputError
-from replay.verdict import Admission, derive
-from replay.verdict_evidence import (
+from replay.verdicts.derive import Admission, derive
+from replay.verdicts.evidence import (
     UnitEvent,
     UnitEvidenceError,
     check_stream,

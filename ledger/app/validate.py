@@ -11,12 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.app.reconcile_packs import Pack, read_pack, resolve_corpus
+from ledger.app.reconcile_packs import MigrationLoadError, Pack, read_pack, resolve_corpus
 from ledger.app.result import Result
 from reconcile.validate import Finding, validate_migration
+from schemas.errors import FAILED, OK
 
 
-@dataclass(frozen=True)
+class MigrationInvalid(MigrationLoadError):
+    """For validate, a migration.yaml that does not load is a finding (exit 1), where
+    reconcile, which cannot run on it, exits 5."""
+
+    exit_code = FAILED
+
+
+@dataclass(frozen=True, kw_only=True)
 class ValidateRequest:
     """One ``vledger validate`` as asked (its argument and flags)."""
 
@@ -33,7 +41,7 @@ class ValidateResult(Result):
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.findings else 0
+        return FAILED if self.findings else OK
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,8 +60,15 @@ def validate(
 ) -> ValidateResult:
     """``vledger validate``: every rule the pack's migration.yaml breaks (none: it loads);
     ``MigrationLoadError`` if the sidecar does not parse, ``ReconcileError`` if unreadable."""
-    request = ValidateRequest(Path(pack_dir), Path(base) if base else Path.cwd(), allow_outside)
-    pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
+    request = ValidateRequest(
+        pack_dir=Path(pack_dir),
+        base=Path(base) if base else Path.cwd(),
+        allow_outside=allow_outside,
+    )
+    try:
+        pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
+    except MigrationLoadError as exc:
+        raise MigrationInvalid(str(exc)) from None
     entries = None if pack.migration is None else len(pack.migration.migrations)
     return ValidateResult(request.pack_dir, entries, tuple(findings))
 

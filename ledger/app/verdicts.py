@@ -33,8 +33,9 @@ from ledger.errors import LedgerError
 from ledger.log.verify_report import Problem
 from ledger.sources import strict_json
 from ledger.sources.files import InputError, read_input
-from replay.verdict import Admission
-from replay.verdict_cases import case_mismatches, derive_case, derived_view
+from replay.verdicts.cases import case_mismatches, derive_case, derived_view
+from replay.verdicts.derive import Admission
+from schemas.errors import FAILED, OK
 from schemas.gvc import CaseFile, Party
 
 MAX_RECORD_BYTES = 256 << 20  # verdict JSONL and case files: far above any real one
@@ -138,7 +139,7 @@ def verdict_record(jsonl: str | Path, *, ledger: LedgerArg = None) -> RecordedBa
 @dataclass(frozen=True)
 class DerivedCase:
     name: str
-    derived: dict[str, Any]  # replay.verdict_cases.derived_view
+    derived: dict[str, Any]  # replay.verdicts.cases.derived_view
     mismatches: list[str] | None  # each expectation missed; None: the case states none
 
 
@@ -157,6 +158,10 @@ class Derivations(Result):
     def ok(self) -> bool:
         """False when ``check`` was asked and a case misses its expectation (exit 1)."""
         return not (self.check and self.failing)
+
+    @property
+    def exit_code(self) -> int:
+        return OK if self.ok else FAILED
 
     def to_json(self) -> dict[str, Any]:
         return {"cases": [{"name": c.name, "derived": c.derived} for c in self.cases]}
@@ -194,7 +199,7 @@ class Admissions(Result):
         return {"admissions": rows, "pending": self.pending}
 
 
-def admissions(ledger: LedgerArg = None) -> Admissions:
+def admissions(*, ledger: LedgerArg = None) -> Admissions:
     """``vledger admissions``: what ``units.admissions`` and ``units.pending_units`` list."""
     with opened(ledger) as lg:
         return Admissions(tuple(units.admissions(lg)), pending_units(lg))

@@ -22,6 +22,7 @@ from ledger.log.keys import load_verifier
 from ledger.log.note import Verifier
 from ledger.log.verify import LOG_CHECKS, verify_ledger
 from ledger.log.verify_report import OutsideCheckpoint, Problem, VerifyReport
+from schemas.errors import FAILED, OK
 
 # An outside checkpoint is one short note; anything much larger is not one.
 MAX_NOTE_BYTES = 64 * 1024
@@ -60,6 +61,10 @@ class VerifyResult(Result):
         return self.report.ok
 
     @property
+    def exit_code(self) -> int:
+        return OK if self.ok else FAILED
+
+    @property
     def problems(self) -> list[Problem]:
         return self.report.problems
 
@@ -68,8 +73,8 @@ class VerifyResult(Result):
 
 
 def verify(
-    ledger: LedgerArg = None,
     *,
+    ledger: LedgerArg = None,
     pub: str | os.PathLike[str] | Verifier | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     deep: bool = False,

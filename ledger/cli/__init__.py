@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import click
 
+import ledger
 from ledger.cli.options import GROUP_LEDGER
 from ledger.cli.output import error
-from schemas.errors import LedgerError
 
 # A command's start-up builds ~100,000 long-lived objects (classes, functions, schemas) and
 # no garbage cycles, and the collector scans each object once per generation it passes
@@ -112,9 +112,22 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
+class _Command(click.Command):
+    """A command whose API call refused its arguments as contradictory (``ledger.UsageError``)
+    fails as click's own usage errors do: the usage line, the message, exit 2."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ledger.UsageError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+
 class _Main(click.Group):
     """The command group; a DuckDB error no command translated (a damaged block of the
     store read mid-command) becomes one ``Error:`` line naming the file, never a traceback."""
+
+    command_class = _Command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))
@@ -139,18 +152,17 @@ class _Main(click.Group):
             # the reader stopped early (`vledger log --json | head`): it has what it wanted,
             # which is success, not an error; nothing more may be written to the pipe
             _silence_stdout()
-            ctx.exit(0)
-        except LedgerError as exc:  # one the command did not render itself: never a traceback
+            ctx.exit()
+        except ledger.LedgerError as exc:  # one the command did not render: never a traceback
             error(exc)
             ctx.exit(exc.exit_code)
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):
                 raise
-            from ledger.log.connection import damaged_store_error
-
-            error(damaged_store_error(exc))
-            ctx.exit(1)
+            damaged = ledger.damaged_store_error(exc)
+            error(damaged)
+            ctx.exit(damaged.exit_code)
 
 
 def _shorten(text: str, limit: int) -> str:

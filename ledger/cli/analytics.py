@@ -17,13 +17,12 @@ import ledger
 from ledger.cli import main
 from ledger.cli.options import (
     emitted,
-    escape_controls,
     json_option,
     ledger_option,
     nl_option,
     resolve_ledger,
 )
-from ledger.cli.output import is_terminal, render_table, terminal_width
+from ledger.cli.output import escape_controls, is_terminal, render_table, terminal_width
 
 if TYPE_CHECKING:  # pyarrow, DuckDB and the views load only when a query runs
     import pyarrow as pa
@@ -69,15 +68,12 @@ def format_csv(table: pa.Table) -> str:
     return buf.getvalue()
 
 
-def format_json(table: pa.Table, nl: bool = False) -> str:
-    """A JSON array of row objects, or (``--nl``) one compact JSON object per row;
-    JSON-typed columns are embedded as values."""
-    from ledger.analytics.sql import json_default, json_rows  # noqa: PLC0415
-
-    rows = json_rows(table)
+def format_json(rows: list[Any], nl: bool = False) -> str:
+    """A JSON array of row objects, or (``--nl``) one compact JSON object per row; the rows
+    are the result's ``to_json()`` (JSON-typed columns embedded as values)."""
     if nl:
-        return "".join(orjson.dumps(r, default=json_default).decode() + "\n" for r in rows)
-    return orjson.dumps(rows, default=json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
+        return "".join(orjson.dumps(r).decode() + "\n" for r in rows)
+    return orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def _parquet_safe(table: pa.Table) -> pa.Table:
@@ -89,8 +85,9 @@ def _parquet_safe(table: pa.Table) -> pa.Table:
     return pa.table(cols, names=table.column_names)
 
 
-def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) -> None:
+def write_result(res: ledger.SqlResult, fmt: str, out: Path | None, nl: bool = False) -> None:
     """Format last: the rows are an Arrow table until here."""
+    table = res.table
     if fmt == "parquet":
         import pyarrow.parquet as pq  # noqa: PLC0415
 
@@ -107,7 +104,7 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, nl: bool = False) 
     if fmt == "table":
         text = format_table(table, terminal_width() if out is None else None)
     else:
-        text = format_json(table, nl) if fmt == "json" else format_csv(table)
+        text = format_json(res.to_json(), nl) if fmt == "json" else format_csv(table)
     _write_text(text, out)
 
 
@@ -119,10 +116,8 @@ def _write_text(text: str, out: Path | None) -> None:
 
 
 def _schema_text() -> str:
-    from ledger.analytics import views  # noqa: PLC0415
-
     parts = []
-    for v in views.PUBLIC_VIEWS:
+    for v in ledger.PUBLIC_VIEWS:
         parts.append(f"{v.name} — {v.doc}")
         width = max(len(c) for c, _ in v.columns)
         parts.extend(f"  {c.ljust(width)}  {d}" for c, d in v.columns)
@@ -157,9 +152,7 @@ def sql_command(
       vledger sql --schema
     """
     if out is not None:  # a LedgerError here and below: `Error: …`, exit 1 (the group's rule)
-        from ledger.log.outputs import check_output_path  # noqa: PLC0415
-
-        check_output_path(out, resolve_ledger(ledger_dir))
+        ledger.check_output_path(out, resolve_ledger(ledger_dir))
     as_json = as_json or as_nl
     if as_json:  # the shared --json flag: one meaning on every command
         if fmt not in ("table", "json"):
@@ -167,19 +160,17 @@ def sql_command(
         fmt = "json"
     if schema and fmt == "table":
         return _write_text(_schema_text(), out)
-    if not schema and not query:
-        raise click.UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
     result = ledger.sql(query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema)
     if result.source is not None and result.source.kind == "segments":
         detail = result.source.detail
         click.echo(f"note: read {detail}; events after the last seal are not shown", err=True)
-    write_result(result.table, fmt, out, nl=as_nl)
+    write_result(result, fmt, out, nl=as_nl)
 
 
 @main.command("report")
 @ledger_option
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("report.html"), show_default=True,
+              default=ledger.DEFAULT_REPORT, show_default=True,
               help="Where to write the HTML file.")  # fmt: skip
 @json_option
 def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:

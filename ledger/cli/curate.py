@@ -13,12 +13,9 @@ from ledger.cli import main
 from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error
 from ledger.cli.output import result as out
-from ledger.errors import LedgerError
 
 if TYPE_CHECKING:
-    from ledger.app.curate import CurateResult
-
-EXIT_REFUSED = 1
+    from ledger import CurateResult
 
 
 def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict:
@@ -74,27 +71,20 @@ def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None
     Example: vledger curate --criterion checked_duplicates_first --source results/run-a
     --into corpora/notes/met
     """
-    from ledger.app.curate import CurateUsage  # noqa: PLC0415 - not loaded for --help
-
-    root = resolve_ledger(ledger_dir)
     try:  # the options are the API's keywords, passed through as they are
-        result = ledger.curate(**flags, ledger=root)
-    except CurateUsage as exc:
-        raise click.UsageError(str(exc)) from None
-    except LedgerError as exc:  # a refusal (CurationError: 1) or the store's own, with its code
+        result = ledger.curate(**flags, ledger=resolve_ledger(ledger_dir))
+    except ledger.UsageError:
+        raise  # click's usage lines (ledger/cli/__init__.py)
+    except ledger.LedgerError as exc:  # a refusal (CurationError: 1) or the store's own
         if as_json:
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
         error(exc)
         sys.exit(exc.exit_code)
     if not emitted(as_json, result):
         _print(result)
-    if result.admitted_nothing:
-        searched = ", ".join(map(str, flags["sources"])) or f"the ledger at {root}"
-        error(
-            f"no trial under {searched} is admissible evidence for {flags['criterion']}; "
-            "a corpus of nothing is evidence of nothing, so nothing was written"
-        )
-        sys.exit(EXIT_REFUSED)
+    if result.refusal:
+        error(result.refusal)
+    sys.exit(result.exit_code)
 
 
 def _print(result: CurateResult) -> None:

@@ -20,14 +20,12 @@ import ledger
 from ledger.cli import main
 from ledger.cli.options import resolve_ledger
 from ledger.cli.output import fmt_number, json_text
-from ledger.errors import LedgerError
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_LEDGER = Path(".vledger-demo")
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
-class DemoStepFailed(LedgerError):
+class DemoStepFailed(ledger.LedgerError):
     """A demo step raised or its result says it failed; names the step."""
 
 
@@ -37,7 +35,7 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
     exit with), stops the demo."""
     try:
         result = call()
-    except LedgerError as exc:
+    except ledger.LedgerError as exc:
         raise DemoStepFailed(f"demo step '{title}' failed: {exc}") from None
     body = result.to_json() if hasattr(result, "to_json") else {}
     if body.get("ok", True) is False or body.get("exit_code", 0) != 0:
@@ -51,7 +49,7 @@ def step(title: str, call: Callable[[], Any], summarise: Callable[[dict], str]) 
 @click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None,
               help=f"Where the demo builds its ledger, removed and rebuilt on every run "
-                   f"(default: ./{DEMO_LEDGER}; never $VLEDGER_HOME). `vledger --ledger DIR "
+                   f"(default: ./{ledger.DEFAULT_DEMO_LEDGER}; never $VLEDGER_HOME). `vledger --ledger DIR "
                    "demo` means the same.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
@@ -122,7 +120,7 @@ def demo_paths(ledger_dir: Path | None, report: Path | None) -> tuple[Path, Path
     """(ledger, report): ``--ledger`` after or before ``demo``, else ./.vledger-demo; the
     report beside that ledger unless ``--report`` says where. ``$VLEDGER_HOME`` is never
     the default: the demo removes and rebuilds its ledger."""
-    where = resolve_ledger(ledger_dir, default=DEMO_LEDGER)
+    where = resolve_ledger(ledger_dir, default=ledger.DEFAULT_DEMO_LEDGER)
     return where, report if report is not None else where.parent / "report.html"
 
 

@@ -40,9 +40,7 @@ def export_command(ledger_dir: Path | None, as_json: bool, **kw: Any) -> None:
 
     Example: vledger export --parquet out/   (or --otel traces.json)
     """
-    if kw["parquet"] is None and kw["otel"] is None:
-        raise click.UsageError("pass --parquet DIR, --otel FILE or both")
-    res = ledger.export(resolve_ledger(ledger_dir), **kw)  # a LedgerError: the group's rule
+    res = ledger.export(ledger=resolve_ledger(ledger_dir), **kw)  # a LedgerError: the group's rule
     if emitted(as_json, res):
         return
     if res.otel is not None:

@@ -13,13 +13,11 @@ import ledger
 from ledger.cli import main
 from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
-from ledger.errors import LedgerError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ledger.app.ingest import IngestResult
+    from ledger import IngestResult
 
 
 @main.command("ingest")
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
 @click.option("--keep-inconsistent", is_flag=True,
               help="Ingest trials whose message view and tool_log disagree, recording the "
                    "disagreement.")
-@click.option("--max-file-bytes", type=int, default=DEFAULT_MAX_BYTES, show_default=True,
+@click.option("--max-file-bytes", type=int, default=ledger.DEFAULT_MAX_BYTES, show_default=True,
               help="Refuse any YAML or run file larger than this, by name.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               show_default="the cores available",
@@ -71,12 +69,8 @@ def ingest_command(
 
     Example: vledger ingest corpora/notes_duplicate_check corpora/packs
     """
-    from rich.console import Console  # noqa: PLC0415 - none of these is loaded for --help
+    from rich.console import Console  # noqa: PLC0415 - not loaded for --help
 
-    from ledger.app.ingest import IngestError  # noqa: PLC0415
-
-    if engine == "local" and address is not None:
-        raise click.UsageError("--address needs --engine ray")
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
@@ -88,11 +82,11 @@ def ingest_command(
             err, root, paths, corpus, skip_bad, keep_inconsistent, max_file_bytes, busy_timeout,
             bar, workers=workers, engine=engine, address=address,
         )  # fmt: skip
-    except LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
-        from ledger.app.ingest_spool import IngestInterrupted  # noqa: PLC0415 - errors only
-
-        refused = isinstance(exc, IngestError)
-        unchanged = not isinstance(exc, IngestInterrupted)
+    except ledger.UsageError:
+        raise  # click's usage lines (ledger/cli/__init__.py)
+    except ledger.LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
+        refused = isinstance(exc, ledger.IngestError)
+        unchanged = not isinstance(exc, ledger.IngestInterrupted)
         if as_json:
             source = {"source": exc.source} if refused else {}
             kind = exc.kind if refused else type(exc).__name__
@@ -125,7 +119,7 @@ def _with_progress(
     skip_bad: bool,
     keep_inconsistent: bool,
     max_file_bytes: int,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    busy_timeout: float = ledger.DEFAULT_BUSY_TIMEOUT,
     bar: bool = True,
     **reading: object,
 ) -> IngestResult:

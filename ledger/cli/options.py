@@ -9,9 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+import ledger
 from ledger.cli.output import json_text, write_json_document
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT, default_ledger_path
-from ledger.text import escape_controls  # noqa: F401  (re-exported for the CLI modules)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,7 +44,7 @@ def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> P
     chosen = ledger_dir if ledger_dir is not None else before
     if chosen is not None:
         return Path(chosen)
-    return default if default is not None else default_ledger_path()
+    return default if default is not None else ledger.default_ledger_path()
 
 
 def busy_option(fn: F) -> F:
@@ -53,7 +52,7 @@ def busy_option(fn: F) -> F:
     return click.option(
         "--busy-timeout",
         type=float,
-        default=DEFAULT_BUSY_TIMEOUT,
+        default=ledger.DEFAULT_BUSY_TIMEOUT,
         show_default=True,
         help="Seconds to wait for another process holding the ledger.",
     )(fn)

@@ -16,7 +16,9 @@ from typing import IO, Any
 import click
 import orjson
 
-from ledger.text import escape_controls
+import ledger
+
+escape_controls = ledger.escape_controls  # one escaping rule for the API's messages and the CLI
 
 # Three decimals: enough to tell κ 0.999 from 1, and what reconcile has always printed.
 DECIMALS = 3

@@ -12,12 +12,9 @@ import click
 import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
-from ledger.cli.output import error
-from ledger.defaults import DEFAULT_PACKS
-from schemas.errors import FAILED
 
 if TYPE_CHECKING:
-    from ledger.app.validate import ValidateResult
+    from ledger import ValidateResult
 
 allow_outside_option = click.option(
     "--allow-outside", "allow_outside", multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -33,7 +30,8 @@ base_option = click.option(
 @main.command()
 @click.option("--packs", "packs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory searched recursively for packs and their migration.yaml "
-                   f"(repeatable; default: ./{DEFAULT_PACKS}, where the repository ships its packs).")
+                   f"(repeatable; default: ./{ledger.DEFAULT_PACKS}, where the repository "
+                   "ships its packs).")
 @click.option("--source", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="A corpus, run directory or bundle; omitted: every declared "
                                  "migration over its own corpus.")
@@ -44,7 +42,8 @@ base_option = click.option(
                    "segment; needs the [ray] extra and a ledger, seals the tail).")
 @click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
               help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1), default=ledger.DEFAULT_RECONCILE_WORKERS,
+              show_default=True,
               help="CPUs for a local Ray (--engine ray).")
 @allow_outside_option
 @json_option
@@ -64,31 +63,20 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
           1 insufficient_evidence, a refusal or an unreadable bundle;
           2 usage; 5 the invocation cannot run. Candidates never gate.
     """
-    from ledger.app.reconcile import default_packs  # noqa: PLC0415 - not loaded for --help
-    from ledger.app.reconcile_packs import ReconcileError  # noqa: PLC0415
-    from reconcile.report import render_text  # noqa: PLC0415
-
-    if not flags["packs"]:
-        try:
-            flags["packs"] = (default_packs(),)
-        except ReconcileError as exc:
-            raise click.UsageError(str(exc)) from None
-        click.echo(f"packs: ./{DEFAULT_PACKS} (default; pass --packs DIR for others)", err=True)
-    dry_run = flags["dry_run"]
-    if flags["engine"] != "local" and dry_run:
-        raise click.UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
     # the options are the API's keywords; a ReconcileError exits 5 by the group's rule
-    result = ledger.reconcile(**flags, ledger=None if dry_run else resolve_ledger(ledger_dir))
+    result = ledger.reconcile(**flags, ledger=resolve_ledger(ledger_dir))
+    if result.default_packs:
+        click.echo(f"packs: ./{ledger.DEFAULT_PACKS} (default; pass --packs DIR for others)",
+                   err=True)  # fmt: skip
     if as_json:
         emit_json(result.to_json())
     elif not result.reports:
-        roots = ", ".join(str(p) for p in flags["packs"])
+        roots = ", ".join(str(p) for p in result.packs)
         click.echo(
             f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
         )
-    else:
-        for report in result.reports:  # the result: stdout, so `> out.txt` keeps it
-            click.echo(render_text(report), nl=False)
+    else:  # the result: stdout, so `> out.txt` keeps it
+        click.echo(result.text(), nl=False)
     sys.exit(result.exit_code)
 
 
@@ -106,13 +94,7 @@ def validate(pack_dir: Path, as_json: bool, **flags: Any) -> None:
 
     Exit 1 when any rule is broken, each error naming what to write instead.
     """
-    from ledger.app.reconcile_packs import MigrationLoadError, ReconcileError  # noqa: PLC0415
-
-    try:
-        result = ledger.validate(pack_dir, **flags)
-    except ReconcileError as exc:  # for validate, a declaration that does not load is a finding
-        error(exc)
-        sys.exit(FAILED if isinstance(exc, MigrationLoadError) else exc.exit_code)
+    result = ledger.validate(pack_dir, **flags)  # a LedgerError: the group's rule
     if not emitted(as_json, result):
         click.echo(_validate_text(result), nl=False)
     sys.exit(result.exit_code)

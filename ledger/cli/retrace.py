@@ -16,7 +16,6 @@ import ledger
 from ledger.cli import main
 from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
 from ledger.cli.output import error, fmt_number, plural, render_table, result, terminal_width
-from ledger.errors import LedgerError
 
 
 @main.command("retrace")
@@ -36,13 +35,15 @@ from ledger.errors import LedgerError
                    "sealed segment (needs the [ray] extra; seals the tail first).")
 @click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
               help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--max-retries", type=click.IntRange(min=0), default=ledger.DEFAULT_MAX_RETRIES,
+              show_default=True,
               help="Ray: retries of a crashed or failed segment task before the job fails.")
 @click.option("--segment-rows", type=click.IntRange(min=1), default=None,
               help="Ray: target rows per segment when sealing the tail (a trial is never split).")
 @click.option("--segment-bytes", type=click.IntRange(min=1), default=None,
               help="Ray: target uncompressed bytes per segment when sealing the tail.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1), default=ledger.DEFAULT_WORKERS,
+              show_default=True,
               help="Processes for the local engine (CPUs for a local Ray); results are "
                    "identical for any N.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, append nothing.")
@@ -65,17 +66,16 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
 
     Example: vledger retrace --corpus notes_duplicate_check --constraints grading.yaml
     """
-    from ledger.app.retrace import RetraceError  # noqa: PLC0415 - not loaded for --help
-
-    if flags["engine"] == "local" and flags["address"] is not None:
-        raise click.UsageError("--address needs --engine ray")
     quiet = as_json or not sys.stderr.isatty()
     say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
     try:  # the options are the API's keywords, passed through as they are
         with _progress(quiet) as hooks:
-            result = ledger.retrace(resolve_ledger(ledger_dir), **flags, on_ingest=say, **hooks)
-    except LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader
-        if as_json and isinstance(exc, RetraceError):
+            where = resolve_ledger(ledger_dir)
+            result = ledger.retrace(ledger=where, **flags, on_ingest=say, **hooks)
+    except ledger.UsageError:
+        raise  # click's usage lines (ledger/cli/__init__.py)
+    except ledger.LedgerError as exc:  # a RetraceError (exit 1) is also told to a --json reader
+        if as_json and isinstance(exc, ledger.RetraceError):
             emit_json({"error": str(exc), "exit_code": exc.exit_code})
         error(exc)
         sys.exit(exc.exit_code)
@@ -140,7 +140,8 @@ def _print_summary(report: dict[str, Any], appended: int) -> None:
 CONSTRAINT_HEADERS = ("task", "constraint", "route", "class", "evaluated", "passed", "failed",
                       "undecided")
 # The order statuses are counted in: results first, then what could not be compared.
-STATUS_ORDER = ("disagreed", "agreed", "ungraded", "not_rechecked")
+_S = ledger.RetraceStatus
+STATUS_ORDER = (_S.DISAGREED, _S.AGREED, _S.UNGRADED, _S.NOT_RECHECKED)
 # Everything from the first of these on is specific to one trial (a call id, a file).
 _REASON_DETAIL = re.compile(r"( at |: | \()")
 
@@ -158,12 +159,12 @@ def retrace_headline(replay_id: str, trials: list[dict[str, Any]]) -> str:
 
 def disagreement_lines(trials: list[dict[str, Any]]) -> list[str]:
     """One line per differing component: ``disagreed TRIAL COMPONENT: recorded X, replayed Y``."""
-    mark = click.style("disagreed", fg="red")
+    mark = click.style(_S.DISAGREED, fg="red")
     return [
         f"{mark} {t['trial']} {d['component']}: recorded {fmt_number(d['recorded'])}, "
         f"replayed {fmt_number(d['replayed'])}"
         for t in trials
-        if t["status"] == "disagreed"
+        if t["status"] == _S.DISAGREED
         for d in t["differences"]
     ]
 
@@ -179,9 +180,9 @@ def not_rechecked_lines(trials: list[dict[str, Any]]) -> list[str]:
     """One line per kind of reason: how many trials, and the first one's full reason."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for t in trials:
-        if t["status"] == "not_rechecked":
+        if t["status"] == _S.NOT_RECHECKED:
             groups.setdefault(reason_kind(t["trial"], t["reason"]), []).append(t)
-    mark = click.style("not_rechecked", fg="yellow")
+    mark = click.style(_S.NOT_RECHECKED, fg="yellow")
     lines = []
     for kind, group in groups.items():
         first = group[0]

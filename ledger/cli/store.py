@@ -15,23 +15,20 @@ from typing import TYPE_CHECKING
 import click
 
 import ledger
-from ledger.app.context import opened
 from ledger.cli import main
 from ledger.cli.options import (
     busy_option,
     emit_json,
     emitted,
-    escape_controls,
     json_option,
     ledger_option,
     nl_option,
     resolve_ledger,
 )
-from ledger.cli.output import error, write_json_rows
-from ledger.defaults import DEFAULT_KEY_NAME, DEFAULT_MAX_ROWS
+from ledger.cli.output import error, escape_controls, write_json_rows
 
 if TYPE_CHECKING:
-    from ledger.app.store_ops import RepairResult
+    from ledger import RepairResult
 
 
 @main.command("init")
@@ -68,7 +65,7 @@ def append_cmd(file: Path, ledger_dir: Path | None, busy_timeout: float, as_json
 
     Example: vledger append events.jsonl
     """
-    res = ledger.append(file, resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
+    res = ledger.append(file, ledger=resolve_ledger(ledger_dir), busy_timeout=busy_timeout)
     if emitted(as_json, res):
         return
     if res.appended:
@@ -99,15 +96,14 @@ def log_cmd(
 
     Example: vledger log --stream run/r1 --from 10 --limit 20 --json
     """
-    from ledger.app.store_ops import event_json  # noqa: PLC0415 - `--help` loads no store
-
     kw = {"stream": stream, "type": type_, "from_seq": from_seq, "to_seq": to_seq, "limit": limit}
-    with opened(resolve_ledger(ledger_dir), read_only=True, busy_timeout=busy_timeout) as lg:
-        rows = ledger.events(lg, **kw).events  # read as printed, while the store is open
+    where = resolve_ledger(ledger_dir)
+    read = ledger.events(ledger=where, busy_timeout=busy_timeout, lazy=True, **kw)
+    with read:  # the rows are read as they are printed, while the store is open
         if as_json or as_nl:
-            write_json_rows(map(event_json, rows), nl=as_nl)
+            write_json_rows(read.json_rows(), nl=as_nl)
             return
-        for e in rows:
+        for e in read.events:
             payload = e.payload.decode()
             if len(payload) > 120:
                 payload = payload[:117] + "..."
@@ -119,7 +115,7 @@ def log_cmd(
 @main.command("keygen")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Private key file to write (public key goes to FILE.pub).")
-@click.option("--name", default=DEFAULT_KEY_NAME, show_default=True,
+@click.option("--name", default=ledger.DEFAULT_KEY_NAME, show_default=True,
               help="Key name shown in signature lines.")  # fmt: skip
 @ledger_option
 @json_option
@@ -157,12 +153,8 @@ def checkpoint_cmd(
 
     Example: vledger checkpoint --key ~/.vledger-key --out ~/ledger-head.note
     """
-    if key_file is None:
-        raise click.UsageError(
-            "pass --key FILE (made by `vledger keygen --out FILE`) or set VLEDGER_KEY"
-        )
     res = ledger.checkpoint(
-        resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
+        ledger=resolve_ledger(ledger_dir), key=key_file, out=out, busy_timeout=busy_timeout
     )
     if not emitted(as_json, res):
         click.echo(res.note, nl=False)
@@ -182,7 +174,7 @@ def prove_cmd(
 
     Example: vledger prove 42 --size 100
     """
-    res = ledger.prove(seq, resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
+    res = ledger.prove(seq, ledger=resolve_ledger(ledger_dir), size=size, busy_timeout=busy_timeout)
     if not emitted(as_json, res):
         click.echo(res.tlog_proof, nl=False)
 
@@ -215,7 +207,7 @@ def verify_cmd(
 
     Example: vledger verify --pub ~/.vledger-key.pub --checkpoint ~/ledger-head.note --deep
     """
-    res = ledger.verify(resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
+    res = ledger.verify(ledger=resolve_ledger(ledger_dir), pub=pub_file, checkpoint=checkpoint_file,
                         deep=deep, busy_timeout=busy_timeout)  # fmt: skip
     if not emitted(as_json, res):
         for line in res.report.lines():
@@ -223,11 +215,11 @@ def verify_cmd(
     if not res.ok:
         first = res.problems[0]
         error(f"{first.where}: {first.what}")
-        sys.exit(1)
+    sys.exit(res.exit_code)
 
 
 @main.command("seal")
-@click.option("--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS,
+@click.option("--max-rows", type=click.IntRange(min=1), default=ledger.DEFAULT_MAX_ROWS,
               show_default=True, help="Rows per segment (a longer trial still stays whole).")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None,
               help="Target bytes per segment (default 32 MiB; a longer trial still stays "
@@ -245,7 +237,7 @@ def seal_cmd(
 
     Example: vledger seal --max-rows 100000
     """
-    res = ledger.seal(resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
+    res = ledger.seal(ledger=resolve_ledger(ledger_dir), max_rows=max_rows, max_bytes=max_bytes,
                       busy_timeout=busy_timeout)  # fmt: skip
     if emitted(as_json, res):
         return
@@ -274,19 +266,13 @@ def repair_cmd(apply_: bool, ledger_dir: Path | None, busy_timeout: float, as_js
     Example: vledger repair            (say what would change)
              vledger repair --apply    (change it)
     """
-    res = ledger.repair(resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
+    res = ledger.repair(ledger=resolve_ledger(ledger_dir), apply=apply_, busy_timeout=busy_timeout)
     if not emitted(as_json, res):
         for line in repair_lines(res, applied=apply_ and not res.conflicts):
             click.echo(line)
-    if res.conflicts:
-        from ledger.log.segments import SEGMENT_DIR  # noqa: PLC0415 - `--help` loads no store
-
-        bad = res.conflicts[0]
-        error(
-            f"{SEGMENT_DIR}/{bad.file}: {bad.detail}; refusing to overwrite a "
-            "sealed segment that disagrees with the store, nothing changed"
-        )
-        sys.exit(1)
+    if res.refusal:
+        error(res.refusal)
+    sys.exit(res.exit_code)
 
 
 def repair_lines(res: RepairResult, *, applied: bool) -> list[str]:

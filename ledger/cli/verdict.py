@@ -19,7 +19,7 @@ from ledger.cli.options import emit_json, emitted, json_option, ledger_option, r
 from ledger.cli.output import cut
 
 if TYPE_CHECKING:
-    from ledger.app.verdicts import DerivedCase, Recorded
+    from ledger import DerivedCase, Recorded
 
 ANTI_CLAIM = "grades state evidence strength, not correctness"
 KINDS = click.Choice(["human", "agent", "kernel"])
@@ -163,12 +163,10 @@ def derive_cmd(as_json: bool, **kw: Any) -> None:
             f"{len(res.failing)} case(s) differ from their expectation: {', '.join(res.failing)}",
             err=True,
         )
-        sys.exit(1)
+    sys.exit(res.exit_code)
 
 
 def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
-    from schemas.gvc import COUNTER_NAMES  # noqa: PLC0415 - `--help` loads no pydantic
-
     click.echo(f"# {len(cases)} case(s); {ANTI_CLAIM}")
     for case in cases:
         d = case.derived
@@ -178,7 +176,8 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
             f"  conflicting_evidence={str(d['conflicting_evidence']).lower()} "
             f"failed_declared_evidence={str(d['failed_declared_evidence']).lower()}"
         )
-        click.echo("  counters: " + " ".join(f"{k}={d['counters'][k]}" for k in COUNTER_NAMES))
+        counters = " ".join(f"{k}={d['counters'][k]}" for k in ledger.COUNTER_NAMES)
+        click.echo("  counters: " + counters)
         if (problems := case.mismatches) is not None:
             click.echo(
                 "  expectation: " + ("met" if not problems else "NOT met: " + "; ".join(problems))
@@ -190,7 +189,7 @@ def _print_cases(cases: tuple[DerivedCase, ...]) -> None:
 @json_option
 def admissions_cmd(ledger_dir: Path | None, as_json: bool) -> None:
     """List admitted units, weakest evidence first, and units still pending admission."""
-    res = ledger.admissions(resolve_ledger(ledger_dir))
+    res = ledger.admissions(ledger=resolve_ledger(ledger_dir))
     if emitted(as_json, res):
         return
     rows, pending = res.admissions, res.pending
@@ -251,12 +250,23 @@ def receipt_verify_cmd(ledger_dir: Path | None, as_json: bool, **kw: Any) -> Non
         for line in difference_lines(res.differences):
             click.echo(line)
     if not as_json:
-        from ledger.app.receipts import trust_lines  # noqa: PLC0415 - `--help` loads no replay
-
         for line in trust_lines(res.trust):
             click.echo(line)
-    if not res.ok:
-        sys.exit(1)
+    sys.exit(res.exit_code)
+
+
+def trust_lines(trust: dict[str, object]) -> list[str]:
+    """The trust note as text lines (the same facts the JSON carries)."""
+    return [
+        "unsigned: this receipt carries no signature",
+        f"  proves: {trust['proves']}",
+        f"  does not prove: {trust['does_not_prove']}",
+        *(
+            [f"  later edits: {trust['detects_later_edits']}"]
+            if "detects_later_edits" in trust
+            else []
+        ),
+    ]
 
 
 SHOWN_DIFFERENCES = 20
@@ -278,9 +288,7 @@ def difference_lines(differences: list[Any]) -> list[str]:
 
 
 def _shown(value: Any) -> str:
-    from replay.vcore_verify import ABSENT  # noqa: PLC0415 - `--help` loads no replay
-
-    if value is ABSENT:
+    if value is ledger.ABSENT:
         return "(absent)"
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return cut(text, SHOWN_VALUE_CHARS)

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.defaults import DEFAULT_WORKERS
 from ledger.engines.base import Engine, EngineError
+from schemas.errors import UsageError
 
 ENGINES = ("local", "ray")
 
 
-def get_engine(name: str, *, workers: int = 1, **options: Any) -> Engine:
+def check_address(engine: object, address: str | None) -> None:
+    """A cluster address is the ray engine's: with any other it is refused, not ignored."""
+    if address is not None and engine != "ray":
+        raise UsageError("--address needs --engine ray")
+
+
+def get_engine(name: str, *, workers: int = DEFAULT_WORKERS, **options: Any) -> Engine:
     """The engine called ``name`` (``local`` or ``ray``); ``options`` go to its constructor."""
     if name == "local":
         from ledger.engines.local import LocalEngine

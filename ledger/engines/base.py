@@ -1,7 +1,7 @@
 """Where a per-trial projection runs: the engine interface retrace (and reconcile) call.
 
 A projection here is a picklable ``fn(events, params) -> result`` over ONE trial stream's
-events (``replay.retrace.retrace_trial`` is one). An engine chooses the trials
+events (``replay.grading.retrace.retrace_trial`` is one). An engine chooses the trials
 (:class:`TrialSelection`), runs ``fn`` on each — locally in a process pool
 (:class:`ledger.engines.local.LocalEngine`) or as one Ray task per sealed Parquet segment
 (:class:`ledger.engines.ray_engine.RayEngine`) — and returns ``(stream, result)`` pairs in

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ledger.defaults import DEFAULT_WORKERS
 from ledger.engines.base import Progress, TrialFn, TrialSelection
 from ledger.engines.ordered import main_left_alone, pool_map
 from ledger.log.layout import TRIAL_PREFIX
@@ -123,7 +124,7 @@ def _collect(fut: Future, on_done: Progress | None) -> list[tuple[str, Any]]:
 class LocalEngine:
     name = "local"
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = DEFAULT_WORKERS) -> None:
         self.workers = workers
 
     def map_inputs(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:

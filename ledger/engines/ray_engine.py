@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from ledger.defaults import DEFAULT_MAX_RETRIES, DEFAULT_WORKERS
 from ledger.engines.base import EngineError, Progress, TrialFn, TrialSelection
 from ledger.engines.ordered import IN_FLIGHT_PER_WORKER, in_order
 from ledger.engines.segment_task import (
@@ -25,8 +26,6 @@ from ledger.engines.segment_task import (
 )
 from ledger.log.protocol import SealedStore, Store
 from ledger.log.segments import SegmentInfo, load_manifest, segment_dir
-
-DEFAULT_MAX_RETRIES = 2
 
 
 def plan_units(segments: Sequence[SegmentInfo], task_rows: int | None) -> list[list[SegmentInfo]]:
@@ -68,7 +67,7 @@ def _task(folder: str, unit: list[SegmentInfo], select: TrialSelection, job: tup
 @dataclass(eq=False)
 class RayEngine:
     name = "ray"
-    workers: int = 1
+    workers: int = DEFAULT_WORKERS
     _: KW_ONLY
     address: str | None = None
     max_retries: int = DEFAULT_MAX_RETRIES

@@ -1,5 +1,5 @@
 """``reconcile --engine …``: every trial's candidate label (the pack's trace checks,
-:func:`ledger.app.reconcile_trials.trace_evaluator`) computed on an engine; the rest of
+:func:`reconcile.trials.trace_evaluator`) computed on an engine; the rest of
 reconcile stays on the driver, so the document is the local engine's (docs/readme/ray.md).
 """
 
@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger.app.reconcile_corpus import ingest_corpus
 from ledger.app.reconcile_packs import (  # packs_by_task: the same refusal run_reconcile makes
     Pack,
     find_packs,
@@ -16,10 +17,10 @@ from ledger.app.reconcile_packs import (  # packs_by_task: the same refusal run_
     packs_by_task,
     pool_claims,
 )
-from ledger.app.reconcile_trials import Evaluator, ingest_corpus, trace_evaluator
 from ledger.engines.base import Engine, TrialSelection
 from reconcile.inputs import Candidate
-from replay.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from reconcile.trials import Evaluator, trace_evaluator
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 
 _WORKER_EVALUATOR: list[Evaluator] = []  # one per worker process (it caches loaded configs)
 

@@ -26,10 +26,10 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from ledger.defaults import DEFAULT_DUCKDB_MEMORY
 from ledger.errors import LedgerBusy, LedgerError, TamperDetected
 from ledger.log.layout import DB_FILE
 
-DEFAULT_DUCKDB_MEMORY = "128MB"
 # What the buffer pool keeps between two steps of a streaming read or write. It
 # only caches blocks such a reader or writer will not read again, and DuckDB evicts only
 # under pressure: left alone it filled to the cap, so ingest and retrace peaked 1.5-1.9x

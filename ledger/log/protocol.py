@@ -3,9 +3,12 @@
 Both the DuckDB store (:class:`ledger.log.store.Ledger`) and the in-memory reference store
 (:class:`ledger.log.memory_store.MemoryLedger`) satisfy :class:`Store`;
 ``tests/test_store_protocol.py`` checks both, member by member, signatures included.
-Only the on-disk store is a :class:`SealedStore`: the Ray engine reads sealed segments, and
-:mod:`ledger.log.segments` seals and checks one through this protocol (so it never imports
-the store, which imports it).
+Each protocol lists only what its callers call: a store's other methods (``append_parts``,
+``stream_version``, ``latest_checkpoint``…) are its own, not the seam's. Only the on-disk
+store is a :class:`SealedStore`: the Ray engine reads sealed segments. :class:`Sealable` is
+the narrower seam :mod:`ledger.log.segments` seals and checks a store through (so it never
+imports the store, which imports it), as tlog's one-method ``HashReader`` is the Merkle
+tree's; :class:`SegmentRows` is its read-only part.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ if TYPE_CHECKING:  # types only: this module imports nothing of the log at runti
     import pyarrow as pa
 
     from ledger.log.batch import Batch
-    from ledger.log.note import Checkpoint
     from schemas.envelope import NewEvent, StoredEvent
 
 
@@ -30,9 +32,7 @@ class Store(Protocol):
 
     def close(self) -> None: ...
     def append(self, events: Iterable[NewEvent] | Batch) -> Any: ...
-    def append_parts(self, parts: Iterable[Iterable[NewEvent]]) -> Any: ...
     def size(self) -> int: ...
-    def stream_version(self, stream: str) -> int | None: ...
     def streams(self, prefix: str | None = None) -> list[str]: ...
     def read(
         self,
@@ -56,7 +56,6 @@ class Store(Protocol):
     def prove_inclusion(self, seq: int, size: int | None = None) -> list[bytes]: ...
     def prove_consistency(self, old: int, new: int | None = None) -> list[bytes]: ...
     def checkpoints(self) -> list[tuple[Path, str]]: ...
-    def latest_checkpoint(self) -> Checkpoint | None: ...
 
 
 @runtime_checkable
@@ -66,10 +65,30 @@ class SealedStore(Store, Protocol):
     def sealed_upto(self) -> int: ...
     def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]: ...
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> Any: ...
-    # what sealing itself reads and records (``Ledger``'s raw reads and marks)
+
+
+@runtime_checkable
+class SegmentRows(Protocol):
+    """What checking segments against the store reads (:mod:`ledger.log.segments`): the
+    store's rows as stored, its roots and its sealing boundary."""
+
+    path: Path
+
+    def size(self) -> int: ...
+    def root(self, size: int | None = None) -> bytes: ...
+    def sealed_upto(self) -> int: ...
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]: ...
     def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> pa.Table: ...
-    def _row_sizes(self, start: int, end: int) -> list[int]: ...
-    def _set_sealed_upto(self, n: int) -> None: ...
+
+
+@runtime_checkable
+class Sealable(SegmentRows, Protocol):
+    """What sealing also does: size rows and record the sealing boundary. The store keeps
+    these off its public surface and hands sealing a view that has them
+    (:class:`ledger.log.raw.Sealing`)."""
+
+    def row_sizes(self, start: int, end: int) -> list[int]: ...
+    def record_sealed_upto(self, n: int) -> None: ...
 
 
 class Findings(Protocol):

@@ -311,3 +311,35 @@ class RawReads:
             [streams],
         ).fetchall()
         return {r[0]: int(r[1]) for r in rows}
+
+
+class Sealing:
+    """The on-disk store as sealing sees it (:class:`ledger.log.protocol.Sealable`): its
+    public reads, plus the two operations only sealing performs — sizing rows and recording
+    the sealing boundary — which the store keeps off its public surface (nothing else may
+    move that boundary; ``tests/store_contract.py`` reviews every public store method)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.path = store.path
+
+    def size(self) -> int:
+        return int(self._store.size())
+
+    def root(self, size: int | None = None) -> bytes:
+        return bytes(self._store.root(size))
+
+    def sealed_upto(self) -> int:
+        return int(self._store.sealed_upto())
+
+    def trial_spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        return list(self._store.trial_spans(start, end))
+
+    def raw_rows(self, lo: int, hi: int, *, ordered: bool = True) -> Any:
+        return self._store.raw_rows(lo, hi, ordered=ordered)
+
+    def row_sizes(self, start: int, end: int) -> list[int]:
+        return list(self._store._row_sizes(start, end))  # noqa: SLF001 - this is its seam
+
+    def record_sealed_upto(self, n: int) -> None:
+        self._store._set_sealed_upto(n)  # noqa: SLF001 - this is its seam

@@ -25,21 +25,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
-from ledger.defaults import DEFAULT_MAX_ROWS
+from ledger.defaults import DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
 from ledger.errors import LedgerError, TamperDetected
 from ledger.log import merkle
 from ledger.log.fast import STORED_COLUMNS
 from ledger.log.layout import write_atomic
-from ledger.log.protocol import Findings, SealedStore
+from ledger.log.protocol import Findings, Sealable, SegmentRows
 from schemas.envelope import ARROW_SCHEMA, envelope_bytes
 
 SEGMENT_DIR = "segments"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "vledger-segments/1"
-# Uncompressed bytes per segment: a segment is materialised whole when it is written (and
-# by the task that reads it), so this bounds memory — 100k rows of replay outputs overran
-# DuckDB's default 128MB buffer pool without it. ~100k typical trial rows.
-DEFAULT_MAX_BYTES = 32 * 2**20
 
 
 class SegmentInfo(BaseModel):
@@ -193,7 +189,7 @@ def segment_files(ledger_dir: Path) -> dict[str, tuple[int, int]]:
 
 
 def plan_seal(
-    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: Sealable, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_SEGMENT_BYTES
 ) -> SealPlan:
     """What :func:`seal` would write, without writing anything.
 
@@ -221,7 +217,7 @@ def plan_seal(
         steps.append(_existing_step(lg, name, pos, last))
         pos = last + 1
     if pos < end:
-        sizes = lg._row_sizes(pos, end) if max_bytes is not None else None  # noqa: SLF001
+        sizes = lg.row_sizes(pos, end) if max_bytes is not None else None
         cuts = cut_points(
             pos, end, lg.trial_spans(pos, end), max_rows, row_bytes=sizes, max_bytes=max_bytes
         )
@@ -249,7 +245,7 @@ def _segment_name(first: int, last: int) -> str:
     return f"seg-{first}-{last}.parquet"
 
 
-def _existing_step(lg: SealedStore, name: str, first: int, last: int) -> SegmentStep:
+def _existing_step(lg: SegmentRows, name: str, first: int, last: int) -> SegmentStep:
     """``keep`` when the file on disk holds exactly the store's rows for its range."""
     try:
         on_disk = pq.read_table(segment_dir(lg.path) / name)
@@ -271,7 +267,7 @@ def _existing_step(lg: SealedStore, name: str, first: int, last: int) -> Segment
 
 
 def seal(
-    lg: SealedStore, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_MAX_BYTES
+    lg: Sealable, max_rows: int = DEFAULT_MAX_ROWS, *, max_bytes: int | None = DEFAULT_SEGMENT_BYTES
 ) -> list[SegmentInfo]:
     """Seal every unsealed event (bounds: :func:`cut_points`); return the new segments.
 
@@ -281,7 +277,7 @@ def seal(
     return apply_seal(lg, plan_seal(lg, max_rows, max_bytes=max_bytes))
 
 
-def apply_seal(lg: SealedStore, plan: SealPlan) -> list[SegmentInfo]:
+def apply_seal(lg: Sealable, plan: SealPlan) -> list[SegmentInfo]:
     """Carry out a :func:`plan_seal` plan (refusing one with conflicts before any write)."""
     if plan.conflicts:
         bad = plan.conflicts[0]
@@ -293,7 +289,7 @@ def apply_seal(lg: SealedStore, plan: SealPlan) -> list[SegmentInfo]:
     if not plan.steps:
         return []
     manifest = load_manifest(lg.path)
-    lg._set_sealed_upto(plan.end)  # noqa: SLF001 (one package)
+    lg.record_sealed_upto(plan.end)
     folder = segment_dir(lg.path)
     folder.mkdir(exist_ok=True)
     made = [_write_segment(lg, folder, st) for st in plan.steps]
@@ -304,7 +300,7 @@ def apply_seal(lg: SealedStore, plan: SealPlan) -> list[SegmentInfo]:
     return made
 
 
-def _write_segment(lg: SealedStore, folder: Path, step: SegmentStep) -> SegmentInfo:
+def _write_segment(lg: Sealable, folder: Path, step: SegmentStep) -> SegmentInfo:
     first, last = step.first_seq, step.last_seq
     table = lg.raw_rows(first, last).cast(ARROW_SCHEMA)
     if table.num_rows != last - first + 1:
@@ -335,7 +331,7 @@ def read_sealed(ledger_dir: Path) -> Iterator[pa.Table]:
         yield pq.read_table(segment_dir(Path(ledger_dir)) / info.file, schema=ARROW_SCHEMA)
 
 
-def check_segments(lg: SealedStore, report: Findings) -> int:
+def check_segments(lg: SegmentRows, report: Findings) -> int:
     """Verify every sealed segment against the manifest and the store; return how many."""
     try:
         manifest = load_manifest(lg.path)
@@ -379,7 +375,7 @@ def check_segments(lg: SealedStore, report: Findings) -> int:
     return len(manifest.segments)
 
 
-def _check_one(lg: SealedStore, report: Findings, info: SegmentInfo, where: str) -> None:
+def _check_one(lg: SegmentRows, report: Findings, info: SegmentInfo, where: str) -> None:
     path = segment_dir(lg.path) / info.file
     try:
         table = pq.read_table(path)

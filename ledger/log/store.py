@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ledger.defaults import DEFAULT_BUSY_TIMEOUT
+from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
 from ledger.log import connection, fast, layout, merkle
 from ledger.log import rows as log_rows
@@ -38,14 +38,14 @@ from ledger.log.batch import (
 )
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, READ_WINDOW, needs_upgrade
-from ledger.log.raw import RawReads, read_filters, window_bounds
+from ledger.log.raw import RawReads, Sealing, read_filters, window_bounds
 from schemas.envelope import NewEvent, StoredEvent, stored_events, stored_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from ledger.log.note import Checkpoint, Signer
-    from ledger.log.segments import SegmentInfo
+    from ledger.log.segments import SealPlan, SegmentInfo
 
 # The id and stream filters of each ledger file this process appended to (ledger.log.fast),
 # used and replaced only under that file's lock; each knows the log state it describes.
@@ -227,17 +227,26 @@ class Ledger(RawReads, merkle.TreeReads):
         from ledger.log import segments  # pyarrow.parquet only when a seal is due
 
         if segments.load_manifest(self.path).sealed_upto < self.sealed_upto():
-            segments.seal(self, segments.DEFAULT_MAX_ROWS)
+            segments.seal(Sealing(self), DEFAULT_MAX_ROWS)
 
     def seal(self, max_rows: int | None = None, max_bytes: int | None = None) -> list[SegmentInfo]:
         """Seal unsealed events into Parquet segments (see :mod:`ledger.log.segments`)."""
         from ledger.log import segments
 
         return segments.seal(
-            self,
-            max_rows or segments.DEFAULT_MAX_ROWS,
-            max_bytes=max_bytes or segments.DEFAULT_MAX_BYTES,
+            Sealing(self),
+            max_rows or DEFAULT_MAX_ROWS,
+            max_bytes=max_bytes or DEFAULT_SEGMENT_BYTES,
         )
+
+    def finish_seal(self, apply: bool = False) -> tuple[SealPlan, list[SegmentInfo]]:
+        """What finishing an interrupted seal takes (``vledger repair``); with ``apply``,
+        finish it — only a seal the store recorded, and never over a disagreeing file."""
+        from ledger.log import segments
+
+        plan = segments.plan_seal(Sealing(self))
+        fix = apply and plan.interrupted and not plan.conflicts
+        return plan, segments.apply_seal(Sealing(self), plan) if fix else []
 
     def append(self, events: Iterable[NewEvent] | Batch) -> AppendResult:
         """Append ``events`` as one atomic, durable batch (see the module docstring); a

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.sources.yaml_emit import emit_yaml
+from replay.grading.recorded_grade import recorded_grade_of
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
 from schemas.errors import LedgerError
@@ -76,9 +77,9 @@ def bundle_documents(events: Sequence[StoredEvent]) -> dict[str, Any]:
     docs: dict[str, Any] = {"trajectory.yaml": _trajectory(reg, by_type)}
     if reg.get("task_source") == "task.yaml":
         docs["task.yaml"] = reg.get("task")
-    grades = by_type.get("grade.recorded")
-    if grades:
-        docs["grade.yaml"] = grades[0]["grade"]
+    grade = recorded_grade_of(by_type.get("grade.recorded") or ())
+    if grade is not None:  # the one that counts, as retrace and curate read it
+        docs["grade.yaml"] = grade
     if "metrics.yaml" in files:
         docs["metrics.yaml"] = reg.get("metrics")
     if "tools_schemas.yaml" in files:

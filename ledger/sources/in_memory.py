@@ -2,7 +2,7 @@
 
 ``vledger grade BUNDLE`` and ``vledger reconcile --dry-run`` read a bundle through the
 project's one importer (bounded YAML, shape checks, the bundle → events mapping) and hand
-the result to ``replay.trial_inputs`` — so a bundle read from disk and the same bundle read
+the result to ``replay.timeline.trial_inputs`` — so a bundle read from disk and the same bundle read
 back from the ledger are one reading, never two parsers that can drift apart.
 """
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.sources.shape import BundleError
-from replay.timeline import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
-from replay.trial_inputs import message_from_payload, recorded_call_from_payload
+from replay.timeline.build import TIMELINE_VERSION, build_trial_timeline, timeline_to_payloads
+from replay.timeline.trial_inputs import message_from_payload, recorded_call_from_payload
 from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
 from schemas.timeline import Role, TimelineInconsistencyError

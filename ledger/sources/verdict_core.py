@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger.defaults import DEFAULT_MAX_BYTES
 from ledger.sources import strict_json
 from ledger.sources.files import present, read_input
 from ledger.sources.plan import PlannedEvent, escape, to_events
 from ledger.sources.shape import BundleError, describe
-from ledger.sources.yaml_safe import DEFAULT_MAX_BYTES
 
 MAX_JSON_BYTES = DEFAULT_MAX_BYTES
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ledger.defaults import DEFAULT_MAX_BYTES
+from ledger.defaults import DEFAULT_MAX_BYTES, DEFAULT_MAX_EXPANSION, DEFAULT_MAX_NODES
 from ledger.sources.files import COPY_IT_IN, InputError, InputTooLarge, read_input
 from ledger.sources.strict_json import INT64_MAX, INT64_MIN, MAX_DEPTH, depth_exceeds, too_deep
 
@@ -30,10 +30,8 @@ try:  # the C loader comes with PyYAML (pyproject.toml); fall back only so error
 except AttributeError:  # pragma: no cover - libyaml missing
     _BaseLoader = yaml.SafeLoader
 
-DEFAULT_MAX_NODES = 2_000_000
 # aliases may expand a document to this many times its size on disk (or 1 MiB of text,
 # whichever is larger): generous for YAML that reuses a block, far short of a bomb
-DEFAULT_MAX_EXPANSION = 16
 MIN_EXPANDED_CHARS = 1 << 20
 
 

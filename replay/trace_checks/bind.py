@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.kleene import Truth, Verdict, fold_truths
 from replay.trace_checks.matching import (
     UNKNOWN,
     Resolution,
     TimelineIndex,
-    cached_pattern,
     describe_missing,
     read_field,
     render_value,
@@ -83,7 +83,7 @@ def event_candidates(
     for name in names:
         spec = bind.values[name]
         pattern = (
-            cached_pattern(spec.pattern, spec.engine_under(engine))
+            compile_regex(spec.pattern, spec.engine_under(engine))
             if spec.pattern is not None
             else None
         )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.patterns import RegexBudgetExceeded
+from replay.grading.patterns import RegexBudgetExceeded
 from replay.trace_checks import kinds
 from replay.trace_checks.bind import collect_candidates, fold_bound
 from replay.trace_checks.kleene import Truth, Verdict, kleene_and, kleene_not, kleene_or
@@ -142,7 +142,7 @@ def _measured(
     idx: TimelineIndex, constraints: Any, engine: RegexEngine, route: str, lost: list[str]
 ) -> tuple[ConstraintResult, ...]:
     """Each constraint's result; one whose backtracking pattern ran past its time budget
-    (replay/patterns.py) is left out and named in ``lost`` — not measured, never a
+    (replay/grading/patterns.py) is left out and named in ``lost`` — not measured, never a
     verdict, and never a hang."""
     out = []
     for c in constraints:

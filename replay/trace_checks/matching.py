@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.patterns import compile_pattern
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.operators import MISSING, UNKNOWN, apply_operator, can_ever_hold, json_type
 from schemas.timeline import VIEW_KINDS, TraceEvent, TraceEventKind, TrialTimeline
 from schemas.trace_checks import Within
@@ -137,7 +137,7 @@ def _compiled_ops(
                 dynamic.append((label, op, operand))
             else:
                 pattern = (
-                    tuple(cached_pattern(p, site_engine) for p in pred.patterns(op))
+                    tuple(compile_regex(p, site_engine) for p in pred.patterns(op))
                     if op in REGEX_OPERATORS
                     else None
                 )
@@ -145,16 +145,6 @@ def _compiled_ops(
         if ops:
             static.append((label, ops))
     return static, dynamic
-
-
-_PATTERNS: dict[tuple[str, str], Any] = {}
-
-
-def cached_pattern(pattern: str, engine: RegexEngine) -> Any:
-    key = (engine, pattern)
-    if key not in _PATTERNS:
-        _PATTERNS[key] = compile_pattern(pattern, engine)
-    return _PATTERNS[key]
 
 
 def prepare(

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from replay.patterns import compile_pattern
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.addresses import (
     constraint_matchers,
     iter_constraints,
@@ -419,7 +419,7 @@ def _regex_problems(c: Constraint, address: str, engine: RegexEngine) -> list[Pr
     problems = []
     for where, pattern, site_engine in sites:
         try:
-            compile_pattern(pattern, site_engine)
+            compile_regex(pattern, site_engine)
         except ValueError as exc:
             linear = site_engine == "linear"
             engine_name = "the linear engine (RE2)" if linear else "the backtracking engine"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from replay.vcore_run import VEvent
+from replay.receipts.run import VEvent
 
 MECHANICAL = "(mechanical merge)"
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from replay.call_ids import CallIdDeriver
-from replay.timeline_views import (
+from replay.timeline.call_ids import CallIdDeriver
+from replay.timeline.views import (
     in_sequence_order,
     link_records,
     message_result_text,

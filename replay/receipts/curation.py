@@ -3,7 +3,7 @@
 The admission rule and the refusals (a :class:`CurationError`, nothing written) are the
 reference's: RUBRIC_MIGRATION.md, "Building a corpus"; docs/readme/curate.md. Both doors of
 ``vledger curate`` — run directories and the log — hand this module the same value per
-trial, :class:`~replay.trial_inputs.TrialInputs` read from the trial's events, so there is
+trial, :class:`~replay.timeline.trial_inputs.TrialInputs` read from the trial's events, so there is
 one reading and one rule.
 """
 
@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from replay.trial_inputs import TrialInputs
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.timeline.trial_inputs import TrialInputs
 from schemas.curation import Authority, CorpusManifest, CuratedBundle, RejectedTrial, Rejection
 from schemas.errors import LedgerError
 from schemas.timeline import ToolExecutionStatus
@@ -81,21 +82,12 @@ def _location_key(location: Location) -> tuple[str, ...]:
     return tuple(location.source.split("/"))
 
 
-def _criterion_row(grade: Mapping, criterion: str) -> Mapping | None:
-    for row in grade.get("criterion_results") or []:
-        if isinstance(row, Mapping) and row.get("id") == criterion:
-            return row
-    return None
-
-
-def _not_judged(grade: Mapping, criterion: str, row: Mapping | None) -> str:
+def _not_judged(grade: RecordedGradeRead, criterion: str, row: Mapping | None) -> str:
     # A row that is there with a non-boolean met is a different state from no row: listing
     # the criteria judged would name the very criterion the reason says was not judged.
     if row is not None:
         return f"{criterion} recorded met: {row.get('met')!r}, which is not a verdict"
-    judged = [
-        str(r.get("id")) for r in grade.get("criterion_results") or [] if isinstance(r, Mapping)
-    ]
+    judged = [str(r.get("id")) for r in grade.criterion_results or () if isinstance(r, Mapping)]
     return f"criteria judged: {', '.join(judged) if judged else 'none'}"
 
 
@@ -111,13 +103,13 @@ def rule_rejection(
     in the reference's order, so a trial failing two tests is named by the first."""
     if inputs.registered.payload.get("task_source") != TASK_FILE:
         return Rejection.MISSING_TASK_SNAPSHOT, "no task.yaml"
-    grade = inputs.recorded_grade
+    grade = inputs.grade_read
     if grade is None:
         return Rejection.MISSING_GRADE, "no grade.yaml"
-    status = grade.get("judge_status")
+    status = grade.judge_status
     if status != JUDGE_COMPLETED:
         return Rejection.JUDGE_INCOMPLETE, f"judge_status: {status!r}"
-    row = _criterion_row(grade, criterion)
+    row = grade.criterion_row(criterion)
     if row is None or not isinstance(row.get("met"), bool):
         return Rejection.CRITERION_NOT_JUDGED, _not_judged(grade, criterion, row)
     return _environment_dead(inputs, where or inputs.registered.stream)
@@ -172,7 +164,8 @@ def admitted_entry(candidate: Candidate, criterion: str) -> CuratedBundle:
             "which model produced the trial it would admit; write model_config.agent.name, "
             f"or --exclude {where}=REASON"
         )
-    row = _criterion_row(inputs.recorded_grade or {}, criterion) or {}
+    grade = inputs.grade_read
+    row = (None if grade is None else grade.criterion_row(criterion)) or {}
     return CuratedBundle(
         directory=f"{location.run_id}{_TRIAL_MARK}{location.index}",
         source_run=location.run_id,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.verdict import Admission, derive
-from replay.verdict_evidence import evidence_from_case
+from replay.verdicts.derive import Admission, derive
+from replay.verdicts.evidence import evidence_from_case
 from schemas.gvc import COUNTER_MAPPING, COUNTER_NAMES, Case, Ladder
 
 

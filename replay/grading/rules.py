@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from replay.patterns import compile_rule_regex
+from replay.grading.patterns import compile_regex
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
 from schemas.errors import LedgerError
 from schemas.grading import (
@@ -125,7 +125,7 @@ def _compile_problems(file: str, rules: TranscriptRulesConfig) -> list[str]:
     out = []
     for i, pattern in enumerate(rules.disallow_regex):
         try:
-            compile_rule_regex(pattern, rules.regex_engine)
+            compile_regex(pattern, rules.regex_engine, ignore_case=True)
         except Exception as exc:  # re2.error / re.error: an authoring error, named
             out.append(
                 f"{file}: transcript_rules.disallow_regex[{i}] {pattern!r} does not compile "

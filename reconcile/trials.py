@@ -1,7 +1,7 @@
 """What reconciliation reads of one trial: its recorded grade and grading, and the
 candidate label (the pack's trace checks over the trial's timeline).
 
-A bundle is read by the project's one importer and folded by ``replay.trial_inputs``, so
+A bundle is read by the project's one importer and folded by ``replay.timeline.trial_inputs``, so
 reconcile sees a trial exactly as ingest stores it; a defect in one bundle is an
 :class:`UnreadableBundle` (an ``unreadable_trials`` row), never fatal to the run.
 """
@@ -9,26 +9,41 @@ reconcile sees a trial exactly as ingest stores it; a defect in one bundle is an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from ledger.app.reconcile_packs import Pack, ReconcileError, rubric_of
 from reconcile.inputs import (
     Candidate,
     CandidateEvaluation,
     CriterionResult,
+    CriterionShape,
     RecordedGrade,
     RecordedGrading,
     Unavailable,
 )
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.timeline import build_trial_timeline
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs
 from replay.trace_checks import TraceChecksResult, evaluate_trace_checks
 from replay.trace_checks.rules import TraceChecksConfigError, load_trace_checks
-from replay.trial_inputs import TrialInputs
 from schemas.errors import LedgerError
+from schemas.grading import GradingConfig, Rubric
 from schemas.timeline import TimelineInconsistencyError
 from schemas.trace_checks import TraceChecksConfig
+
+
+def rubric_of(config: GradingConfig) -> tuple[CriterionShape, ...] | None:
+    """The rubric's criteria as the grading models read them (schemas/grading.py is the
+    one reader: its defaults — kind binary, weight 1.0 — are the only ones), ``None``
+    when no judge rubric is configured."""
+    judge = config.llm_judge
+    rubric: Rubric | None = judge.rubric if judge is not None else None
+    if rubric is None:
+        return None
+    return tuple(
+        CriterionShape(c.id, c.kind, c.required, float(c.weight), c.description)
+        for c in rubric.criteria
+    )
 
 
 class UnreadableBundle(LedgerError):
@@ -39,40 +54,33 @@ class UnreadableBundle(LedgerError):
         super().__init__(reason)
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UnreadableBundle(f"grade.yaml {where} is {value!r}, not a number")
-    return float(value)
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
-def recorded_grade(raw: Mapping[str, Any] | None) -> RecordedGrade:
-    """grade.yaml's verdict fields; a row that is not a judge verdict is unreadable."""
-    if raw is None:
+def recorded_grade(read: RecordedGradeRead | None) -> RecordedGrade:
+    """The recorded grade's verdict fields as numbers; kappa needs them, so a field the one
+    reading names as no number (or a row that is no judge verdict) makes the trial
+    unreadable here, by name."""
+    if read is None:
         return RecordedGrade("absent (no grade.yaml)", None, {}, 0.0, False)
-    rows = raw.get("criterion_results")
+    if problems := read.problems:
+        raise UnreadableBundle(problems[0])
     results = None
-    if rows is not None:
-        results = []
-        for i, row in enumerate(rows):
-            if not isinstance(row.get("id"), str) or not isinstance(row.get("met"), bool):
-                raise UnreadableBundle(f"grade.yaml criterion_results[{i}] is not a judge verdict")
-            score = row.get("score")
-            score = None if score is None else _number(score, f"criterion_results[{i}].score")
-            why = str(row.get("justification") or "")
-            results.append(CriterionResult(row["id"], row["met"], score, why))
-        results = tuple(results)
-    components = {
-        k: (None if v is None else _number(v, f"components.{k}"))
-        for k, v in (raw.get("components") or {}).items()
-    }
-    summary = raw.get("trace_checks_summary") or {}
+    if read.criterion_results is not None:
+        results = tuple(
+            CriterionResult(
+                r["id"], r["met"], _float(r.get("score")), str(r.get("justification") or "")
+            )
+            for r in read.criterion_results
+        )
     return RecordedGrade(
-        judge_status=str(raw.get("judge_status") or "unspecified"),
+        judge_status=read.status,
         criterion_results=results,
-        components=components,
-        score=_number(raw.get("score"), "score"),
-        binary_pass=bool(raw.get("binary_pass")),
-        trace_gate_failed=bool(summary.get("gate_failed", False)),
+        components={k: _float(v) for k, v in read.components.items()},
+        score=float(read.score),
+        binary_pass=bool(read.binary_pass),
+        trace_gate_failed=read.trace_gate_failed,
     )
 
 
@@ -107,19 +115,19 @@ def graded_values(inputs: TrialInputs) -> tuple[RecordedGrade, RecordedGrading]:
             "task.yaml is absent on a bundle whose trajectory records a real episode"
         )
     grading = recorded_grading(inputs.registered.grading or {})
-    return recorded_grade(inputs.recorded_grade), grading
+    return recorded_grade(inputs.grade_read), grading
 
 
 # --- the candidate label -------------------------------------------------------------------
 
-Evaluator = Callable[[TrialInputs, Pack], Candidate]
+Evaluator = Callable[[TrialInputs, Any], Candidate]  # (inputs, a loaded pack)
 
 
 def trace_evaluator() -> Evaluator:
     """The production projection: the timeline, then the pack's trace_checks over it."""
     configs: dict[str, TraceChecksConfig | str] = {}
 
-    def config_of(pack: Pack) -> TraceChecksConfig | str:
+    def config_of(pack: Any) -> TraceChecksConfig | str:
         if pack.trace_checks is not None:
             return pack.trace_checks
         key = str(pack.directory)
@@ -130,7 +138,7 @@ def trace_evaluator() -> Evaluator:
                 configs[key] = f"{pack.directory}: {exc}"
         return configs[key]
 
-    def evaluate(inputs: TrialInputs, pack: Pack) -> Candidate:
+    def evaluate(inputs: TrialInputs, pack: Any) -> Candidate:
         config = config_of(pack)
         if isinstance(config, str):
             return Unavailable(config)
@@ -181,24 +189,3 @@ def recorded_tools(inputs: TrialInputs) -> dict[str, Any] | None:
             params = fn.get("parameters")
             tools[fn["name"]] = params if isinstance(params, Mapping) else None
     return tools
-
-
-def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
-    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped).
-    Each bundle read, by resolved directory: its stream and planned event ids, so the
-    caller need not read it again."""
-    from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
-
-    planned: dict[Path, tuple[str, list[str]]] = {}
-
-    def seen(path: Path, unit: Any) -> None:
-        planned[path.resolve()] = (unit.stream, [e.event_id for e in unit.events])
-
-    try:
-        ingest_into(
-            lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
-            on_unit=seen, workers=1,  # read here: reconcile's --workers are its engine's
-        )  # fmt: skip
-    except IngestError as exc:
-        raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
-    return planned

@@ -1,4 +1,4 @@
-"""Retrace's corpus report: ``replay.retrace``'s trial outcomes folded into how each declared
+"""Retrace's corpus report: ``replay.grading.retrace``'s trial outcomes folded into how each declared
 constraint separated the corpus, which paths won, and what it could prove (TRACE_REPLAY.md)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.retrace import ConstraintObservation, TrialRetrace
+from replay.grading.retrace import ConstraintObservation, TrialRetrace
 from schemas.errors import LedgerError
+from schemas.retrace_status import RetraceStatus
 
 
 @dataclass(slots=True)
@@ -217,7 +218,7 @@ def _evidence_marks(o: TrialRetrace) -> dict[str, int]:
         "with_tool_call_record": int(o.readable and o.record_view),
         "messages_only": int(o.readable and not o.record_view),
         "predating_call_ids": int(o.predates_call_ids),
-        "failed": int(o.status == "not_rechecked"),
+        "failed": int(o.status == RetraceStatus.NOT_RECHECKED),
         "regex_refused": int(o.regex_refused),
         "with_advisories": int(bool(o.advisories)),
         # a newer recorder's keys: the trials carrying any (which keys: the fold's set)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from replay.vcore_receipt import RECEIPT_SCHEMA, load_json, rebuild_from_files, receipt_bytes
-from replay.vcore_run import RebuildError, RunFiles, events_digest
+from replay.receipts.receipt import RECEIPT_SCHEMA, load_json, rebuild_from_files, receipt_bytes
+from replay.receipts.run import RebuildError, RunFiles, events_digest
 
 STRICT_BYTES_PROBLEM = (
     "receipt.json bytes differ from the canonical serialisation of the rebuilt receipt"

@@ -2,7 +2,7 @@
 
 Implements verdict-core FORMAT.md (docs/specs.md; section numbers in every
 ``replay.vcore_*`` module refer to it). Pure: the caller hands over bytes
-(``replay.vcore_run.RunFiles``). Where § 4 reads two ways, verdict-core's own receipt code
+(``replay.receipts.run.RunFiles``). Where § 4 reads two ways, verdict-core's own receipt code
 decides, so an honest receipt never reads as tampered (docs/readme/verdict.md lists each).
 Python's ``json`` on purpose: the receipt compares with Python semantics (§ 7) and
 ``graph_digest`` is defined over ``json.dumps`` output (§ 3).
@@ -16,8 +16,8 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from replay.vcore_attempts import NodeState, barrier_name, node_records
-from replay.vcore_run import RebuildError, RunFiles, VEvent, events_digest, parse_events
+from replay.receipts.attempts import NodeState, barrier_name, node_records
+from replay.receipts.run import RebuildError, RunFiles, VEvent, events_digest, parse_events
 
 RECEIPT_SCHEMA = "verdict.run-receipt/v1"
 GRAPH_SCHEMA = "verdict.orchestration/v1"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
-from replay.call_ids import CallIdDeriver
+from replay.timeline.call_ids import CallIdDeriver
 from schemas.timeline import (
     Message,
     RecordedToolCall,

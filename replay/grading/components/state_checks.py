@@ -15,10 +15,10 @@ from typing import Any
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
-from replay.accounting import KeyRecord, evaluated, skipped
-from replay.components.canonical import extract_db_state, state_digest
-from replay.components.comparison_view import apply_view
-from replay.components.result import ComponentResult
+from replay.grading.accounting import KeyRecord, evaluated, skipped
+from replay.grading.components.canonical import extract_db_state, state_digest
+from replay.grading.components.comparison_view import apply_view
+from replay.grading.components.result import ComponentResult
 from schemas.grading import JSONPATH_OPERATORS, ComparisonView, StateChecksConfig, StateHashConfig
 
 HASH_MATCH = "State hash matches (tau-bench algorithm)"

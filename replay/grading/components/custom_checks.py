@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from replay.accounting import KeyRecord, evaluated
-from replay.accounting import skipped as skipped_keys
-from replay.components.result import ComponentResult
+from replay.grading.accounting import KeyRecord, evaluated
+from replay.grading.accounting import skipped as skipped_keys
+from replay.grading.components.result import ComponentResult
 from schemas.grading import CustomChecksConfig
 
 CheckStatus = Literal["passed", "failed", "skipped"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from replay.accounting import evaluated, judge_populated, skipped
-from replay.components.result import ComponentResult
+from replay.grading.accounting import evaluated, judge_populated, skipped
+from replay.grading.components.result import ComponentResult
 from schemas.grading import LlmJudgeConfig, RubricCriterion
 
 GRADED_MET_THRESHOLD = 0.5

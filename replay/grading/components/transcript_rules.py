@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replay.accounting import evaluated, skipped, transcript_populated
-from replay.components.result import ComponentResult
-from replay.patterns import RegexBudgetExceeded, compile_rule_regex
-from replay.timeline import assistant_texts, attempted_calls
+from replay.grading.accounting import evaluated, skipped, transcript_populated
+from replay.grading.components.result import ComponentResult
+from replay.grading.patterns import RegexBudgetExceeded, compile_regex
+from replay.timeline.build import assistant_texts, attempted_calls
 from schemas.grading import CommunicateInfo, RequiredAction, TranscriptRulesConfig
 from schemas.timeline import ToolExecutionStatus, ToolExecutorIdentity, TrialTimeline
 
@@ -174,7 +174,7 @@ def _must_contain(text: str, texts: Sequence[str]) -> SubCheck:
 
 def _disallow_regex(pattern: str, engine: str, texts: Sequence[str]) -> SubCheck:
     try:
-        compiled = compile_rule_regex(pattern, engine)
+        compiled = compile_regex(pattern, engine, ignore_case=True)
     except Exception as exc:  # an authoring error the load gate missed: a failed check
         return SubCheck("disallow_regex", False, f"Invalid disallow_regex {pattern!r}: {exc}")
     if any(compiled.search(t) for t in texts):

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from replay.accounting import (
+from replay.grading.accounting import (
     accounting_rows,
     expected_evaluators,
     populated_scored_keys,
@@ -19,17 +19,22 @@ from replay.accounting import (
     trace_accounting,
     unaccounted,
 )
-from replay.components.combine import MissingWeightError, combine_components
-from replay.components.custom_checks import CheckVerdict, RecordedSuite, evaluate_custom_checks
-from replay.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
-from replay.components.result import COMPONENTS, ComponentResult
-from replay.components.state_checks import StateEvidence, evaluate_state_checks
-from replay.components.transcript_rules import evaluate_transcript_rules
-from replay.grading_rules import load_grading_config
-from replay.outcomes import TrialOutcomeClass, classify_trial_outcome
-from replay.timeline import build_trial_timeline
+from replay.grading.components.combine import MissingWeightError, combine_components
+from replay.grading.components.custom_checks import (
+    CheckVerdict,
+    RecordedSuite,
+    evaluate_custom_checks,
+)
+from replay.grading.components.judge import CriterionVerdict, RecordedJudge, evaluate_judge
+from replay.grading.components.result import COMPONENTS, ComponentResult
+from replay.grading.components.state_checks import StateEvidence, evaluate_state_checks
+from replay.grading.components.transcript_rules import evaluate_transcript_rules
+from replay.grading.outcomes import TrialOutcomeClass, classify_trial_outcome
+from replay.grading.recorded_grade import RecordedGradeRead
+from replay.grading.rules import load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import TrialInputs, trial_inputs
 from replay.trace_checks.results import TraceChecksResult
-from replay.trial_inputs import TrialInputs, trial_inputs
 from schemas.closed import Closed
 from schemas.envelope import StoredEvent
 from schemas.grading import CustomChecksConfig, GradingConfig
@@ -54,7 +59,7 @@ class Grade(Closed):
     components: dict[str, float | None]
     not_measured: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = []
-    # per populated scored key: evaluated or skipped, with the reason (replay/accounting.py)
+    # per populated scored key: evaluated or skipped, with the reason (replay/grading/accounting.py)
     accounting: list[dict[str, str]] = []
 
 
@@ -283,20 +288,15 @@ def fold_grade(results: Mapping[str, ComponentResult], config: GradingConfig) ->
     )
 
 
-def recorded_grade(grade_yaml: Mapping[str, Any]) -> Grade:
+def recorded_grade(read: RecordedGradeRead) -> Grade:
     """A recorded grade.yaml as a :class:`Grade` (reasons split into their ` | ` segments;
     a generation lacking a component key records it as not evaluated)."""
-    comps = grade_yaml.get("components") or {}
-    reasons = grade_yaml.get("reasons") or ""
-    segments = (
-        [s for s in reasons.split(" | ") if s] if isinstance(reasons, str) else [str(reasons)]
-    )
     return Grade(
-        score=grade_yaml.get("score"),
-        binary_pass=grade_yaml.get("binary_pass"),
-        components={n: comps.get(n) for n in COMPONENTS},
+        score=read.score,
+        binary_pass=read.binary_pass,
+        components={n: read.components.get(n) for n in COMPONENTS},
         not_measured={},
-        reasons=segments,
+        reasons=read.reason_segments,
     )
 
 
@@ -338,11 +338,11 @@ def compare_grades(recorded: Grade, replayed: Grade) -> list[Difference]:
     return out
 
 
-def recorded_judge(grade_yaml: Mapping[str, Any] | None) -> RecordedJudge | None:
+def recorded_judge(read: RecordedGradeRead | None) -> RecordedJudge | None:
     """grade.yaml's judge_status and criterion_results (null: no judge verdicts recorded)."""
-    if grade_yaml is None:
+    if read is None:
         return None
-    rows = grade_yaml.get("criterion_results")
+    rows = read.criterion_results
     verdicts = (
         None
         if rows is None
@@ -350,19 +350,17 @@ def recorded_judge(grade_yaml: Mapping[str, Any] | None) -> RecordedJudge | None
             CriterionVerdict(id=r["id"], met=r.get("met"), score=r.get("score")) for r in rows
         )
     )
-    return RecordedJudge(
-        status=grade_yaml.get("judge_status") or "unspecified", criterion_results=verdicts
-    )
+    return RecordedJudge(status=read.status, criterion_results=verdicts)
 
 
-def recorded_suite(grade_yaml: Mapping[str, Any] | None) -> RecordedSuite | None:
+def recorded_suite(read: RecordedGradeRead | None) -> RecordedSuite | None:
     """grade.yaml custom_checks_details: [{check_name, status, message}] or null. A per-check
     ``error`` status is a check that raised: it reached a failing verdict."""
-    rows = (grade_yaml or {}).get("custom_checks_details")
+    rows = None if read is None else read.custom_checks_details
     if rows is None:
         return None
     if not rows:
-        error = suite_error(grade_yaml)
+        error = suite_error(read)
         if error is not None:
             return RecordedSuite((), error)
     out = []
@@ -388,10 +386,10 @@ SUITE_FAILED = "Custom checks: the suite failed to run"
 NO_CHECK_DECLARED = "No @check decorated functions found"
 
 
-def suite_error(grade_yaml: Mapping[str, Any] | None) -> str | None:
+def suite_error(read: RecordedGradeRead | None) -> str | None:
     """The error of a recorded suite that failed to run, from its reasons segment; None when
     the grade records no such segment or the file simply declared no check."""
-    reasons = (grade_yaml or {}).get("reasons")
+    reasons = None if read is None else read.reasons
     if not isinstance(reasons, str):
         return None
     for segment in reasons.split(" | "):
@@ -404,7 +402,7 @@ def suite_error(grade_yaml: Mapping[str, Any] | None) -> str | None:
 
 
 def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
-    """A trial read back from the ledger (``replay.trial_inputs``) as grading inputs."""
+    """A trial read back from the ledger (``replay.timeline.trial_inputs``) as grading inputs."""
     initial = trial.states.get("initial")
     initial_db = initial.get("json_db") if isinstance(initial, Mapping) else None
     final = trial.states.get("final")
@@ -416,8 +414,8 @@ def inputs_from_trial(trial: TrialInputs) -> GradeInputs:
         grading_error=trial.grading_error,
         initial_db=initial_db if isinstance(initial_db, Mapping) else None,
         final_state=final if isinstance(final, Mapping) else None,
-        judge=recorded_judge(trial.recorded_grade),
-        custom_suite=recorded_suite(trial.recorded_grade),
+        judge=recorded_judge(read := trial.grade_read),
+        custom_suite=recorded_suite(read),
     )
 
 

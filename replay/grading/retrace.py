@@ -1,7 +1,7 @@
 """Retrace: the pure half of auditing a recorded corpus (TRACE_REPLAY.md, FORMATS.md § retrace).
 
 Whether one trial's re-derived grade agrees with its recorded one, and what each constraint
-observed; the corpus fold is ``replay.retrace_report``'s, the I/O ``ledger/app/retrace.py``'s.
+observed; the corpus fold is ``replay.grading.retrace_report``'s, the I/O ``ledger/app/retrace.py``'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from replay.components.result import COMPONENTS, ComponentResult
-from replay.grade import (
+from replay.grading.components.result import COMPONENTS, ComponentResult
+from replay.grading.grade import (
     Difference,
     Grade,
     compare_grades,
@@ -23,15 +23,20 @@ from replay.grade import (
     recorded_grade,
     trace_component,
 )
-from replay.grading_rules import GradingConfigError, load_grading_config
-from replay.timeline import build_trial_timeline
+from replay.grading.rules import GradingConfigError, load_grading_config
+from replay.timeline.build import build_trial_timeline
+from replay.timeline.trial_inputs import trial_inputs
+from replay.timeline.unrecorded import (
+    not_measured_reason,
+    unmeasured_constraints,
+    unrecorded_fields,
+)
 from replay.trace_checks.results import TraceChecksResult
 from replay.trace_checks.rules import TraceChecksConfigError
-from replay.trial_inputs import trial_inputs
-from replay.unrecorded import not_measured_reason, unmeasured_constraints, unrecorded_fields
 from schemas.canonical import canonical_json, digest, parse_json
 from schemas.envelope import StoredEvent
 from schemas.grading import GradingConfig
+from schemas.retrace_status import RetraceStatus
 from schemas.timeline import TimelineInconsistencyError, TraceEventKind, TrialTimeline
 from schemas.trace_checks import TraceChecksConfig
 
@@ -68,7 +73,7 @@ class TrialRetrace:
     trial: str
     task_id: str
     corpus: str
-    status: str
+    status: RetraceStatus
     reason: str | None = None
     differences: tuple[Difference, ...] = ()
     replayed: Mapping[str, Any] | None = None
@@ -85,7 +90,7 @@ class TrialRetrace:
     advisories: tuple[str, ...] = ()  # rules the recorded snapshot breaks (never refusals)
     unknown_keys: tuple[str, ...] = ()  # recorded keys this version does not know
     # (constraint id, reason) left unobserved: it reads a field the recorder never
-    # wrote (replay.unrecorded), so its verdict here would measure an importer's default
+    # wrote (replay.timeline.unrecorded), so its verdict here would measure an importer's default
     unmeasured: tuple[tuple[str, str], ...] = ()
     # (agent, tool calls it made) in first-call order, where the recorder names agents
     agents: tuple[tuple[str, int], ...] = ()
@@ -197,31 +202,23 @@ def comparable_differences(
     )
 
 
-def _recorded_trace(grade: Mapping[str, Any] | None) -> dict[str, bool | None]:
-    """Recorded constraint verdicts by id; None where the live run itself was undecided."""
-    out: dict[str, bool | None] = {}
-    for row in (grade or {}).get("trace_check_results") or ():
-        if isinstance(row, Mapping) and isinstance(row.get("id"), str):
-            out[row["id"]] = None if row.get("undecided") else bool(row.get("passed"))
-    return out
-
-
 def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRetrace:
     """Re-derive one trial's grade from its events and compare it to the recorded grade."""
     trial = trial_inputs(events)
+    read = trial.grade_read
     reg = trial.registered
     base = dict(
         trial=reg.stream,
         task_id=reg.task_id,
         corpus=reg.corpus,
         record_view=reg.record_view,
-        recorded_binary_pass=(trial.recorded_grade or {}).get("binary_pass"),
+        recorded_binary_pass=None if read is None else read.binary_pass,
     )
     recorded_cfg, problem = _recorded_config(reg.grading)
     effective = _effective_config(recorded_cfg, override)
     if effective is None:
         return TrialRetrace(
-            status="not_rechecked",
+            status=RetraceStatus.NOT_RECHECKED,
             reason=problem or f"{reg.stream}: no grading snapshot recorded; pass --grading FILE",
             regex_refused=bool(problem and ("regex" in problem or "re2" in problem)),
             **base,
@@ -232,7 +229,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     except TimelineInconsistencyError as exc:
         return TrialRetrace(
-            status="not_rechecked",
+            status=RetraceStatus.NOT_RECHECKED,
             reason=f"inconsistent views at {exc.where} (call id {exc.call_id!r}): {exc}",
             **base,
         )
@@ -246,7 +243,7 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
     observations: tuple[ConstraintObservation, ...] = ()
     if trace is not None:
         replayed.update(trace.to_grade_dict())
-        recorded_verdicts = _recorded_trace(trial.recorded_grade)
+        recorded_verdicts = {} if read is None else read.trace_check_results
         observations = tuple(
             ConstraintObservation(
                 reg.task_id, r.id, r.passed, r.undecided, recorded_verdicts.get(r.id)
@@ -255,19 +252,21 @@ def retrace_trial(events: Sequence[StoredEvent], override: Override) -> TrialRet
         )
     unmeasured = _unmeasured(block, reg.payload)
     observations = tuple(o for o in observations if o.constraint_id not in dict(unmeasured))
-    if trial.recorded_grade is None:
+    if read is None:
         # "a trial is worth re-checking whether or not it was graded": the replayed grade
         # and verdicts are the result; there is nothing recorded to agree with
         diffs: tuple[Difference, ...] = ()
-        status, reason = "ungraded", "no recorded grade: replayed only, nothing to compare"
+        status = RetraceStatus.UNGRADED
+        reason = "no recorded grade: replayed only, nothing to compare"
     else:
         replaced = replaced_blocks(recorded_cfg, effective)
         diffs = comparable_differences(
-            compare_grades(recorded_grade(trial.recorded_grade), grade),
+            compare_grades(recorded_grade(read), grade),
             replaced,
             grade.not_measured,
         )
-        status, reason = ("disagreed" if diffs else "agreed"), None
+        status = RetraceStatus.DISAGREED if diffs else RetraceStatus.AGREED
+        reason = None
     return TrialRetrace(
         status=status,
         reason=reason,
@@ -377,7 +376,7 @@ def unreadable_bundle(source: str, reason: str) -> TrialRetrace:
         trial=source,
         task_id="",
         corpus="",
-        status="not_rechecked",
+        status=RetraceStatus.NOT_RECHECKED,
         reason=f"unreadable bundle: {reason}",
         readable=False,
         predates_call_ids=bool(_MISSING_CALL_ID.search(reason)),

@@ -1,7 +1,7 @@
 """Key accounting: which populated scored key each replayed grade evaluated or skipped
 (GRADING.md § Substrate Parity, "The runtime ledger"). Every evaluator records the keys it
 accounted for (:func:`evaluated`, :func:`skipped`); what a leftover key does to the grade is
-:func:`replay.grade.account`'s. Pure: no I/O.
+:func:`replay.grading.grade.account`'s. Pure: no I/O.
 """
 
 from __future__ import annotations

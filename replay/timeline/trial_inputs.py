@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.grading.recorded_grade import RecordedGradeRead, read_recorded_grade, recorded_grade_of
 from schemas.canonical import parse_json
 from schemas.envelope import StoredEvent
 from schemas.errors import LedgerError
@@ -71,6 +72,11 @@ class TrialInputs:
     @property
     def stream(self) -> str:
         return self.registered.stream
+
+    @property
+    def grade_read(self) -> RecordedGradeRead | None:
+        """The recorded grade, read by the one parser (None: the trial records none)."""
+        return None if self.recorded_grade is None else read_recorded_grade(self.recorded_grade)
 
     @property
     def timeline_messages(self) -> tuple[Message, ...]:
@@ -147,7 +153,7 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
     executed: list[tuple[int, Message]] = []
     ended: Mapping[str, Any] | None = None
     states: dict[str, Any] = {}
-    grade: Mapping[str, Any] | None = None
+    grades: list[Mapping[str, Any]] = []  # grade.recorded payloads, in stream order
     tl_version: str | None = None
     inconsistency: Mapping[str, Any] | None = None
     for ev in ordered:
@@ -171,7 +177,7 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
         elif t == "state.recorded":
             states[p["which"]] = p["state"]
         elif t == "grade.recorded":
-            grade = p["grade"]
+            grades.append(p)
         elif t == "timeline.event":
             tl_version = p["timeline_version"]
             if p.get("inconsistency") is not None:
@@ -194,7 +200,7 @@ def trial_inputs(events: Sequence[StoredEvent]) -> TrialInputs:
         grading_error=ended.get("grading_error") if ended else None,
         ended=ended is not None,
         states=states,
-        recorded_grade=grade,
+        recorded_grade=recorded_grade_of(grades),
         timeline_version=tl_version,
         timeline_inconsistency=inconsistency,
         agent_messages=tuple(m for _, m in sorted(executed, key=lambda im: im[0]))

@@ -1,4 +1,4 @@
-"""The GVC derivation's input (``replay.verdict``): a conformance case, or a ``unit/<id>``
+"""The GVC derivation's input (``replay.verdicts.derive``): a conformance case, or a ``unit/<id>``
 stream's evidence events checked and assembled into ``UnitEvidence`` (spec § 4, § 8)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from replay.verdict import Admission, Oracle, UnitEvidence, derive
+from replay.verdicts.derive import Admission, Oracle, UnitEvidence, derive
 from schemas.errors import LedgerError
 from schemas.gvc import CaseInput, Ladder
 from schemas.verdict_events import OracleDeclared, OracleRan, WorkProduced

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replay.accounting import KeyRecord
+from replay.grading.accounting import KeyRecord
 from schemas.grading import COMPONENT_SECTIONS
 
 COMPONENTS: tuple[str, ...] = COMPONENT_SECTIONS
@@ -25,7 +25,7 @@ class ComponentResult:
     reasons: tuple[str, ...] = ()
     not_measured: str | None = None
     gate_failed: bool = False
-    # the populated scored keys this evaluation accounts for (replay/accounting.py)
+    # the populated scored keys this evaluation accounts for (replay/grading/accounting.py)
     accounted: tuple[KeyRecord, ...] = ()
 
     def __post_init__(self) -> None:

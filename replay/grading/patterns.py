@@ -97,17 +97,27 @@ def _regex_flags(flags: int) -> int:
     return out
 
 
-def compile_pattern(pattern: str, engine: str) -> Any:
-    """A trace-check pattern under its engine; raises ValueError naming the engine's complaint."""
+# Distinct (pattern, engine, case) compiled at once: a corpus declares a few dozen; the bound
+# keeps a stream of recorded snapshots, each with its own patterns, from growing it forever.
+COMPILED_CACHE = 4096
+
+
+@lru_cache(maxsize=COMPILED_CACHE)
+def compile_regex(pattern: str, engine: str, ignore_case: bool = False) -> Any:
+    """The one compiler of a grading pattern under its declared engine (trace checks, and
+    transcript rules case-insensitively), cached: ``linear`` is RE2 (linear time, cannot
+    hang), ``backtracking`` a :class:`BoundedPattern` (every match time-bounded). Raises
+    ValueError naming the engine's complaint."""
     if engine == "backtracking":
-        try:  # every match time-bounded: a recorded snapshot's pattern must not hang retrace
-            return compile_backtracking(pattern)
+        try:  # a recorded snapshot's pattern must not hang retrace
+            return compile_backtracking(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:
             raise ValueError(str(exc)) from exc
-    import re2
+    import re2  # noqa: PLC0415 - google-re2 loads with the first linear pattern
 
     options = re2.Options()
-    options.log_errors = False
+    options.log_errors = False  # the complaint is raised, not also printed by RE2
+    options.case_sensitive = not ignore_case
     try:
         return re2.compile(pattern, options=options)
     except re2.error as exc:
@@ -115,15 +125,3 @@ def compile_pattern(pattern: str, engine: str) -> Any:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise ValueError(str(detail)) from exc
-
-
-@lru_cache(maxsize=4096)
-def compile_rule_regex(pattern: str, engine: str) -> Any:
-    """Compile a phrase-rule regex case-insensitively under the declared engine."""
-    if engine == "backtracking":  # every match time-bounded
-        return compile_backtracking(pattern, re.IGNORECASE)
-    import re2  # google-re2: linear time, so a pattern cannot hang the grader
-
-    options = re2.Options()
-    options.case_sensitive = False
-    return re2.compile(pattern, options)

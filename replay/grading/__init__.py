@@ -1,0 +1,1 @@
+"""Grading a trial and retracing a corpus (GRADING.md): components, combine, grade, accounting."""

@@ -1,0 +1,1 @@
+"""verdict-core run directories: attempts, run receipts, their verification, curation."""

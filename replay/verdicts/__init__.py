@@ -1,0 +1,1 @@
+"""Graded Verdict Custody: a unit's evidence and its derived grade."""
