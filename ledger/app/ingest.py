@@ -50,11 +50,11 @@ from ledger.app.ingest_read import (
 )  # fmt: skip
 from ledger.app.ingest_spool import (
     IngestInterrupted,
-    Sized,
+    Row,
     append_in_batches,
     park_bytes,
     park_value,
-    sized,
+    rows_of,
     spool,
     unpark,
     unpark_new,
@@ -247,7 +247,7 @@ def run(
         groups = job.compare(_existing_ids(ledger, list(job.planned)))
         if not job.planned and not job.skips and not job.paths:
             raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
-        first, last = append_in_batches(ledger, groups + [sized(job.skips)])
+        first, last = append_in_batches(ledger, groups + [rows_of(job.skips)])
         return job.result(first, last)
 
 
@@ -363,7 +363,7 @@ class _Ingest:
             )
         return None
 
-    def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[Iterable[Sized]]:
+    def compare(self, existing: dict[str, list[tuple[str, str]]]) -> list[Iterable[Row]]:
         """Count each planned stream as new, present or changed; what to append, in order.
 
         A stream's events are read back from the spool only to append them (lazily, as the
@@ -378,7 +378,7 @@ class _Ingest:
                 if extra:
                     parked = {e.event_id for e in unpark(self.file, p.offset)[1]}
                     added = [e for i, e in extra.items() if i not in parked]
-                    groups.append(sized(added))
+                    groups.append(rows_of(added))
                     self.counts["events_new"] += len(added)
                 if self.on_derived is not None and p.derived is not None:
                     self.on_derived(stream, unpark_value(self.file, p.derived))
@@ -408,7 +408,7 @@ class _Ingest:
             if additive:  # content-identified events (re-scores) join the old ones
                 present = {e for e, _ in held}
                 added = [e for e in additive if e.event_id not in present]
-                groups.append(sized(added))
+                groups.append(rows_of(added))
                 self.counts["events_new"] += len(added)
                 self.counts["events_present"] += len(additive) - len(added)
         return groups

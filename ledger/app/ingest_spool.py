@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from ledger.errors import LedgerError
-from ledger.sources.plan import PlannedEvent, new_event
+from ledger.log.batch import Batch, checked_batch, prepare_batch, prepare_decoded
+from ledger.sources.plan import PlannedEvent
+from schemas.canonical import parse_json
 from schemas.envelope import NewEvent
 
 # payload bytes per append: large enough that commits (each one fsync) stay few, small
@@ -28,6 +30,10 @@ BATCH_BYTES = 4 << 20
 _FIELDS = [f.name for f in dataclasses.fields(PlannedEvent)]
 _ROW = operator.attrgetter(*_FIELDS)
 _BODY = _FIELDS.index("body")
+# An event on its way to the store: PlannedEvent's fields, in order, its body the payload
+# as the store's preparation gives it (:func:`prepared_rows`).
+Row = tuple[Any, ...]
+_BODY_OF = operator.itemgetter(_BODY)
 
 
 class IngestInterrupted(LedgerError):
@@ -52,6 +58,29 @@ def parked(*groups: Sequence[PlannedEvent]) -> bytes:
     """``groups`` as the spool stores them (made where an input is read, a worker process
     included). Plain tuples: pickling those is several times faster than the dataclass."""
     return pickle.dumps([list(map(_ROW, g)) for g in groups], protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def prepared_rows(events: Sequence[PlannedEvent]) -> list[Row]:
+    """``events`` as :data:`Row` s, each first prepared by the store's own rule
+    (:func:`~ledger.log.batch.prepare_decoded`: payload validated, canonical bytes) where
+    the events were made — a reading worker — and its body replaced by the payload bytes
+    that rule gives, so the writer appends them as they are
+    (:func:`~ledger.log.batch.checked_batch`): byte for byte what preparing them in the
+    writer would store. Raises :class:`~ledger.errors.InvalidEvent` (index into ``events``)."""
+    if not events:
+        return []
+    cols = {f: list(map(operator.attrgetter(f), events)) for f in _FIELDS}
+    batch = prepare_decoded(
+        cols["stream"], cols["type"], cols["schema_version"], cols["event_id"],
+        list(map(parse_json, cols["body"])), cols["expected_version"],
+    )  # fmt: skip
+    cols["body"] = batch.payloads.to_list()
+    return list(zip(*(cols[f] for f in _FIELDS), strict=True))
+
+
+def parked_rows(*groups: Sequence[Row]) -> bytes:
+    """:func:`parked` of groups already as rows (:func:`prepared_rows`)."""
+    return pickle.dumps([list(g) for g in groups], protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def park(file: IO[bytes], *groups: Sequence[PlannedEvent]) -> int:
@@ -85,12 +114,11 @@ def unpark(file: IO[bytes], offset: int) -> list[list[PlannedEvent]]:
     return [[PlannedEvent(*r) for r in g] for g in _rows(file, offset)]
 
 
-def unpark_new(file: IO[bytes], offset: int) -> Iterator[Sized]:
-    """Every parked event at ``offset`` as the store takes it (see :data:`Sized`), with no
-    PlannedEvent in between: a frozen dataclass each is a measured 2 % of an ingest."""
+def unpark_new(file: IO[bytes], offset: int) -> Iterator[Row]:
+    """Every parked event at ``offset`` as its :data:`Row`, with no PlannedEvent in
+    between: a frozen dataclass each is a measured 2 % of an ingest."""
     for g in _rows(file, offset):
-        for row in g:  # PlannedEvent's fields, in order (park's _ROW)
-            yield len(row[_BODY]), new_event(*row)
+        yield from g
 
 
 def _rows(file: IO[bytes], offset: int) -> list[list[tuple[Any, ...]]]:
@@ -98,30 +126,40 @@ def _rows(file: IO[bytes], offset: int) -> list[list[tuple[Any, ...]]]:
     return pickle.load(file)  # noqa: S301 - written by park
 
 
-# An event on its way to the store and the bytes of its canonical payload (0 when not known:
-# ingest's own skip events), which is what batches are measured in.
-Sized = tuple[int, NewEvent]
-
-
-def sized(events: Iterable[PlannedEvent | NewEvent]) -> Iterator[Sized]:
+def rows_of(events: Iterable[PlannedEvent | NewEvent]) -> Iterator[Row]:
+    """Planned events read back from the spool (prepared where they were read), or events
+    made here (ingest's own skip events), prepared here."""
     for e in events:
-        yield (len(e.body), e.new_event()) if isinstance(e, PlannedEvent) else (0, e)
+        if isinstance(e, NewEvent):
+            one = prepare_batch([e])
+            body = one.payloads.to_list()[0]
+            e = PlannedEvent(e.stream, e.type, one.event_ids[0], body, e.expected_version, e.schema_version)  # fmt: skip
+        yield _ROW(e)
+
+
+def rows_batch(batch: Sequence[Row]) -> Batch:
+    """The store's batch of :data:`Row` s, their payloads taken as already prepared."""
+    c = dict(zip(_FIELDS, zip(*batch, strict=True), strict=True))
+    return checked_batch(
+        c["stream"], c["type"], c["schema_version"], c["event_id"], c["body"],
+        c["expected_version"],
+    )  # fmt: skip
 
 
 def append_in_batches(
-    ledger: Any, groups: Iterable[Iterable[Sized]]
+    ledger: Any, groups: Iterable[Iterable[Row]]
 ) -> tuple[int | None, int | None]:
     """Append ``groups`` in order, each group whole in one batch (a crash between batches
     leaves whole streams); returns the first and last seq appended (None when none)."""
     first: int | None = None
     last: int | None = None
-    batch: list[NewEvent] = []
+    batch: list[Row] = []
     size = 0
 
     def flush() -> None:
         nonlocal first, last, size
         try:
-            result = ledger.append(batch)
+            result = ledger.append(rows_batch(batch))
         except LedgerError as exc:
             if first is None or last is None:
                 raise  # nothing committed yet: the ledger is unchanged
@@ -135,9 +173,9 @@ def append_in_batches(
     for group in groups:
         if batch and size >= BATCH_BYTES:
             flush()
-        for n, e in group:
-            size += n
-            batch.append(e)
+        taken = list(group)
+        size += sum(map(len, map(_BODY_OF, taken)))  # payload bytes, counted in C
+        batch += taken
     if batch:
         flush()
     return first, last

@@ -13,7 +13,7 @@ import hashlib
 import math
 import operator
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ledger.errors import EventIdConflict, InvalidEvent, StreamVersionConflict
 from ledger.log import fast
-from schemas.canonical import canonical_json
+from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
 from schemas.events import EXT_PREFIX, PAYLOAD_MODELS, PayloadError, validate_payload
 from schemas.payload_check import payload_checker
@@ -148,41 +148,97 @@ def prepare_batch(events: Iterable[NewEvent]) -> Batch:
     evs = list(events)
     if set(map(type, evs)) - {NewEvent}:
         return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
-    streams = list(map(_STREAM, evs))
-    types = list(map(_TYPE, evs))
-    svs = list(map(_SCHEMA_VERSION, evs))
-    expected = list(map(_EXPECTED, evs))
-    objs = list(map(_PAYLOAD, evs))
-    # whole-column checks run in C (map, set, min/max), not a Python frame per event
-    ok = (
-        set(map(type, streams)) == {str}
-        and all(streams)
-        and set(map(type, types)) == {str}
-        and all(types)
-        and set(map(type, svs)) == {int}
-        and min(svs) >= 0
-        and max(svs) < 65536
-        and _expected_forms_ok(expected)
-        and _payloads_valid(types, objs)
-    )
-    if not ok:
-        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    cols = [list(map(get, evs)) for get in _COLUMNS]
+    done = _prepare_columns(*cols)
+    return done if done is not None else Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+
+
+def prepare_decoded(
+    streams: list[str],
+    types: list[str],
+    schema_versions: list[int],
+    event_ids: list[str | None],
+    payloads: list[Any],
+    expected: list[int | str],
+) -> Batch:
+    """:func:`prepare_batch` of the events these columns hold, every payload decoded from
+    JSON text by ``schemas.canonical.parse_json`` (orjson), which refuses NaN and
+    Infinity: no float in them can be non-finite, so the walk looking for one (most of
+    preparing such payloads, measured) is skipped, and no event object is built."""
+    cols = [streams, types, schema_versions, event_ids, payloads, expected]
+    done = _prepare_columns(*cols, decoded=True)
+    if done is not None:
+        return done
+    return prepare_batch(NewEvent(s, t, p, i, v, e) for s, t, v, i, p, e in zip(*cols, strict=True))
+
+
+def _prepare_columns(
+    streams: list[Any],
+    types: list[Any],
+    svs: list[Any],
+    ids: list[Any],
+    objs: list[Any],
+    expected: list[Any],
+    *,
+    decoded: bool = False,
+) -> Batch | None:
+    """The batch, or None when an event is refused (:func:`prepare_event` names it)."""
+    if not (_envelopes_ok(streams, types, svs, expected) and _payloads_valid(types, objs)):
+        return None
     encoded = fast.encode_payloads(objs)
-    if encoded is None:  # a value JSON cannot carry: prepare_event names it
-        return Batch.of([prepare_event(i, e) for i, e in enumerate(evs)])
+    if encoded is None:  # a value JSON cannot carry
+        return None
     payloads, with_null = encoded
-    for i in with_null:  # orjson writes NaN/Infinity as null: find them
-        if _has_non_finite(objs[i]):
-            prepare_event(i, evs[i])  # raises the precise InvalidEvent
-    ids = list(map(_EVENT_ID, evs))
+    # orjson writes NaN/Infinity as null: look for them where one may hide
+    if not decoded and any(_has_non_finite(objs[i]) for i in with_null):
+        return None
     if set(map(type, ids)) != {str} or not all(ids):
+        ids = list(ids)
         raw = payloads.to_list() if None in ids else []  # one conversion, not one per id
         for i, x in enumerate(ids):
             if x is None:
                 ids[i] = derive_event_id(streams[i], types[i], svs[i], raw[i])
             elif type(x) is not str or not x:
-                prepare_event(i, evs[i])  # raises the precise InvalidEvent
+                return None
     return Batch(streams, types, svs, ids, payloads, expected)
+
+
+def as_batch(events: Iterable[NewEvent] | Batch) -> Batch:
+    """What an append takes: offered events prepared here, or a :class:`Batch` that
+    :func:`prepare_batch` (or :func:`checked_batch`) already made."""
+    return events if isinstance(events, Batch) else prepare_batch(events)
+
+
+def checked_batch(
+    streams: Sequence[str],
+    types: Sequence[str],
+    schema_versions: Sequence[int],
+    event_ids: Sequence[str],
+    payloads: Sequence[bytes],
+    expected: Sequence[int | str],
+) -> Batch:
+    """A :class:`Batch` of events whose payloads :func:`prepare_batch` already validated
+    and canonicalised elsewhere (ingest's reading workers, where the events are made), so
+    the writer does not decode, check and re-encode each payload again. Checked here only
+    where that is cheap — the envelope columns, whole-column in C, and the payloads being
+    bytes; if any of that fails the events are prepared from scratch by
+    :func:`prepare_batch`, which words the error exactly as an append of them does."""
+    if (
+        _envelopes_ok(streams, types, schema_versions, expected)
+        and set(map(type, event_ids)) == {str}
+        and all(event_ids)
+        and set(map(type, payloads)) == {bytes}
+    ):
+        return Batch(
+            list(streams), list(types), list(schema_versions), list(event_ids),
+            fast.Binary.of(payloads), list(expected),
+        )  # fmt: skip
+    return prepare_batch(
+        NewEvent(s, t, parse_json(p) if isinstance(p, bytes) else p, i, v, e)
+        for s, t, v, i, p, e in zip(
+            streams, types, schema_versions, event_ids, payloads, expected, strict=True
+        )
+    )
 
 
 def prepare_part(events: Iterable[NewEvent], offset: int) -> Batch:
@@ -214,6 +270,25 @@ _SCHEMA_VERSION = operator.attrgetter("schema_version")
 _EXPECTED = operator.attrgetter("expected_version")
 _PAYLOAD = operator.attrgetter("payload")
 _EVENT_ID = operator.attrgetter("event_id")
+# a NewEvent's fields in the order _prepare_columns takes them
+_COLUMNS = (_STREAM, _TYPE, _SCHEMA_VERSION, _EVENT_ID, _PAYLOAD, _EXPECTED)
+
+
+def _envelopes_ok(
+    streams: list[Any], types: list[Any], svs: list[Any], expected: list[Any]
+) -> bool:
+    """Every event's stream, type, schema_version and expected_version well formed, checked
+    as whole columns in C (map, set, min/max), not a Python frame per event."""
+    return (
+        set(map(type, streams)) == {str}
+        and all(streams)
+        and set(map(type, types)) == {str}
+        and all(types)
+        and set(map(type, svs)) == {int}
+        and min(svs) >= 0
+        and max(svs) < 65536
+        and _expected_forms_ok(expected)
+    )
 
 
 def _expected_forms_ok(expected: list[Any]) -> bool:

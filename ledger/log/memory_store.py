@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.log import checkpoints, merkle
-from ledger.log.batch import AppendResult, Prepared, check_expected, dedupe, prepare_batch
+from ledger.log.batch import AppendResult, Batch, Prepared, as_batch, check_expected, dedupe
 from ledger.log.note import Checkpoint, Signer
 from schemas.envelope import NewEvent, StoredEvent, envelope_bytes
 
@@ -48,8 +48,8 @@ class MemoryLedger(merkle.TreeReads):
 
     # appending
 
-    def append(self, events: Iterable[NewEvent]) -> AppendResult:
-        batch = prepare_batch(events).rows()
+    def append(self, events: Iterable[NewEvent] | Batch) -> AppendResult:
+        batch = as_batch(events).rows()
         if not batch:
             return AppendResult(None, None, 0, (), ())
         with self._lock:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # types only: this module imports nothing of the log at runtime
     import pyarrow as pa
 
+    from ledger.log.batch import Batch
     from schemas.envelope import NewEvent, StoredEvent
 
 
@@ -30,7 +31,7 @@ class Store(Protocol):
     path: Path
 
     def close(self) -> None: ...
-    def append(self, events: Iterable[NewEvent]) -> Any: ...
+    def append(self, events: Iterable[NewEvent] | Batch) -> Any: ...
     def size(self) -> int: ...
     def streams(self, prefix: str | None = None) -> list[str]: ...
     def read(

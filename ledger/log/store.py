@@ -30,10 +30,10 @@ from ledger.log import rows as log_rows
 from ledger.log.batch import (
     AppendResult,
     Batch,
+    as_batch,
     check_expected,
     dedupe,
     joined_result,
-    prepare_batch,
     prepare_part,
 )
 from ledger.log.connection import first_row, locked, transaction
@@ -248,9 +248,10 @@ class Ledger(RawReads, merkle.TreeReads):
         fix = apply and plan.interrupted and not plan.conflicts
         return plan, segments.apply_seal(Sealing(self), plan) if fix else []
 
-    def append(self, events: Iterable[NewEvent]) -> AppendResult:
-        """Append ``events`` as one atomic, durable batch (see the module docstring)."""
-        prepared = prepare_batch(events)
+    def append(self, events: Iterable[NewEvent] | Batch) -> AppendResult:
+        """Append ``events`` as one atomic, durable batch (see the module docstring); a
+        :class:`Batch` is taken as already prepared (:func:`~ledger.log.batch.as_batch`)."""
+        prepared = as_batch(events)
         if not len(prepared):
             return AppendResult(None, None, 0, (), ())
         with self._lock:
@@ -334,8 +335,9 @@ class Ledger(RawReads, merkle.TreeReads):
             held: dict[str, int | None] = versions  # type: ignore[assignment]
             if before is not None:  # a stream's first part records its version before
                 held = {t: before.setdefault(t, versions.get(t)) for t in streams}
-            if set(new.expected) != {"any"}:
-                for stream, expected in zip(new.streams, new.expected, strict=True):
+            if set(new.expected) != {"any"}:  # "any" always holds: only the others are checked
+                pairs = zip(new.streams, new.expected, strict=True)
+                for stream, expected in [(s, e) for s, e in pairs if e != "any"]:
                     check_expected(stream, expected, held.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(layout.TRIAL_PREFIX)])
             self._insert(new, size, frontier, versions, now)  # frontier is now the new one
