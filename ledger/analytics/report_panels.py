@@ -201,16 +201,14 @@ DISAGREEMENT_SQL = (
     # per replay: trials retrace judged disagreed, and per component the trials whose
     # replayed component score differs from the recorded one (both scored: a component
     # not measured offline is no disagreement, as in retrace)
-    "WITH rec AS (SELECT trial, component, score FROM components WHERE source = 'recorded' "
-    "AND score IS NOT NULL QUALIFY row_number() OVER (PARTITION BY trial, component "
-    "ORDER BY grade_seq DESC) = 1), "
+    "WITH rg AS MATERIALIZED (SELECT seq, trial, score, binary_pass FROM _recorded_grade), "
+    "rec AS (SELECT c.trial, c.component, c.score FROM components c JOIN rg "
+    "ON c.grade_seq = rg.seq WHERE c.score IS NOT NULL), "
     "per_comp AS (SELECT c.replay_id, c.component, count(*) FILTER (WHERE "
     "abs(c.score - rec.score) > 1e-9) AS n FROM components c JOIN rec USING (trial, component) "
     "WHERE c.source = 'replayed' AND c.score IS NOT NULL AND coalesce(c.status, 'scored') = "
     "'scored' GROUP BY ALL), "
     # retrace's own per-trial status when the replay carries it; else verdict or score
-    "rg AS (SELECT trial, score, binary_pass FROM grades WHERE source = 'recorded' "
-    "QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1), "
     "per_replay AS (SELECT g.replay_id, min(g.seq) AS first_seq, count(*) AS trials, "
     f"count(*) FILTER (WHERE g.replay_status = '{RetraceStatus.DISAGREED}' OR "
     "(g.replay_status IS NULL AND "

@@ -21,13 +21,14 @@ from ledger.analytics.view_kit import sql_str
 TRIAL_PAGES = 60  # sections written; each is small, but 5,000 of them would not be
 EVENT_TEXT = 160  # characters of a message or result shown per timeline row
 
-LATEST = (
+LATEST_REPLAY = (
     "SELECT trial, seq, score, binary_pass, replay_status, replay_id FROM grades "
-    "WHERE source = '{source}' QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1"
+    "WHERE source = 'replayed' QUALIFY row_number() OVER (PARTITION BY trial ORDER BY seq DESC) = 1"
 )
 # Disagreements first, then trials that fail either side, then the rest, by name.
 TRIALS_SQL = (
-    f"WITH rec AS ({LATEST.format(source='recorded')}), rep AS ({LATEST.format(source='replayed')}) "
+    "WITH rec AS (SELECT trial, seq, score, binary_pass FROM _recorded_grade), "
+    f"rep AS ({LATEST_REPLAY}) "
     "SELECT t.trial, t.task_id, coalesce(t.agent_model, '(unknown)') AS model, "
     "rec.seq AS rec_seq, rec.score AS rec_score, rec.binary_pass AS rec_pass, "
     "rep.seq AS rep_seq, rep.score AS rep_score, rep.binary_pass AS rep_pass, "

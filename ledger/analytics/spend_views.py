@@ -11,16 +11,22 @@ changes on its own.
 
 from __future__ import annotations
 
-from ledger.analytics.view_kit import View
+from ledger.analytics.view_kit import View, recorded_grade_of
 
 
 def _latest(type_: str) -> str:
-    """The latest event of ``type_`` per trial (a re-scored inspect log appends a newer
-    grade.recorded; the latest is the recorded grade, as replay reads it)."""
+    """The latest event of ``type_`` per trial stream."""
     return (
         f"SELECT stream, body FROM _ev WHERE type = '{type_}' "
         "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
     )
+
+
+# The recorded grade that counts per trial (a re-scored inspect log appends a newer one)
+RECORDED_GRADE = (
+    f"SELECT stream, {recorded_grade_of('body')} AS body FROM _ev "
+    "WHERE type = 'grade.recorded' GROUP BY stream"
+)
 
 
 def _num(body: str, path: str, kind: str = "BIGINT") -> str:
@@ -44,7 +50,7 @@ USAGE_SQL = (
     f"{_num('g.body', '$.grade.judge_usage.prompt_tokens')} AS judge_prompt_tokens, "
     f"{_num('g.body', '$.grade.judge_usage.completion_tokens')} AS judge_completion_tokens, "
     f"{_num('g.body', '$.grade.judge_usage.cost_usd', 'DOUBLE')} AS judge_cost_usd "
-    f"FROM ({_latest('trial.registered')}) r LEFT JOIN ({_latest('grade.recorded')}) g USING (stream)"
+    f"FROM ({_latest('trial.registered')}) r LEFT JOIN ({RECORDED_GRADE}) g USING (stream)"
 )
 
 SPEND_SQL = (

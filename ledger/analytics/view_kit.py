@@ -73,6 +73,15 @@ def written_by_projection() -> str:
     )
 
 
+def recorded_grade_of(value: str) -> str:
+    """Which recorded grade of a trial counts, in SQL: its latest ``grade.recorded`` by seq
+    (a later one re-grades and supersedes), as ``replay.grading.recorded_grade.recorded_grade_of``.
+    An aggregate over rows carrying ``type`` and ``seq`` (``_ev``, ``_grade_head``), grouped
+    by trial: ``value`` of that grade, NULL when the trial records none. Its one SQL
+    declaration; ``tests/test_recorded_grade_sql.py`` fails on a second."""
+    return f"arg_max({value}, seq) FILTER (WHERE type = 'grade.recorded')"
+
+
 def typed_view(type_: str, out: Sequence[str], *, where: str = "", extra_json: bool = False) -> str:
     """A view over one event type: the string fields (and JSON fields) extracted in one pass."""
     sv, scols = fields(type_)

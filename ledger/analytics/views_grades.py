@@ -6,7 +6,14 @@ scalars from PATHS["grade.head"], nested lists through the shapes below
 
 from __future__ import annotations
 
-from ledger.analytics.view_kit import View, fields, internal, json_transform, written_by_projection
+from ledger.analytics.view_kit import (
+    View,
+    fields,
+    internal,
+    json_transform,
+    recorded_grade_of,
+    written_by_projection,
+)
 
 CRITERION_SHAPE: dict[str, str] = {
     "id": "VARCHAR",
@@ -66,9 +73,9 @@ def grade_head() -> View:
     sv, gh = fields("grade.head")
     return internal(
         "_grade_head",
-        "SELECT u.seq, u.recorded_at, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
+        "SELECT u.seq, u.recorded_at, u.type, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
         "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
-        "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, body, "
+        "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, type, body, "
         "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
         f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
         f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
@@ -114,6 +121,9 @@ def grades() -> View:
     )
 
 
+REC_FIELDS = "{'seq': seq, 'score': score, 'binary_pass': binary_pass}"
+
+
 def current() -> View:
     # One pass over the grades: the pick is the latest replay, else the latest
     # recorded grade (a replay never shadows history; it is just preferred here).
@@ -124,9 +134,18 @@ def current() -> View:
         "'projection_version': projection_version, 'score': score, "
         "'binary_pass': binary_pass, 'recorded_at': recorded_at}, "
         f"{CURRENT_ORDER}) AS cur, "
-        "arg_max({'score': score, 'binary_pass': binary_pass}, seq) "
-        "FILTER (WHERE source = 'recorded') AS rec, "
+        f"{recorded_grade_of(REC_FIELDS)} AS rec, "
         "count(*) FILTER (WHERE source = 'replayed') AS replays FROM _grade_head GROUP BY trial",
+    )
+
+
+def recorded_grade() -> View:
+    # Each trial's recorded grade that counts (view_kit.recorded_grade_of), from _current's
+    # one pass: what the report reads where it compares a replay with the recorded grade.
+    return internal(
+        "_recorded_grade",
+        "SELECT trial, task_id, rec.seq AS seq, rec.score AS score, "
+        "rec.binary_pass AS binary_pass FROM _current WHERE rec IS NOT NULL",
     )
 
 
@@ -305,6 +324,7 @@ VIEWS: tuple[View, ...] = (
     grade_head(),
     grades(),
     current(),
+    recorded_grade(),
     current_grades(),
     components(),
     criteria(),

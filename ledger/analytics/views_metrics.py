@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger.analytics.view_kit import View, internal, json_transform, sql_str
+from ledger.analytics.view_kit import View, internal, json_transform, recorded_grade_of, sql_str
 from ledger.analytics.views_grades import CRITERIA_T, CURRENT_ORDER, TRACE_T, VERDICT
 from replay.grading.outcomes import TrialOutcomeClass
 from schemas.key_manifest import MANIFEST
@@ -88,9 +88,9 @@ def agreement() -> View:
     # recorded); a trial counts for a pair when both are decided.
     return View(
         "agreement",
-        "WITH h AS MATERIALIZED (SELECT seq, trial, task_id, source FROM _grade_head), "
+        "WITH h AS MATERIALIZED (SELECT seq, trial, task_id, type, source FROM _grade_head), "
         "pick AS (SELECT trial, any_value(task_id) AS task_id, "
-        "max(seq) FILTER (WHERE source = 'recorded') AS rec_seq, "
+        f"{recorded_grade_of('seq')} AS rec_seq, "
         f"arg_max(seq, {CURRENT_ORDER}) AS cur_seq "
         "FROM h GROUP BY trial), "
         "b AS MATERIALIZED (SELECT seq, body FROM _ev WHERE type IN "
