@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ledger.analytics
+from ledger.analytics import sql as analytics
+from ledger.analytics.report_panels import DISAGREEMENT_SQL
+from ledger.analytics.report_trials import TRIALS_SQL
 from ledger.analytics.view_kit import recorded_grade_of
+from tests.analytics_fixtures import (
+    check,
+    recorded_grade,
+    replay_events,
+    replayed_grade,
+    trial_events,
+    trial_stream,
+    write_ledger,
+)
 
 ANALYTICS = Path(ledger.analytics.__file__).parent
 DECLARED_IN = "view_kit.py"
@@ -79,3 +92,35 @@ def test_a_planted_copy_in_any_module_is_caught(where: str) -> None:
         middle = len(text) // 2
         planted = text[:middle] + "\n" + PLANTED[where] + "\n" + text[middle:]
         assert picks_latest_recorded(planted), f"{where} copy planted in {path.name} not caught"
+
+
+def test_every_view_reads_the_latest_recorded_grade(tmp_path: Path) -> None:
+    """A trial re-graded after a replay: each view and report query comparing with the
+    recorded grade reads the re-grade, never the first grade."""
+    s = trial_stream("c", "t", 0)
+    first = recorded_grade(0.2, False, criteria=[("c1", False, 0.0)], judge=0.5)
+    first["judge_usage"] = {"cost_usd": 0.1}
+    regrade = recorded_grade(0.9, True, criteria=[("c1", True, 1.0)])
+    regrade["components"]["llm_judge"] = None  # the re-grade leaves the judge unscored
+    regrade["judge_usage"] = {"cost_usd": 0.4}
+    ev = trial_events("c", "t", 0, grade=first)
+    ev += replay_events("r1", {s: replayed_grade(0.2, False, checks=[check("k", "pass")])},
+                        task_of={s: "t"})  # fmt: skip
+    ev.append((s, "grade.recorded", {"source": "grade.yaml", "grade": regrade}))
+    lg = write_ledger(tmp_path / "lg", ev)
+
+    def rows(sql: str) -> list[dict[str, Any]]:
+        return analytics.query(lg, sql).to_pylist()
+
+    (cur,) = rows("SELECT recorded_score, recorded_binary_pass FROM current_grades")
+    assert cur == {"recorded_score": 0.9, "recorded_binary_pass": True}
+    (agree,) = rows("SELECT met_passed, not_met_passed FROM agreement WHERE task_id = '*'")
+    assert agree == {"met_passed": 1, "not_met_passed": 0}
+    assert rows("SELECT judge_cost_usd FROM usage") == [{"judge_cost_usd": 0.4}]
+    (trial,) = rows(TRIALS_SQL)
+    assert (trial["rec_score"], trial["rec_pass"]) == (0.9, True)
+    # the replay's judge score (0.2) differs from the first grade's (0.5), but the grade
+    # that counts leaves the judge unscored: no component disagreement
+    (panel,) = rows(DISAGREEMENT_SQL)
+    assert dict(panel["by_component"]).get("llm_judge", 0) == 0
+    assert panel["disagreed"] == 1  # 0.2 / fail against the re-grade's 0.9 / pass
