@@ -88,7 +88,7 @@ def agreement() -> View:
     # recorded); a trial counts for a pair when both are decided.
     return View(
         "agreement",
-        "WITH h AS MATERIALIZED (SELECT seq, trial, task_id, type, source FROM _grade_head), "
+        "WITH h AS (SELECT seq, trial, task_id, type, source FROM _grade_head), "
         "pick AS (SELECT trial, any_value(task_id) AS task_id, "
         f"{recorded_grade_of('seq')} AS rec_seq, "
         f"arg_max(seq, {CURRENT_ORDER}) AS cur_seq "
