@@ -140,12 +140,13 @@ def current() -> View:
 
 
 def recorded_grade() -> View:
-    # Each trial's recorded grade that counts (view_kit.recorded_grade_of), from _current's
-    # one pass: what the report reads where it compares a replay with the recorded grade.
+    # Each trial's recorded grade that counts (view_kit.recorded_grade_of), over the
+    # recorded grades only: what the report reads to compare a replay with it.
     return internal(
         "_recorded_grade",
-        "SELECT trial, task_id, rec.seq AS seq, rec.score AS score, "
-        "rec.binary_pass AS binary_pass FROM _current WHERE rec IS NOT NULL",
+        "SELECT trial, rec.seq AS seq, rec.score AS score, rec.binary_pass AS binary_pass "
+        f"FROM (SELECT trial, {recorded_grade_of(REC_FIELDS)} AS rec FROM _grade_head "
+        "WHERE type = 'grade.recorded' GROUP BY trial)",
     )
 
 
