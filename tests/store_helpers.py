@@ -79,3 +79,16 @@ def core_checks_only() -> Iterator[None]:
 def no_extra_checks() -> Iterator[None]:
     with core_checks_only():
         yield
+
+
+def stored_log(path: Path) -> tuple[list[tuple], str]:
+    """Every event as stored (recorded_at aside, which no hash covers) and the tree root."""
+    from ledger.log.store import open_ledger
+
+    with open_ledger(path) as lg:
+        rows = [
+            (e.seq, e.stream, e.stream_version, e.event_id, e.type, e.schema_version,
+             e.payload, e.leaf_hash)
+            for e in lg.read()
+        ]  # fmt: skip
+        return rows, lg.root(lg.size()).hex()

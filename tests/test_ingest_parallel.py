@@ -27,6 +27,7 @@ from ledger.app import ingest_read
 from ledger.app.ingest import IngestError
 from ledger.engines import local
 from ledger.log.store import open_ledger
+from tests.store_helpers import stored_log
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKS = ROOT / "corpora" / "packs"
@@ -55,16 +56,6 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return started
 
 
-def _log(path: Path) -> tuple[list[tuple], str]:
-    """Every event as stored (recorded_at aside, which no hash covers) and the tree root."""
-    with open_ledger(path) as lg:
-        rows = [
-            (e.seq, e.stream, e.stream_version, e.event_id, e.type, e.schema_version,
-             e.payload, e.leaf_hash)
-            for e in lg.read()
-        ]  # fmt: skip
-        return rows, lg.root(lg.size()).hex()
-
 
 def _copy(corpus: Path, dest: Path) -> Path:
     shutil.copytree(corpus, dest)
@@ -83,7 +74,7 @@ def test_the_log_is_identical_for_any_number_of_workers(
     for n in (1, 2, 4):
         result = ledger.ingest(*inputs, ledger=tmp_path / f"w{n}", workers=n)
         assert result.trials_new == TRIALS and result.packs_new > 0 and result.runs_new > 0
-        logs[n] = _log(tmp_path / f"w{n}")
+        logs[n] = stored_log(tmp_path / f"w{n}")
     assert pools == [2, 4]  # one worker reads in this process; more read in a pool
     rows, root = logs[1]
     assert len(rows) > TRIALS * 10
@@ -128,7 +119,7 @@ def test_skip_bad_records_the_same_skips_and_log_for_any_workers(
         target = tmp_path / f"lg{n}"
         res = ledger.ingest(broken, ledger=target, workers=n, skip_bad=True, max_file_bytes=200_000)
         results.append(res.to_json())
-        logs.append(_log(target))
+        logs.append(stored_log(target))
     assert pools == [2, 4]
     assert results[0] == results[1] == results[2]
     assert logs[0] == logs[1] == logs[2]
@@ -154,14 +145,14 @@ def test_reingest_and_a_changed_input_behave_as_with_one_worker(
     assert again.events_present == first.events_new
     changed = _bundles(src)[90] / "trajectory.yaml"
     changed.write_text(changed.read_text().replace("end_ts: '2026", "end_ts: '2027", 1))
-    size = len(_log(lg_dir)[0])
+    size = len(stored_log(lg_dir)[0])
     messages = []
     for n in (1, 2):
         with pytest.raises(IngestError) as info:
             ledger.ingest(src, ledger=lg_dir, workers=n)
         messages.append((info.value.kind, str(info.value)))
     assert messages[0] == messages[1] and messages[0][0] == "changed"
-    assert len(_log(lg_dir)[0]) == size
+    assert len(stored_log(lg_dir)[0]) == size
     skipped = ledger.ingest(src, ledger=lg_dir, workers=2, skip_bad=True)
     assert len(skipped.skipped) == 1 and skipped.events_new == 0
     assert skipped.first_seq == skipped.last_seq == size  # the skip event alone
@@ -192,7 +183,7 @@ def test_a_killed_parallel_ingest_leaves_whole_streams_and_a_rerun_completes(
 ) -> None:
     reference = tmp_path / "reference"
     ledger.ingest(corpus, ledger=reference, workers=1)
-    want, root = _log(reference)
+    want, root = stored_log(reference)
     by_stream: dict[str, list[tuple]] = {}
     for row in want:
         by_stream.setdefault(row[1], []).append(row[2:])
@@ -207,7 +198,7 @@ def test_a_killed_parallel_ingest_leaves_whole_streams_and_a_rerun_completes(
         time.sleep(whole * rng.uniform(low, high))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        got, _ = _log(lg_dir)
+        got, _ = stored_log(lg_dir)
         assert [r[0] for r in got] == list(range(len(got)))
         held: dict[str, list[tuple]] = {}
         for row in got:
@@ -217,7 +208,7 @@ def test_a_killed_parallel_ingest_leaves_whole_streams_and_a_rerun_completes(
         assert got == want[: len(got)]  # a prefix of the one plan, in its order
     proc = _run_ingest(corpus, lg_dir)
     assert proc.wait(timeout=300) == 0, proc.stderr.read().decode() if proc.stderr else ""
-    assert _log(lg_dir) == (want, root)  # the rest went in, once, in the plan's order
+    assert stored_log(lg_dir) == (want, root)  # the rest went in, once, in the plan's order
 
 
 def test_retrace_source_reads_in_workers_with_the_same_report_and_log(
@@ -227,7 +218,7 @@ def test_retrace_source_reads_in_workers_with_the_same_report_and_log(
     for n in (1, 2):
         lg_dir = tmp_path / f"lg{n}"
         result = ledger.retrace(ledger=lg_dir, source=corpus, read_workers=n)
-        runs.append((result.to_json(), _log(lg_dir)))
+        runs.append((result.to_json(), stored_log(lg_dir)))
     assert pools == [2]
     assert runs[0] == runs[1]
     assert runs[0][0]["evidence"] and len(runs[0][0]["trials"]) == TRIALS
@@ -333,7 +324,7 @@ def test_retrace_source_projecting_as_it_reads_equals_reading_back_from_the_log(
         lg_dir = tmp_path / name
         ledger.ingest(*early, ledger=lg_dir, workers=1)  # already present: read back
         result = ledger.retrace(ledger=lg_dir, source=corpus, engine=engine, read_workers=2, **options)
-        runs.append((result.to_json(), _log(lg_dir)))
+        runs.append((result.to_json(), stored_log(lg_dir)))
     assert len(settled) == TRIALS - len(early)  # all but the five, in the overlapped run only
     assert runs[0] == runs[1]
     assert runs[0][0]["trials"]

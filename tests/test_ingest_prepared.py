@@ -25,21 +25,13 @@ from ledger.sources.plan import PlannedEvent
 from ledger.sources.yaml_safe import DEFAULT_LIMITS
 from schemas.canonical import canonical_json, parse_json
 from schemas.envelope import NewEvent
+from tests.store_helpers import stored_log
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / "corpora" / "notes_duplicate_check"
 PACKS = ROOT / "corpora" / "packs"
 VCORE = ROOT / "corpora" / "verdict-core"
 
-
-def _log(path: Path) -> tuple[list[tuple], str]:
-    with open_ledger(path) as lg:
-        rows = [
-            (e.seq, e.stream, e.stream_version, e.event_id, e.type, e.schema_version,
-             e.payload, e.leaf_hash)
-            for e in lg.read()
-        ]  # fmt: skip
-        return rows, lg.root(lg.size()).hex()
 
 
 def test_the_log_is_what_appending_the_planned_events_stores(tmp_path: Path) -> None:
@@ -54,7 +46,7 @@ def test_the_log_is_what_appending_the_planned_events_stores(tmp_path: Path) -> 
             for task in tasks_for(given, None, DEFAULT_LIMITS)[1]:
                 for unit in read_units(task, DEFAULT_LIMITS):
                     lg.append([e.new_event() for e in (*unit.events, *unit.additive)])
-    ingested, appended = _log(tmp_path / "ingested"), _log(tmp_path / "appended")
+    ingested, appended = stored_log(tmp_path / "ingested"), stored_log(tmp_path / "appended")
     assert len(ingested[0]) > 1000
     assert ingested == appended
 
