@@ -7,6 +7,9 @@ the one parser of its fields, read as written — a field of an unexpected shape
 and named in ``problems``, never a reason to drop the trial. Retrace, grade, curate, the
 OTel export and reconcile read the same :class:`RecordedGradeRead`; reconcile, whose kappa
 needs numbers, refuses a trial whose read names a problem (``problems``), the others do not.
+The SQL views pick the same grade through ``ledger.analytics.view_kit.recorded_grade_of``
+(this package cannot import the ledger; ``tests/test_recorded_grade_sql.py`` checks every view
+reads the latest).
 """
 
 from __future__ import annotations
