@@ -1,15 +1,14 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
-All or nothing per call: every PATH is detected and every input read, turned into events
-and checked before anything is appended. Inputs are read in worker processes (or Ray tasks)
-and taken back in input order (``ledger.app.ingest_read``), so the plan — and the log —
-is the same for any number of workers. Any unreadable input (bad YAML, wrong shape,
-unknown key or type, a file over the size limit) aborts the call with an
-:class:`IngestError` naming the file, the key and what was expected, the ledger
-untouched; with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
-``ingest/skipped``) instead. The plan is then appended in bounded batches of whole
-streams (``ledger.app.ingest_spool``): a crash between two leaves whole trials, and the
-same ingest run again appends the rest.
+All or nothing per call: every PATH is detected and every input read, turned into events and
+checked before anything is appended. Inputs are read in worker processes (or Ray tasks) and
+taken back in input order (``ledger.app.ingest_read``), so the plan — and the log — is the
+same for any number of workers. Any unreadable input (bad YAML, wrong shape, unknown key or
+type, a file over the size limit) aborts the call with an :class:`IngestError` naming the
+file, the key and what was expected, the ledger untouched; with ``skip_bad=True`` it is
+recorded as an ``ingest.skipped`` event (stream ``ingest/skipped``) instead. The plan is
+then appended in bounded batches of whole streams (``ledger.app.ingest_spool``): a crash
+between two leaves whole trials, and the same ingest run again appends the rest.
 
 **Re-ingest and change.** Event ids are content-derived (``ledger.sources.plan``), so
 each input's stream is compared with the one already in the ledger: the same ids in the
@@ -88,7 +87,7 @@ class IngestError(LedgerError):
         super().__init__(message)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngestRequest:
     """What one ingest reads and how strictly (the CLI's options; the module docstring)."""
 
@@ -186,8 +185,10 @@ def ingest(
     check_address(engine, address)  # before anything is read or created
     limits = YamlLimits(max_bytes=max_file_bytes)
     flat = [p for arg in paths for p in (arg if isinstance(arg, list | tuple) else [arg])]
-    request = IngestRequest(tuple(map(str, flat)), corpus, skip_bad, keep_inconsistent, limits,
-                            workers, engine, address)  # fmt: skip
+    request = IngestRequest(
+        paths=tuple(map(str, flat)), corpus=corpus, skip_bad=skip_bad, limits=limits,
+        keep_inconsistent=keep_inconsistent, workers=workers, engine=engine, address=address,
+    )  # fmt: skip
     root = ledger_path(ledger)
     fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
     try:
@@ -224,8 +225,8 @@ def ingest_into(
     (a worker); ``on_derived(stream, value)`` gets its value for each stream this ingest
     adds to the log (retrace --source: ``ledger.app.retrace_source``)."""
     request = IngestRequest(
-        tuple(map(str, paths)), corpus, skip_bad, keep_inconsistent, limits, workers, engine,
-        address,
+        paths=tuple(map(str, paths)), corpus=corpus, skip_bad=skip_bad, limits=limits,
+        keep_inconsistent=keep_inconsistent, workers=workers, engine=engine, address=address,
     )  # fmt: skip
     return run(ledger, request, progress, on_unit, (derive, on_derived))
 
