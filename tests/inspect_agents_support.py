@@ -127,11 +127,22 @@ def _mock_outputs(input, tools, tool_choice, config):  # noqa: ANN001, ANN202, A
     return out
 
 
-def _team_task():  # noqa: ANN202
+def _task(name: str, solver: object):  # noqa: ANN202
+    """One sample, scored by inclusion of the answer: every task here asks the same."""
     from inspect_ai import Task
-    from inspect_ai.agent import as_tool, handoff, react
     from inspect_ai.dataset import Sample
     from inspect_ai.scorer import includes
+
+    return Task(
+        name=name,
+        dataset=[Sample(id="q1", input="look up alpha", target=ANSWER)],
+        solver=solver,
+        scorer=includes(),
+    )
+
+
+def _team_task():  # noqa: ANN202
+    from inspect_ai.agent import as_tool, handoff, react
 
     lookup, fetch, search, verify = _tools()
     checker = react(name="checker", description="checks claims", tools=[verify()])
@@ -140,35 +151,19 @@ def _team_task():  # noqa: ANN202
     )
     helper = react(name="helper", description="fetches pages", tools=[fetch()])
     boss = react(name="boss", tools=[lookup(), handoff(helper), as_tool(researcher)])
-    return Task(
-        name="team",
-        dataset=[Sample(id="q1", input="look up alpha", target=ANSWER)],
-        solver=boss,
-        scorer=includes(),
-    )
+    return _task("team", boss)
 
 
 def _kept_task():  # noqa: ANN202
-    from inspect_ai import Task
     from inspect_ai.agent import AgentSubmit, react
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import includes
 
     lookup = _tools()[0]
     agent = react(name="solo", tools=[lookup()], submit=AgentSubmit(keep_in_messages=True))
-    return Task(
-        name="kept",
-        dataset=[Sample(id="q1", input="look up alpha", target=ANSWER)],
-        solver=agent,
-        scorer=includes(),
-    )
+    return _task("kept", agent)
 
 
 def _manual_task():  # noqa: ANN202
-    from inspect_ai import Task
-    from inspect_ai.dataset import Sample
     from inspect_ai.model import ChatMessageAssistant, execute_tools
-    from inspect_ai.scorer import includes
     from inspect_ai.solver import generate, solver, use_tools
     from inspect_ai.tool import ToolCall
 
@@ -184,12 +179,7 @@ def _manual_task():  # noqa: ANN202
 
         return solve
 
-    return Task(
-        name="manual",
-        dataset=[Sample(id="q1", input="look up alpha", target=ANSWER)],
-        solver=[use_tools(lookup()), run_lookup_unasked(), generate()],
-        scorer=includes(),
-    )
+    return _task("manual", [use_tools(lookup()), run_lookup_unasked(), generate()])
 
 
 @dataclass(frozen=True)
