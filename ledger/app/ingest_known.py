@@ -65,9 +65,12 @@ class Held:
         return [key.hex(), self.stream, self.digest.hex(), self.size, self.inconsistent]
 
 
-def bundle_key(task: Task, limits: YamlLimits) -> bytes | None:
-    """The key of one bundle task, or None when it is not to be skipped (not a plain bundle,
-    or a file that only the importer may judge)."""
+Stamp = tuple[tuple[str, int, int, int, int] | None, ...]  # per file: what fstat said, or absent
+
+
+def bundle_key(task: Task, limits: YamlLimits) -> tuple[bytes, Stamp] | None:
+    """The key of one bundle task and the stamp of the files hashed, or None when it is not
+    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
     if task.kind != "bundle" or task.log_set is not None:
         return None
     h = hashlib.blake2b(digest_size=24)
@@ -79,22 +82,45 @@ def bundle_key(task: Task, limits: YamlLimits) -> bytes | None:
         fd = os.open(task.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return None
+    stamp: list[tuple[str, int, int, int, int] | None] = []
     try:
         for name in FILES:
             if name not in names:
                 h.update(b"\0" + name.encode() + b"\0absent")
+                stamp.append(None)
                 continue
-            data = _read(fd, name, limits.max_bytes)
-            if data is None:
+            got = _read(fd, name, limits.max_bytes)
+            if got is None:
                 return None
+            data, st = got
             h.update(b"\0" + name.encode() + len(data).to_bytes(8, "little"))
             h.update(data)
+            stamp.append(_stat(name, st))
     finally:
         os.close(fd)
-    return h.digest()
+    return h.digest(), tuple(stamp)
 
 
-def _read(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
+def _stat(name: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def unchanged(task: Task, stamp: Stamp) -> bool:
+    """Whether the bundle's files are still as they were hashed (a file rewritten while it
+    was read would otherwise be remembered by bytes the importer never parsed)."""
+    for name, was in zip(FILES, stamp, strict=True):
+        try:
+            now = _stat(name, os.stat(task.path / name, follow_symlinks=False))
+        except FileNotFoundError:
+            now = None
+        except OSError:
+            return False
+        if now != was:
+            return False
+    return True
+
+
+def _read(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
     """A regular file directly in the bundle (not a link), within the limit; else None."""
     try:
         fd = os.open(name, _FLAGS, dir_fd=dir_fd)
@@ -110,7 +136,7 @@ def _read(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
             total += len(chunk)
             if total > max_bytes:
                 return None
-        return b"".join(chunks)
+        return b"".join(chunks), st
     except OSError:
         return None
     finally:
@@ -154,21 +180,21 @@ class KnownBundles:
         other task read by ``ingest_read.read_tasks`` as ``request`` (an ``IngestRequest``)
         asks, in workers sized for those alone."""
         limits = request.limits
-        keys = [bundle_key(t, limits) for t in tasks]
-        hits = [k is not None and k in self.held for k in keys]
+        keyed = [bundle_key(t, limits) for t in tasks]
+        hits = [k is not None and k[0] in self.held for k in keyed]
         rest = [t for t, hit in zip(tasks, hits, strict=True) if not hit]
         others = read_tasks(rest, limits, request.reader(len(rest)), derive) if rest else iter(())
-        for task, key, hit in zip(tasks, keys, hits, strict=True):
+        for task, k, hit in zip(tasks, keyed, hits, strict=True):
             if hit:
-                assert key is not None
+                assert k is not None
                 self.skipped += 1
-                yield (self._stream(task, self.held[key]),)
+                yield (self._stream(task, self.held[k[0]]),)
                 continue
             got: TaskRead | Any = next(others)
-            if key is not None and isinstance(got, tuple) and len(got) == 1:
+            if k is not None and isinstance(got, tuple) and len(got) == 1 and unchanged(task, k[1]):
                 (one,) = got
                 u = one.head
-                self.read[key] = Held(u.stream, one.digest, one.size, u.inconsistent)
+                self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
             yield got
 
     @staticmethod

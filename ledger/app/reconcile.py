@@ -239,13 +239,8 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
     corpus = root.resolve().name
     ingested = None
     if ctx.ledger is not None:
-        prior, lg = ctx.prior, ctx.ledger
-
-        def carry(path: Path, stream: str, ids: bytes) -> Carried | None:
-            trial = display_path(path, ctx.base)
-            return None if prior is None else prior.carry(lg, shown, trial, stream, ids)
-
-        ingested = Ingested.of(lg, root, carry)
+        label = functools.partial(display_path, base=ctx.base)
+        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, label)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory in bundles:
@@ -260,6 +255,8 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
                 )
             if ingested is not None and directory.resolve() in ingested.planned:
                 out.planned[trial] = ingested.planned[directory.resolve()]
+            if kept is not None:
+                out.carried[trial] = kept
             if kept.excluded if kept is not None else never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
@@ -268,8 +265,6 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
-        if kept is not None:
-            out.carried[trial] = kept
         relative = directory.relative_to(root).as_posix()
         keys = {trial, relative}
         if corpus_value is not None:

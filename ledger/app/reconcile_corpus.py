@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.ingest_read import ids_digest
-from ledger.app.reconcile_extend import Carried
+from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.sources.corpus import Corpus
 from ledger.sources.in_memory import as_stored, plan_bundle
@@ -83,11 +83,18 @@ class Ingested:
     held: dict[str, list[StoredEvent]] = field(default_factory=dict)
 
     @staticmethod
-    def of(lg: Any, root: Path, carry: Callable[[Path, str, bytes], Carried | None]) -> Ingested:
+    def of(
+        lg: Any, root: Path, prior: Base | None = None, source: str = "",
+        label: Callable[[Path], str] = str,
+    ) -> Ingested:  # fmt: skip
+        """``root`` ingested; with ``prior``, each bundle (named ``label(path)`` in corpus
+        ``source``) whose earlier observation still holds is carried, not read."""
         out = Ingested(lg, ingest_corpus(lg, root))
-        for path, (stream, ids) in out.planned.items():
-            if (kept := carry(path, stream, ids)) is not None:
-                out.carried[path] = kept
+        if prior is not None and out.planned:
+            prior.look(lg)  # the log as this ingest left it
+            for path, (stream, ids) in out.planned.items():
+                if (kept := prior.carry(source, label(path), stream, ids)) is not None:
+                    out.carried[path] = kept
         wanted = {s for path, (s, _) in out.planned.items() if path not in out.carried}
         if len(wanted) > FEW_STREAMS:
             for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted))):

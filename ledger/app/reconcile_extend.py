@@ -87,10 +87,14 @@ class Carried:
     grade: RecordedGrade | None = None
     grading: RecordedGrading | None = None
     candidate: Candidate | None = None  # None: not evaluated then (no claim asked for it)
+    raw: bytes = b""  # the kept line it was read from: kept again as it was
 
 
-def record(source: str, trial: str, c: Carried) -> dict[str, Any]:
-    """One kept line: the bundle (by its corpus and name) and what it was observed as."""
+def record(source: str, trial: str, c: Carried) -> dict[str, Any] | bytes:
+    """One kept line: the bundle (by its corpus and name) and what it was observed as (a
+    carried one's line as it was read)."""
+    if c.raw:
+        return c.raw
     out: dict[str, Any] = {"source": source, "trial": trial, "stream": c.stream,
                            "planned": c.planned}  # fmt: skip
     if c.excluded:
@@ -106,10 +110,10 @@ def record(source: str, trial: str, c: Carried) -> dict[str, Any]:
     }
 
 
-def carried_of(rec: dict[str, Any]) -> Carried:
+def carried_of(rec: dict[str, Any], raw: bytes) -> Carried:
     """A kept line read back (KeyError / TypeError / ValueError: not one this version wrote)."""
     if rec.get("excluded"):
-        return Carried(str(rec["stream"]), str(rec["planned"]), excluded=True)
+        return Carried(str(rec["stream"]), str(rec["planned"]), excluded=True, raw=raw)
     g, r, cand = rec["grade"], rec["grading"], rec["candidate"]
     results = g["criterion_results"]
     grade = RecordedGrade(
@@ -130,7 +134,7 @@ def carried_of(rec: dict[str, Any]) -> Carried:
         ](**body)
     return Carried(str(rec["stream"]), str(rec["planned"]), str(rec["stream_digest"]),
                    task_id=str(rec["task_id"]), grade=grade, grading=grading,
-                   candidate=candidate)  # fmt: skip
+                   candidate=candidate, raw=raw)  # fmt: skip
 
 
 def evaluated(obs: TrialObservation) -> Candidate | None:
@@ -176,19 +180,24 @@ class Base:
                 "checkpoint": {"size": self.size, "root": self.root},
                 "outputs_digest": self.outputs_digest}  # fmt: skip
 
-    def carry(self, lg: Any, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:
-        """The bundle's kept observation, if it still holds: the same stream, planned as
-        the same event ids, with no event on it since the base's checkpoint."""
-        kept = self.records.get((source, trial))
-        if kept is None or kept.stream != stream or kept.planned != planned.hex():
-            return None
+    def look(self, lg: Any) -> None:
+        """Note the trial streams with an event since the base's checkpoint (again after
+        each corpus is ingested: this run's ingest appends too)."""
         size = lg.size()
-        if self.read_to < size:  # this run's ingest may have appended since the last look
+        if self.read_to < size:
             frm = max(self.read_to, self.size)
             self.touched.update(
                 ev.stream for ev in lg.read(stream_prefix=TRIAL_PREFIX, from_seq=frm)
             )
             self.read_to = size
+
+    def carry(self, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:
+        """The bundle's kept observation, if it still holds: the same stream, planned as
+        the same event ids, with no event on it since the base's checkpoint (as of the
+        last :meth:`look`)."""
+        kept = self.records.get((source, trial))
+        if kept is None or kept.stream != stream or kept.planned != planned.hex():
+            return None
         return None if stream in self.touched else kept
 
 
@@ -227,7 +236,7 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
         for line in body:
             hasher.add(line)
             rec = orjson.loads(line)
-            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec)
+            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec, bytes(line))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if hasher.digest() != obs or len(records) != t.get("count"):
@@ -323,10 +332,13 @@ class KeptWriter:
         self.hasher = RecordHasher()
         self.count = 0
 
-    def add(self, rec: dict[str, Any]) -> None:
-        if not finite(rec):
+    def add(self, rec: dict[str, Any] | bytes) -> None:
+        if isinstance(rec, bytes):
+            line = rec
+        elif not finite(rec):
             return  # not kept: the next run reads this trial again
-        line = orjson.dumps(rec)
+        else:
+            line = orjson.dumps(rec)
         self.hasher.add(line)
         self.file.write(line + b"\n")
         self.count += 1
@@ -353,19 +365,26 @@ class KeptWriter:
             self.path = None
 
 
-def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any]]:
+def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any] | bytes]:
     """What the next run may carry forward of this one: every excluded bundle and readable
-    trial ingest planned (unreadable ones are read again)."""
+    trial ingest planned (unreadable ones are read again); a carried one as it was kept,
+    unless this run evaluated the candidate it lacked."""
     for read in reads:
         for trial, _ in read.excluded:
             if trial in read.planned:
                 stream, ids = read.planned[trial]
-                yield record(read.source, trial, Carried(stream, ids.hex(), excluded=True))
+                kept = read.carried.get(trial) or Carried(stream, ids.hex(), excluded=True)
+                yield record(read.source, trial, kept)
         for (ref, _), obs, digest_ in zip(read.trials, read.observed, read.digests, strict=True):
             if ref.trial not in read.planned:
                 continue
+            was = read.carried.get(ref.trial)
+            candidate = evaluated(obs)
+            if was is not None and (was.candidate is not None or candidate is None):
+                yield was.raw
+                continue
             kept = Carried(ref.stream, read.planned[ref.trial][1].hex(), digest_, False,
-                           obs.task_id, obs.grade, obs.grading, evaluated(obs))  # fmt: skip
+                           obs.task_id, obs.grade, obs.grading, candidate)  # fmt: skip
             yield record(read.source, ref.trial, kept)
 
 
