@@ -237,15 +237,17 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
+    base = ctx.base.resolve()
+    reals = [d.resolve() for d in bundles]  # each resolved once: a corpus has many
+    labels = {r: display_path(d, base, r) for d, r in zip(bundles, reals, strict=True)}
     ingested = None
     if ctx.ledger is not None:
-        label = functools.partial(display_path, base=ctx.base)
-        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, label)
+        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
-    for directory in bundles:
-        trial = display_path(directory, ctx.base)
-        kept = None if ingested is None else ingested.carried.get(directory.resolve())
+    for directory, real in zip(bundles, reals, strict=True):
+        trial = labels[real]
+        kept = None if ingested is None else ingested.carried.get(real)
         try:
             if kept is not None:
                 stream, stream_digest, inputs = kept.stream, kept.stream_digest, kept
@@ -253,8 +255,8 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
                 stream, stream_digest, inputs = trial_inputs_of(
                     directory, trial, corpus, manifests, ingested
                 )
-            if ingested is not None and directory.resolve() in ingested.planned:
-                out.planned[trial] = ingested.planned[directory.resolve()]
+            if ingested is not None and real in ingested.planned:
+                out.planned[trial] = ingested.planned[real]
             if kept is not None:
                 out.carried[trial] = kept
             if kept.excluded if kept is not None else never_ran(inputs):

@@ -85,21 +85,28 @@ class Ingested:
     @staticmethod
     def of(
         lg: Any, root: Path, prior: Base | None = None, source: str = "",
-        label: Callable[[Path], str] = str,
+        label: Callable[[Path], str | None] = str,
     ) -> Ingested:  # fmt: skip
-        """``root`` ingested; with ``prior``, each bundle (named ``label(path)`` in corpus
-        ``source``) whose earlier observation still holds is carried, not read."""
+        """``root`` ingested; with ``prior``, each bundle (named ``label(resolved path)`` in
+        corpus ``source``) whose earlier observation still holds is carried, not read."""
         out = Ingested(lg, ingest_corpus(lg, root))
         if prior is not None and out.planned:
             prior.look(lg)  # the log as this ingest left it
             for path, (stream, ids) in out.planned.items():
-                if (kept := prior.carry(source, label(path), stream, ids)) is not None:
+                name = label(path)
+                if name is not None and (kept := prior.carry(source, name, stream, ids)):
                     out.carried[path] = kept
         wanted = {s for path, (s, _) in out.planned.items() if path not in out.carried}
-        if len(wanted) > FEW_STREAMS:
-            for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted))):
-                if ev.stream in wanted:
-                    out.held.setdefault(ev.stream, []).append(ev)
+        if len(wanted) <= FEW_STREAMS:
+            return out
+        # one pass over the corpus prefix; extending, only over the log since the base's
+        # checkpoint, where a new stream is whole (one that began before is read on its own)
+        since = 0 if prior is None else prior.size
+        for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted)), from_seq=since):
+            if ev.stream in wanted:
+                out.held.setdefault(ev.stream, []).append(ev)
+        for stream in [s for s, evs in out.held.items() if evs[0].stream_version != 0]:
+            del out.held[stream]
         return out
 
     def events(self, stream: str) -> list[StoredEvent]:
