@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.ingest_inputs import Unit, tasks_for
+from ledger.app.ingest_inputs import Unit, first_difference, tasks_for
 from ledger.app.ingest_known import KnownBundles
 from ledger.app.ingest_read import (
     Derive,
@@ -245,7 +245,7 @@ def run(
     with gc_paused(), spool() as file:
         job = _Ingest(request, file, *derived, known=KnownBundles.of(ledger))
         job.plan(progress, on_unit)
-        groups = job.compare(_existing_ids(ledger, list(job.planned)))
+        groups = job.compare(_existing_ids(ledger, job.known.unread(job.planned)))
         if not job.planned and not job.skips and not job.paths:
             raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
         first, last = append_in_batches(ledger, groups + [rows_of(job.skips)])
@@ -371,6 +371,9 @@ class _Ingest:
         append reaches them), to add re-scores or to name a change: never all at once."""
         groups: list[Any] = []
         for stream, p in self.planned.items():
+            if self.known.present.get(stream) == p.digest:  # held as planned: ids not read
+                self.count(p, new=False)
+                continue
             held = existing.get(stream)
             extra = self.extra.get(stream, {})
             if held is None:
@@ -400,7 +403,7 @@ class _Ingest:
                     p.unit.source,
                     p.unit.kind,
                     f"{p.unit.source} changed since it was ingested as {stream!r}: "
-                    f"{_first_difference(old, events)}; it is not merged — ingest it under "
+                    f"{first_difference(old, events)}; it is not merged — ingest it under "
                     "another --corpus name to keep both",
                     "changed",
                 )
@@ -489,12 +492,3 @@ def _id_rows(ledger: Any, prefix: str, wanted: set[str]) -> Iterator[tuple[str, 
         table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
         cols = table.select(["stream", "event_id", "type"]).to_pydict()
         yield from zip(cols["stream"], cols["event_id"], cols["type"], strict=True)
-
-
-def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
-    for i, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b.event_id:
-            return f"event {i} ({b.type}) differs"
-    if len(old) != len(new):
-        return f"the stream holds {len(old)} events, the input gives {len(new)}"
-    return "no difference"  # pragma: no cover - callers only ask when ids differ

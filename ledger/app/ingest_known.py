@@ -150,7 +150,9 @@ class KnownBundles:
 
     held: dict[bytes, Held] = field(default_factory=dict)
     read: dict[bytes, Held] = field(default_factory=dict)
-    skipped: int = 0
+    # streams of remembered bundles met in this ingest -> their ids' digest: the log holds
+    # them so (the index's tree head, and no event since), so their ids need not be read
+    present: dict[str, bytes] = field(default_factory=dict)
 
     @staticmethod
     def of(lg: Any) -> KnownBundles:
@@ -187,8 +189,9 @@ class KnownBundles:
         for task, k, hit in zip(tasks, keyed, hits, strict=True):
             if hit:
                 assert k is not None
-                self.skipped += 1
-                yield (self._stream(task, self.held[k[0]]),)
+                held = self.held[k[0]]
+                self.present[held.stream] = held.digest
+                yield (self._stream(task, held),)
                 continue
             got: TaskRead | Any = next(others)
             if k is not None and isinstance(got, tuple) and len(got) == 1 and unchanged(task, k[1]):
@@ -196,6 +199,10 @@ class KnownBundles:
                 u = one.head
                 self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
             yield got
+
+    def unread(self, planned: Mapping[str, Any]) -> list[str]:
+        """The planned streams whose ids must be read from the log to compare them."""
+        return [s for s, p in planned.items() if self.present.get(s) != p.digest]
 
     @staticmethod
     def _stream(task: Task, held: Held) -> ReadStream:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import math
 import os
 import struct
 import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -87,14 +88,11 @@ class Carried:
     grade: RecordedGrade | None = None
     grading: RecordedGrading | None = None
     candidate: Candidate | None = None  # None: not evaluated then (no claim asked for it)
-    raw: bytes = b""  # the kept line it was read from: kept again as it was
 
 
-def record(source: str, trial: str, c: Carried) -> dict[str, Any] | bytes:
-    """One kept line: the bundle (by its corpus and name) and what it was observed as (a
-    carried one's line as it was read)."""
-    if c.raw:
-        return c.raw
+def record(source: str, trial: str, c: Carried) -> dict[str, Any]:
+    """One kept line: the bundle (by its corpus and name) and what it was observed as (the
+    values as orjson writes dataclasses: their fields, in order)."""
     out: dict[str, Any] = {"source": source, "trial": trial, "stream": c.stream,
                            "planned": c.planned}  # fmt: skip
     if c.excluded:
@@ -104,16 +102,16 @@ def record(source: str, trial: str, c: Carried) -> dict[str, Any] | bytes:
         **out,
         "stream_digest": c.stream_digest,
         "task_id": c.task_id,
-        "grade": asdict(c.grade) if c.grade is not None else None,
-        "grading": asdict(c.grading) if c.grading is not None else None,
-        "candidate": None if cand is None else [type(cand).__name__, asdict(cand)],
+        "grade": c.grade,
+        "grading": c.grading,
+        "candidate": None if cand is None else [type(cand).__name__, cand],
     }
 
 
-def carried_of(rec: dict[str, Any], raw: bytes) -> Carried:
+def carried_of(rec: dict[str, Any]) -> Carried:
     """A kept line read back (KeyError / TypeError / ValueError: not one this version wrote)."""
     if rec.get("excluded"):
-        return Carried(str(rec["stream"]), str(rec["planned"]), excluded=True, raw=raw)
+        return Carried(str(rec["stream"]), str(rec["planned"]), excluded=True)
     g, r, cand = rec["grade"], rec["grading"], rec["candidate"]
     results = g["criterion_results"]
     grade = RecordedGrade(
@@ -134,7 +132,7 @@ def carried_of(rec: dict[str, Any], raw: bytes) -> Carried:
         ](**body)
     return Carried(str(rec["stream"]), str(rec["planned"]), str(rec["stream_digest"]),
                    task_id=str(rec["task_id"]), grade=grade, grading=grading,
-                   candidate=candidate, raw=raw)  # fmt: skip
+                   candidate=candidate)  # fmt: skip
 
 
 def evaluated(obs: TrialObservation) -> Candidate | None:
@@ -146,15 +144,19 @@ def evaluated(obs: TrialObservation) -> Candidate | None:
     return c() if info is not None and info().currsize else None
 
 
-def finite(value: Any) -> bool:
-    """No NaN or infinity anywhere (JSON would not give them back as the same floats)."""
-    if isinstance(value, float):
-        return value == value and value not in (float("inf"), float("-inf"))
-    if isinstance(value, dict):
-        return all(finite(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(finite(v) for v in value)
-    return True
+def finite(c: Carried) -> bool:
+    """No NaN or infinity among its numbers (JSON would not give them back as the same
+    floats; such a trial is not kept, and the next run reads it again)."""
+    numbers: list[Any] = []
+    if c.grade is not None:
+        numbers += [c.grade.score, *c.grade.components.values()]
+        numbers += [r.score for r in c.grade.criterion_results or ()]
+    if c.grading is not None:
+        numbers += [c.grading.pass_threshold, *c.grading.weights.values()]
+        numbers += [r.weight for r in c.grading.rubric or ()]
+    if isinstance(c.candidate, CandidateEvaluation):
+        numbers.append(c.candidate.component)
+    return all(math.isfinite(n) for n in numbers if isinstance(n, float))
 
 
 # ------------------------------------------------------------------ the base a run extends
@@ -236,7 +238,7 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
         for line in body:
             hasher.add(line)
             rec = orjson.loads(line)
-            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec, bytes(line))
+            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if hasher.digest() != obs or len(records) != t.get("count"):
@@ -332,13 +334,8 @@ class KeptWriter:
         self.hasher = RecordHasher()
         self.count = 0
 
-    def add(self, rec: dict[str, Any] | bytes) -> None:
-        if isinstance(rec, bytes):
-            line = rec
-        elif not finite(rec):
-            return  # not kept: the next run reads this trial again
-        else:
-            line = orjson.dumps(rec)
+    def add(self, rec: dict[str, Any]) -> None:
+        line = orjson.dumps(rec)
         self.hasher.add(line)
         self.file.write(line + b"\n")
         self.count += 1
@@ -365,7 +362,7 @@ class KeptWriter:
             self.path = None
 
 
-def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any] | bytes]:
+def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """What the next run may carry forward of this one: every excluded bundle and readable
     trial ingest planned (unreadable ones are read again); a carried one as it was kept,
     unless this run evaluated the candidate it lacked."""
@@ -378,14 +375,15 @@ def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any] | bytes]:
         for (ref, _), obs, digest_ in zip(read.trials, read.observed, read.digests, strict=True):
             if ref.trial not in read.planned:
                 continue
-            was = read.carried.get(ref.trial)
+            kept = read.carried.get(ref.trial)
             candidate = evaluated(obs)
-            if was is not None and (was.candidate is not None or candidate is None):
-                yield was.raw
+            if kept is not None and (kept.candidate is not None or candidate is None):
+                yield record(read.source, ref.trial, kept)
                 continue
             kept = Carried(ref.stream, read.planned[ref.trial][1].hex(), digest_, False,
                            obs.task_id, obs.grade, obs.grading, candidate)  # fmt: skip
-            yield record(read.source, ref.trial, kept)
+            if finite(kept):
+                yield record(read.source, ref.trial, kept)
 
 
 Lazy = Callable[[], Candidate]
