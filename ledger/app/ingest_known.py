@@ -17,7 +17,9 @@ that size, so a copy from another ledger, or a log rewritten since, is not used.
 it costs one ingest that parses every bundle. Files are read as ``read_bundle`` reads them:
 regular files directly in the bundle, within ``max_bytes``; anything else (a link, a file
 over the limit, one that cannot be opened) gives no key, so the bundle is read by the
-importer, which names the problem.
+importer, which names the problem. A bundle whose files changed (size, times or inode)
+between being hashed and being read is not remembered: its key would name bytes the
+importer never parsed.
 """
 
 from __future__ import annotations

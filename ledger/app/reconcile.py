@@ -178,6 +178,9 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
             raise ReconcileError(
                 f"could not append reconcile.completed to {where}: {exc}"
             ) from None
+        except BaseException:  # interrupted: no half-written file left beside the log
+            result.kept.discard()
+            raise
         receipt = result.document["receipt"]
         trailer = {"run_id": run_id, "seq": lg.size() - 1, **receipt["checkpoint"],
                    "outputs_digest": receipt["outputs_digest"],
