@@ -5,8 +5,10 @@ same bytes is a small part of it. So after each ingest, every tolokaforge bundle
 stream the ledger holds as planned is remembered by a key: a digest of the files
 ``read_bundle`` reads (trajectory.yaml and each optional file, or its absence), of where
 the bundle sits (``bundle_context``: corpus, trial name, its corpus.yaml row), of how it is
-named, of the size limits and of :data:`BUNDLE_READING`. The next ingest hashes each
-bundle; one whose key is remembered, and whose stream has no event since, is *already
+named, of the size limits and of :data:`BUNDLE_READING`. The next ingest keys each
+bundle — by its files' stat where the index vouches for it (``ledger.app.ingest_stat``:
+size, times, inode unchanged and not racily clean), else by hashing them; one whose key is
+remembered, and whose stream has no event since, is *already
 present*, with the stream, event-id digest and size it was planned with then, and is not
 parsed. Any other bundle is read as before: a new one, a re-scored one (its grade.yaml
 changed, so its key did), one whose stream was appended to since.
@@ -40,6 +42,17 @@ import orjson
 from ledger.app.ingest_inputs import Task, Unit
 from ledger.app.ingest_read import Derive, ReadStream, TaskRead, read_tasks
 from ledger.app.ingest_spool import parked_rows
+from ledger.app.ingest_stat import (
+    NEVER,
+    Resolver,
+    Stamp,
+    Stamps,
+    lstamps,
+    newest,
+    racy,
+    stamp,
+    stat_key,
+)
 from ledger.log.layout import DB_FILE
 from ledger.sources.tolokaforge import OPTIONAL_FILES, bundle_context
 from ledger.sources.yaml_safe import YamlLimits
@@ -48,7 +61,7 @@ from ledger.sources.yaml_safe import YamlLimits
 # shape rules, event ids, payloads): remembered keys then no longer match, and every
 # bundle is read again once.
 BUNDLE_READING = "tolokaforge-bundle/1"
-INDEX_FORMAT = "vledger-ingest-bundles/1"
+INDEX_FORMAT = "vledger-ingest-bundles/2"
 INDEX_NAME = "ingest-bundles.index"
 FILES = ("trajectory.yaml", *OPTIONAL_FILES)
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -63,33 +76,43 @@ class Held:
     size: int
     inconsistent: str | None
 
-    def row(self, key: bytes) -> list[Any]:
-        return [key.hex(), self.stream, self.digest.hex(), self.size, self.inconsistent]
+    def row(self, key: bytes, stats: tuple[bytes, int] | None) -> list[Any]:
+        fast, newest_ns = (None, 0) if stats is None else (stats[0].hex(), stats[1])
+        return [key.hex(), self.stream, self.digest.hex(), self.size, self.inconsistent, fast,
+                newest_ns]  # fmt: skip
 
 
-Stamp = tuple[tuple[str, int, int, int, int] | None, ...]  # per file: what fstat said, or absent
-
-
-def bundle_key(task: Task, limits: YamlLimits) -> tuple[bytes, Stamp] | None:
-    """The key of one bundle task and the stamp of the files hashed, or None when it is not
-    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
+def key_prefix(task: Task, limits: YamlLimits, resolve: Resolver | None = None) -> bytes | None:
+    """What a bundle's key binds besides its bytes (None: not a plain bundle)."""
     if task.kind != "bundle" or task.log_set is not None:
         return None
+    resolved = (resolve or Resolver())(task.path)
+    context = bundle_context(task.path, task.corpus or resolved.parent.name, task.corpus_doc,
+                             resolved)  # fmt: skip
+    return orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)])
+
+
+def bundle_key(
+    task: Task, limits: YamlLimits, prefix: bytes | None = None
+) -> tuple[bytes, Stamps] | None:
+    """The key of one bundle task and the stamps of the files hashed, or None when it is not
+    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
+    prefix = key_prefix(task, limits) if prefix is None else prefix
+    if prefix is None:
+        return None
     h = hashlib.blake2b(digest_size=24)
-    context = bundle_context(task.path, task.corpus or task.path.resolve().parent.name,
-                             task.corpus_doc)  # fmt: skip
-    h.update(orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)]))
+    h.update(prefix)
     try:
         names = set(os.listdir(task.path))
         fd = os.open(task.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return None
-    stamp: list[tuple[str, int, int, int, int] | None] = []
+    stamps: list[Stamp | None] = []
     try:
         for name in FILES:
             if name not in names:
                 h.update(b"\0" + name.encode() + b"\0absent")
-                stamp.append(None)
+                stamps.append(None)
                 continue
             got = _read(fd, name, limits.max_bytes)
             if got is None:
@@ -97,29 +120,16 @@ def bundle_key(task: Task, limits: YamlLimits) -> tuple[bytes, Stamp] | None:
             data, st = got
             h.update(b"\0" + name.encode() + len(data).to_bytes(8, "little"))
             h.update(data)
-            stamp.append(_stat(name, st))
+            stamps.append(stamp(st))
     finally:
         os.close(fd)
-    return h.digest(), tuple(stamp)
+    return h.digest(), tuple(stamps)
 
 
-def _stat(name: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
-    return (name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def unchanged(task: Task, stamp: Stamp) -> bool:
+def unchanged(task: Task, stamps: Stamps) -> bool:
     """Whether the bundle's files are still as they were hashed (a file rewritten while it
     was read would otherwise be remembered by bytes the importer never parsed)."""
-    for name, was in zip(FILES, stamp, strict=True):
-        try:
-            now = _stat(name, os.stat(task.path / name, follow_symlinks=False))
-        except FileNotFoundError:
-            now = None
-        except OSError:
-            return False
-        if now != was:
-            return False
-    return True
+    return lstamps(task.path, FILES) == stamps
 
 
 def _read(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
@@ -155,13 +165,18 @@ class KnownBundles:
     # streams of remembered bundles met in this ingest -> their ids' digest: the log holds
     # them so (the index's tree head, and no event since), so their ids need not be read
     present: dict[str, bytes] = field(default_factory=dict)
+    # content key -> (stat key, newest file time) of the files it was last seen as; and the
+    # trusted stat keys -> content key (``ledger.app.ingest_stat``)
+    stats: dict[bytes, tuple[bytes, int]] = field(default_factory=dict)
+    fast: dict[bytes, bytes] = field(default_factory=dict)
 
     @staticmethod
     def of(lg: Any) -> KnownBundles:
         """The index as this log still vouches for it (empty when it does not)."""
-        body = _load(lg)
-        if body is None:
+        loaded = _load(lg)
+        if loaded is None:
             return KnownBundles()
+        body, written = loaded
         try:
             size, root = int(body["size"]), str(body["root"])
             rows = body["bundles"]
@@ -169,22 +184,40 @@ class KnownBundles:
                 return KnownBundles()
             if lg.root(size).hex() != root:
                 return KnownBundles()
-            held = {
-                bytes.fromhex(k): Held(s, bytes.fromhex(d), int(n), i) for k, s, d, n, i in rows
-            }
+            held, stats = {}, {}
+            for k, s, d, n, i, fk, t in rows:
+                key = bytes.fromhex(k)
+                held[key] = Held(s, bytes.fromhex(d), int(n), i)
+                if fk is not None and not racy(int(t), written):
+                    stats[key] = (bytes.fromhex(fk), int(t))
         except (KeyError, TypeError, ValueError):
             return KnownBundles()
         if size < lg.size():  # a stream appended to since may no longer be as planned
             touched = {ev.stream for ev in lg.read(from_seq=size)}
             held = {k: h for k, h in held.items() if h.stream not in touched}
-        return KnownBundles(held)
+        fast = {fk: k for k, (fk, _) in stats.items() if k in held}
+        return KnownBundles(held, stats=stats, fast=fast)
+
+    def key(self, task: Task, limits: YamlLimits, resolve: Resolver) -> tuple[bytes, Stamps] | None:
+        """The bundle's content key (as :func:`bundle_key`), taken from its stat key when
+        that is remembered and trusted, so its files are not read."""
+        prefix = key_prefix(task, limits, resolve)
+        if prefix is None:
+            return None
+        now = lstamps(task.path, FILES)
+        if now is not None and (known := self.fast.get(stat_key(prefix, now))) is not None:
+            return known, now
+        got = bundle_key(task, limits, prefix)
+        if got is not None:
+            self.stats[got[0]] = (stat_key(prefix, got[1]), newest(got[1]))
+        return got
 
     def reads(self, tasks: Sequence[Task], request: Any, derive: Derive | None) -> Iterator[Any]:
         """Every task's read, in task order: a remembered bundle as its held stream, every
         other task read by ``ingest_read.read_tasks`` as ``request`` (an ``IngestRequest``)
         asks, in workers sized for those alone."""
-        limits = request.limits
-        keyed = [bundle_key(t, limits) for t in tasks]
+        limits, resolve = request.limits, Resolver()
+        keyed = [self.key(t, limits, resolve) for t in tasks]
         hits = [k is not None and k[0] in self.held for k in keyed]
         rest = [t for t, hit in zip(tasks, hits, strict=True) if not hit]
         others = read_tasks(rest, limits, request.reader(len(rest)), derive) if rest else iter(())
@@ -223,7 +256,7 @@ class KnownBundles:
         if size == 0:
             return
         body = {"format": INDEX_FORMAT, "size": size, "root": lg.root(size).hex(),
-                "bundles": [h.row(k) for k, h in rows.items()]}  # fmt: skip
+                "bundles": [h.row(k, self.stats.get(k)) for k, h in rows.items()]}  # fmt: skip
         _store(lg, orjson.dumps(body))
 
 
@@ -242,14 +275,20 @@ def _path(lg: Any) -> Path | None:
     return root / PROJECTIONS_DIR / INDEX_NAME if (root / DB_FILE).is_file() else None
 
 
-def _load(lg: Any) -> dict[str, Any] | None:
+def _load(lg: Any) -> tuple[dict[str, Any], int] | None:
+    """The index and when it was written (``NEVER`` for one held in memory: no file time)."""
     path = _path(lg)
     try:
-        body = _IN_MEMORY.get(lg) if path is None else path.read_bytes()
+        if path is None:
+            body, written = _IN_MEMORY.get(lg), NEVER
+        else:
+            with open(path, "rb") as f:
+                written = os.fstat(f.fileno()).st_mtime_ns
+                body = f.read()
         doc = None if body is None else orjson.loads(body)
     except (OSError, orjson.JSONDecodeError):
         return None
-    return doc if isinstance(doc, dict) else None
+    return (doc, written) if isinstance(doc, dict) else None
 
 
 def _store(lg: Any, body: bytes) -> None:

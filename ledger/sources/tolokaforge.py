@@ -99,9 +99,13 @@ def bundle_location(bundle_dir: Path) -> str:
     return bundle_dir.name
 
 
-def bundle_context(bundle_dir: Path, corpus: str, manifest: Corpus | None) -> BundleContext:
-    """Where ``bundle_dir`` sits as ingest records it; ``manifest`` is the corpus.yaml beside it."""
-    resolved = bundle_dir.resolve()
+def bundle_context(
+    bundle_dir: Path, corpus: str, manifest: Corpus | None, resolved: Path | None = None
+) -> BundleContext:
+    """Where ``bundle_dir`` sits as ingest records it; ``manifest`` is the corpus.yaml beside it.
+    ``resolved``: ``bundle_dir.resolve()`` if the caller has it (a corpus resolves its
+    directory once, not once per bundle)."""
+    resolved = bundle_dir.resolve() if resolved is None else resolved
     return BundleContext(
         corpus=corpus,
         trial=trial_name(resolved),

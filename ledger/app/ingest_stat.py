@@ -1,0 +1,84 @@
+"""A stat fast path in front of a bundle's content key, as git's index keeps one.
+
+Hashing every file of every bundle is most of what a re-ingest of an unchanged corpus
+costs once parsing is skipped. So beside each remembered content key the index keeps a
+*stat key*: a digest of what the key's prefix binds (reading, limits, source, context) and
+of each file's ``lstat`` (mode, size, mtime_ns, ctime_ns, inode, device; or its absence).
+A bundle whose stat key is remembered is taken to hold the bytes its content key names,
+without reading them. Any rewrite changes the ctime (which no call can set back), and a
+replaced file changes its inode, so a file rewritten with the same size and its mtime set
+back is still read.
+
+One case the stat cannot see: a file rewritten within the same timestamp tick as it was
+hashed, with the same size. As in git ("racily clean" entries), a stamp is trusted only if
+its newest time (mtime or ctime) is strictly older than the index file's own write time;
+any other is re-hashed, and an index written with an entry it did not re-check stores no
+stat key for it (the write time moved past the tick that made it untrustworthy). An index
+held in memory has no file time to compare with: its stamps are never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+Stamp = tuple[int, int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode, device
+Stamps = tuple[Stamp | None, ...]  # per file read, in order: its stamp, or None when absent
+NEVER = 0  # the write time of an index without one: no stamp is older, so every one is racy
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def lstamps(directory: Path, names: Sequence[str]) -> Stamps | None:
+    """Each file's stamp as ``lstat`` gives it (a link is stamped as a link), None for an
+    absent one; None for all when one cannot be looked at."""
+    out: list[Stamp | None] = []
+    base = os.fspath(directory)
+    for name in names:
+        try:
+            out.append(stamp(os.lstat(os.path.join(base, name))))
+        except FileNotFoundError:
+            out.append(None)
+        except OSError:
+            return None
+    return tuple(out)
+
+
+def stat_key(prefix: bytes, stamps: Stamps) -> bytes:
+    """The digest the fast path looks a bundle up by."""
+    h = hashlib.blake2b(prefix, digest_size=24)
+    for s in stamps:
+        h.update(b"\0absent" if s is None else b"\0" + b"".join(v.to_bytes(9, "little", signed=True)
+                                                               for v in s))  # fmt: skip
+    return h.digest()
+
+
+def newest(stamps: Stamps) -> int:
+    """The latest mtime or ctime among the files (0 when none is present)."""
+    return max((max(s[2], s[3]) for s in stamps if s is not None), default=0)
+
+
+def racy(newest_ns: int, written_ns: int) -> bool:
+    """Whether a stamp is too young to vouch for the bytes: not strictly older than the
+    time the index holding it was written."""
+    return newest_ns >= written_ns
+
+
+class Resolver:
+    """``path.resolve()`` for the bundles of a corpus, resolving each parent once: a bundle
+    directory that is not itself a link resolves to its resolved parent / its name."""
+
+    def __init__(self) -> None:
+        self._parents: dict[Path, Path] = {}
+
+    def __call__(self, path: Path) -> Path:
+        if path.name in ("", ".", "..") or os.path.islink(path):
+            return path.resolve()
+        parent = self._parents.get(path.parent)
+        if parent is None:
+            parent = self._parents[path.parent] = path.parent.resolve()
+        return parent / path.name

@@ -1,0 +1,142 @@
+"""The stat fast path in front of ingest's content keys: an unchanged bundle is not read,
+a rewritten one is, even with its size kept and its mtime set back, and a racily clean one
+(not older than the index's own write time) is hashed again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger.app.ingest_inputs as ingest_inputs
+import ledger.app.ingest_known as ingest_known
+from ledger.app.ingest import ingest_into
+from ledger.app.ingest_known import INDEX_NAME
+from ledger.app.ingest_stat import Resolver
+from ledger.log.memory_store import MemoryLedger
+from ledger.log.store import open_ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTES = Path("corpora") / "notes_duplicate_check"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / NOTES, tmp_path / NOTES.name)
+    with open_ledger(tmp_path / "lg", create=True):
+        pass
+    return tmp_path / NOTES.name
+
+
+@pytest.fixture
+def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Path]]:
+    """The bundle files hashed (read for a content key) and the bundles parsed."""
+    seen: dict[str, list[Path]] = {"hashed": [], "parsed": []}
+    read, parse = ingest_known._read, ingest_inputs.read_bundle
+
+    def hashing(dir_fd: int, name: str, max_bytes: int) -> Any:
+        seen["hashed"].append(Path(name))
+        return read(dir_fd, name, max_bytes)
+
+    def parsing(path: Path, *a: Any, **kw: Any) -> Any:
+        seen["parsed"].append(path)
+        return parse(path, *a, **kw)
+
+    monkeypatch.setattr(ingest_known, "_read", hashing)
+    monkeypatch.setattr(ingest_inputs, "read_bundle", parsing)
+    return seen
+
+
+def bundles(corpus: Path) -> list[Path]:
+    return sorted(p.parent for p in corpus.rglob("trajectory.yaml"))
+
+
+def clear(counts: dict[str, list[Path]]) -> None:
+    for seen in counts.values():
+        seen.clear()
+
+
+def index(corpus: Path) -> Path:
+    return corpus.parent / "lg" / "projections" / INDEX_NAME
+
+
+def age_files(corpus: Path, index_file: Path) -> None:
+    """Every bundle file a second older than the index (not racy however fast the test)."""
+    t = index_file.stat().st_mtime_ns - 1_000_000_000
+    for f in corpus.rglob("*.yaml"):
+        os.utime(f, ns=(t, t))
+
+
+def test_an_unchanged_bundle_is_neither_read_nor_parsed(corpus: Path, counts: dict) -> None:
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)])
+        assert len(counts["hashed"]) > 17 and len(counts["parsed"]) == 17
+        age_files(corpus, index(corpus))  # utime moves the ctimes: hashed once more
+        ingest_into(lg, [str(corpus)])
+        clear(counts)
+        again = ingest_into(lg, [str(corpus)])
+    assert counts == {"hashed": [], "parsed": []}
+    assert (again.trials_new, again.trials_present) == (0, 17)
+
+
+def test_a_same_size_rewrite_with_its_mtime_set_back_is_read(corpus: Path, counts: dict) -> None:
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)])
+        age_files(corpus, index(corpus))
+        ingest_into(lg, [str(corpus)])
+        grade = bundles(corpus)[1] / "grade.yaml"
+        before = grade.stat()
+        text = grade.read_text()
+        changed = text.replace("justification: '", "justification: 'X", 1).replace("  ", " ", 1)
+        assert len(changed) == len(text) and changed != text
+        grade.write_text(changed)  # same size, same inode, mtime set back: only ctime moved
+        os.utime(grade, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert (grade.stat().st_size, grade.stat().st_mtime_ns) == (
+            before.st_size, before.st_mtime_ns)  # fmt: skip
+        clear(counts)
+        got = ingest_into(lg, [str(corpus)], skip_bad=True)
+    assert counts["parsed"] == [grade.parent]  # read, and refused as a change
+    assert [s["kind"] for s in got.skipped] == ["bundle"]
+    assert got.trials_present == 16
+
+
+def test_racily_clean_stamps_are_hashed_again(corpus: Path, counts: dict) -> None:
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)])
+        age_files(corpus, index(corpus))
+        ingest_into(lg, [str(corpus)])
+        # the index written no later than the files' newest time: none may vouch by stat
+        newest = max(max(f.stat().st_mtime_ns, f.stat().st_ctime_ns) for f in corpus.rglob("*"))
+        os.utime(index(corpus), ns=(newest, newest))
+        clear(counts)
+        ingest_into(lg, [str(corpus)])
+        assert {p.parent for p in counts["hashed"]} == {Path(".")}  # names, read per bundle
+        assert len(counts["hashed"]) >= 17 and counts["parsed"] == []
+        # the index that ingest wrote is later than every stamp: they vouch again
+        clear(counts)
+        ingest_into(lg, [str(corpus)])
+        assert counts["hashed"] == []
+
+
+def test_an_index_held_in_memory_never_vouches_by_stat(corpus: Path, counts: dict) -> None:
+    lg = MemoryLedger()
+    ingest_into(lg, [str(corpus)])
+    clear(counts)
+    again = ingest_into(lg, [str(corpus)])
+    assert len(counts["hashed"]) >= 17 and counts["parsed"] == []
+    assert again.trials_present == 17
+
+
+def test_the_resolver_resolves_as_path_resolve(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "a").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "b").mkdir(parents=True)
+    (real / "b").symlink_to(tmp_path / "elsewhere" / "b")
+    (tmp_path / "link").symlink_to(real)
+    resolve = Resolver()
+    for p in (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
+              tmp_path / "link" / "missing"):  # fmt: skip
+        assert resolve(p) == p.resolve()
