@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
+import itertools
 import os
 import stat
 import tempfile
@@ -176,21 +178,22 @@ class KnownBundles:
         loaded = _load(lg)
         if loaded is None:
             return KnownBundles()
-        body, written = loaded
+        lines, written = loaded
         try:
-            size, root = int(body["size"]), str(body["root"])
-            rows = body["bundles"]
-            if body.get("format") != INDEX_FORMAT or not 0 < size <= lg.size():
+            head = orjson.loads(next(lines, b"null"))
+            size, root = int(head["size"]), str(head["root"])
+            if head.get("format") != INDEX_FORMAT or not 0 < size <= lg.size():
                 return KnownBundles()
             if lg.root(size).hex() != root:
                 return KnownBundles()
             held, stats = {}, {}
-            for k, s, d, n, i, fk, t in rows:
+            for line in lines:  # one row at a time: the rows are never all parsed at once
+                k, s, d, n, i, fk, t = orjson.loads(line)
                 key = bytes.fromhex(k)
                 held[key] = Held(s, bytes.fromhex(d), int(n), i)
                 if fk is not None and not racy(int(t), written):
                     stats[key] = (bytes.fromhex(fk), int(t))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, orjson.JSONDecodeError):
             return KnownBundles()
         if size < lg.size():  # a stream appended to since may no longer be as planned
             touched = {ev.stream for ev in lg.read(from_seq=size)}
@@ -198,19 +201,24 @@ class KnownBundles:
         fast = {fk: k for k, (fk, _) in stats.items() if k in held}
         return KnownBundles(held, stats=stats, fast=fast)
 
-    def key(self, task: Task, limits: YamlLimits, resolve: Resolver) -> tuple[bytes, Stamps] | None:
+    def key(
+        self, task: Task, limits: YamlLimits, resolve: Resolver
+    ) -> tuple[bytes, Stamps | None] | None:
         """The bundle's content key (as :func:`bundle_key`), taken from its stat key when
-        that is remembered and trusted, so its files are not read."""
+        that is remembered and trusted, so its files are not read; with the stamps of its
+        files as hashed when it is not held (its read is remembered only if they hold)."""
         prefix = key_prefix(task, limits, resolve)
         if prefix is None:
             return None
         now = lstamps(task.path, FILES)
         if now is not None and (known := self.fast.get(stat_key(prefix, now))) is not None:
-            return known, now
+            return known, None
         got = bundle_key(task, limits, prefix)
-        if got is not None:
-            self.stats[got[0]] = (stat_key(prefix, got[1]), newest(got[1]))
-        return got
+        if got is None:
+            return None
+        key, stamps = got
+        self.stats[key] = (stat_key(prefix, stamps), newest(stamps))
+        return key, None if key in self.held else stamps  # the stamps of one to be read
 
     def reads(self, tasks: Sequence[Task], request: Any, derive: Derive | None) -> Iterator[Any]:
         """Every task's read, in task order: a remembered bundle as its held stream, every
@@ -229,7 +237,10 @@ class KnownBundles:
                 yield (self._stream(task, held),)
                 continue
             got: TaskRead | Any = next(others)
-            if k is not None and isinstance(got, tuple) and len(got) == 1 and unchanged(task, k[1]):
+            if (
+                k is not None and k[1] is not None and isinstance(got, tuple) and len(got) == 1
+                and unchanged(task, k[1])
+            ):  # fmt: skip
                 (one,) = got
                 u = one.head
                 self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
@@ -255,9 +266,9 @@ class KnownBundles:
         size = lg.size()
         if size == 0:
             return
-        body = {"format": INDEX_FORMAT, "size": size, "root": lg.root(size).hex(),
-                "bundles": [h.row(k, self.stats.get(k)) for k, h in rows.items()]}  # fmt: skip
-        _store(lg, orjson.dumps(body))
+        head = {"format": INDEX_FORMAT, "size": size, "root": lg.root(size).hex()}
+        rest = (orjson.dumps(h.row(k, self.stats.get(k))) for k, h in rows.items())
+        _store(lg, itertools.chain([orjson.dumps(head)], rest))  # written as made
 
 
 _EMPTY = parked_rows([], [])
@@ -275,8 +286,9 @@ def _path(lg: Any) -> Path | None:
     return root / PROJECTIONS_DIR / INDEX_NAME if (root / DB_FILE).is_file() else None
 
 
-def _load(lg: Any) -> tuple[dict[str, Any], int] | None:
-    """The index and when it was written (``NEVER`` for one held in memory: no file time)."""
+def _load(lg: Any) -> tuple[Iterator[bytes], int] | None:
+    """The index's lines (a head, then one row each) and when it was written (``NEVER`` for
+    one held in memory: no file time)."""
     path = _path(lg)
     try:
         if path is None:
@@ -285,21 +297,21 @@ def _load(lg: Any) -> tuple[dict[str, Any], int] | None:
             with open(path, "rb") as f:
                 written = os.fstat(f.fileno()).st_mtime_ns
                 body = f.read()
-        doc = None if body is None else orjson.loads(body)
-    except (OSError, orjson.JSONDecodeError):
+    except OSError:
         return None
-    return (doc, written) if isinstance(doc, dict) else None
+    return None if body is None else (iter(io.BytesIO(body)), written)
 
 
-def _store(lg: Any, body: bytes) -> None:
+def _store(lg: Any, lines: Iterable[bytes]) -> None:
     """Replace the index whole (a crash leaves the old one, which the log still vouches for)."""
     path = _path(lg)
     if path is None:  # an in-memory store: kept as long as the store lives
-        _IN_MEMORY[lg] = body
+        _IN_MEMORY[lg] = b"".join(line + b"\n" for line in lines)
         return
     with contextlib.suppress(OSError):  # derived data: an ingest never fails for want of it
         path.parent.mkdir(exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=".ingest-", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "wb") as f:
-            f.write(body)
+        with os.fdopen(handle, "wb", buffering=1 << 16) as f:
+            for line in lines:
+                f.write(line + b"\n")
         os.replace(name, path)

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.ingest_stat import Resolver
 from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
     Carried,
     KeptWriter,
+    LazyBase,
     config_digest,
-    find_base,
     kept_records,
     lazy_from_ledger,
 )
@@ -230,7 +231,7 @@ class _Context:
     evaluator: Evaluator
     roots: tuple[str, ...]
     ledger: Any | None  # an open Ledger on a real run, None on a dry run
-    prior: Base | None = None  # the run whose observations are carried forward
+    prior: LazyBase | None = None  # the run whose observations are carried forward
 
 
 def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
@@ -241,8 +242,9 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
     base = ctx.base.resolve()
-    reals = [d.resolve() for d in bundles]  # each resolved once: a corpus has many
-    labels = {r: display_path(d, base, r) for d, r in zip(bundles, reals, strict=True)}
+    resolve = Resolver()  # each resolved once, through its parent: a corpus has many
+    reals = [resolve(d) for d in bundles]
+    labels = {r: display_path(d, base, r, base) for d, r in zip(bundles, reals, strict=True)}
     ingested = None
     if ctx.ledger is not None:
         ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get)
@@ -373,7 +375,7 @@ def run_reconcile(
         "corpora": sorted((v, corpora[v].resolved) for v in {v for v, _ in claims}),
     }
     config_id = config_digest(selection)
-    prior = None if ledger is None or inv.full else find_base(ledger, config_id)
+    prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
                    prior)  # fmt: skip
     reads: list[tuple[_Read, list[Claim]]] = []
@@ -404,7 +406,7 @@ def run_reconcile(
     carried = sum(len(read.carried) for read, _ in reads)
     bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
-                           config_digest=config_id, extends=prior, kept=kept,
+                           config_digest=config_id, extends=prior and prior(), kept=kept,
                            carried=carried, evaluated=bundles - carried)  # fmt: skip
 
 

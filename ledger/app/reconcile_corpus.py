@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.ingest_read import ids_digest
+from ledger.app.ingest_stat import Resolver
 from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.sources.corpus import Corpus
@@ -29,9 +30,10 @@ def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, bytes]]:
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
     planned: dict[Path, tuple[str, bytes]] = {}
+    resolve = Resolver()
 
     def seen(path: Path, read: Any) -> None:
-        planned[path.resolve()] = (read.head.stream, read.digest)
+        planned[resolve(path)] = (read.head.stream, read.digest)
 
     try:
         ingest_into(
@@ -84,12 +86,14 @@ class Ingested:
 
     @staticmethod
     def of(
-        lg: Any, root: Path, prior: Base | None = None, source: str = "",
+        lg: Any, root: Path, find: Callable[[], Base | None] | None = None, source: str = "",
         label: Callable[[Path], str | None] = str,
     ) -> Ingested:  # fmt: skip
-        """``root`` ingested; with ``prior``, each bundle (named ``label(resolved path)`` in
+        """``root`` ingested; with ``find`` (the earlier run, asked for once the ingest is
+        done), each bundle (named ``label(resolved path)`` in
         corpus ``source``) whose earlier observation still holds is carried, not read."""
         out = Ingested(lg, ingest_corpus(lg, root))
+        prior = None if find is None else find()
         if prior is not None and out.planned:
             prior.look(lg)  # the log as this ingest left it
             for path, (stream, ids) in out.planned.items():

@@ -108,31 +108,57 @@ def record(source: str, trial: str, c: Carried) -> dict[str, Any]:
     }
 
 
-def carried_of(rec: dict[str, Any]) -> Carried:
-    """A kept line read back (KeyError / TypeError / ValueError: not one this version wrote)."""
+def carried_of(rec: dict[str, Any], shared: dict[bytes, Any] | None = None) -> Carried:
+    """A kept line read back (KeyError / TypeError / ValueError: not one this version wrote).
+    ``shared``: the values already read back, by their JSON — equal parts of many trials
+    (a task's grading, a criterion's result) are then held once, not once per trial."""
     if rec.get("excluded"):
         return Carried(str(rec["stream"]), str(rec["planned"]), excluded=True)
+    memo: dict[bytes, Any] = {} if shared is None else shared
     g, r, cand = rec["grade"], rec["grading"], rec["candidate"]
+
+    def once(value: Any, make: Callable[[Any], Any]) -> Any:
+        key = orjson.dumps([make.__name__, value])
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = make(value)
+        return got
+
     results = g["criterion_results"]
     grade = RecordedGrade(
         g["judge_status"],
-        None if results is None else tuple(CriterionResult(**x) for x in results),
-        g["components"], g["score"], g["binary_pass"], g["trace_gate_failed"],
+        None if results is None else tuple(once(x, _result) for x in results),
+        once(g["components"], _same), g["score"], g["binary_pass"], g["trace_gate_failed"],
     )  # fmt: skip
-    rubric = r["rubric"]
-    grading = RecordedGrading(
-        None if rubric is None else tuple(CriterionShape(**x) for x in rubric),
-        r["weights"], r["method"], r["pass_threshold"],
-    )  # fmt: skip
+    grading = once(r, _grading)
     candidate: Candidate | None = None
     if cand is not None:
-        kind, body = cand
-        candidate = {"CandidateEvaluation": CandidateEvaluation, "Unavailable": Unavailable}[
-            kind
-        ](**body)
+        candidate = once(cand, _candidate)
     return Carried(str(rec["stream"]), str(rec["planned"]), str(rec["stream_digest"]),
                    task_id=str(rec["task_id"]), grade=grade, grading=grading,
                    candidate=candidate)  # fmt: skip
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _result(x: dict[str, Any]) -> CriterionResult:
+    return CriterionResult(**x)
+
+
+def _grading(r: dict[str, Any]) -> RecordedGrading:
+    rubric = r["rubric"]
+    return RecordedGrading(
+        None if rubric is None else tuple(CriterionShape(**x) for x in rubric),
+        r["weights"], r["method"], r["pass_threshold"],
+    )  # fmt: skip
+
+
+def _candidate(cand: list[Any]) -> Candidate:
+    kind, body = cand
+    kinds: dict[str, Any] = {"CandidateEvaluation": CandidateEvaluation, "Unavailable": Unavailable}
+    return kinds[kind](**body)
 
 
 def evaluated(obs: TrialObservation) -> Candidate | None:
@@ -234,16 +260,34 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
         return None
     hasher = RecordHasher()
     records: dict[tuple[str, str], Carried] = {}
+    shared: dict[bytes, Any] = {}
     try:
         for line in body:
             hasher.add(line)
             rec = orjson.loads(line)
-            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec)
+            records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec, shared)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
     if hasher.digest() != obs or len(records) != t.get("count"):
         return None
     return Base(records, run_id, seq, size, root, outputs)
+
+
+class LazyBase:
+    """:func:`find_base` on first use. A run asks after its first corpus is ingested, so
+    the ingest's working set and the kept observations are not held at the same time (the
+    checks hold as well then: its ingest appends after the base's event, never before)."""
+
+    def __init__(self, lg: Any, config_digest: str) -> None:
+        self._find: Callable[[], Base | None] | None = functools.partial(
+            find_base, lg, config_digest
+        )
+        self._base: Base | None = None
+
+    def __call__(self) -> Base | None:
+        if self._find is not None:
+            self._base, self._find = self._find(), None
+        return self._base
 
 
 class RecordHasher:

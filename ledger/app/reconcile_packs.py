@@ -325,11 +325,13 @@ def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:
     return out
 
 
-def display_path(path: Path, base: Path, real: Path | None = None) -> str:
-    """``path`` relative to ``base`` once both are resolved (``real``: ``path`` resolved
-    already), else as given."""
+def display_path(
+    path: Path, base: Path, real: Path | None = None, real_base: Path | None = None
+) -> str:
+    """``path`` relative to ``base`` once both are resolved (``real``, ``real_base``: those
+    resolved already), else as given."""
     try:
-        return (real or path.resolve()).relative_to(base.resolve()).as_posix()
+        return (real or path.resolve()).relative_to(real_base or base.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
