@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
@@ -22,6 +23,7 @@ from ledger.app.ingest import ingest_into
 from ledger.app.ingest_known import INDEX_NAME
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_extend import carried_of
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
@@ -305,3 +307,22 @@ def test_a_new_code_version_of_the_reading_carries_nothing(
     assert "extends" not in got.document["receipt"]
     again, _ = extend_then_full(base)
     assert again.document["receipt"]["carried"] == 17
+
+
+def test_kept_observations_read_back_share_equal_parts_and_equal_a_fresh_read(
+    tmp_path: Path,
+) -> None:
+    base = workspace(tmp_path)
+    extend_then_full(base)
+    kept = next((base / "lg" / "projections").glob("reconcile-*.results"))
+    lines = kept.read_bytes().split(b"\n")[1:-1]  # MAGIC, records, the trailer's line
+    recs = [orjson.loads(line) for line in lines if line.startswith(b'{"source"')]
+    shared: dict[bytes, Any] = {}
+    both = [(carried_of(r, shared), carried_of(orjson.loads(orjson.dumps(r)))) for r in recs]
+    assert len(both) == 17 and all(a == b for a, b in both)  # the same values as read alone
+    gradings = [a.grading for a, _ in both if a.grading is not None]
+    by_task: dict[str, set[int]] = {}
+    for (a, _), g in zip([x for x in both if x[0].grading is not None], gradings, strict=True):
+        by_task.setdefault(a.task_id, set()).add(id(g))
+    assert all(len(ids) == 1 for ids in by_task.values())  # one object per task's grading
+    assert len(gradings) > len(by_task)  # some task has several trials
