@@ -11,6 +11,8 @@ from ledger.analytics.view_kit import (
     fields,
     internal,
     json_transform,
+    in_replay_batch,
+    on_own_stream,
     recorded_grade_of,
     written_by_projection,
 )
@@ -68,14 +70,14 @@ _TRIAL = ("trial", "trial stream")
 _TASK = ("task_id", "task id")
 
 
-def grade_head() -> View:
+def grade_rows() -> View:
     # The scalar fields only (one cheap pass): what grades / current_grades / pass@k need.
+    # Each row depends on its own event alone, so it can be kept and extended
+    # (ledger.analytics.materialise); what a later event changes is in _grade_head.
     sv, gh = fields("grade.head")
     return internal(
-        "_grade_head",
-        "SELECT u.seq, u.recorded_at, u.type, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
-        "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
-        "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, type, body, "
+        "_grade_rows",
+        "SELECT seq, recorded_at, type, stream, body, "
         "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
         f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
         f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
@@ -83,7 +85,19 @@ def grade_head() -> View:
         f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status, "
         f"CASE WHEN type = 'grade.replayed' THEN {gh['replay_status']} END AS replay_status "
         f"FROM (SELECT seq, recorded_at, type, stream, body, {sv} FROM _ev "
-        f"WHERE type IN ('grade.recorded', 'grade.replayed') AND {written_by_projection()})) u "
+        f"WHERE type IN ('grade.recorded', 'grade.replayed') AND {on_own_stream()})",
+    )
+
+
+def grade_head() -> View:
+    # A trial's task comes from its latest registration; a replayed grade counts once its
+    # replay.completed is in the log (view_kit.written_by_projection).
+    return internal(
+        "_grade_head",
+        "SELECT u.seq, u.recorded_at, u.type, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
+        "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
+        "u.judge_status, u.replay_status, u.body FROM (SELECT * FROM _grade_rows "
+        f"WHERE {in_replay_batch()}) u "
         "LEFT JOIN _trial_keys k ON k.trial = u.trial",
     )
 
@@ -322,6 +336,7 @@ def constraint_separation() -> View:
 
 
 VIEWS: tuple[View, ...] = (
+    grade_rows(),
     grade_head(),
     grades(),
     current(),
