@@ -9,9 +9,9 @@ from __future__ import annotations
 from ledger.analytics.view_kit import (
     View,
     fields,
+    in_replay_batch,
     internal,
     json_transform,
-    in_replay_batch,
     on_own_stream,
     recorded_grade_of,
     written_by_projection,
