@@ -112,17 +112,15 @@ KEPT_SET = frozenset(KEPT)
 
 @functools.cache
 def _reads() -> dict[str, frozenset[str]]:
-    """Each view, and every view it reads through others (itself included)."""
-    con = duckdb.connect(":memory:")
-    try:
-        direct = {
-            v.name: (_table_names(con, v.sql) or set()) & views.BY_NAME.keys() for v in views.VIEWS
-        }
-    finally:
-        con.close()
+    """Each view, and every view it reads through others (itself included). A view's SQL
+    names the views it reads as words; a word that only looks like one (a CTE or a column
+    of that name) can only make a query bring the kept rows up to date needlessly."""
+    names = "|".join(re.escape(v.name) for v in views.VIEWS)
+    word = re.compile(rf"(?<![\w.'\"])({names})(?![\w'\"])")
     out: dict[str, frozenset[str]] = {}
     for v in views.VIEWS:  # creation order: a view reads only views before it
-        out[v.name] = frozenset({v.name}).union(*(out.get(d, {d}) for d in direct[v.name]))
+        direct = {m.group(1) for m in word.finditer(v.sql)}
+        out[v.name] = frozenset({v.name}).union(*(out.get(d, {d}) for d in direct))
     return out
 
 
