@@ -127,7 +127,7 @@ def _reads() -> dict[str, frozenset[str]]:
 def _table_names(con: duckdb.DuckDBPyConnection, text: str) -> set[str] | None:
     """The relation names a SELECT refers to, from DuckDB's own parse tree (no binding)."""
     try:
-        tree = orjson.loads(con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()[0])
+        tree = orjson.loads(con.execute("SELECT json_serialize_sql(?)", [text]).fetchall()[0][0])
     except (duckdb.Error, orjson.JSONDecodeError, TypeError):
         return None
     if not isinstance(tree, dict) or tree.get("error"):
@@ -174,7 +174,8 @@ def bring_up_to_date(
 
 
 def _head(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
-    size, blob = con.execute("SELECT size, frontier FROM store.tree_state").fetchone() or (0, b"")
+    rows = con.execute("SELECT size, frontier FROM store.tree_state").fetchall()
+    size, blob = rows[0] if rows else (0, b"")
     blob = bytes(blob)
     frontier = [blob[i : i + 32] for i in range(0, len(blob), 32)]
     return int(size), merkle.frontier_root(frontier).hex()
@@ -187,10 +188,10 @@ def _detach(con: duckdb.DuckDBPyConnection) -> None:
 
 def _position(con: duckdb.DuckDBPyConnection) -> tuple[str, int, str] | None:
     try:
-        row = con.execute(f"SELECT version, size, root FROM {ALIAS}._position").fetchone()
+        rows = con.execute(f"SELECT version, size, root FROM {ALIAS}._position").fetchall()
     except duckdb.Error:
         return None  # a new (or foreign) file: no position
-    return (str(row[0]), int(row[1]), str(row[2])) if row else None
+    return (str(rows[0][0]), int(rows[0][1]), str(rows[0][2])) if rows else None
 
 
 class _Hashes:
