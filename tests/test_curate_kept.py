@@ -35,8 +35,7 @@ class Grown:
         batch = self.root / f"batch{self.k}"
         write_trial(batch, run=run, index=self.k, met=met, calls=["error"] if dead else ["success"])
         with open_ledger(self.lg, create=True) as lg:
-            ingest(lg, [str(batch / run)])
-        stream = f"trial/{run}/notes_task/{self.k}"
+            (stream,) = ingest(lg, [str(batch / run)]).trial_streams
         self.streams.append(stream)
         return stream
 
