@@ -27,6 +27,7 @@ from tests.analytics_fixtures import (
     replayed_grade,
     trial_events,
     trial_stream,
+    write_ledger,
 )
 
 Rows = dict[str, list[str]]
@@ -230,3 +231,12 @@ def test_a_query_reading_no_kept_view_leaves_the_file_alone(tmp_path: Path) -> N
     assert not (log.path / materialise.PROJECTIONS_DIR / materialise.FILE).exists()
     _, source = analytics.query_with_source(log.path, "SELECT count(*) FROM pass_at_k")
     assert source.kept is not None and source.kept.action == "built"
+
+
+def test_a_store_without_a_tree_is_computed_in_memory(tmp_path: Path) -> None:
+    """Events written straight into the table (no tree state): nothing is kept against it."""
+    lg = write_ledger(tmp_path / "raw", trial_events("c", "t", 0, grade=recorded_grade(0.5, True)),
+                      via_store=False)  # fmt: skip
+    table, source = analytics.query_with_source(lg, "SELECT count(*) AS n FROM current_grades")
+    assert source.kept is not None and source.kept.action == "in_memory"
+    assert table.to_pylist() == [{"n": 1}]

@@ -150,7 +150,10 @@ def bring_up_to_date(
 ) -> Kept:
     """Attach the kept rows of the store attached as ``store`` (its envelope rows: ``rel``)
     read-only as :data:`ALIAS`, first bringing them up to date; or say why not."""
-    size, root = _head(con)
+    try:
+        size, root = _head(con, rel)
+    except (duckdb.Error, ValueError) as exc:  # a store without a tree, or out of step with it
+        return Kept("in_memory", 0, "", 0, f"no tree head to keep rows against: {exc}")
     path = ledger_dir / PROJECTIONS_DIR / FILE
     try:
         path.parent.mkdir(exist_ok=True)
@@ -173,9 +176,13 @@ def bring_up_to_date(
     return kept
 
 
-def _head(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
+def _head(con: duckdb.DuckDBPyConnection, rel: str) -> tuple[int, str]:
+    """The store's tree size and root, checked to cover exactly the rows the views read."""
     rows = con.execute("SELECT size, frontier FROM store.tree_state").fetchall()
     size, blob = rows[0] if rows else (0, b"")
+    (events,) = con.execute(f"SELECT coalesce(max(seq) + 1, 0) FROM ({rel})").fetchall()[0]
+    if int(size) != int(events):
+        raise ValueError(f"the tree holds {size} events, the events table {events}")
     blob = bytes(blob)
     frontier = [blob[i : i + 32] for i in range(0, len(blob), 32)]
     return int(size), merkle.frontier_root(frontier).hex()
