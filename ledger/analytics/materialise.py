@@ -155,6 +155,10 @@ def bring_up_to_date(
     except (duckdb.Error, ValueError) as exc:  # a store without a tree, or out of step with it
         return Kept("in_memory", 0, "", 0, f"no tree head to keep rows against: {exc}")
     path = ledger_dir / PROJECTIONS_DIR / FILE
+    if not full and path.is_file():  # current: read as it is, never opened for writing
+        current = _as_it_is(con, path, size, root, "")
+        if current.attached:
+            return current
     try:
         path.parent.mkdir(exist_ok=True)
         con.execute(f"ATTACH {sql_str(str(path))} AS {ALIAS}")
@@ -167,12 +171,15 @@ def bring_up_to_date(
         return Kept("in_memory", size, root, 0, f"{path} could not be read ({exc}); removed")
     try:
         kept = _update(con, rel, size, root, full)
-    except (duckdb.Error, ProofError) as exc:
+    except duckdb.Error as exc:
         _detach(con)
         path.unlink(missing_ok=True)
         return Kept("in_memory", size, root, 0, f"{path} could not be updated ({exc}); removed")
     _detach(con)
-    con.execute(f"ATTACH {sql_str(str(path))} AS {ALIAS} (READ_ONLY)")
+    try:
+        con.execute(f"ATTACH {sql_str(str(path))} AS {ALIAS} (READ_ONLY)")
+    except duckdb.Error as exc:  # another reader took it for writing meanwhile
+        return Kept("in_memory", size, root, 0, f"{path} could not be read back ({exc})")
     return kept
 
 
@@ -222,7 +229,11 @@ def stale(
         return "the kept views' code changed"
     if at_size > size:
         return f"kept at size {at_size}, beyond this log's {size}"
-    if merkle.tree_hash(at_size, _Hashes(con, rel)).hex() != at_root:
+    try:
+        at_size_root = merkle.tree_hash(at_size, _Hashes(con, rel)).hex()
+    except ProofError as exc:
+        return f"this log's root at size {at_size} cannot be read ({exc})"
+    if at_size_root != at_root:
         return f"this log's root at size {at_size} is not the kept one"
     return ""
 
@@ -274,7 +285,7 @@ def _as_it_is(con: duckdb.DuckDBPyConnection, path: Path, size: int, root: str, 
     try:
         con.execute(f"ATTACH {sql_str(str(path))} AS {ALIAS} (READ_ONLY)")
     except duckdb.Error as exc:
-        return Kept("in_memory", size, root, 0, f"{why}; {exc}")
+        return Kept("in_memory", size, root, 0, f"{why}; {exc}".strip("; "))
     at = _position(con)
     if at == (VERSION, size, root):
         return Kept("reused", size, root, 0)
