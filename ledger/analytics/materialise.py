@@ -4,8 +4,8 @@ and brought up to date on read (docs/readme/analytics.md § Kept views).
 Every view groups, picks the latest of, or counts rows the log's events map to one by one:
 a trial's registration and end, each grade's scalar fields and body, each usage record.
 Parsing those out of every event's JSON is what a query over a long history pays for. The
-views in :data:`KEPT` are such maps (each row depends on its own event alone, no other
-view but ``_ev``), so their rows over the first ``size`` events stay right once the log
+views in :data:`KEPT` are such maps (each row depends on its own event alone, and they
+read ``_ev`` or kept views only), so their rows over the first ``size`` events stay right once the log
 grows: bringing them up to date appends the rows of the events after ``size``, in one
 transaction with the new position. What a later event can change (the latest
 registration, a re-score, a replay's ``replay.completed``) is decided above them, at
@@ -40,10 +40,13 @@ from ledger.log import merkle
 from ledger.log.layout import PROJECTIONS_DIR
 from ledger.log.raw import read_stored_hashes
 
-KEPT: tuple[str, ...] = (
+KEPT: tuple[str, ...] = (  # in creation order: a kept view reads _ev or one before it
     "_registered",
     "_ended",
     "_grade_rows",
+    "_trace_rows",
+    "_criteria_rows",
+    "_accounting_rows",
     "_usage_registered",
     "_usage_judge",
 )

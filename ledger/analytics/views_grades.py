@@ -89,6 +89,25 @@ def grade_rows() -> View:
     )
 
 
+def trace_rows() -> View:
+    # Each grade's trace check results, one row per result (kept, as _grade_rows)
+    return internal(
+        "_trace_rows",
+        "SELECT seq, x.grade.trace_checks_summary.winning_path AS winning_path, "
+        "unnest(x.grade.trace_check_results) AS r, "
+        "unnest(range(len(x.grade.trace_check_results))) AS ord "
+        f"FROM (SELECT seq, {TRACE_T} AS x FROM _grade_rows)",
+    )
+
+
+def criteria_rows() -> View:
+    # Each grade's judge criterion results, one row per result (kept, as _grade_rows)
+    return internal(
+        "_criteria_rows",
+        f"SELECT seq, unnest(({CRITERIA_T}).grade.criterion_results) AS c FROM _grade_rows",
+    )
+
+
 def grade_head() -> View:
     # A trial's task comes from its latest registration; a replayed grade counts once its
     # replay.completed is in the log (view_kit.written_by_projection).
@@ -232,9 +251,9 @@ def criteria() -> View:
     return View(
         "criteria",
         "SELECT seq AS grade_seq, trial, task_id, source, replay_id, c.id AS criterion, c.met, "
-        "c.score, c.justification, judge_status FROM (SELECT seq, trial, task_id, source, "
-        f"replay_id, judge_status, unnest(({CRITERIA_T}).grade.criterion_results) AS c "
-        "FROM _grade_head)",
+        "c.score, c.justification, judge_status FROM (SELECT h.seq, h.trial, h.task_id, "
+        "h.source, h.replay_id, h.judge_status, k.c FROM _grade_head h "
+        "JOIN _criteria_rows k ON k.seq = h.seq)",
         "judge criterion results carried by a grade (criterion_results)",
         (
             _GRADE_SEQ,
@@ -258,11 +277,8 @@ def trace_checks() -> View:
         "ord::INTEGER AS ord, r.id AS constraint_id, r.kind, r.severity, r.weight, r.passed, "
         "coalesce(r.undecided, false) AS undecided, coalesce(r.withheld, false) AS withheld, "
         f"{VERDICT} AS verdict, r.message, r.matched_positions, winning_path "
-        "FROM (SELECT seq, trial, task_id, source, replay_id, recorded_at, "
-        "x.grade.trace_checks_summary.winning_path AS winning_path, "
-        "unnest(x.grade.trace_check_results) AS r, "
-        "unnest(range(len(x.grade.trace_check_results))) AS ord "
-        f"FROM (SELECT *, {TRACE_T} AS x FROM _grade_head))",
+        "FROM (SELECT h.seq, h.trial, h.task_id, h.source, h.replay_id, h.recorded_at, "
+        "t.winning_path, t.r, t.ord FROM _grade_head h JOIN _trace_rows t ON t.seq = h.seq)",
         "per grade, per trace constraint: pass / fail / undecided / withheld",
         (
             _GRADE_SEQ,
@@ -337,6 +353,8 @@ def constraint_separation() -> View:
 
 VIEWS: tuple[View, ...] = (
     grade_rows(),
+    trace_rows(),
+    criteria_rows(),
     grade_head(),
     grades(),
     current(),
