@@ -2,11 +2,12 @@
 and brought up to date on read (docs/readme/analytics.md § Kept views).
 
 Every view groups, picks the latest of, or counts rows the log's events map to one by one:
-a trial's registration and end, each grade's scalar fields and body, each usage record.
-Parsing those out of every event's JSON is what a query over a long history pays for. The
-views in :data:`KEPT` are such maps (each row depends on its own event alone, and they
-read ``_ev`` or kept views only), so their rows over the first ``size`` events stay right once the log
-grows: bringing them up to date appends the rows of the events after ``size``, in one
+a trial's registration and end, each grade's scalar fields, body and nested results, each
+usage record. Parsing those out of every event's JSON is what a query over a long history
+pays for. The views in :data:`KEPT` are such maps (each row depends on its own event
+alone, and they read ``_ev`` or kept views only), so their rows over the first ``size``
+events stay right once the log grows: bringing them up to date appends the rows of the
+events after ``size`` (for the per-key sums of :data:`ADDED`, adds theirs), in one
 transaction with the new position. What a later event can change (the latest
 registration, a re-score, a replay's ``replay.completed``) is decided above them, at
 query time, by the same SQL as before.
@@ -49,7 +50,13 @@ KEPT: tuple[str, ...] = (  # in creation order: a kept view reads _ev or one bef
     "_accounting_rows",
     "_usage_registered",
     "_usage_judge",
+    "_stream_counts",
 )
+# Kept views that are sums per key, not rows per event: the sums over the new events are
+# added to the kept ones (a new key is inserted). Key, then the summed columns.
+ADDED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "_stream_counts": ("stream", ("n_messages", "n_tool_calls")),
+}
 FILE = "views.duckdb"
 ALIAS = "kept_views"  # the attached file's catalog name on a query connection
 _FORMAT = "1"  # the file's own layout: the position table below
@@ -257,12 +264,13 @@ def _update(con: duckdb.DuckDBPyConnection, rel: str, size: int, root: str, full
                 f"CREATE TABLE {ALIAS}._position (version VARCHAR, size UBIGINT, root VARCHAR)"
             )
         for name in KEPT:
-            rows = f"SELECT * FROM {name} ORDER BY seq"
-            con.execute(
-                f'CREATE TABLE {ALIAS}."{name}" AS {rows}'
-                if why
-                else f'INSERT INTO {ALIAS}."{name}" {rows}'
-            )
+            if why:
+                order = "" if name in ADDED else " ORDER BY seq"
+                con.execute(f'CREATE TABLE {ALIAS}."{name}" AS SELECT * FROM {name}{order}')
+            elif name in ADDED:
+                _add(con, name, *ADDED[name])
+            else:
+                con.execute(f'INSERT INTO {ALIAS}."{name}" SELECT * FROM {name} ORDER BY seq')
         con.execute(f"DELETE FROM {ALIAS}._position")
         con.execute(f"INSERT INTO {ALIAS}._position VALUES (?, ?, ?)", [VERSION, size, root])
         con.execute("COMMIT")
@@ -270,6 +278,16 @@ def _update(con: duckdb.DuckDBPyConnection, rel: str, size: int, root: str, full
         con.execute("ROLLBACK")
         raise
     return Kept("built" if why else "extended", size, root, size - start, why)
+
+
+def _add(con: duckdb.DuckDBPyConnection, name: str, key: str, sums: tuple[str, ...]) -> None:
+    """Add the sums over the new events to the kept ones; insert the keys not kept yet."""
+    kept = f'{ALIAS}."{name}"'
+    add = ", ".join(f"{c} = k.{c} + d.{c}" for c in sums)
+    con.execute(f"UPDATE {kept} AS k SET {add} FROM {name} AS d WHERE k.{key} = d.{key}")
+    con.execute(
+        f"INSERT INTO {kept} SELECT * FROM {name} WHERE {key} NOT IN (SELECT {key} FROM {kept})"
+    )
 
 
 def _delta_views(con: duckdb.DuckDBPyConnection, rel: str, start: int, size: int) -> None:
