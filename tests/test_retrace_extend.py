@@ -96,6 +96,36 @@ def test_an_extension_carries_unchanged_trials_and_evaluates_new_and_rescored(
         assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
 
 
+def test_pages_let_go_while_reading_kept_results_read_back_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept results are read through a mapping whose pages are dropped behind the
+    reader (so resident memory does not grow with the file); with a window of one page,
+    pages are dropped after nearly every record, and the extension is still the full run."""
+    import mmap  # noqa: PLC0415
+
+    from ledger.app import replay_results  # noqa: PLC0415
+
+    monkeypatch.setattr(replay_results._Release, "WINDOW", mmap.PAGESIZE)
+    released: list[int] = []
+    real = replay_results._Release.__call__
+
+    def spy(self: Any, pos: int) -> None:
+        before = self.done
+        real(self, pos)
+        if self.done != before:
+            released.append(self.done)
+
+    monkeypatch.setattr(replay_results._Release, "__call__", spy)
+    with open_ledger(tmp_path / "L", create=True) as lg:
+        ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
+        retrace(ledger=lg)
+        ingest_into(lg, [str(b) for b in BUNDLES[12:]], "more")
+        got = assert_extends_like_full(lg)
+        assert got.report["receipt"]["carried"] == 12
+    assert released, "no page was let go: the file is smaller than one page?"
+
+
 def test_a_chain_of_extensions_recomputes_through_every_link(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:6]], "notes")
@@ -205,3 +235,30 @@ def test_the_command_line_says_what_it_extended_and_full_forces_a_whole_replay(
     run = CliRunner().invoke(main, ["retrace", "--ledger", str(led), "--full", "--json"])
     assert run.exit_code == 0, run.output
     assert "extends" not in json.loads(run.stdout)["receipt"]
+
+
+def test_the_text_summary_of_an_extension_names_the_same_trials_as_a_full_replay(
+    tmp_path: Path,
+) -> None:
+    """The summary counts statuses and names only disagreeing and not-re-checked trials
+    without reading every row back; carried trials (whose differences are kept apart from
+    their folded fields) are named with their differences, as the full replay names them."""
+    led = tmp_path / "L"
+    with open_ledger(led, create=True) as lg:
+        ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
+        for n, row in enumerate(retrace(ledger=lg, dry_run=True).to_json()["trials"][2:5]):
+            rescore(lg, row["trial"], n)  # recorded grades the replay will disagree with
+        retrace(ledger=lg)
+        ingest_into(lg, [str(b) for b in BUNDLES[12:]], "more")
+    args = ["retrace", "--ledger", str(led), "--dry-run"]
+    extended = CliRunner().invoke(main, args)
+    full = CliRunner().invoke(main, [*args, "--full"])
+    assert "carried forward" in extended.output and "carried forward" not in full.output
+
+    def named(output: str) -> list[str]:  # the headline and one line per named trial
+        return [ln for ln in output.splitlines() if ln.startswith(("retrace ", "disagreed", "not_rechecked"))]
+
+    lines = named(extended.output)
+    assert sum(ln.startswith("disagreed") for ln in lines) >= 3, extended.output
+    assert [ln.split(" — ", 1)[-1] for ln in lines] == [ln.split(" — ", 1)[-1] for ln in named(full.output)]
+    assert extended.exit_code == full.exit_code
