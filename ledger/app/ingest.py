@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.ingest_inputs import Unit, tasks_for
+from ledger.app.ingest_inputs import Unit, first_difference, tasks_for
+from ledger.app.ingest_known import KnownBundles
 from ledger.app.ingest_read import (
     Derive,
     ReadStream,
@@ -44,7 +45,6 @@ from ledger.app.ingest_read import (
     gc_paused,
     ids_digest,
     pool_size,
-    read_tasks,
     refusal,
 )  # fmt: skip
 from ledger.app.ingest_spool import (
@@ -212,7 +212,7 @@ def ingest_into(
     *,
     keep_inconsistent: bool = False,
     limits: YamlLimits = DEFAULT_LIMITS,
-    on_unit: Callable[[Path, Unit], None] | None = None,
+    on_unit: Callable[[Path, ReadStream], None] | None = None,
     workers: int | None = None,
     engine: str = "local",
     address: str | None = None,
@@ -220,7 +220,7 @@ def ingest_into(
     on_derived: Callable[[str, Any], None] | None = None,
 ) -> IngestResult:
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
-    ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
+    ``on_unit(path, read)`` sees each input's planned stream as it is read, admitted or not
     (reconcile reads each bundle once that way). ``derive`` runs where each stream is read
     (a worker); ``on_derived(stream, value)`` gets its value for each stream this ingest
     adds to the log (retrace --source: ``ledger.app.retrace_source``)."""
@@ -235,7 +235,7 @@ def run(
     ledger: Any,
     request: IngestRequest,
     progress: Progress | None = None,
-    on_unit: Callable[[Path, Unit], None] | None = None,
+    on_unit: Callable[[Path, ReadStream], None] | None = None,
     derived: tuple[Derive | None, Callable[[str, Any], None] | None] = (None, None),
 ) -> IngestResult:
     """The use case: plan every input, compare with ``ledger``, append what is new.
@@ -243,12 +243,13 @@ def run(
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
     with gc_paused(), spool() as file:
-        job = _Ingest(request, file, *derived)
+        job = _Ingest(request, file, *derived, known=KnownBundles.of(ledger))
         job.plan(progress, on_unit)
-        groups = job.compare(_existing_ids(ledger, list(job.planned)))
+        groups = job.compare(_existing_ids(ledger, job.known.unread(job.planned)))
         if not job.planned and not job.skips and not job.paths:
             raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
         first, last = append_in_batches(ledger, groups + [rows_of(job.skips)])
+        job.known.save(ledger, job.planned, job.lists["trial_streams"])  # not parsed again
         return job.result(first, last)
 
 
@@ -269,11 +270,11 @@ class _Ingest:
 
     def __init__(
         self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
-        on_derived: Callable[[str, Any], None] | None = None,
+        on_derived: Callable[[str, Any], None] | None = None, known: KnownBundles | None = None,
     ) -> None:  # fmt: skip
         self.request = request
         self.file = file  # the spool
-        self.derive, self.on_derived = derive, on_derived
+        self.derive, self.on_derived, self.known = derive, on_derived, known or KnownBundles()
         self.planned: dict[str, _Planned] = {}
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
@@ -293,7 +294,7 @@ class _Ingest:
         self.lists["skipped"].append({"source": source, "kind": kind, "reason": text})
         self.skips.append(_skip_event(source, kind, text, fields))
 
-    def plan(self, progress: Progress | None, on_unit: Callable[[Path, Unit], None] | None) -> None:
+    def plan(self, progress: Progress | None, on_unit: Callable[..., None] | None) -> None:
         tasks = []
         limits = self.request.limits
         for given in self.request.paths:
@@ -306,8 +307,7 @@ class _Ingest:
             tasks += found
         total = len(tasks)
         # read in workers, consumed here in task order: the plan is the same for any number
-        engine = self.request.reader(total)
-        reads = read_tasks(tasks, limits, engine, self.derive) if tasks else iter(())
+        reads = self.known.reads(tasks, self.request, self.derive)  # held ones: not parsed
         for done, (task, read) in enumerate(zip(tasks, reads, strict=True)):
             if progress is not None:
                 progress(done, total, task.source)
@@ -319,7 +319,7 @@ class _Ingest:
             try:  # an inspect log's streams are read lazily, one sample at a time
                 for stream in read:
                     if on_unit is not None:
-                        on_unit(task.path, stream.unit())
+                        on_unit(task.path, stream)
                     self.admit(stream)
             except inspect_log.InspectUnavailable as exc:
                 raise IngestError(task.source, str(exc), "missing_extra") from None
@@ -371,6 +371,9 @@ class _Ingest:
         append reaches them), to add re-scores or to name a change: never all at once."""
         groups: list[Any] = []
         for stream, p in self.planned.items():
+            if self.known.present.get(stream) == p.digest:  # held as planned: ids not read
+                self.count(p, new=False)
+                continue
             held = existing.get(stream)
             extra = self.extra.get(stream, {})
             if held is None:
@@ -400,7 +403,7 @@ class _Ingest:
                     p.unit.source,
                     p.unit.kind,
                     f"{p.unit.source} changed since it was ingested as {stream!r}: "
-                    f"{_first_difference(old, events)}; it is not merged — ingest it under "
+                    f"{first_difference(old, events)}; it is not merged — ingest it under "
                     "another --corpus name to keep both",
                     "changed",
                 )
@@ -489,12 +492,3 @@ def _id_rows(ledger: Any, prefix: str, wanted: set[str]) -> Iterator[tuple[str, 
         table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
         cols = table.select(["stream", "event_id", "type"]).to_pydict()
         yield from zip(cols["stream"], cols["event_id"], cols["type"], strict=True)
-
-
-def _first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
-    for i, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b.event_id:
-            return f"event {i} ({b.type}) differs"
-    if len(old) != len(new):
-        return f"the stream holds {len(old)} events, the input gives {len(new)}"
-    return "no difference"  # pragma: no cover - callers only ask when ids differ
