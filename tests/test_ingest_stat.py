@@ -140,3 +140,22 @@ def test_the_resolver_resolves_as_path_resolve(tmp_path: Path) -> None:
     for p in (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
               tmp_path / "link" / "missing"):  # fmt: skip
         assert resolve(p) == p.resolve()
+
+
+def test_an_index_rewritten_without_rechecking_a_racy_stamp_drops_it(
+    corpus: Path, counts: dict
+) -> None:
+    other = corpus.parent / "other_corpus"
+    shutil.copytree(corpus, other)
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)])
+        age_files(corpus, index(corpus))
+        ingest_into(lg, [str(corpus)])
+        newest = max(max(f.stat().st_mtime_ns, f.stat().st_ctime_ns) for f in corpus.rglob("*"))
+        os.utime(index(corpus), ns=(newest, newest))  # racy: the next index must not vouch
+        ingest_into(lg, [str(other)])  # rewrites the index; this corpus's rows not met
+        assert index(corpus).stat().st_mtime_ns > newest
+        clear(counts)
+        again = ingest_into(lg, [str(corpus)])
+    assert len(counts["hashed"]) >= 17 and counts["parsed"] == []
+    assert again.trials_present == 17
