@@ -244,7 +244,8 @@ def run(
     with gc_paused(), spool() as file:
         job = _Ingest(request, file, *derived)
         job.held = held_streams(ledger)  # before the transaction opens
-        first, last = append_streamed(ledger, job.groups(ledger, progress, on_unit))
+        groups = job.plan(progress, on_unit)
+        first, last = append_streamed(ledger, groups, lambda: job.tail(ledger))
         return job.result(first, last)
 
 
@@ -285,14 +286,10 @@ class _Ingest:
         self.held: frozenset[str] = frozenset()  # the streams the ledger held before
         self.changed: set[str] = set()  # held streams found changed (skipped)
 
-    def groups(
-        self, ledger: Any, progress: Progress | None,
-        on_unit: Callable[[Path, Unit], None] | None,
-    ) -> Iterator[Iterable[Row]]:  # fmt: skip
-        """What to append, in this order: each stream new to the ledger as it is read (in
-        input order, the same for any number of workers), then what the held streams'
-        comparison adds, then the skips."""
-        yield from self.plan(progress, on_unit)
+    def tail(self, ledger: Any) -> Iterator[Iterable[Row]]:
+        """What to append once :meth:`plan` (which yields each stream new to the ledger as
+        it is read, in input order: the same for any number of workers) has read the last
+        input: what comparing the held streams adds, then the skips."""
         if not self.planned and not self.skips and not self.paths:
             raise IngestError(", ".join(self.request.paths), "nothing to ingest", "no_input")
         held = [s for s in self.planned if s in self.held]
