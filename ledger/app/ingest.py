@@ -63,6 +63,7 @@ from ledger.app.ingest_spool import (
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.engines import check_address, get_engine
+from ledger.engines.ordered import start_server
 from ledger.errors import LedgerError
 from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
@@ -309,6 +310,8 @@ class _Ingest:
     ) -> Iterator[Iterable[Row]]:
         tasks = []
         limits = self.request.limits
+        if self.request.engine == "local" and pool_size(self.request.workers, 1 << 30) > 1:
+            start_server(["ledger.app.ingest_read"])  # imports while the inputs are listed
         for given in self.request.paths:
             try:
                 kind, found = tasks_for(given, self.request.corpus, limits)
