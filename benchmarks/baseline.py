@@ -69,6 +69,12 @@ def wall(code: Path, args: list[str | Path], env: Mapping[str, str] | None = Non
     return elapsed
 
 
+# A fresh Python process's own peak RSS in bytes, as an expression for a probe's ``-c``:
+# VmHWM is the peak of the process's own address space, while ru_maxrss (RUSAGE_SELF) may
+# start from the forking parent's resident size and so report the parent's peak instead.
+OWN_PEAK = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) * 1024"
+
+
 def peak_rss(code: Path, args: list[str | Path], env: Mapping[str, str] | None = None) -> int:
     """Peak RSS in bytes of one fresh ``vledger ARGS`` process from tree ``code``: run in
     its own grandchild, so RUSAGE_CHILDREN holds that one process only (Linux: KiB)."""

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baseline import OWN_PEAK
 from benchmarks.generate_corpus import generate
 from ledger.app.ingest import ingest_into
 from ledger.app.retrace import retrace
@@ -36,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024
 
 # One measured retrace in a fresh process: the call's time, the outputs digest, what it
-# extended, and the process's peak RSS (ru_maxrss is KiB on Linux).
+# extended, and the process's own peak RSS (baseline.OWN_PEAK).
 PROBE = """
-import json, resource, sys, time
+import json, sys, time
 t00 = time.perf_counter()
 import pyarrow, ledger, ledger.app.retrace, replay.trace_checks.evaluate  # imports: not timed
 t0 = time.perf_counter()
@@ -47,8 +48,8 @@ seconds = time.perf_counter() - t0
 rc = res.report["receipt"]
 print(json.dumps({"seconds": seconds, "process": time.perf_counter() - t00, "digest": rc["outputs_digest"],
                   "evaluated": rc.get("evaluated"), "carried": rc.get("carried"),
-                  "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
-"""
+                  "peak": PEAK}))
+""".replace("PEAK", OWN_PEAK)
 
 
 def probe(ledger_dir: Path, mode: str) -> dict[str, Any]:

@@ -20,14 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.baseline import ROOT, export, peak_rss
+from benchmarks.baseline import OWN_PEAK, ROOT, export, peak_rss
 from benchmarks.inspect_import import write_logs
 
 MIB = 1024 * 1024
 _READ = (
-    "import resource, sys; from inspect_ai.log import read_eval_log; "
+    "import sys; from inspect_ai.log import read_eval_log; "
     "read_eval_log(sys.argv[1], resolve_attachments=True); "
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    f"print({OWN_PEAK})"
 )
 
 
@@ -35,7 +35,7 @@ def read_peak(log: Path) -> int:
     """Peak RSS in bytes of a fresh process reading ``log`` whole with inspect_ai."""
     done = subprocess.run([sys.executable, "-c", _READ, str(log)], capture_output=True,
                           text=True, check=True)  # fmt: skip
-    return int(done.stdout.split()[-1]) * 1024
+    return int(done.stdout.split()[-1])
 
 
 def scaled_log(seed: Path, samples: int, dest: Path) -> Path:

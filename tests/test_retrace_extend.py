@@ -96,6 +96,36 @@ def test_an_extension_carries_unchanged_trials_and_evaluates_new_and_rescored(
         assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
 
 
+def test_pages_let_go_while_reading_kept_results_read_back_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept results are read through a mapping whose pages are dropped behind the
+    reader (so resident memory does not grow with the file); with a window of one page,
+    pages are dropped after nearly every record, and the extension is still the full run."""
+    import mmap  # noqa: PLC0415
+
+    from ledger.app import replay_results  # noqa: PLC0415
+
+    monkeypatch.setattr(replay_results._Release, "WINDOW", mmap.PAGESIZE)
+    released: list[int] = []
+    real = replay_results._Release.__call__
+
+    def spy(self: Any, pos: int) -> None:
+        before = self.done
+        real(self, pos)
+        if self.done != before:
+            released.append(self.done)
+
+    monkeypatch.setattr(replay_results._Release, "__call__", spy)
+    with open_ledger(tmp_path / "L", create=True) as lg:
+        ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
+        retrace(ledger=lg)
+        ingest_into(lg, [str(b) for b in BUNDLES[12:]], "more")
+        got = assert_extends_like_full(lg)
+        assert got.report["receipt"]["carried"] == 12
+    assert released, "no page was let go: the file is smaller than one page?"
+
+
 def test_a_chain_of_extensions_recomputes_through_every_link(tmp_path: Path) -> None:
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:6]], "notes")

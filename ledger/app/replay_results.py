@@ -17,6 +17,7 @@ an in-memory store keeps them in memory for as long as it lives.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import mmap
@@ -25,7 +26,7 @@ import struct
 import tempfile
 import weakref
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, overload
@@ -236,9 +237,10 @@ class ResultsFile:
 
     def records(self) -> Iterator[Record]:
         """Every record in order, sliced from the mapped file (no copy until used)."""
-        data = self._mapped()
+        data, release = self._mapped()
         pos, end = len(MAGIC), self.end
         while pos < end:
+            release(pos)
             if pos + _HEAD.size > end:
                 raise ResultsUnreadable("a record is cut short")
             a, b, c, d = _HEAD.unpack_from(data, pos)
@@ -255,13 +257,36 @@ class ResultsFile:
                          data[pos:stop])  # fmt: skip
             pos = stop
 
-    def _mapped(self) -> memoryview:
+    def _mapped(self) -> tuple[memoryview, Callable[[int], None]]:
+        """The file's bytes, and a call that lets go of the pages before an offset."""
         if isinstance(self.file, io.BytesIO):
-            return self.file.getbuffer()
+            return self.file.getbuffer(), lambda _pos: None
         try:
-            return memoryview(mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ))
+            mm = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
             raise ResultsUnreadable(str(exc)) from None
+        return memoryview(mm), _Release(mm)
+
+
+class _Release:
+    """Drops the mapped pages already read from the process, a window at a time: read in
+    order, a mapped file's pages would otherwise all count in its resident memory, so the
+    peak would grow with the ledger (measured: 300 MB of results at 100,000 trials). The
+    mapping is read-only and file-backed, so a page read again is faulted back in from
+    the file, never lost."""
+
+    WINDOW = 16 << 20
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self.mm = mm
+        self.done = 0  # pages before this offset were let go
+
+    def __call__(self, pos: int) -> None:
+        upto = pos - pos % mmap.PAGESIZE
+        if upto - self.done >= self.WINDOW:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self.mm.madvise(mmap.MADV_DONTNEED, self.done, upto - self.done)
+            self.done = upto
 
 
 # ------------------------------------------------------------------ where they are kept
