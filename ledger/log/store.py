@@ -297,10 +297,16 @@ class Ledger(RawReads, merkle.TreeReads):
                                 connection.size_pool_for(self._con, prepared.payloads.nbytes)
                                 large |= connection.is_large(prepared.payloads.nbytes)
                                 self._close_at_cap |= large
-                                if fast.NATIVE and (seen is None or seen.full):
+                                size, frontier = self._tree_state()
+                                if (
+                                    fast.NATIVE
+                                    and (seen is None or seen.full)
+                                    and size >= log_rows.ARROW_FROM_ROWS
+                                ):
                                     # its own filters (never _SEEN), earlier parts in: a part
-                                    # scans only for ids they may hold, not every part (O(n²))
-                                    seen = self._build_seen(*self._tree_state())
+                                    # scans only for ids they may hold, not every part (O(n²));
+                                    # a small log is scanned (its filters would load pyarrow)
+                                    seen = self._build_seen(size, frontier)
                                 done = self._append_in_tx(prepared, now, before, seen)
                                 results.append((offset, done))
                             offset += len(prepared)
@@ -310,7 +316,7 @@ class Ledger(RawReads, merkle.TreeReads):
             except duckdb.Error as exc:
                 raise connection.append_error(self.path, exc) from exc
             finally:
-                self._appended = True
+                self._appended |= offset > 0  # no parts (an ingest with nothing new): none
         return joined_result(results)
 
     def _append_in_tx(
