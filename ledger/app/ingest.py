@@ -1,14 +1,15 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
 All or nothing per call: every PATH is detected and every input read, turned into events and
-checked before anything is appended. Inputs are read in worker processes (or Ray tasks) and
+checked, each new stream inserted as it is read into ONE transaction that commits after the
+last input (``ledger.app.ingest_append``). Inputs are read in worker processes (or Ray tasks) and
 taken back in input order (``ledger.app.ingest_read``), so the plan — and the log — is the
 same for any number of workers. Any unreadable input (bad YAML, wrong shape, unknown key or
 type, a file over the size limit) aborts the call with an :class:`IngestError` naming the
-file, the key and what was expected, the ledger untouched; with ``skip_bad=True`` it is
-recorded as an ``ingest.skipped`` event (stream ``ingest/skipped``) instead. The plan is
-then appended in bounded batches of whole streams (``ledger.app.ingest_spool``): a crash
-between two leaves whole trials, and the same ingest run again appends the rest.
+file, the key and what was expected, the transaction rolled back and the ledger untouched;
+with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
+``ingest/skipped``) instead. A crash leaves the ledger as it was; the same ingest run again
+appends everything, once.
 
 **Re-ingest and change.** Event ids are content-derived (``ledger.sources.plan``), so
 each input's stream is compared with the one already in the ledger: the same ids in the
@@ -255,7 +256,7 @@ class _Planned:
     """One planned stream, its events parked in the spool at ``offset`` (-1: appended as
     read, with no additive events to look up again)."""
 
-    unit: Unit  # without its events (those are in the spool)
+    unit: Unit  # without its events (those are in the spool, or already appended)
     size: int
     additive: int  # how many content-identified events follow them
     digest: bytes  # of its event ids, in order
@@ -264,8 +265,9 @@ class _Planned:
 
 
 class _Ingest:
-    """One ingest's state while it plans and compares: :meth:`groups` yields what to
-    append, in order, and raises on a refused input (the caller's transaction rolls back)."""
+    """One ingest's state while it plans and compares: :meth:`plan` then :meth:`tail`
+    yield what to append, in order, and raise on a refused input (the caller's transaction
+    then rolls back)."""
 
     def __init__(
         self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
