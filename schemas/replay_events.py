@@ -49,3 +49,5 @@ class ReconcileCompleted(_ReceiptFields):
     exit_code: int | None = None
     entries: list[dict[str, Any]] = []
     config: dict[str, Any] | None = None
+    # the digest of the observations kept for the next run to carry (derived data)
+    observations_digest: str | None = None

@@ -179,7 +179,7 @@ def test_results_that_do_not_check_against_the_receipt_are_not_used(
     with open_ledger(tmp_path / "L", create=True) as lg:
         ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
         retrace(ledger=lg)
-        (kept,) = (tmp_path / "L" / "projections").iterdir()
+        (kept,) = (tmp_path / "L" / "projections").glob("retrace-*.results")
         body = bytearray(kept.read_bytes())
         mark = b'"status":"agreed"'  # in a record's folded fields first, its row last
         at = body.index(mark) if where == "fold" else body.rindex(mark)
@@ -235,3 +235,30 @@ def test_the_command_line_says_what_it_extended_and_full_forces_a_whole_replay(
     run = CliRunner().invoke(main, ["retrace", "--ledger", str(led), "--full", "--json"])
     assert run.exit_code == 0, run.output
     assert "extends" not in json.loads(run.stdout)["receipt"]
+
+
+def test_the_text_summary_of_an_extension_names_the_same_trials_as_a_full_replay(
+    tmp_path: Path,
+) -> None:
+    """The summary counts statuses and names only disagreeing and not-re-checked trials
+    without reading every row back; carried trials (whose differences are kept apart from
+    their folded fields) are named with their differences, as the full replay names them."""
+    led = tmp_path / "L"
+    with open_ledger(led, create=True) as lg:
+        ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
+        for n, row in enumerate(retrace(ledger=lg, dry_run=True).to_json()["trials"][2:5]):
+            rescore(lg, row["trial"], n)  # recorded grades the replay will disagree with
+        retrace(ledger=lg)
+        ingest_into(lg, [str(b) for b in BUNDLES[12:]], "more")
+    args = ["retrace", "--ledger", str(led), "--dry-run"]
+    extended = CliRunner().invoke(main, args)
+    full = CliRunner().invoke(main, [*args, "--full"])
+    assert "carried forward" in extended.output and "carried forward" not in full.output
+
+    def named(output: str) -> list[str]:  # the headline and one line per named trial
+        return [ln for ln in output.splitlines() if ln.startswith(("retrace ", "disagreed", "not_rechecked"))]
+
+    lines = named(extended.output)
+    assert sum(ln.startswith("disagreed") for ln in lines) >= 3, extended.output
+    assert [ln.split(" — ", 1)[-1] for ln in lines] == [ln.split(" — ", 1)[-1] for ln in named(full.output)]
+    assert extended.exit_code == full.exit_code

@@ -38,8 +38,9 @@ from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_append import append_streamed
-from ledger.app.ingest_existing import existing_ids, first_difference, held_streams
-from ledger.app.ingest_inputs import Unit, tasks_for
+from ledger.app.ingest_existing import existing_ids, held_streams
+from ledger.app.ingest_inputs import Unit, first_difference, tasks_for
+from ledger.app.ingest_known import KnownBundles
 from ledger.app.ingest_read import (
     Derive,
     ReadStream,
@@ -47,7 +48,6 @@ from ledger.app.ingest_read import (
     gc_paused,
     ids_digest,
     pool_size,
-    read_tasks,
     refusal,
 )  # fmt: skip
 from ledger.app.ingest_spool import (
@@ -212,7 +212,7 @@ def ingest_into(
     *,
     keep_inconsistent: bool = False,
     limits: YamlLimits = DEFAULT_LIMITS,
-    on_unit: Callable[[Path, Unit], None] | None = None,
+    on_unit: Callable[[Path, ReadStream], None] | None = None,
     workers: int | None = None,
     engine: str = "local",
     address: str | None = None,
@@ -220,7 +220,7 @@ def ingest_into(
     on_derived: Callable[[str, Any], None] | None = None,
 ) -> IngestResult:
     """:func:`ingest` into an open store, for callers that hold one (retrace, reconcile).
-    ``on_unit(path, unit)`` sees each input's planned stream as it is read, admitted or not
+    ``on_unit(path, read)`` sees each input's planned stream as it is read, admitted or not
     (reconcile reads each bundle once that way). ``derive`` runs where each stream is read
     (a worker); ``on_derived(stream, value)`` gets its value for each stream this ingest
     adds to the log (retrace --source: ``ledger.app.retrace_source``)."""
@@ -235,7 +235,7 @@ def run(
     ledger: Any,
     request: IngestRequest,
     progress: Progress | None = None,
-    on_unit: Callable[[Path, Unit], None] | None = None,
+    on_unit: Callable[[Path, ReadStream], None] | None = None,
     derived: tuple[Derive | None, Callable[[str, Any], None] | None] = (None, None),
 ) -> IngestResult:
     """The use case: plan every input, compare with ``ledger``, append what is new — in
@@ -244,10 +244,11 @@ def run(
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
     with gc_paused(), spool() as file:
-        job = _Ingest(request, file, *derived)
+        job = _Ingest(request, file, *derived, known=KnownBundles.of(ledger))
         job.held = held_streams(ledger)  # before the transaction opens
         groups = job.plan(progress, on_unit)
         first, last = append_streamed(ledger, groups, lambda: job.tail(ledger))
+        job.known.save(ledger, job.planned, job.accepted())  # not parsed again
         return job.result(first, last)
 
 
@@ -271,11 +272,11 @@ class _Ingest:
 
     def __init__(
         self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
-        on_derived: Callable[[str, Any], None] | None = None,
+        on_derived: Callable[[str, Any], None] | None = None, known: KnownBundles | None = None,
     ) -> None:  # fmt: skip
         self.request = request
         self.file = file  # the spool
-        self.derive, self.on_derived = derive, on_derived
+        self.derive, self.on_derived, self.known = derive, on_derived, known or KnownBundles()
         self.planned: dict[str, _Planned] = {}
         self.skips: list[NewEvent] = []
         self.paths: list[dict[str, str]] = []
@@ -295,7 +296,7 @@ class _Ingest:
         input: what comparing the held streams adds, then the skips."""
         if not self.planned and not self.skips and not self.paths:
             raise IngestError(", ".join(self.request.paths), "nothing to ingest", "no_input")
-        held = [s for s in self.planned if s in self.held]
+        held = [s for s in self.known.unread(self.planned) if s in self.held]
         yield from self.compare(existing_ids(ledger, held) if held else {})
         yield rows_of(self.skips)
 
@@ -308,7 +309,7 @@ class _Ingest:
         self.skips.append(_skip_event(source, kind, text, fields))
 
     def plan(
-        self, progress: Progress | None, on_unit: Callable[[Path, Unit], None] | None
+        self, progress: Progress | None, on_unit: Callable[..., None] | None
     ) -> Iterator[Iterable[Row]]:
         tasks = []
         limits = self.request.limits
@@ -324,8 +325,7 @@ class _Ingest:
             tasks += found
         total = len(tasks)
         # read in workers, consumed here in task order: the plan is the same for any number
-        engine = self.request.reader(total)
-        reads = read_tasks(tasks, limits, engine, self.derive) if tasks else iter(())
+        reads = self.known.reads(tasks, self.request, self.derive)  # held ones: not parsed
         for done, (task, read) in enumerate(zip(tasks, reads, strict=True)):
             if progress is not None:
                 progress(done, total, task.source)
@@ -337,7 +337,7 @@ class _Ingest:
             try:  # an inspect log's streams are read lazily, one sample at a time
                 for stream in read:
                     if on_unit is not None:
-                        on_unit(task.path, stream.unit())
+                        on_unit(task.path, stream)
                     new = self.admit(stream)
                     if new is not None:
                         yield new
@@ -398,6 +398,9 @@ class _Ingest:
         A stream appended as it was read only gets the re-scores a later input added."""
         groups: list[Any] = []
         for stream, p in self.planned.items():
+            if self.known.present.get(stream) == p.digest:  # held as planned: ids not read
+                self.count(p, new=False)
+                continue
             held = existing.get(stream)
             extra = self.extra.get(stream, {})
             if held is None:
@@ -458,9 +461,13 @@ class _Ingest:
         self.counts["events" + suffix] += p.size
         self.counts[kind + suffix] += 1
 
+    def accepted(self) -> list[str]:
+        """Every trial stream read, new or already present, in input order (not a changed
+        one, which was skipped)."""
+        return [s for s in self.lists["trial_streams"] if s not in self.changed]
+
     def result(self, first_seq: int | None, last_seq: int | None) -> IngestResult:
-        trials = [s for s in self.lists["trial_streams"] if s not in self.changed]
-        lists = {**self.lists, "trial_streams": trials}
+        lists = {**self.lists, "trial_streams": self.accepted()}
         return IngestResult(
             self.paths, **self.counts, **lists, first_seq=first_seq, last_seq=last_seq
         )  # type: ignore[arg-type]

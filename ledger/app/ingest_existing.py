@@ -7,7 +7,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ledger.log.rows import ARROW_FROM_ROWS
-from ledger.sources.plan import PlannedEvent
 
 # The event types ingest writes. Only these are compared on re-ingest, so an event another
 # component appends to the same stream later (an annotation, a replay) is not "a change".
@@ -56,15 +55,6 @@ def _id_rows(ledger: Any, prefix: str, wanted: set[str]) -> Iterator[tuple[str, 
         table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
         cols = table.select(["stream", "event_id", "type"]).to_pydict()
         yield from zip(cols["stream"], cols["event_id"], cols["type"], strict=True)
-
-
-def first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
-    for i, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b.event_id:
-            return f"event {i} ({b.type}) differs"
-    if len(old) != len(new):
-        return f"the stream holds {len(old)} events, the input gives {len(new)}"
-    return "no difference"  # pragma: no cover - callers only ask when ids differ
 
 
 def held_streams(ledger: Any) -> frozenset[str]:

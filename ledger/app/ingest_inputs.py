@@ -8,7 +8,7 @@ input (bundle, pack, verdict-core run, inspect log); reading a task gives its
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,3 +213,13 @@ def _unit(task: Task, limits: YamlLimits) -> Unit:
     plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc))
     bad = str(plan.inconsistency) if plan.inconsistency is not None else None
     return Unit("bundle", task.source, plan.stream, plan.events, inconsistent=bad, trial=True)
+
+
+def first_difference(old: Sequence[str], new: Sequence[PlannedEvent]) -> str:
+    """Where an ingested stream's ids (``old``) and an input's planned events part."""
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b.event_id:
+            return f"event {i} ({b.type}) differs"
+    if len(old) != len(new):
+        return f"the stream holds {len(old)} events, the input gives {len(new)}"
+    return "no difference"  # pragma: no cover - callers only ask when ids differ

@@ -273,7 +273,9 @@ def _check_extension(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
     link = rc.event.data().get("receipt", {}).get("extends")
     if link is None:
         return
-    where = f"the replay it extends ({link.get('replay_id') if isinstance(link, dict) else link})"
+    kind = rc.event.type.split(".")[0]  # replay | reconcile
+    named = (link.get("replay_id") or link.get("run_id")) if isinstance(link, dict) else link
+    where = f"the {kind} it extends ({named})"
     try:
         seq, cp = int(link["seq"]), link["checkpoint"]
         size, root = int(cp["size"]), bytes.fromhex(cp["root"])
@@ -286,7 +288,7 @@ def _check_extension(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
     except ValueError:
         base = None
     if base is None or base.event.type != rc.event.type:
-        check.problems.append(f"{where}: no replay receipt at seq {seq} of the log it read")
+        check.problems.append(f"{where}: no {kind} receipt at seq {seq} of the log it read")
         return
     if (base.size, base.root, base.config_digest) != (size, root, rc.config_digest):
         check.problems.append(
@@ -303,7 +305,7 @@ def _check_extension(lg: Any, rc: LedgerReceipt, check: ReceiptCheck) -> None:
         )
         return
     check.checked.append(
-        f"extends the replay receipt at seq {seq}: same config digest, and its tree head "
+        f"extends the {kind} receipt at seq {seq}: same config digest, and its tree head "
         f"(size {size}) is consistent with this receipt's (size {rc.size})"
     )
 

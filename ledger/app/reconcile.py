@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -26,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.reconcile_corpus import ingest_corpus
+from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
+from ledger.app.reconcile_extend import (
+    Base,
+    Carried,
+    KeptWriter,
+    config_digest,
+    find_base,
+    kept_records,
+    lazy_from_ledger,
+)
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -44,7 +52,6 @@ from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
 from ledger.sources.files import InputError
-from ledger.sources.in_memory import as_stored, plan_bundle
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
@@ -76,6 +83,7 @@ class ReconcileRequest:
     engine: str = "local"  # where the candidate projection runs (ledger.engines)
     address: str | None = None
     workers: int = DEFAULT_RECONCILE_WORKERS
+    full: bool = False  # observe every trial even where an earlier run's can be carried
 
     def __post_init__(self) -> None:
         check_address(self.engine, self.address)
@@ -92,6 +100,11 @@ class ReconcileResult(Result):
     config: dict[str, Any] = field(default_factory=dict)  # what a receipt needs to recompute
     packs: tuple[Path, ...] = ()  # the directories searched for packs
     default_packs: bool = False  # no packs were given: ./corpora/packs was searched
+    config_digest: str = ""  # what an extending run must share (ledger.app.reconcile_extend)
+    extends: Base | None = None  # the run whose observations were carried forward
+    kept: KeptWriter | None = None  # this run's observations, for the next run to carry
+    carried: int = 0  # bundles whose earlier observation was carried forward
+    evaluated: int = 0  # bundles observed from the ledger
 
     def to_json(self) -> dict[str, Any]:
         return self.document
@@ -119,16 +132,18 @@ def reconcile(
     *, packs: Sequence[Path] = (), source: Path | None = None, base: Path | None = None,
     dry_run: bool = False, engine: str = "local", address: str | None = None,
     workers: int = DEFAULT_RECONCILE_WORKERS,
-    allow_outside: Sequence[Path] = (), ledger: LedgerArg = None,
+    allow_outside: Sequence[Path] = (), ledger: LedgerArg = None, full: bool = False,
 ) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
-    trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt."""
+    trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt, carrying
+    forward the observations of an earlier run with the same inputs unless ``full``
+    (docs/readme/reconcile.md § Catching up)."""
     request = ReconcileRequest(
         packs=tuple(Path(p) for p in packs) or (default_packs(),),
         base=Path(base) if base is not None else Path.cwd(),
         source=None if source is None else Path(source),
         allow_outside=tuple(Path(p) for p in allow_outside),
-        dry_run=dry_run, engine=engine, address=address, workers=workers,
+        dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
     result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
@@ -155,12 +170,22 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
                 raise ReconcileError(f"{exc}; nothing was appended") from None
         result = run_reconcile(request, lg, evaluator)
         run_id = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        assert result.kept is not None
         try:
             result.document["receipt"] = append_receipt(lg, result, run_id=run_id)
         except LedgerError as exc:
+            result.kept.discard()
             raise ReconcileError(
                 f"could not append reconcile.completed to {where}: {exc}"
             ) from None
+        except BaseException:  # interrupted: no half-written file left beside the log
+            result.kept.discard()
+            raise
+        receipt = result.document["receipt"]
+        trailer = {"run_id": run_id, "seq": lg.size() - 1, **receipt["checkpoint"],
+                   "outputs_digest": receipt["outputs_digest"],
+                   "observations": result.kept.hasher.digest()}  # fmt: skip
+        result.kept.keep(lg, result.config_digest, trailer)
     return result
 
 
@@ -179,10 +204,13 @@ class _Read:
 
     source: str
     corpus_value: str | None
-    trials: list[tuple[_TrialRef, TrialInputs]] = field(default_factory=list)
+    trials: list[tuple[_TrialRef, TrialInputs | Carried]] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
+    planned: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # trial -> as ingested
+    carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
+    observed: list[TrialObservation] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         """What a receipt keeps of this read, enough to redo everything after it."""
@@ -202,80 +230,43 @@ class _Context:
     evaluator: Evaluator
     roots: tuple[str, ...]
     ledger: Any | None  # an open Ledger on a real run, None on a dry run
-
-
-def _trial_inputs(
-    directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus],
-    ingested: _Ingested | None,
-) -> tuple[str, str, TrialInputs]:  # fmt: skip
-    """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run,
-    where ingest has read the bundle already (one it could not read is read again here, so
-    the error names the trial as every other reconcile message does)."""
-    if ingested is None:  # a dry run: the bundle as the ledger would hold it
-        plan = plan_bundle(directory, label, corpus, manifests)
-        ids = [e.event_id for e in plan.events]
-        return plan.stream, digest([plan.stream, ids]), trial_inputs(as_stored(plan.events))
-    seen = ingested.planned.get(directory.resolve())
-    if seen is None:  # ingest could not read it: read again, so the error names the trial
-        plan = plan_bundle(directory, label, corpus, manifests)
-        seen = plan.stream, [e.event_id for e in plan.events]
-    stream, ids = seen
-    events = ingested.events(stream)
-    if [e.event_id for e in events] != ids:
-        held = "no events" if not events else f"{len(events)} events of other content"
-        raise UnreadableBundle(
-            f"the ledger's stream {stream!r} holds {held}, not this bundle as it is on "
-            "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
-        )
-    return stream, digest([stream, ids]), trial_inputs(events)
-
-
-@dataclass
-class _Ingested:
-    """A real run's corpus after ingest: each bundle's planned stream and ids, and the
-    ledger's events of those streams, read in one pass over their common prefix (one query
-    per trial scanned the log once per trial)."""
-
-    lg: Any
-    planned: dict[Path, tuple[str, list[str]]]
-    held: dict[str, list[StoredEvent]] = field(default_factory=dict)
-
-    @staticmethod
-    def of(lg: Any, root: Path) -> _Ingested:
-        out = _Ingested(lg, ingest_corpus(lg, root))
-        wanted = {stream for stream, _ in out.planned.values()}
-        if wanted:
-            for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted))):
-                if ev.stream in wanted:
-                    out.held.setdefault(ev.stream, []).append(ev)
-        return out
-
-    def events(self, stream: str) -> list[StoredEvent]:
-        """The stream's events, handed over once (a stream asked for again, two bundles
-        planned as one stream, is read again)."""
-        held = self.held.pop(stream, None)
-        return list(self.lg.read(stream=stream)) if held is None else held
+    prior: Base | None = None  # the run whose observations are carried forward
 
 
 def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
-    """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion."""
+    """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion; a
+    bundle whose earlier observation still holds is carried forward (``ctx.prior``)."""
     bundles = discover_bundles(root)
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
     corpus = root.resolve().name
-    ingested = None if ctx.ledger is None else _Ingested.of(ctx.ledger, root)
+    base = ctx.base.resolve()
+    reals = [d.resolve() for d in bundles]  # each resolved once: a corpus has many
+    labels = {r: display_path(d, base, r) for d, r in zip(bundles, reals, strict=True)}
+    ingested = None
+    if ctx.ledger is not None:
+        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
-    for directory in bundles:
-        trial = display_path(directory, ctx.base)
+    for directory, real in zip(bundles, reals, strict=True):
+        trial = labels[real]
+        kept = None if ingested is None else ingested.carried.get(real)
         try:
-            stream, stream_digest, inputs = _trial_inputs(
-                directory, trial, corpus, manifests, ingested
-            )
-            if never_ran(inputs):
+            if kept is not None:
+                stream, stream_digest, inputs = kept.stream, kept.stream_digest, kept
+            else:
+                stream, stream_digest, inputs = trial_inputs_of(
+                    directory, trial, corpus, manifests, ingested
+                )
+            if ingested is not None and real in ingested.planned:
+                out.planned[trial] = ingested.planned[real]
+            if kept is not None:
+                out.carried[trial] = kept
+            if kept.excluded if kept is not None else never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
-            graded_values(inputs)  # unreadable here, not halfway through reconciling
+            if kept is None:
+                graded_values(inputs)  # unreadable here, not halfway through reconciling
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
@@ -289,22 +280,37 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
 
 
 def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
-    """The readable trials as observations, each labelled against its own task's pack."""
+    """The readable trials as observations, each labelled against its own task's pack (a
+    carried trial as it was observed: its pack and its tools passed the gate then)."""
     gated: set[tuple[str, str]] = set()
     out = []
     for ref, inputs in read.trials:
-        grade, grading = graded_values(inputs)
-        task_id = inputs.registered.task_id
+        if isinstance(inputs, Carried):
+            grade, grading, task_id = inputs.grade, inputs.grading, inputs.task_id
+        else:
+            grade, grading = graded_values(inputs)
+            task_id = inputs.registered.task_id
         pack = ctx.packs_by_task.get(task_id)
         if pack is None:
             raise ReconcileError(
                 f"task_id {task_id!r} of {ref.trial} resolves in none of the searched pack "
                 f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
             )
-        _authoring_gate(pack, inputs, ref.trial, gated)
-        lazy = _once(ctx.evaluator, inputs, pack)
+        if isinstance(inputs, Carried):
+            assert grade is not None and grading is not None
+            lazy = inputs.candidate or lazy_from_ledger(
+                ctx.ledger, inputs.stream, functools.partial(_evaluate, ctx.evaluator, pack)
+            )
+        else:
+            _authoring_gate(pack, inputs, ref.trial, gated)
+            lazy = _once(ctx.evaluator, inputs, pack)
         out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
+    read.observed = out
     return out
+
+
+def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
+    return evaluator(trial_inputs(events), pack)
 
 
 def _authoring_gate(
@@ -351,14 +357,25 @@ def run_reconcile(
     """Every report the request asks for, their JSON document and the exit code.
 
     With ``ledger`` (an open one) each corpus is ingested first and every trial is read
-    back from its stream; without, nothing is written. ``evaluator`` labels the
-    candidates (default: :func:`trace_evaluator`, here).
+    back from its stream, carrying forward the observations of an earlier run with the same
+    config digest unless ``inv.full``; without, nothing is written. ``evaluator`` labels
+    the candidates (default: :func:`trace_evaluator`, here).
     """
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
     corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
     roots = tuple(str(p) for p in inv.packs)
-    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger)
+    selection = {
+        "packs_searched": list(roots),
+        "packs": [p.document(str(p.directory)) for p in packs],
+        "base": str(inv.base.resolve()),
+        "source": None if inv.source is None else str(inv.source.resolve()),
+        "corpora": sorted((v, corpora[v].resolved) for v in {v for v, _ in claims}),
+    }
+    config_id = config_digest(selection)
+    prior = None if ledger is None or inv.full else find_base(ledger, config_id)
+    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
+                   prior)  # fmt: skip
     reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)
@@ -379,7 +396,16 @@ def run_reconcile(
         "corpora": [read.record() for read, _ in reads],
     }
     inputs = digest(sorted(digests))
-    return ReconcileResult(reports, document, inputs, document["exit_code"], config)
+    kept = None
+    if ledger is not None:
+        kept = KeptWriter(ledger)
+        for rec in kept_records(read for read, _ in reads):
+            kept.add(rec)
+    carried = sum(len(read.carried) for read, _ in reads)
+    bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
+    return ReconcileResult(reports, document, inputs, document["exit_code"], config,
+                           config_digest=config_id, extends=prior, kept=kept,
+                           carried=carried, evaluated=bundles - carried)  # fmt: skip
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
@@ -391,7 +417,8 @@ def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
 
 
 def append_receipt(lg: Any, outcome: ReconcileResult, *, run_id: str) -> dict[str, Any]:
-    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest}.
+    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest,
+    config_digest} (and, for a run that carried observations forward, the run it extends).
 
     The checkpoint is the log as the reconciliation read it (after its corpus was
     ingested, before this event), so the receipt names the state the verdict came from.
@@ -399,11 +426,15 @@ def append_receipt(lg: Any, outcome: ReconcileResult, *, run_id: str) -> dict[st
     :func:`recompute_reconcile` needs to redo the verdict from the log alone.
     """
     size = lg.size()
-    receipt = {
+    receipt: dict[str, Any] = {
         "checkpoint": {"size": size, "root": lg.root(size).hex()},
         "inputs_digest": outcome.inputs_digest,
         "outputs_digest": digest(outcome.document),
+        "config_digest": outcome.config_digest,
     }
+    if outcome.extends is not None:
+        receipt["extends"] = outcome.extends.link()
+        receipt["carried"], receipt["evaluated"] = outcome.carried, outcome.evaluated
     keys = ("criterion", "task_ids", "mode", "verdict", "observations", "kappa")
     payload = {
         "run_id": run_id,
@@ -412,6 +443,8 @@ def append_receipt(lg: Any, outcome: ReconcileResult, *, run_id: str) -> dict[st
         "config": outcome.config,
         "receipt": receipt,
     }
+    if outcome.kept is not None:  # binds the kept observations (ledger.app.reconcile_extend)
+        payload["observations_digest"] = outcome.kept.hasher.digest()
     lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
     return receipt
 

@@ -1,24 +1,37 @@
 """A real reconciliation's corpus read: ingested into the ledger, each bundle's stream and
-planned event ids kept so the caller need not read it again."""
+planned event ids kept so the caller need not read it again, and each trial read back from
+the ledger."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.app.ingest_read import ids_digest
+from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_packs import ReconcileError
+from ledger.sources.corpus import Corpus
+from ledger.sources.in_memory import as_stored, plan_bundle
+from reconcile.trials import UnreadableBundle
+from replay.timeline.trial_inputs import TrialInputs, trial_inputs
+from schemas.canonical import digest
+from schemas.envelope import StoredEvent
 
 
-def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
+def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, bytes]]:
     """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped).
-    Each bundle read, by resolved directory: its stream and planned event ids, so the
-    caller need not read it again."""
+    Each bundle read, by resolved directory: its stream and the digest of its planned event
+    ids (``ingest_read.ids_digest``), so the caller need not read it again. A bundle the
+    ledger holds byte for byte is not parsed (``ledger.app.ingest_known``)."""
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
-    planned: dict[Path, tuple[str, list[str]]] = {}
+    planned: dict[Path, tuple[str, bytes]] = {}
 
-    def seen(path: Path, unit: Any) -> None:
-        planned[path.resolve()] = (unit.stream, [e.event_id for e in unit.events])
+    def seen(path: Path, read: Any) -> None:
+        planned[path.resolve()] = (read.head.stream, read.digest)
 
     try:
         ingest_into(
@@ -28,3 +41,79 @@ def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, list[str]]]:
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
     return planned
+
+
+def trial_inputs_of(
+    directory: Path, label: str, corpus: str, manifests: dict[Path, Corpus],
+    ingested: Ingested | None,
+) -> tuple[str, str, TrialInputs]:  # fmt: skip
+    """(stream, stream digest, TrialInputs) for one bundle: from the ledger on a real run,
+    where ingest has read the bundle already (one it could not read is read again here, so
+    the error names the trial as every other reconcile message does)."""
+    if ingested is None:  # a dry run: the bundle as the ledger would hold it
+        plan = plan_bundle(directory, label, corpus, manifests)
+        ids = [e.event_id for e in plan.events]
+        return plan.stream, digest([plan.stream, ids]), trial_inputs(as_stored(plan.events))
+    seen = ingested.planned.get(directory.resolve())
+    if seen is None:  # ingest could not read it: read again, so the error names the trial
+        plan = plan_bundle(directory, label, corpus, manifests)
+        seen = plan.stream, ids_digest([e.event_id for e in plan.events])
+    stream, planned = seen
+    events = ingested.events(stream)
+    ids = [e.event_id for e in events]
+    if ids_digest(ids) != planned:
+        held = "no events" if not events else f"{len(events)} events of other content"
+        raise UnreadableBundle(
+            f"the ledger's stream {stream!r} holds {held}, not this bundle as it is on "
+            "disk (ingest skipped it or ingested an earlier version) — see `vledger ingest`"
+        )
+    return stream, digest([stream, ids]), trial_inputs(events)
+
+
+@dataclass
+class Ingested:
+    """A real run's corpus after ingest: each bundle's planned stream and event-id digest,
+    the kept observations carried forward, and the ledger's events of the other streams —
+    read in one pass over their common prefix when many (one query per trial scanned the
+    log once per trial), one stream at a time when few."""
+
+    lg: Any
+    planned: dict[Path, tuple[str, bytes]]
+    carried: dict[Path, Carried] = field(default_factory=dict)
+    held: dict[str, list[StoredEvent]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(
+        lg: Any, root: Path, prior: Base | None = None, source: str = "",
+        label: Callable[[Path], str | None] = str,
+    ) -> Ingested:  # fmt: skip
+        """``root`` ingested; with ``prior``, each bundle (named ``label(resolved path)`` in
+        corpus ``source``) whose earlier observation still holds is carried, not read."""
+        out = Ingested(lg, ingest_corpus(lg, root))
+        if prior is not None and out.planned:
+            prior.look(lg)  # the log as this ingest left it
+            for path, (stream, ids) in out.planned.items():
+                name = label(path)
+                if name is not None and (kept := prior.carry(source, name, stream, ids)):
+                    out.carried[path] = kept
+        wanted = {s for path, (s, _) in out.planned.items() if path not in out.carried}
+        if len(wanted) <= FEW_STREAMS:
+            return out
+        # one pass over the corpus prefix; extending, only over the log since the base's
+        # checkpoint, where a new stream is whole (one that began before is read on its own)
+        since = 0 if prior is None else prior.size
+        for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted)), from_seq=since):
+            if ev.stream in wanted:
+                out.held.setdefault(ev.stream, []).append(ev)
+        for stream in [s for s, evs in out.held.items() if evs[0].stream_version != 0]:
+            del out.held[stream]
+        return out
+
+    def events(self, stream: str) -> list[StoredEvent]:
+        """The stream's events, handed over once (a stream asked for again, two bundles
+        planned as one stream, or one of few, is read on its own)."""
+        held = self.held.pop(stream, None)
+        return list(self.lg.read(stream=stream)) if held is None else held
+
+
+FEW_STREAMS = 64  # up to this many, a query per stream beats a pass over the corpus prefix

@@ -325,9 +325,11 @@ def pool_claims(packs: Sequence[Pack]) -> list[tuple[str, Claim]]:
     return out
 
 
-def display_path(path: Path, base: Path) -> str:
+def display_path(path: Path, base: Path, real: Path | None = None) -> str:
+    """``path`` relative to ``base`` once both are resolved (``real``: ``path`` resolved
+    already), else as given."""
     try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
+        return (real or path.resolve()).relative_to(base.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 

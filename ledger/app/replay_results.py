@@ -356,6 +356,8 @@ def discard_results(writer: ResultsWriter) -> None:
 
 
 STATUSES = tuple(str(s) for s in RetraceStatus)  # the receipt's count order, as text
+# the trials a summary names one by one; the rest it only counts
+NOTABLE = frozenset({str(RetraceStatus.DISAGREED), str(RetraceStatus.NOT_RECHECKED)})
 
 
 class Tally:
@@ -366,10 +368,14 @@ class Tally:
         self.statuses = dict.fromkeys(STATUSES, 0)
         self.hasher = ListHasher()
         self.writer = writer
+        self.notable: list[dict[str, Any]] = []  # the rows of NOTABLE trials, in order
 
     def take(self, o: TrialRetrace, rec: Record | None = None) -> TrialRetrace:
         """Count ``o`` (whose record, if already at hand, is ``rec``) and return it."""
         self.statuses[o.status] += 1
+        if o.status in NOTABLE:  # a carried outcome is folded only: its differences are in rec
+            whole = o if rec is None or rec.raw is None else rec.outcome()
+            self.notable.append(whole.as_dict())
         keep = self.writer is not None and o.readable  # an unreadable bundle is no trial
         if rec is None and keep:
             rec = Record.of(o)

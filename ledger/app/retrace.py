@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,10 @@ class RetraceResult(Result):
     report: dict[str, Any]
     exit_code: int
     appended: int
+    # for a summary without reading every trial's row back: the count of each status, and
+    # the rows of the trials that disagreed or could not be re-checked, in trial order
+    statuses: dict[str, int] = field(default_factory=dict)
+    notable: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         # the per-trial rows are a view of outcomes parked on disk: a list for JSON
@@ -418,7 +422,9 @@ def run_retrace(
     failed = run.tally.statuses[RetraceStatus.NOT_RECHECKED] > 0
     # results are 0 whatever they say; a trial that could not be re-checked is 1
     report["exit_code"] = FAILED if failed else OK
-    return RetraceResult(report, report["exit_code"], appended)
+    return RetraceResult(
+        report, report["exit_code"], appended, dict(run.tally.statuses), run.tally.notable
+    )
 
 
 def _full_run(

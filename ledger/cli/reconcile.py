@@ -45,6 +45,9 @@ base_option = click.option(
 @click.option("--workers", type=click.IntRange(min=1), default=ledger.DEFAULT_RECONCILE_WORKERS,
               show_default=True,
               help="CPUs for a local Ray (--engine ray).")
+@click.option("--full", is_flag=True,
+              help="Observe every trial again, even where an earlier reconcile with the same "
+                   "packs and corpora can be carried forward.")
 @allow_outside_option
 @json_option
 @ledger_option
@@ -52,7 +55,8 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     """Check migration.yaml claims against the judge's recorded verdicts.
 
     Without --dry-run each corpus is ingested into --ledger, every trial is read back from
-    it, and reconcile.completed is appended with a receipt.
+    it (or carried forward from an earlier run with the same inputs, unless --full), and
+    reconcile.completed is appended with a receipt.
 
     \b
     Example, over the shipped notes corpus (from the repository root):
@@ -65,6 +69,11 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     """
     # the options are the API's keywords; a ReconcileError exits 5 by the group's rule
     result = ledger.reconcile(**flags, ledger=resolve_ledger(ledger_dir))
+    link = (result.document.get("receipt") or {}).get("extends")
+    if link is not None:  # stderr: the report is the full run's, byte for byte
+        rc = result.document["receipt"]
+        click.echo(f"extends reconcile {link['run_id']}: {rc['carried']} bundle(s) carried "
+                   f"forward, {rc['evaluated']} new or changed read (--full: all)", err=True)  # fmt: skip
     if result.default_packs:
         click.echo(f"packs: ./{ledger.DEFAULT_PACKS} (default; pass --packs DIR for others)",
                    err=True)  # fmt: skip

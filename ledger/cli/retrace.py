@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     if as_json:  # to_json()'s document, its trial rows read from disk as they are written
         emit_json(result.report)
     else:
-        _print_summary(result.report, result.appended)
+        _print_summary(result)
     sys.exit(result.exit_code)
 
 
@@ -102,16 +102,18 @@ def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
         yield {"on_total": lambda n: bar.update(job, total=n), "on_done": lambda n: bar.advance(job, n)}
 
 
-def _print_summary(report: dict[str, Any], appended: int) -> None:
+def _print_summary(res: ledger.RetraceResult) -> None:
     """The human-readable result, on stdout (output rules: ledger/cli/output.py).
 
     Disagreements come first, one line each with the trial id and what differs, so they
     stand out; not-re-checked trials are counted per reason (every one is in ``--json``).
+    Only those trials' rows are read: the others are counted (``res.statuses``).
     """
+    report, appended = res.report, res.appended
     width = terminal_width()
-    trials = report["trials"]
-    result(retrace_headline(report["replay_id"], trials))
-    for line in disagreement_lines(trials) + not_rechecked_lines(trials):
+    total = sum(res.statuses.values())
+    result(f"retrace {report['replay_id']} — {plural(total, 'trial')}: {format_counts(res.statuses)}")
+    for line in disagreement_lines(res.notable) + not_rechecked_lines(res.notable):
         result(line)
     if report["constraints"]:
         result("constraints:")
@@ -148,13 +150,14 @@ _REASON_DETAIL = re.compile(r"( at |: | \()")
 
 def status_counts(trials: list[dict[str, Any]]) -> str:
     """``3 disagreed, 14 agreed``: each status that occurs, in :data:`STATUS_ORDER`."""
-    counts = Counter(t["status"] for t in trials)
-    order = [s for s in STATUS_ORDER if counts[s]] + sorted(set(counts) - set(STATUS_ORDER))
-    return ", ".join(f"{counts[s]} {s}" for s in order) or "none"
+    return format_counts(Counter(t["status"] for t in trials))
 
 
-def retrace_headline(replay_id: str, trials: list[dict[str, Any]]) -> str:
-    return f"retrace {replay_id} — {plural(len(trials), 'trial')}: {status_counts(trials)}"
+def format_counts(counts: Mapping[str, int]) -> str:
+    """Each status counted in ``counts`` that occurs, in :data:`STATUS_ORDER`."""
+    seen = {s: n for s, n in counts.items() if n}
+    order = [s for s in STATUS_ORDER if s in seen] + sorted(set(seen) - set(STATUS_ORDER))
+    return ", ".join(f"{seen[s]} {s}" for s in order) or "none"
 
 
 def disagreement_lines(trials: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,157 @@
+"""What it costs to reconcile a grown ledger by carrying the last run forward, against a full run.
+
+A corpus of ``--trials`` generated trials (``benchmarks.generate_corpus``; packs as in
+``benchmarks.reconcile``, one declaring a candidate over the corpus) is reconciled into a
+ledger once. Then ``--add`` more generated trials join the same corpus directory (their
+bundles and corpus.yaml rows). Over copies of that ledger, fresh processes reconcile it
+three ways (best of ``--repeat`` alternating runs, each on its own copy):
+
+- ``extend``: as it comes — the ingest skips the bundles it holds byte for byte, and the
+  observations of unchanged trials are carried forward from the first run;
+- ``full``: ``full=True`` — every trial observed again from the ledger (the ingest still
+  skips held bundles: that is ingest's, not reconcile's);
+- ``cold``: ``full=True`` on a copy without ``<ledger>/projections/`` — every bundle parsed
+  again too, what every reconcile of a grown corpus cost before either existed.
+
+All three must print the same outputs digest. Reported: each one's time inside the
+process (the ``ledger.reconcile`` call, imports excluded), the extension's peak RSS (its
+own ``VmHWM``: ``ru_maxrss`` would report this script's peak, which a spawned process
+inherits across exec on Linux), and the ratios. The same at a tenth of ``--trials``, so the extension's peak RSS at both sizes
+shows whether its memory stays flat as the ledger grows.
+
+    PYTHONPATH=. python -m benchmarks.reconcile_catchup [--trials 100000] [--add 1000] [--repeat 3]
+
+Targets (at 100,000 trials): the extension costs at most 5 % of the full run; its peak RSS
+at ``--trials`` is at most 1.3x the one at a tenth of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import ledger
+from benchmarks.generate_corpus import generate
+from benchmarks.reconcile import write_packs
+from ledger.log.store import open_ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1024 * 1024
+
+PROBE = """
+import json, resource, sys, time
+from pathlib import Path
+import pyarrow, ledger, ledger.app.reconcile, replay.trace_checks.evaluate  # imports: not timed
+t0 = time.perf_counter()
+res = ledger.reconcile(packs=[Path(sys.argv[2]) / "packs"], base=Path(sys.argv[2]),
+                       ledger=sys.argv[1], full=sys.argv[3] != "extend")
+seconds = time.perf_counter() - t0
+rc = res.document["receipt"]
+try:  # this image's own high-water mark: ru_maxrss keeps the spawning parent's across exec
+    peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": seconds, "digest": rc["outputs_digest"], "carried": rc.get("carried"),
+                  "evaluated": rc.get("evaluated"), "peak": peak * 1024}))
+"""
+
+
+def probe(ledger_dir: Path, base: Path, mode: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ledger_dir), str(base), mode],
+        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    if done.returncode not in (0, 1):  # 1: the generated candidate is refused; still a verdict
+        raise SystemExit(f"reconcile ({mode}) failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def add_trials(corpus: Path, tmp: Path, add: int, seed: int) -> None:
+    """``add`` generated trials (another seed: other directory names) into ``corpus``."""
+    more = tmp / "more"
+    generate(more, trials=add, seed=seed)
+    doc = yaml.load((corpus / "corpus.yaml").read_bytes(), Loader=yaml.CSafeLoader)  # noqa: S506
+    extra = yaml.load((more / "corpus.yaml").read_bytes(), Loader=yaml.CSafeLoader)  # noqa: S506
+    for key in ("task_ids", "curated_from"):
+        doc[key] = sorted(set(doc[key]) | set(extra[key]))
+    doc["bundles"] += extra["bundles"]
+    (corpus / "corpus.yaml").write_text(yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False))
+    for row in extra["bundles"]:
+        (more / row["directory"]).rename(corpus / row["directory"])
+    shutil.rmtree(more)
+
+
+def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int) -> dict[str, Any]:
+    base = tmp / f"b-{trials}"
+    corpus = base / "corpus"
+    generate(corpus, trials=trials, seed=seed)
+    write_packs(base, corpus)
+    grown = tmp / f"L-{trials}"
+    with open_ledger(grown, create=True):
+        pass
+    t0 = time.perf_counter()
+    ledger.reconcile(packs=[base / "packs"], base=base, ledger=grown)
+    first = time.perf_counter() - t0
+    add_trials(corpus, tmp, add, seed + 1)
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(repeat):
+        for mode in ("extend", "full", "cold"):
+            run = tmp / "run"
+            shutil.copytree(grown, run)
+            if mode == "cold":
+                shutil.rmtree(run / "projections")
+            got = probe(run, base, mode)
+            shutil.rmtree(run)
+            if mode not in best or got["seconds"] < best[mode]["seconds"]:
+                best[mode] = got
+    digests = {b["digest"] for b in best.values()}
+    if len(digests) != 1 or best["extend"]["evaluated"] != add:
+        raise SystemExit(f"the extension differs from the full run: {best}")
+    shutil.rmtree(grown)
+    shutil.rmtree(base)
+    return {"trials": trials, "first": first, **best}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=100_000)
+    ap.add_argument("--add", type=int, default=None, help="default: --trials / 100")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs; the best is kept")
+    args = ap.parse_args()
+    add = args.add or max(args.trials // 100, 1)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat)
+        large = measure(tmp, args.trials, add, args.seed, args.repeat)
+    print("| measurement | result | baseline (same run) | ratio |")
+    print("| --- | --- | --- | --- |")
+    for row in (small, large):
+        n, ext, full, cold = row["trials"], row["extend"], row["full"], row["cold"]
+        print(
+            f"| reconcile of {n:,} + {add:,} added trials, extending the first run "
+            f"({ext['carried']:,} carried, {ext['evaluated']:,} read) | {ext['seconds']:.2f} s, "
+            f"peak {ext['peak'] / MIB:.0f} MiB | `full=True`: {full['seconds']:.2f} s; "
+            f"without projections/: {cold['seconds']:.2f} s (first run {row['first']:.2f} s) | "
+            f"{ext['seconds'] / full['seconds']:.1%} of full, "
+            f"{ext['seconds'] / cold['seconds']:.1%} of cold (target <= 5 %) |"
+        )
+    grow = large["extend"]["peak"] / small["extend"]["peak"]
+    print(
+        f"| extension peak RSS, {large['trials']:,} vs {small['trials']:,} trials | "
+        f"{large['extend']['peak'] / MIB:.0f} MiB | {small['extend']['peak'] / MIB:.0f} MiB | "
+        f"{grow:.2f}x (flat: <= 1.30x) |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""Bundles the ledger already holds, known by their bytes: an ingest does not parse them again.
+
+Parsing a bundle's YAML is most of what an ingest of an unchanged corpus costs; hashing the
+same bytes is a small part of it. So after each ingest, every tolokaforge bundle whose
+stream the ledger holds as planned is remembered by a key: a digest of the files
+``read_bundle`` reads (trajectory.yaml and each optional file, or its absence), of where
+the bundle sits (``bundle_context``: corpus, trial name, its corpus.yaml row), of how it is
+named, of the size limits and of :data:`BUNDLE_READING`. The next ingest hashes each
+bundle; one whose key is remembered, and whose stream has no event since, is *already
+present*, with the stream, event-id digest and size it was planned with then, and is not
+parsed. Any other bundle is read as before: a new one, a re-scored one (its grade.yaml
+changed, so its key did), one whose stream was appended to since.
+
+The index is derived data, never evidence, kept in ``<ledger>/projections/``: it names
+the log's tree head when it was written, and it is used only if this log has that root at
+that size, so a copy from another ledger, or a log rewritten since, is not used. Deleting
+it costs one ingest that parses every bundle. Files are read as ``read_bundle`` reads them:
+regular files directly in the bundle, within ``max_bytes``; anything else (a link, a file
+over the limit, one that cannot be opened) gives no key, so the bundle is read by the
+importer, which names the problem. A bundle whose files changed (size, times or inode)
+between being hashed and being read is not remembered: its key would name bytes the
+importer never parsed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ledger.app.ingest_inputs import Task, Unit
+from ledger.app.ingest_read import Derive, ReadStream, TaskRead, read_tasks
+from ledger.app.ingest_spool import parked_rows
+from ledger.log.layout import DB_FILE
+from ledger.sources.tolokaforge import OPTIONAL_FILES, bundle_context
+from ledger.sources.yaml_safe import YamlLimits
+
+# Bump when the same bundle bytes would be planned as other events (the importer's
+# shape rules, event ids, payloads): remembered keys then no longer match, and every
+# bundle is read again once.
+BUNDLE_READING = "tolokaforge-bundle/1"
+INDEX_FORMAT = "vledger-ingest-bundles/1"
+INDEX_NAME = "ingest-bundles.index"
+FILES = ("trajectory.yaml", *OPTIONAL_FILES)
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What a remembered bundle was planned as: enough to count it present."""
+
+    stream: str
+    digest: bytes  # of its event ids, in order (``ingest_read.ids_digest``)
+    size: int
+    inconsistent: str | None
+
+    def row(self, key: bytes) -> list[Any]:
+        return [key.hex(), self.stream, self.digest.hex(), self.size, self.inconsistent]
+
+
+Stamp = tuple[tuple[str, int, int, int, int] | None, ...]  # per file: what fstat said, or absent
+
+
+def bundle_key(task: Task, limits: YamlLimits) -> tuple[bytes, Stamp] | None:
+    """The key of one bundle task and the stamp of the files hashed, or None when it is not
+    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
+    if task.kind != "bundle" or task.log_set is not None:
+        return None
+    h = hashlib.blake2b(digest_size=24)
+    context = bundle_context(task.path, task.corpus or task.path.resolve().parent.name,
+                             task.corpus_doc)  # fmt: skip
+    h.update(orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)]))
+    try:
+        names = set(os.listdir(task.path))
+        fd = os.open(task.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    stamp: list[tuple[str, int, int, int, int] | None] = []
+    try:
+        for name in FILES:
+            if name not in names:
+                h.update(b"\0" + name.encode() + b"\0absent")
+                stamp.append(None)
+                continue
+            got = _read(fd, name, limits.max_bytes)
+            if got is None:
+                return None
+            data, st = got
+            h.update(b"\0" + name.encode() + len(data).to_bytes(8, "little"))
+            h.update(data)
+            stamp.append(_stat(name, st))
+    finally:
+        os.close(fd)
+    return h.digest(), tuple(stamp)
+
+
+def _stat(name: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def unchanged(task: Task, stamp: Stamp) -> bool:
+    """Whether the bundle's files are still as they were hashed (a file rewritten while it
+    was read would otherwise be remembered by bytes the importer never parsed)."""
+    for name, was in zip(FILES, stamp, strict=True):
+        try:
+            now = _stat(name, os.stat(task.path / name, follow_symlinks=False))
+        except FileNotFoundError:
+            now = None
+        except OSError:
+            return False
+        if now != was:
+            return False
+    return True
+
+
+def _read(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+    """A regular file directly in the bundle (not a link), within the limit; else None."""
+    try:
+        fd = os.open(name, _FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                return None
+        return b"".join(chunks), st
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class KnownBundles:
+    """One ingest's view of the index: remembered bundles it may skip, and the bundles it
+    read, remembered once the ledger holds them."""
+
+    held: dict[bytes, Held] = field(default_factory=dict)
+    read: dict[bytes, Held] = field(default_factory=dict)
+    # streams of remembered bundles met in this ingest -> their ids' digest: the log holds
+    # them so (the index's tree head, and no event since), so their ids need not be read
+    present: dict[str, bytes] = field(default_factory=dict)
+
+    @staticmethod
+    def of(lg: Any) -> KnownBundles:
+        """The index as this log still vouches for it (empty when it does not)."""
+        body = _load(lg)
+        if body is None:
+            return KnownBundles()
+        try:
+            size, root = int(body["size"]), str(body["root"])
+            rows = body["bundles"]
+            if body.get("format") != INDEX_FORMAT or not 0 < size <= lg.size():
+                return KnownBundles()
+            if lg.root(size).hex() != root:
+                return KnownBundles()
+            held = {
+                bytes.fromhex(k): Held(s, bytes.fromhex(d), int(n), i) for k, s, d, n, i in rows
+            }
+        except (KeyError, TypeError, ValueError):
+            return KnownBundles()
+        if size < lg.size():  # a stream appended to since may no longer be as planned
+            touched = {ev.stream for ev in lg.read(from_seq=size)}
+            held = {k: h for k, h in held.items() if h.stream not in touched}
+        return KnownBundles(held)
+
+    def reads(self, tasks: Sequence[Task], request: Any, derive: Derive | None) -> Iterator[Any]:
+        """Every task's read, in task order: a remembered bundle as its held stream, every
+        other task read by ``ingest_read.read_tasks`` as ``request`` (an ``IngestRequest``)
+        asks, in workers sized for those alone."""
+        limits = request.limits
+        keyed = [bundle_key(t, limits) for t in tasks]
+        hits = [k is not None and k[0] in self.held for k in keyed]
+        rest = [t for t, hit in zip(tasks, hits, strict=True) if not hit]
+        others = read_tasks(rest, limits, request.reader(len(rest)), derive) if rest else iter(())
+        for task, k, hit in zip(tasks, keyed, hits, strict=True):
+            if hit:
+                assert k is not None
+                held = self.held[k[0]]
+                self.present[held.stream] = held.digest
+                yield (self._stream(task, held),)
+                continue
+            got: TaskRead | Any = next(others)
+            if k is not None and isinstance(got, tuple) and len(got) == 1 and unchanged(task, k[1]):
+                (one,) = got
+                u = one.head
+                self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
+            yield got
+
+    def unread(self, planned: Mapping[str, Any]) -> list[str]:
+        """The planned streams whose ids must be read from the log to compare them."""
+        return [s for s, p in planned.items() if self.present.get(s) != p.digest]
+
+    @staticmethod
+    def _stream(task: Task, held: Held) -> ReadStream:
+        head = Unit("bundle", task.source, held.stream, (), held.inconsistent, trial=True)
+        return ReadStream(head, held.size, 0, held.digest, _EMPTY)
+
+    def save(self, lg: Any, planned: Mapping[str, Any], accepted: Iterable[str]) -> None:
+        """Remember every bundle whose stream the ledger now holds as planned: ``accepted``
+        are the trial streams this ingest found new or already present, ``planned`` each
+        stream's plan (its ``digest``: of its event ids). A bundle read as other content of
+        the same stream is not kept."""
+        ok = {s: planned[s].digest for s in accepted if s in planned}
+        rows = dict(self.held)
+        rows.update((k, h) for k, h in self.read.items() if ok.get(h.stream) == h.digest)
+        size = lg.size()
+        if size == 0:
+            return
+        body = {"format": INDEX_FORMAT, "size": size, "root": lg.root(size).hex(),
+                "bundles": [h.row(k) for k, h in rows.items()]}  # fmt: skip
+        _store(lg, orjson.dumps(body))
+
+
+_EMPTY = parked_rows([], [])
+
+# ------------------------------------------------------------------ where it is kept
+
+_IN_MEMORY: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
+
+
+def _path(lg: Any) -> Path | None:
+    """``<ledger>/projections/ingest-bundles.index``; None for a store held in memory."""
+    from ledger.app.replay_results import PROJECTIONS_DIR  # noqa: PLC0415 - one folder name
+
+    root = Path(getattr(lg, "path", ""))
+    return root / PROJECTIONS_DIR / INDEX_NAME if (root / DB_FILE).is_file() else None
+
+
+def _load(lg: Any) -> dict[str, Any] | None:
+    path = _path(lg)
+    try:
+        body = _IN_MEMORY.get(lg) if path is None else path.read_bytes()
+        doc = None if body is None else orjson.loads(body)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _store(lg: Any, body: bytes) -> None:
+    """Replace the index whole (a crash leaves the old one, which the log still vouches for)."""
+    path = _path(lg)
+    if path is None:  # an in-memory store: kept as long as the store lives
+        _IN_MEMORY[lg] = body
+        return
+    with contextlib.suppress(OSError):  # derived data: an ingest never fails for want of it
+        path.parent.mkdir(exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=".ingest-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "wb") as f:
+            f.write(body)
+        os.replace(name, path)
