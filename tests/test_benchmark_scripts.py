@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
         ("benchmarks.scale", ["--trials", "300"], "driver: append of the replay results"),
         ("benchmarks.ingest_parallel", ["--trials", "70", "--scale", "2"], "per-worker cost"),
         ("benchmarks.catchup", ["--trials", "40", "--add", "5", "--repeat", "1"], "extension peak RSS"),
+        ("benchmarks.views_catchup", ["--trials", "100", "--repeat", "1"], "peak RSS of the kept run"),
+        ("benchmarks.curate_catchup", ["--trials", "60", "--repeat", "1"], "curate --from-ledger over"),
         ("benchmarks.reconcile_catchup", ["--trials", "60", "--add", "5", "--repeat", "1"],
          "extension peak RSS"),
     ],

@@ -38,9 +38,10 @@ class ReportResult(Result):
         )
 
 
-def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
-    """The report page for a ledger, and the summary numbers it shows."""
-    with analytics.connect(ledger_dir) as (con, source):
+def render(ledger_dir: Path | str, *, full: bool = False) -> tuple[str, dict[str, Any]]:
+    """The report page for a ledger, and the summary numbers it shows (``full``: the kept
+    view rows built again from the whole log first)."""
+    with analytics.connect(ledger_dir, full=full) as (con, source):
         summary_html, s = summary(con)
         panels = [panel for p in PANELS if (panel := p(con)) is not None]
         trial_pages = report_trials.trial_sections(con, report_trials.select_trials(con)[0])
@@ -66,11 +67,14 @@ def render(ledger_dir: Path | str) -> tuple[str, dict[str, Any]]:
     return page, s
 
 
-def report(*, ledger: LedgerArg = None, out: Path | str = DEFAULT_REPORT) -> ReportResult:
-    """Write the HTML report of ``ledger`` to ``out`` (never inside a ledger directory)."""
+def report(
+    *, ledger: LedgerArg = None, out: Path | str = DEFAULT_REPORT, full: bool = False
+) -> ReportResult:
+    """Write the HTML report of ``ledger`` to ``out`` (never inside a ledger directory).
+    ``full``: build the kept view rows again from the whole log first."""
     ledger_dir = ledger_path(ledger)
     check_output_path(Path(out), ledger_dir, what="report")  # before any work
-    page, s = render(ledger_dir)
+    page, s = render(ledger_dir, full=full)
     Path(out).write_text(page, encoding="utf-8")
     keys = ("panels", "panels_with_data", "events", "trials", "replays", "units")
     return ReportResult(Path(out), **{k: s[k] for k in keys})

@@ -11,46 +11,56 @@ changes on its own.
 
 from __future__ import annotations
 
-from ledger.analytics.view_kit import View, recorded_grade_of
-
-
-def _latest(type_: str) -> str:
-    """The latest event of ``type_`` per trial stream."""
-    return (
-        f"SELECT stream, body FROM _ev WHERE type = '{type_}' "
-        "QUALIFY row_number() OVER (PARTITION BY stream ORDER BY seq DESC) = 1"
-    )
-
-
-# The recorded grade that counts per trial (a re-scored inspect log appends a newer one)
-RECORDED_GRADE = (
-    f"SELECT stream, {recorded_grade_of('body')} AS body FROM _ev "
-    "WHERE type = 'grade.recorded' GROUP BY stream"
-)
+from ledger.analytics.view_kit import View, internal, recorded_grade_of
 
 
 def _num(body: str, path: str, kind: str = "BIGINT") -> str:
     return f"TRY_CAST(json_extract_string({body}, '{path}') AS {kind})"
 
 
-USAGE_SQL = (
-    "SELECT r.stream AS trial, json_extract_string(r.body, '$.task_id') AS task_id, "
-    "json_extract_string(r.body, '$.corpus') AS corpus, "
-    "json_extract_string(r.body, '$.models.agent') AS agent_model, "
-    "json_extract_string(r.body, '$.models.judge') AS judge_model, "
-    "coalesce(json_extract_string(r.body, '$.metrics.recorder'), "
-    "CASE WHEN json_extract(r.body, '$.metrics') IS NOT NULL "
-    "AND json_type(json_extract(r.body, '$.metrics')) = 'OBJECT' THEN 'metrics.yaml' END) "
+# Each trial.registered's usage fields, one row per event: a row depends on its own event
+# alone, so it can be kept and extended (ledger.analytics.materialise).
+USAGE_REGISTERED_SQL = (
+    "SELECT seq, stream, json_extract_string(body, '$.task_id') AS task_id, "
+    "json_extract_string(body, '$.corpus') AS corpus, "
+    "json_extract_string(body, '$.models.agent') AS agent_model, "
+    "json_extract_string(body, '$.models.judge') AS judge_model, "
+    "coalesce(json_extract_string(body, '$.metrics.recorder'), "
+    "CASE WHEN json_extract(body, '$.metrics') IS NOT NULL "
+    "AND json_type(json_extract(body, '$.metrics')) = 'OBJECT' THEN 'metrics.yaml' END) "
     "AS usage_source, "
-    f"{_num('r.body', '$.metrics.usage.prompt_tokens')} AS prompt_tokens, "
-    f"{_num('r.body', '$.metrics.usage.completion_tokens')} AS completion_tokens, "
-    f"{_num('r.body', '$.metrics.usage.reasoning_tokens')} AS reasoning_tokens, "
-    f"{_num('r.body', '$.metrics.usage.cached_tokens')} AS cached_tokens, "
-    f"{_num('r.body', '$.metrics.cost_usd', 'DOUBLE')} AS cost_usd, "
-    f"{_num('g.body', '$.grade.judge_usage.prompt_tokens')} AS judge_prompt_tokens, "
-    f"{_num('g.body', '$.grade.judge_usage.completion_tokens')} AS judge_completion_tokens, "
-    f"{_num('g.body', '$.grade.judge_usage.cost_usd', 'DOUBLE')} AS judge_cost_usd "
-    f"FROM ({_latest('trial.registered')}) r LEFT JOIN ({RECORDED_GRADE}) g USING (stream)"
+    f"{_num('body', '$.metrics.usage.prompt_tokens')} AS prompt_tokens, "
+    f"{_num('body', '$.metrics.usage.completion_tokens')} AS completion_tokens, "
+    f"{_num('body', '$.metrics.usage.reasoning_tokens')} AS reasoning_tokens, "
+    f"{_num('body', '$.metrics.usage.cached_tokens')} AS cached_tokens, "
+    f"{_num('body', '$.metrics.cost_usd', 'DOUBLE')} AS cost_usd "
+    "FROM _ev WHERE type = 'trial.registered'"
+)
+# Each grade's judge usage, one row per grade.recorded (kept and extended likewise)
+USAGE_JUDGE_SQL = (
+    "SELECT seq, stream, type, "
+    f"{_num('body', '$.grade.judge_usage.prompt_tokens')} AS judge_prompt_tokens, "
+    f"{_num('body', '$.grade.judge_usage.completion_tokens')} AS judge_completion_tokens, "
+    f"{_num('body', '$.grade.judge_usage.cost_usd', 'DOUBLE')} AS judge_cost_usd "
+    "FROM _ev WHERE type = 'grade.recorded'"
+)
+_JUDGE = (
+    "{'judge_prompt_tokens': judge_prompt_tokens, "
+    "'judge_completion_tokens': judge_completion_tokens, 'judge_cost_usd': judge_cost_usd}"
+)
+
+# The latest registration per trial, and the recorded grade that counts per trial (a
+# re-scored inspect log appends a newer one)
+USAGE_SQL = (
+    "SELECT r.stream AS trial, r.task_id, r.corpus, r.agent_model, r.judge_model, "
+    "r.usage_source, r.prompt_tokens, r.completion_tokens, r.reasoning_tokens, "
+    "r.cached_tokens, r.cost_usd, g.j.judge_prompt_tokens AS judge_prompt_tokens, "
+    "g.j.judge_completion_tokens AS judge_completion_tokens, "
+    "g.j.judge_cost_usd AS judge_cost_usd "
+    "FROM (SELECT * FROM _usage_registered QUALIFY row_number() OVER "
+    "(PARTITION BY stream ORDER BY seq DESC) = 1) r LEFT JOIN "
+    f"(SELECT stream, {recorded_grade_of(_JUDGE)} AS j FROM _usage_judge GROUP BY stream) g "
+    "USING (stream)"
 )
 
 SPEND_SQL = (
@@ -66,6 +76,8 @@ SPEND_SQL = (
 )
 
 SPEND_VIEWS: tuple[View, ...] = (
+    internal("_usage_registered", USAGE_REGISTERED_SQL),
+    internal("_usage_judge", USAGE_JUDGE_SQL),
     View(
         "usage",
         USAGE_SQL,

@@ -19,7 +19,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from ledger.analytics import views
+from ledger.analytics import materialise, views
 from ledger.analytics.view_kit import sql_str
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
@@ -85,6 +85,7 @@ class Source:
     kind: str  # "store" | "segments" | "empty"
     detail: str
     relation: str = ""  # the SQL of the envelope rows the views were created over
+    kept: materialise.Kept | None = None  # what became of the kept view rows (store only)
 
 
 def check_read_only(sql: str) -> list[str]:
@@ -127,15 +128,6 @@ def _parquet_relation(files: list[Path]) -> str:
     return f"SELECT {ENVELOPE_COLUMNS} FROM read_parquet([{listing}])"
 
 
-# DuckDB's "Could not set lock on file … Conflicting lock is held"; a bare "lock" would
-# also match "block" in a checksum failure, and read a damaged store as a busy one.
-_LOCK_ERROR = re.compile(r"\block\b|conflicting|already", re.IGNORECASE)
-
-
-def _is_lock_error(exc: duckdb.Error) -> bool:
-    return _LOCK_ERROR.search(str(exc)) is not None
-
-
 def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str, Source]:
     """Attach the ledger read-only and return the SQL relation of its envelope rows."""
     db = ledger_dir / DB_FILE
@@ -144,7 +136,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
         try:
             con.execute(f"ATTACH {sql_str(str(db))} AS store (READ_ONLY)")
         except duckdb.Error as exc:
-            if not _is_lock_error(exc):
+            if not materialise.is_lock_error(exc):
                 raise SqlQueryError(f"cannot open {db}: {exc}") from None
             if not segments:
                 raise SqlQueryError(
@@ -199,17 +191,25 @@ def _sandbox(con: duckdb.DuckDBPyConnection, readable: list[Path]) -> None:
 
 
 @contextmanager
-def connect(ledger_dir: Path | str) -> Iterator[tuple[duckdb.DuckDBPyConnection, Source]]:
+def connect(
+    ledger_dir: Path | str, *, full: bool = False, statements: list[str] | None = None
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, Source]]:
     """An in-memory connection with every view defined over the ledger, closed on exit.
 
+    Over the store, the views' per-event rows are the kept ones, brought up to date first
+    (``ledger.analytics.materialise``; ``full``: built again from the whole log), unless
+    the ``statements`` to be run read none of them (None: any view may be read).
     Sandboxed (:func:`_sandbox`) before it is handed out: only the views' sources are
     readable through it."""
     con = duckdb.connect(":memory:")
     try:
         rel, source = attach_source(con, Path(ledger_dir))
-        views.create_views(con, rel)
+        kept = None
+        if source.kind == "store" and materialise.reads_kept(con, statements):
+            kept = materialise.bring_up_to_date(con, Path(ledger_dir), rel, full=full)
+        views.create_views(con, rel, materialise.replacements(kept))
         _sandbox(con, _segment_files(Path(ledger_dir)) if "read_parquet" in rel else [])
-        yield con, Source(source.kind, source.detail, rel)
+        yield con, Source(source.kind, source.detail, rel, kept)
     finally:
         con.close()
 
@@ -251,17 +251,19 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     return run(con, sql).to_pylist()
 
 
-def query(ledger_dir: Path | str, sql: str) -> pa.Table:
+def query(ledger_dir: Path | str, sql: str, *, full: bool = False) -> pa.Table:
     """Run one read-only query over the ledger's views and return the rows as Arrow.
 
     >>> query(".vledger", "SELECT task_id, k, pass_at_k FROM pass_at_k WHERE level='task'")
     """
-    return query_with_source(ledger_dir, sql)[0]
+    return query_with_source(ledger_dir, sql, full=full)[0]
 
 
-def query_with_source(ledger_dir: Path | str, sql: str) -> tuple[pa.Table, Source]:
-    check_read_only(sql)  # refuse before opening anything
-    with connect(ledger_dir) as (con, source):
+def query_with_source(
+    ledger_dir: Path | str, sql: str, *, full: bool = False
+) -> tuple[pa.Table, Source]:
+    texts = check_read_only(sql)  # refuse before opening anything
+    with connect(ledger_dir, full=full, statements=texts) as (con, source):
         return run(con, sql), source
 
 
@@ -303,11 +305,14 @@ class SqlResult(Result):
         return orjson.loads(orjson.dumps(json_rows(self.table), default=json_default))
 
 
-def sql(query: str | None = None, *, ledger: LedgerArg = None, schema: bool = False) -> SqlResult:
+def sql(
+    query: str | None = None, *, ledger: LedgerArg = None, schema: bool = False, full: bool = False
+) -> SqlResult:
     """Run one read-only ``query`` over the ledger's views; ``schema``: list the views'
-    columns instead. A write is refused (:class:`SqlRefused`) with nothing changed."""
+    columns instead. A write is refused (:class:`SqlRefused`) with nothing changed.
+    ``full``: build the kept view rows again from the whole log first."""
     if schema:
         return SqlResult(schema_table(), None)
     if not query:
         raise UsageError('give a QUERY (e.g. vledger sql "SELECT * FROM trials") or --schema')
-    return SqlResult(*query_with_source(ledger_path(ledger), query))
+    return SqlResult(*query_with_source(ledger_path(ledger), query, full=full))

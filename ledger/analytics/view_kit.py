@@ -62,13 +62,24 @@ def written_by_projection() -> str:
     (``PROJECTION_WRITERS``) that is not on its projection's own stream, and for a
     ``grade.replayed`` whose stream holds no ``replay.completed`` (retrace appends both in
     one batch). The views that count projection outputs read only rows it keeps."""
+    return f"{on_own_stream()} AND {in_replay_batch()}"
+
+
+def on_own_stream() -> str:
+    """The part of :func:`written_by_projection` a row decides alone (materialisable)."""
     reserved = ", ".join(sql_str(t) for t in PROJECTION_WRITERS)
     own = " OR ".join(
         f"(type = {sql_str(t)} AND starts_with(stream, {sql_str(prefix)}))"
         for t, (_, prefix) in PROJECTION_WRITERS.items()
     )
+    return f"(type NOT IN ({reserved}) OR {own})"
+
+
+def in_replay_batch() -> str:
+    """The part of :func:`written_by_projection` a later event can change: a
+    ``replay.completed`` appended later admits the earlier ``grade.replayed`` of its stream."""
     return (
-        f"(type NOT IN ({reserved}) OR {own}) AND (type <> 'grade.replayed' OR stream IN "
+        "(type <> 'grade.replayed' OR stream IN "
         "(SELECT stream FROM _ev WHERE type = 'replay.completed'))"
     )
 

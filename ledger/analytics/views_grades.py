@@ -9,8 +9,10 @@ from __future__ import annotations
 from ledger.analytics.view_kit import (
     View,
     fields,
+    in_replay_batch,
     internal,
     json_transform,
+    on_own_stream,
     recorded_grade_of,
     written_by_projection,
 )
@@ -68,14 +70,14 @@ _TRIAL = ("trial", "trial stream")
 _TASK = ("task_id", "task id")
 
 
-def grade_head() -> View:
+def grade_rows() -> View:
     # The scalar fields only (one cheap pass): what grades / current_grades / pass@k need.
+    # Each row depends on its own event alone, so it can be kept and extended
+    # (ledger.analytics.materialise); what a later event changes is in _grade_head.
     sv, gh = fields("grade.head")
     return internal(
-        "_grade_head",
-        "SELECT u.seq, u.recorded_at, u.type, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
-        "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
-        "u.judge_status, u.replay_status, u.body FROM (SELECT seq, recorded_at, type, body, "
+        "_grade_rows",
+        "SELECT seq, recorded_at, type, stream, body, "
         "CASE type WHEN 'grade.recorded' THEN 'recorded' ELSE 'replayed' END AS source, "
         f"coalesce({gh['trial']}, stream) AS trial, {gh['task_id']} AS task_id, "
         f"{gh['projection_version']} AS projection_version, {gh['config_digest']} AS config_digest, "
@@ -83,7 +85,38 @@ def grade_head() -> View:
         f"TRY_CAST({gh['binary_pass']} AS BOOLEAN) AS binary_pass, {gh['judge_status']} AS judge_status, "
         f"CASE WHEN type = 'grade.replayed' THEN {gh['replay_status']} END AS replay_status "
         f"FROM (SELECT seq, recorded_at, type, stream, body, {sv} FROM _ev "
-        f"WHERE type IN ('grade.recorded', 'grade.replayed') AND {written_by_projection()})) u "
+        f"WHERE type IN ('grade.recorded', 'grade.replayed') AND {on_own_stream()})",
+    )
+
+
+def trace_rows() -> View:
+    # Each grade's trace check results, one row per result (kept, as _grade_rows)
+    return internal(
+        "_trace_rows",
+        "SELECT seq, x.grade.trace_checks_summary.winning_path AS winning_path, "
+        "unnest(x.grade.trace_check_results) AS r, "
+        "unnest(range(len(x.grade.trace_check_results))) AS ord "
+        f"FROM (SELECT seq, {TRACE_T} AS x FROM _grade_rows)",
+    )
+
+
+def criteria_rows() -> View:
+    # Each grade's judge criterion results, one row per result (kept, as _grade_rows)
+    return internal(
+        "_criteria_rows",
+        f"SELECT seq, unnest(({CRITERIA_T}).grade.criterion_results) AS c FROM _grade_rows",
+    )
+
+
+def grade_head() -> View:
+    # A trial's task comes from its latest registration; a replayed grade counts once its
+    # replay.completed is in the log (view_kit.written_by_projection).
+    return internal(
+        "_grade_head",
+        "SELECT u.seq, u.recorded_at, u.type, u.source, u.trial, coalesce(u.task_id, k.task_id) AS task_id, "
+        "u.projection_version, u.config_digest, u.replay_id, u.score, u.binary_pass, "
+        "u.judge_status, u.replay_status, u.body FROM (SELECT * FROM _grade_rows "
+        f"WHERE {in_replay_batch()}) u "
         "LEFT JOIN _trial_keys k ON k.trial = u.trial",
     )
 
@@ -218,9 +251,9 @@ def criteria() -> View:
     return View(
         "criteria",
         "SELECT seq AS grade_seq, trial, task_id, source, replay_id, c.id AS criterion, c.met, "
-        "c.score, c.justification, judge_status FROM (SELECT seq, trial, task_id, source, "
-        f"replay_id, judge_status, unnest(({CRITERIA_T}).grade.criterion_results) AS c "
-        "FROM _grade_head)",
+        "c.score, c.justification, judge_status FROM (SELECT h.seq, h.trial, h.task_id, "
+        "h.source, h.replay_id, h.judge_status, k.c FROM _grade_head h "
+        "JOIN _criteria_rows k ON k.seq = h.seq)",
         "judge criterion results carried by a grade (criterion_results)",
         (
             _GRADE_SEQ,
@@ -244,11 +277,8 @@ def trace_checks() -> View:
         "ord::INTEGER AS ord, r.id AS constraint_id, r.kind, r.severity, r.weight, r.passed, "
         "coalesce(r.undecided, false) AS undecided, coalesce(r.withheld, false) AS withheld, "
         f"{VERDICT} AS verdict, r.message, r.matched_positions, winning_path "
-        "FROM (SELECT seq, trial, task_id, source, replay_id, recorded_at, "
-        "x.grade.trace_checks_summary.winning_path AS winning_path, "
-        "unnest(x.grade.trace_check_results) AS r, "
-        "unnest(range(len(x.grade.trace_check_results))) AS ord "
-        f"FROM (SELECT *, {TRACE_T} AS x FROM _grade_head))",
+        "FROM (SELECT h.seq, h.trial, h.task_id, h.source, h.replay_id, h.recorded_at, "
+        "t.winning_path, t.r, t.ord FROM _grade_head h JOIN _trace_rows t ON t.seq = h.seq)",
         "per grade, per trace constraint: pass / fail / undecided / withheld",
         (
             _GRADE_SEQ,
@@ -322,6 +352,9 @@ def constraint_separation() -> View:
 
 
 VIEWS: tuple[View, ...] = (
+    grade_rows(),
+    trace_rows(),
+    criteria_rows(),
     grade_head(),
     grades(),
     current(),

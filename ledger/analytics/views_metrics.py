@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledger.analytics.view_kit import View, internal, json_transform, recorded_grade_of, sql_str
-from ledger.analytics.views_grades import CRITERIA_T, CURRENT_ORDER, TRACE_T, VERDICT
+from ledger.analytics.views_grades import CURRENT_ORDER, VERDICT
 from replay.grading.outcomes import TrialOutcomeClass
 from schemas.key_manifest import MANIFEST
 
@@ -93,15 +93,10 @@ def agreement() -> View:
         f"{recorded_grade_of('seq')} AS rec_seq, "
         f"arg_max(seq, {CURRENT_ORDER}) AS cur_seq "
         "FROM h GROUP BY trial), "
-        "b AS MATERIALIZED (SELECT seq, body FROM _ev WHERE type IN "
-        "('grade.recorded', 'grade.replayed') AND seq IN (SELECT rec_seq FROM pick "
-        "UNION SELECT cur_seq FROM pick)), "
         "cr AS (SELECT trial, task_id, c.id AS criterion, c.met FROM (SELECT p.trial, p.task_id, "
-        f"unnest(({CRITERIA_T.replace('body', 'b.body')}).grade.criterion_results) AS c "
-        "FROM pick p JOIN b ON b.seq = p.rec_seq) WHERE c.met IS NOT NULL), "
-        "tc AS (SELECT trial, r.id AS constraint_id, r.passed FROM (SELECT p.trial, "
-        f"unnest(({TRACE_T.replace('body', 'b.body')}).grade.trace_check_results) AS r "
-        f"FROM pick p JOIN b ON b.seq = p.cur_seq) WHERE {VERDICT} IN ('pass', 'fail')), "
+        "k.c FROM pick p JOIN _criteria_rows k ON k.seq = p.rec_seq) WHERE c.met IS NOT NULL), "
+        "tc AS (SELECT trial, r.id AS constraint_id, r.passed FROM (SELECT p.trial, t.r "
+        f"FROM pick p JOIN _trace_rows t ON t.seq = p.cur_seq) WHERE {VERDICT} IN ('pass', 'fail')), "
         "pairs AS (SELECT cr.task_id, cr.criterion, tc.constraint_id, cr.met, tc.passed "
         "FROM cr JOIN tc USING (trial)), "
         "cnt AS (SELECT CASE WHEN grouping(task_id) = 1 THEN '*' ELSE task_id END AS task_id, "
@@ -136,19 +131,27 @@ def agreement() -> View:
     )
 
 
+def accounting_rows() -> View:
+    # Each replayed grade's accounting rows, one per key (kept, as _grade_rows)
+    rows = json_transform("body", {"grade": {"accounting": [ACCOUNTING_SHAPE]}})
+    return internal(
+        "_accounting_rows",
+        f"SELECT seq, unnest(({rows}).grade.accounting) AS r FROM _grade_rows "
+        "WHERE type = 'grade.replayed'",
+    )
+
+
 def key_accounting() -> View:
     # Every replayed grade's accounting rows (GRADING.md § The runtime
     # ledger), per task, corpus and key, over the whole history of replays
     manifest = ", ".join(f"({sql_str(k.key)}, {sql_str(k.kind.value)})" for k in MANIFEST)
-    rows = json_transform("body", {"grade": {"accounting": [ACCOUNTING_SHAPE]}})
     return View(
         "key_accounting",
         f"WITH m(key, kind) AS (VALUES {manifest}), "
         "h AS MATERIALIZED (SELECT seq, trial, task_id, replay_id FROM _grade_head "
         "WHERE source = 'replayed'), "
         "a AS (SELECT h.task_id, split_part(h.trial, '/', 2) AS corpus, h.replay_id, h.seq, "
-        f"r.key, r.outcome, r.reason FROM (SELECT seq, unnest(({rows}).grade.accounting) AS r "
-        "FROM _ev WHERE type = 'grade.replayed') x JOIN h USING (seq)) "
+        "r.key, r.outcome, r.reason FROM _accounting_rows x JOIN h USING (seq)) "
         "SELECT a.task_id, a.corpus, a.key, m.kind, "
         "count(*) FILTER (WHERE a.outcome = 'evaluated') AS evaluated, "
         "count(*) FILTER (WHERE a.outcome = 'skipped') AS skipped, "
@@ -170,4 +173,10 @@ def key_accounting() -> View:
     )
 
 
-VIEWS: tuple[View, ...] = (trial_outcomes(), pass_at_k(), agreement(), key_accounting())
+VIEWS: tuple[View, ...] = (
+    trial_outcomes(),
+    pass_at_k(),
+    agreement(),
+    accounting_rows(),
+    key_accounting(),
+)

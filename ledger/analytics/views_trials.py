@@ -161,19 +161,26 @@ def trial_core() -> View:
     )
 
 
+def stream_counts() -> View:
+    # Messages and tool calls per stream: counts over disjoint runs of events add up, so
+    # they are kept and added to (ledger.analytics.materialise.ADDED)
+    return internal(
+        "_stream_counts",
+        "SELECT stream, count(*) FILTER (WHERE type = 'trial.message') AS n_messages, "
+        "count(*) FILTER (WHERE type = 'trial.tool_call') AS n_tool_calls FROM _ev "
+        "WHERE type IN ('trial.message', 'trial.tool_call') GROUP BY stream",
+    )
+
+
 def trials() -> View:
     classes = " / ".join(TrialOutcomeClass)
     return View(
         "trials",
-        "WITH m AS (SELECT stream AS trial, count(*) AS n FROM _ev "
-        "WHERE type = 'trial.message' GROUP BY stream), "
-        "t AS (SELECT stream AS trial, count(*) AS n FROM _ev "
-        "WHERE type = 'trial.tool_call' GROUP BY stream) "
         "SELECT c.trial, c.corpus, c.task_id, c.trial_index, c.agent_model, c.user_model, "
         "c.judge_model, c.met, c.records_present, c.status, c.termination_reason, "
         "c.grading_error, c.outcome_class, c.counted, c.start_ts, c.end_ts, "
-        "coalesce(m.n, 0) AS n_messages, coalesce(t.n, 0) AS n_tool_calls, c.registered_at "
-        "FROM _trial_core c LEFT JOIN m USING (trial) LEFT JOIN t USING (trial)",
+        "coalesce(n.n_messages, 0) AS n_messages, coalesce(n.n_tool_calls, 0) AS n_tool_calls, "
+        "c.registered_at FROM _trial_core c LEFT JOIN _stream_counts n ON n.stream = c.trial",
         "one row per registered trial (trial.registered + trial.ended)",
         (
             ("trial", "trial stream (trial/<corpus>/<task_id>/<trial>)"),
@@ -212,5 +219,6 @@ VIEWS: tuple[View, ...] = (
     timeline(),
     trial_keys(),
     trial_core(),
+    stream_counts(),
     trials(),
 )

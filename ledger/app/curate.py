@@ -9,11 +9,12 @@ docs/readme/curate.md (RUBRIC_MIGRATION.md, "Building a corpus").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ import yaml
 
 from ledger.analytics import sql as analytics
 from ledger.app.context import LedgerArg, default_ledger_path, ledger_path
+from ledger.app.curate_kept import kept_bundles
 from ledger.app.ingest_read import CHUNK, POOL_FROM, gc_paused, pool_size
 from ledger.app.result import Result
 from ledger.engines import get_engine
@@ -76,6 +78,7 @@ class CurateRequest:
     dry_run: bool = False
     ledger: Path = field(default_factory=default_ledger_path)
     workers: int | None = None  # processes reading the run directories (None: the cores)
+    full: bool = False  # --from-ledger: render every bundle again, none kept (curate_kept)
 
     def __post_init__(self) -> None:
         if self.from_ledger == bool(self.sources):
@@ -151,15 +154,19 @@ def curate(
     *, criterion: str, into: Path, sources: Sequence[Path] = (), from_ledger: bool = False,
     where: str | None = None, exclusions: Mapping[str, str] | None = None, replace: bool = False,
     dry_run: bool = False, ledger: LedgerArg = None, workers: int | None = None,
+    full: bool = False,
 ) -> CurateResult:  # fmt: skip
     """``vledger curate``: a judge-labelled corpus from run directories (``sources``) or
     from the log (``from_ledger``, optionally ``where``); see the module docstring. Run
     directories are read as ``ingest`` reads them, in ``workers`` processes (default: the
-    cores available); the corpus is the same for any number."""
+    cores available); the corpus is the same for any number. From the log, bundles whose
+    streams did not change since a curation kept them are not rendered again (``full``:
+    all are)."""
     request = CurateRequest(
         criterion=criterion, into=Path(into), sources=tuple(Path(s) for s in sources),
         from_ledger=from_ledger, where=where, exclusions=dict(exclusions or {}),
         replace=replace, dry_run=dry_run, ledger=ledger_path(ledger), workers=workers,
+        full=full,
     )  # fmt: skip
     return from_ledger_request(request) if from_ledger else from_runs_request(request)
 
@@ -259,13 +266,14 @@ def _event(result: CurateResult, log_size: int | None) -> NewEvent:
 
 
 def _finish(
-    result: CurateResult, events: Mapping[str, Sequence[StoredEvent]], log_size: int | None
-) -> CurateResult:
+    result: CurateResult, events: Mapping[str, Sequence[StoredEvent]], log_size: int | None,
+    render: Callable[[Sequence[StoredEvent]], dict[str, bytes]] = bundle_files,
+) -> CurateResult:  # fmt: skip
     """Render, write and record — unless dry or nothing was admitted (then nothing at all)."""
     files: dict[str, dict[str, bytes]] = {}
     for candidate, entry in result.curation.admitted:
         try:
-            files[entry.directory] = bundle_files(events[candidate.label])
+            files[entry.directory] = render(events[candidate.label])
         except BundleExportError as exc:
             raise CurationError(f"{candidate.label}: {exc}") from None
     rq = result.request
@@ -398,10 +406,26 @@ def from_ledger_request(request: CurateRequest) -> CurateResult:
     ledger_dir, where = request.ledger, request.where
     check_destination(request.into, replace=request.replace, nests_with=[("--ledger", ledger_dir)])
     selected = selected_trials(ledger_dir, where)
-    with open_ledger(ledger_dir) as lg:
-        size = lg.size()
-        read = lg.read(stream_prefix="trial/", types=_TRIAL_TYPES, to_seq=size - 1)
-        groups = group_trials(read, streams=selected)
+    with contextlib.ExitStack() as stack:
+        with open_ledger(ledger_dir) as lg:
+            size = lg.size()
+            read = lg.read(stream_prefix="trial/", types=_TRIAL_TYPES, to_seq=size - 1)
+            groups = group_trials(read, streams=selected)
+            root = lg.root(size).hex()
+            heads = {stream: evs[-1].seq for stream, evs in groups.items()}
+            write = not request.dry_run
+            kept = stack.enter_context(kept_bundles(lg, heads, full=request.full, write=write))
+        done = _from_groups(request, groups, size, kept.render)
+        if done.written:
+            kept.save(size, root)
+        return done
+
+
+def _from_groups(
+    request: CurateRequest, groups: Mapping[str, Sequence[StoredEvent]], size: int,
+    render: Callable[[Sequence[StoredEvent]], dict[str, bytes]],
+) -> CurateResult:  # fmt: skip
+    ledger_dir, where = request.ledger, request.where
     candidates = [_ledger_candidate(stream, evs) for stream, evs in groups.items()]
     if not candidates:
         raise CurationError(
@@ -414,4 +438,4 @@ def from_ledger_request(request: CurateRequest) -> CurateResult:
         exclusions=request.exclusions,
     )  # fmt: skip
     streams = {c.label: c.label for c in candidates}
-    return _finish(_result(request, curation, streams), groups, log_size=size)
+    return _finish(_result(request, curation, streams), groups, log_size=size, render=render)

@@ -34,14 +34,13 @@ from typing import IO, Any, overload
 import orjson
 
 from ledger.errors import LedgerError
-from ledger.log.layout import DB_FILE
+from ledger.log.layout import DB_FILE, PROJECTIONS_DIR
 from replay.grading.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
 from schemas.canonical import canonical_json
 from schemas.retrace_status import RetraceStatus
 
 RESULTS_FORMAT = "vledger-retrace-results/1"
 MAGIC = RESULTS_FORMAT.encode() + b"\n"
-PROJECTIONS_DIR = "projections"
 _HEAD = struct.Struct("<IIII")
 _TRAILER_LEN = struct.Struct("<Q")
 MAX_TRAILER = 1 << 16  # a trailer is a few hundred bytes; a larger one is not ours

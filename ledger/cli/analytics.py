@@ -134,11 +134,13 @@ def _schema_text() -> str:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to FILE.")  # fmt: skip
 @click.option("--schema", is_flag=True, help="List the views and their columns, then exit.")
+@click.option("--full", is_flag=True,
+              help="Build the kept view rows (<ledger>/projections/views.duckdb) again from the whole log.")  # fmt: skip
 @json_option
 @nl_option
 def sql_command(
     query: str | None, ledger_dir: Path | None, fmt: str, out: Path | None, schema: bool,
-    as_json: bool, as_nl: bool,
+    full: bool, as_json: bool, as_nl: bool,
 ) -> None:  # fmt: skip
     """Run a read-only SQL QUERY over the ledger's documented views.
 
@@ -160,7 +162,9 @@ def sql_command(
         fmt = "json"
     if schema and fmt == "table":
         return _write_text(_schema_text(), out)
-    result = ledger.sql(query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema)
+    result = ledger.sql(
+        query, ledger=None if schema else resolve_ledger(ledger_dir), schema=schema, full=full
+    )
     if result.source is not None and result.source.kind == "segments":
         detail = result.source.detail
         click.echo(f"note: read {detail}; events after the last seal are not shown", err=True)
@@ -172,14 +176,16 @@ def sql_command(
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               default=ledger.DEFAULT_REPORT, show_default=True,
               help="Where to write the HTML file.")  # fmt: skip
+@click.option("--full", is_flag=True,
+              help="Build the kept view rows (<ledger>/projections/views.duckdb) again from the whole log.")  # fmt: skip
 @json_option
-def report_command(ledger_dir: Path | None, out: Path, as_json: bool) -> None:
+def report_command(ledger_dir: Path | None, out: Path, full: bool, as_json: bool) -> None:
     """Write one self-contained HTML report (inline SVG, no scripts, no network).
 
     \b
     Example:
       vledger report --out report.html
     """
-    result = ledger.report(ledger=resolve_ledger(ledger_dir), out=out)
+    result = ledger.report(ledger=resolve_ledger(ledger_dir), out=out, full=full)
     if not emitted(as_json, result):
         click.echo(f"wrote {out} ({result.summary_line()})")

@@ -54,6 +54,8 @@ def _exclusions(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               show_default="the cores available",
               help="Processes reading the run directories; the corpus is the same for any N.")
+@click.option("--full", is_flag=True,
+              help="With --from-ledger: render every bundle again, none kept from an earlier run.")
 @ledger_option
 @json_option
 def curate_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ledger.errors import LedgerError
 
 DB_FILE = "events.duckdb"
+PROJECTIONS_DIR = "projections"  # derived results kept beside the log, never evidence
 CHECKPOINT_DIR = "checkpoints"
 TRIAL_PREFIX = "trial/"  # trial streams are never split across segments (ledger.log.segments)
 # 2: interior nodes are stored from NODE_MIN_LEVEL up (1 stored every node)

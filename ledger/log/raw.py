@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ledger.errors import StreamSealed
-from ledger.log import connection, fast
+from ledger.errors import ProofError, StreamSealed
+from ledger.log import connection, fast, merkle
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import FORMAT_VERSION, NODE_MIN_LEVEL, READ_WINDOW, TRIAL_PREFIX
 
@@ -353,3 +353,44 @@ class Sealing:
 
     def record_sealed_upto(self, n: int) -> None:
         self._store._set_sealed_upto(n)  # noqa: SLF001 - this is its seam
+
+
+def read_stored_hashes(
+    con: duckdb.DuckDBPyConnection,
+    indexes: Sequence[merkle.HashIndex],
+    events: str = "events",
+    nodes: str = "nodes",
+) -> list[bytes]:
+    """:class:`merkle.HashReader` over a store's tables on ``con``: leaves from ``events``
+    (a table or a relation with ``seq, leaf_hash``), nodes from level
+    :data:`NODE_MIN_LEVEL` up from ``nodes``, and lower nodes hashed up from their (at most
+    ``2 ** (NODE_MIN_LEVEL - 1)``) leaves. Also read by the analytics views, over a store
+    attached read-only."""
+    node_keys = sorted({(lv, i) for lv, i in indexes if lv >= NODE_MIN_LEVEL})
+    low = sorted({(lv, i) for lv, i in indexes if 0 < lv < NODE_MIN_LEVEL})
+    leaf_seqs = sorted(
+        {i for lv, i in indexes if lv == 0}
+        | {s for lv, i in low for s in range(i << lv, (i + 1) << lv)}
+    )
+    found: dict[merkle.HashIndex, bytes] = {}
+    if leaf_seqs:
+        rows = con.execute(
+            f"SELECT seq, leaf_hash FROM {events} WHERE seq IN (SELECT unnest($1::UBIGINT[]))",
+            [leaf_seqs],
+        ).fetchall()
+        found.update({(0, int(s)): bytes(h) for s, h in rows})
+    if node_keys:
+        rows = con.execute(
+            f"SELECT level, idx, hash FROM {nodes} WHERE last_leaf IN "
+            "(SELECT unnest($1::UBIGINT[])) ",
+            [sorted({((i + 1) << lv) - 1 for lv, i in node_keys})],
+        ).fetchall()
+        found.update({(int(lv), int(i)): bytes(h) for lv, i, h in rows if lv >= NODE_MIN_LEVEL})
+    for lv, i in low:
+        leaves = [found.get((0, s)) for s in range((i << lv), (i + 1) << lv)]
+        if all(h is not None for h in leaves):
+            found[(lv, i)] = merkle.subtree_root(b"".join(leaves))  # type: ignore[arg-type]
+    missing = [ix for ix in indexes if ix not in found]
+    if missing:
+        raise ProofError(f"read_hashes: stored hashes missing for (level, index) {missing[:5]}")
+    return [found[ix] for ix in indexes]

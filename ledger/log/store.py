@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
-from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, ProofError, TamperDetected
+from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, TamperDetected
 from ledger.log import connection, fast, layout, merkle
 from ledger.log import rows as log_rows
 from ledger.log.batch import (
@@ -37,8 +37,8 @@ from ledger.log.batch import (
     prepare_part,
 )
 from ledger.log.connection import first_row, locked, transaction
-from ledger.log.layout import DB_FILE, NODE_MIN_LEVEL, needs_upgrade
-from ledger.log.raw import RawReads, Sealing, read_filters, window_bounds
+from ledger.log.layout import DB_FILE, needs_upgrade
+from ledger.log.raw import RawReads, Sealing, read_filters, read_stored_hashes, window_bounds
 from schemas.envelope import NewEvent, StoredEvent, stored_events, stored_rows
 
 if TYPE_CHECKING:
@@ -436,37 +436,8 @@ class Ledger(RawReads, merkle.TreeReads):
 
     @locked
     def read_hashes(self, indexes: Sequence[merkle.HashIndex]) -> list[bytes]:
-        """:class:`merkle.HashReader` over this store: leaves from events, nodes from level
-        :data:`NODE_MIN_LEVEL` up from nodes, and lower nodes hashed up from their (at most
-        ``2 ** (NODE_MIN_LEVEL - 1)``) leaves."""
-        node_keys = sorted({(lv, i) for lv, i in indexes if lv >= NODE_MIN_LEVEL})
-        low = sorted({(lv, i) for lv, i in indexes if 0 < lv < NODE_MIN_LEVEL})
-        leaf_seqs = sorted(
-            {i for lv, i in indexes if lv == 0}
-            | {s for lv, i in low for s in range(i << lv, (i + 1) << lv)}
-        )
-        found: dict[merkle.HashIndex, bytes] = {}
-        if leaf_seqs:
-            rows = self._con.execute(
-                "SELECT seq, leaf_hash FROM events WHERE seq IN (SELECT unnest($1::UBIGINT[]))",
-                [leaf_seqs],
-            ).fetchall()
-            found.update({(0, int(s)): bytes(h) for s, h in rows})
-        if node_keys:
-            rows = self._con.execute(
-                "SELECT level, idx, hash FROM nodes WHERE last_leaf IN "
-                "(SELECT unnest($1::UBIGINT[])) ",
-                [sorted({((i + 1) << lv) - 1 for lv, i in node_keys})],
-            ).fetchall()
-            found.update({(int(lv), int(i)): bytes(h) for lv, i, h in rows if lv >= NODE_MIN_LEVEL})
-        for lv, i in low:
-            leaves = [found.get((0, s)) for s in range((i << lv), (i + 1) << lv)]
-            if all(h is not None for h in leaves):
-                found[(lv, i)] = merkle.subtree_root(b"".join(leaves))  # type: ignore[arg-type]
-        missing = [ix for ix in indexes if ix not in found]
-        if missing:
-            raise ProofError(f"read_hashes: stored hashes missing for (level, index) {missing[:5]}")
-        return [found[ix] for ix in indexes]
+        """:class:`merkle.HashReader` over this store (:func:`read_stored_hashes`)."""
+        return read_stored_hashes(self._con, indexes)
 
     def checkpoints(self) -> list[tuple[Path, str]]:
         """Stored checkpoint notes ``(file, note)``, oldest (smallest size) first."""
