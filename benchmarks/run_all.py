@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "compat": ("benchmarks.compat", [], ["--repeat", "1"]),
     "reconcile": ("benchmarks.reconcile", [], ["--trials", "300"]),
     "curate": ("benchmarks.curate", [], ["--trials", "60", "--repeat", "1"]),
+    "retrace_reference": ("benchmarks.retrace_reference", [], ["--trials", "40"]),
     "verdict": ("benchmarks.verdict", [], []),
     "analytics": ("benchmarks.analytics", [], ["--trials", "500"]),
     "inspect_import": ("benchmarks.inspect_import", [], ["--samples", "40", "--logs", "2"]),

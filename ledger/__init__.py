@@ -66,7 +66,6 @@ ERRORS: dict[str, str] = {
     "OutputInLedger": "ledger.errors:OutputInLedger",
     "AppendFileError": "ledger.app.store_ops:AppendFileError",
     "IngestError": "ledger.app.ingest:IngestError",
-    "IngestInterrupted": "ledger.app.ingest_spool:IngestInterrupted",
     "GradeInputError": "ledger.app.grade:GradeInputError",
     "RetraceError": "ledger.app.retrace:RetraceError",
     "EngineError": "ledger.engines.base:EngineError",

@@ -47,23 +47,24 @@ def test_an_open_store_is_used_and_left_open(tmp_path: Path) -> None:
         assert first.runs_new == 1 and lg.size() == first.last_seq + 1
 
 
-def test_small_batches_append_the_same_events_in_the_same_order(
+def test_small_parts_append_the_same_events_in_the_same_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ledger.log.store import Ledger
+
     ledger.ingest(NOTES, DEMO_RUN, ledger=tmp_path / "one")
-    appends: list[int] = []
-    real = ingest_spool.append_in_batches
+    parts: list[int] = []
+    real = Ledger._append_in_tx
 
-    def counting(lg, groups):
-        append = lg.append
-        lg.append = lambda batch: appends.append(len(batch)) or append(batch)
-        return real(lg, groups)
+    def counting(self: Ledger, batch: Any, *a: Any, **kw: Any) -> Any:
+        parts.append(len(batch))
+        return real(self, batch, *a, **kw)
 
-    monkeypatch.setattr(ingest_spool, "BATCH_BYTES", 1)  # a batch per stream
-    monkeypatch.setattr("ledger.app.ingest.append_in_batches", counting)
+    monkeypatch.setattr(ingest_spool, "BATCH_BYTES", 1)  # a part per stream
+    monkeypatch.setattr(Ledger, "_append_in_tx", counting)
     result = ledger.ingest(NOTES, DEMO_RUN, ledger=tmp_path / "many")
-    assert len(appends) == 18  # 17 trials and a run, each whole in its own batch
-    assert (result.first_seq, result.last_seq) == (0, sum(appends) - 1)
+    assert len(parts) == 18  # 17 trials and a run, each inserted as its own part
+    assert (result.first_seq, result.last_seq) == (0, sum(parts) - 1)
     assert _rows(tmp_path / "many") == _rows(tmp_path / "one")
 
 
@@ -85,39 +86,37 @@ def test_a_bad_input_after_many_batches_worth_appends_nothing(
     assert not (tmp_path / "new").exists()  # a ledger the call created is removed again
 
 
-def test_a_store_refusal_after_committed_batches_does_not_claim_the_ledger_unchanged(
+def test_a_store_refusal_after_inserted_parts_leaves_the_ledger_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Batches commit one by one (flat memory): when the store refuses a later
-    batch, the error names what was appended and says to re-run, never 'unchanged'."""
+    """Parts are inserted as the inputs are read, all in one transaction: when the store
+    refuses a later part, the earlier ones roll back with it, and a re-run appends all."""
     from ledger.errors import LedgerBusy
     from ledger.log.store import Ledger
 
-    monkeypatch.setattr(ingest_spool, "BATCH_BYTES", 1)  # one stream per batch
-    real = Ledger.append
+    monkeypatch.setattr(ingest_spool, "BATCH_BYTES", 1)  # one stream per part
+    real = Ledger._append_in_tx
     calls = {"n": 0}
 
-    def flaky(self: Ledger, events: Any, *a: Any, **kw: Any) -> Any:
+    def flaky(self: Ledger, batch: Any, *a: Any, **kw: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 3:
             raise LedgerBusy(self.path, 0.0)
-        return real(self, events, *a, **kw)
+        return real(self, batch, *a, **kw)
 
-    monkeypatch.setattr(Ledger, "append", flaky)
+    monkeypatch.setattr(Ledger, "_append_in_tx", flaky)
     fresh = tmp_path / "fresh"
-    with pytest.raises(LedgerBusy):  # a ledger this call created goes, batches and all
+    with pytest.raises(LedgerBusy):  # a ledger this call created goes
         ledger.ingest(str(NOTES), ledger=fresh)
     assert not fresh.exists()
     calls["n"] = 0
     lg_dir = tmp_path / "lg"
-    ledger.init(lg_dir).close()
-    with pytest.raises(ingest_spool.IngestInterrupted) as info:
+    ledger.ingest(DEMO_RUN, ledger=lg_dir)
+    before = _rows(lg_dir)
+    calls["n"] = 0
+    with pytest.raises(LedgerBusy):
         ledger.ingest(str(NOTES), ledger=lg_dir)
-    assert info.value.exit_code == LedgerBusy.exit_code
-    assert "were appended before it" in str(info.value) and "run the same ingest again" in str(
-        info.value
-    )
-    monkeypatch.setattr(Ledger, "append", real)
-    again = ledger.ingest(str(NOTES), ledger=lg_dir).to_json()  # the rest goes in, once
-    assert again["trials"]["new"] > 0 and again["trials"]["already_present"] == 2
-    assert again["trials"]["new"] + 2 == 17
+    assert calls["n"] == 3 and _rows(lg_dir) == before  # two parts went in, and back out
+    monkeypatch.setattr(Ledger, "_append_in_tx", real)
+    again = ledger.ingest(str(NOTES), ledger=lg_dir).to_json()
+    assert again["trials"] == {"new": 17, "already_present": 0}

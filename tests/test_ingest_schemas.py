@@ -68,7 +68,7 @@ def test_enumerations_and_nested_shapes_are_closed(type_: str, change: dict, fie
 
 
 def test_reingest_compares_every_type_ingest_writes() -> None:
-    from ledger.app.ingest import INGEST_TYPES
+    from ledger.app.ingest_existing import INGEST_TYPES
     from schemas.events import MODEL_NAMES
 
     trial_events = {t for t, (module, _) in MODEL_NAMES.items() if module == "trial_events"}

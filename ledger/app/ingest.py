@@ -1,14 +1,15 @@
 """``ingest``: recorded trials, corpora, packs and verdict-core runs into the ledger.
 
 All or nothing per call: every PATH is detected and every input read, turned into events and
-checked before anything is appended. Inputs are read in worker processes (or Ray tasks) and
+checked, each new stream inserted as it is read into ONE transaction that commits after the
+last input (``ledger.app.ingest_append``). Inputs are read in worker processes (or Ray tasks) and
 taken back in input order (``ledger.app.ingest_read``), so the plan — and the log — is the
 same for any number of workers. Any unreadable input (bad YAML, wrong shape, unknown key or
 type, a file over the size limit) aborts the call with an :class:`IngestError` naming the
-file, the key and what was expected, the ledger untouched; with ``skip_bad=True`` it is
-recorded as an ``ingest.skipped`` event (stream ``ingest/skipped``) instead. The plan is
-then appended in bounded batches of whole streams (``ledger.app.ingest_spool``): a crash
-between two leaves whole trials, and the same ingest run again appends the rest.
+file, the key and what was expected, the transaction rolled back and the ledger untouched;
+with ``skip_bad=True`` it is recorded as an ``ingest.skipped`` event (stream
+``ingest/skipped``) instead. A crash leaves the ledger as it was; the same ingest run again
+appends everything, once.
 
 **Re-ingest and change.** Event ids are content-derived (``ledger.sources.plan``), so
 each input's stream is compared with the one already in the ledger: the same ids in the
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.ingest_append import append_streamed
+from ledger.app.ingest_existing import existing_ids, held_streams
 from ledger.app.ingest_inputs import Unit, first_difference, tasks_for
 from ledger.app.ingest_known import KnownBundles
 from ledger.app.ingest_read import (
@@ -48,11 +51,10 @@ from ledger.app.ingest_read import (
     refusal,
 )  # fmt: skip
 from ledger.app.ingest_spool import (
-    IngestInterrupted,
     Row,
-    append_in_batches,
     park_bytes,
     park_value,
+    record_rows,
     rows_of,
     spool,
     unpark,
@@ -62,8 +64,8 @@ from ledger.app.ingest_spool import (
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.engines import check_address, get_engine
+from ledger.engines.ordered import start_server
 from ledger.errors import LedgerError
-from ledger.log.rows import ARROW_FROM_ROWS
 from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
@@ -194,12 +196,10 @@ def ingest(
     try:
         with opened(ledger, create=True, busy_timeout=busy_timeout) as lg:
             return run(lg, request, progress)
-    except LedgerError as exc:
+    except LedgerError:
         if not fresh:
             raise
         shutil.rmtree(root, ignore_errors=True)  # a mistyped PATH leaves no new ledger behind
-        if isinstance(exc, IngestInterrupted):  # its committed batches went with the ledger
-            raise exc.cause from None
         raise
 
 
@@ -238,26 +238,26 @@ def run(
     on_unit: Callable[[Path, ReadStream], None] | None = None,
     derived: tuple[Derive | None, Callable[[str, Any], None] | None] = (None, None),
 ) -> IngestResult:
-    """The use case: plan every input, compare with ``ledger``, append what is new.
+    """The use case: plan every input, compare with ``ledger``, append what is new — in
+    one transaction the reading feeds as it goes (``ledger.app.ingest_append``).
 
     ``progress`` is called as ``progress(done, total, source)`` while inputs are read.
     """
     with gc_paused(), spool() as file:
         job = _Ingest(request, file, *derived, known=KnownBundles.of(ledger))
-        job.plan(progress, on_unit)
-        groups = job.compare(_existing_ids(ledger, job.known.unread(job.planned)))
-        if not job.planned and not job.skips and not job.paths:
-            raise IngestError(", ".join(request.paths), "nothing to ingest", "no_input")
-        first, last = append_in_batches(ledger, groups + [rows_of(job.skips)])
-        job.known.save(ledger, job.planned, job.lists["trial_streams"])  # not parsed again
+        job.held = held_streams(ledger)  # before the transaction opens
+        groups = job.plan(progress, on_unit)
+        first, last = append_streamed(ledger, groups, lambda: job.tail(ledger))
+        job.known.save(ledger, job.planned, job.accepted())  # not parsed again
         return job.result(first, last)
 
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    """One planned stream, its events parked in the spool at ``offset``."""
+    """One planned stream, its events parked in the spool at ``offset`` (-1: appended as
+    read, with no additive events to look up again)."""
 
-    unit: Unit  # without its events (those are in the spool)
+    unit: Unit  # without its events (those are in the spool, or already appended)
     size: int
     additive: int  # how many content-identified events follow them
     digest: bytes  # of its event ids, in order
@@ -266,7 +266,9 @@ class _Planned:
 
 
 class _Ingest:
-    """One ingest's state while it plans and compares (nothing is appended here)."""
+    """One ingest's state while it plans and compares: :meth:`plan` then :meth:`tail`
+    yield what to append, in order, and raise on a refused input (the caller's transaction
+    then rolls back)."""
 
     def __init__(
         self, request: IngestRequest, file: IO[bytes], derive: Derive | None = None,
@@ -285,6 +287,18 @@ class _Ingest:
         # content-identified events (re-scores) a later input of an already planned stream
         # adds: a log and its re-scored copy read in one ingest both count
         self.extra: dict[str, dict[str, PlannedEvent]] = {}
+        self.held: frozenset[str] = frozenset()  # the streams the ledger held before
+        self.changed: set[str] = set()  # held streams found changed (skipped)
+
+    def tail(self, ledger: Any) -> Iterator[Iterable[Row]]:
+        """What to append once :meth:`plan` (which yields each stream new to the ledger as
+        it is read, in input order: the same for any number of workers) has read the last
+        input: what comparing the held streams adds, then the skips."""
+        if not self.planned and not self.skips and not self.paths:
+            raise IngestError(", ".join(self.request.paths), "nothing to ingest", "no_input")
+        held = [s for s in self.known.unread(self.planned) if s in self.held]
+        yield from self.compare(existing_ids(ledger, held) if held else {})
+        yield rows_of(self.skips)
 
     def bad(self, source: str, kind: str, why: Refusal | str, code: str = "bad_input") -> None:
         """Abort on a bad input, or with ``skip_bad`` record it as skipped."""
@@ -294,9 +308,13 @@ class _Ingest:
         self.lists["skipped"].append({"source": source, "kind": kind, "reason": text})
         self.skips.append(_skip_event(source, kind, text, fields))
 
-    def plan(self, progress: Progress | None, on_unit: Callable[..., None] | None) -> None:
+    def plan(
+        self, progress: Progress | None, on_unit: Callable[..., None] | None
+    ) -> Iterator[Iterable[Row]]:
         tasks = []
         limits = self.request.limits
+        if self.request.engine == "local" and pool_size(self.request.workers, 1 << 30) > 1:
+            start_server(["ledger.app.ingest_read"])  # imports while the inputs are listed
         for given in self.request.paths:
             try:
                 kind, found = tasks_for(given, self.request.corpus, limits)
@@ -320,7 +338,9 @@ class _Ingest:
                 for stream in read:
                     if on_unit is not None:
                         on_unit(task.path, stream)
-                    self.admit(stream)
+                    new = self.admit(stream)
+                    if new is not None:
+                        yield new
             except inspect_log.InspectUnavailable as exc:
                 raise IngestError(task.source, str(exc), "missing_extra") from None
             except (BundleError, InputError) as exc:
@@ -330,8 +350,9 @@ class _Ingest:
         for log_set in {id(t.log_set): t.log_set for t in tasks if t.log_set}.values():
             self.lists["retried_tasks"] += log_set.summary()
 
-    def admit(self, read: ReadStream) -> None:
-        """Admit one read stream into the plan, or report it through :meth:`bad`."""
+    def admit(self, read: ReadStream) -> Iterator[Row] | None:
+        """Admit one read stream into the plan, or report it through :meth:`bad`; the rows
+        to append now when the ledger holds no such stream."""
         unit = read.head
         if unit.inconsistent is not None and not self.request.keep_inconsistent:
             return self.bad(
@@ -345,11 +366,16 @@ class _Ingest:
         digest = read.digest
         seen = self.planned.get(unit.stream)
         if seen is None:
-            offset = park_bytes(self.file, read.record)
-            held = None if read.derived is None else park_value(self.file, read.derived)
-            self.planned[unit.stream] = _Planned(
-                unit, read.size, read.additive, digest, offset, held
-            )
+            fresh = unit.stream not in self.held
+            if unit.trial:  # in input order, new or present (a changed one is dropped)
+                self.lists["trial_streams"].append(unit.stream)
+            parked = not fresh or read.additive  # compared later, or re-scores may join it
+            offset = park_bytes(self.file, read.record) if parked else -1
+            held = None if read.derived is None or fresh else park_value(self.file, read.derived)
+            p = _Planned(unit, read.size, read.additive, digest, offset, held)
+            self.planned[unit.stream] = p
+            if fresh:
+                return self.added(p, record_rows(read.record), read.derived)
         elif seen.digest == digest:
             if read.additive:
                 extra = self.extra.setdefault(unit.stream, {})
@@ -368,7 +394,8 @@ class _Ingest:
         """Count each planned stream as new, present or changed; what to append, in order.
 
         A stream's events are read back from the spool only to append them (lazily, as the
-        append reaches them), to add re-scores or to name a change: never all at once."""
+        append reaches them), to add re-scores or to name a change: never all at once.
+        A stream appended as it was read only gets the re-scores a later input added."""
         groups: list[Any] = []
         for stream, p in self.planned.items():
             if self.known.present.get(stream) == p.digest:  # held as planned: ids not read
@@ -377,20 +404,18 @@ class _Ingest:
             held = existing.get(stream)
             extra = self.extra.get(stream, {})
             if held is None:
-                # read back only when the append reaches it
-                groups.append(unpark_new(self.file, p.offset))
+                if stream in self.held:  # held, but none of ingest's events: new here
+                    derived = None if p.derived is None else unpark_value(self.file, p.derived)
+                    groups.append(self.added(p, unpark_new(self.file, p.offset), derived))
                 if extra:
-                    parked = {e.event_id for e in unpark(self.file, p.offset)[1]}
+                    parked = (
+                        {e.event_id for e in unpark(self.file, p.offset)[1]}
+                        if p.additive
+                        else set()
+                    )
                     added = [e for i, e in extra.items() if i not in parked]
                     groups.append(rows_of(added))
                     self.counts["events_new"] += len(added)
-                if self.on_derived is not None and p.derived is not None:
-                    self.on_derived(stream, unpark_value(self.file, p.derived))
-                if p.unit.inconsistent is not None:
-                    reason = {"source": p.unit.source, "stream": stream}
-                    self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
-                self.count(p, new=True)
-                self.counts["events_new"] += p.additive
                 continue
             additive = unpark(self.file, p.offset)[1] if p.additive else []
             have = {a.event_id for a in additive}
@@ -407,6 +432,7 @@ class _Ingest:
                     "another --corpus name to keep both",
                     "changed",
                 )
+                self.changed.add(stream)
                 continue
             self.count(p, new=False)
             if additive:  # content-identified events (re-scores) join the old ones
@@ -417,18 +443,33 @@ class _Ingest:
                 self.counts["events_present"] += len(additive) - len(added)
         return groups
 
+    def added(self, p: _Planned, rows: Iterator[Row], derived: Any) -> Iterator[Row]:
+        """Count a stream new to the ledger; its rows, to append."""
+        if self.on_derived is not None and derived is not None:
+            self.on_derived(p.unit.stream, derived)
+        if p.unit.inconsistent is not None:
+            reason = {"source": p.unit.source, "stream": p.unit.stream}
+            self.lists["inconsistent"].append({**reason, "reason": p.unit.inconsistent})
+        self.count(p, new=True)
+        self.counts["events_new"] += p.additive
+        return rows
+
     def count(self, p: _Planned, *, new: bool) -> None:
         """Count one ingested (new) or already-present input."""
-        if p.unit.trial:
-            self.lists["trial_streams"].append(p.unit.stream)
         kind = {"bundle": "trials", "pack": "packs", "run": "runs"}[p.unit.kind]
         suffix = "_new" if new else "_present"
         self.counts["events" + suffix] += p.size
         self.counts[kind + suffix] += 1
 
+    def accepted(self) -> list[str]:
+        """Every trial stream read, new or already present, in input order (not a changed
+        one, which was skipped)."""
+        return [s for s in self.lists["trial_streams"] if s not in self.changed]
+
     def result(self, first_seq: int | None, last_seq: int | None) -> IngestResult:
+        lists = {**self.lists, "trial_streams": self.accepted()}
         return IngestResult(
-            self.paths, **self.counts, **self.lists, first_seq=first_seq, last_seq=last_seq
+            self.paths, **self.counts, **lists, first_seq=first_seq, last_seq=last_seq
         )  # type: ignore[arg-type]
 
 
@@ -443,52 +484,3 @@ def _skip_event(source: str, kind: str, reason: str, fields: dict[str, Any]) -> 
         payload,
         event_id=event_id(SKIP_STREAM, 0, "ingest.skipped", payload),
     )
-
-
-# The event types ingest writes. Only these are compared on re-ingest, so an event another
-# component appends to the same stream later (an annotation, a replay) is not "a change".
-INGEST_TYPES = frozenset(
-    {
-        "trial.registered", "trial.message", "trial.agent_message", "trial.tool_call",
-        "trial.ended", "state.recorded",
-        "grade.recorded", "timeline.event", "pack.registered", "migration.declared",
-        "run.event", "receipt.issued",
-    }
-)  # fmt: skip
-
-
-_WINDOW = 1 << 16  # seqs read back per table while comparing with the ledger
-
-
-def _existing_ids(ledger: Any, streams: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-    """``(id, type)`` of the ingest-written events of each of ``streams``, in stream order."""
-    wanted = set(streams)
-    prefixes = sorted(
-        {
-            s.rsplit("/", 2)[0] + "/" if s.startswith("trial/") else s.split("/", 1)[0] + "/"
-            for s in wanted
-        }
-    )
-    out: dict[str, list[tuple[str, str]]] = {}
-    for prefix in prefixes:
-        # in seq order, so each stream's rows arrive in stream order
-        for s, e, t in _id_rows(ledger, prefix, wanted):
-            if s in wanted and t in INGEST_TYPES:
-                out.setdefault(s, []).append((e, t))
-    return out
-
-
-def _id_rows(ledger: Any, prefix: str, wanted: set[str]) -> Iterator[tuple[str, str, str]]:
-    """``(stream, event_id, type)`` of the events under ``prefix``, in seq order: three
-    Arrow columns per bounded window (2.5x faster than whole events over 50k) unless no
-    ``wanted`` stream is there, or, for a log too small to earn the pyarrow import
-    (ledger.log.rows) or that lookup, from ``read``."""
-    if ledger.size() < ARROW_FROM_ROWS:
-        yield from ((e.stream, e.event_id, e.type) for e in ledger.read(stream_prefix=prefix))
-        return
-    if not any(s in wanted for s in ledger.streams(prefix=prefix)):
-        return
-    for lo in range(0, ledger.size(), _WINDOW):  # bounded tables, never a whole prefix
-        table = ledger.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + _WINDOW - 1)
-        cols = table.select(["stream", "event_id", "type"]).to_pydict()
-        yield from zip(cols["stream"], cols["event_id"], cols["type"], strict=True)

@@ -1,11 +1,11 @@
-"""Ingest's plan parked on disk, and appended in bounded batches.
+"""Ingest's events as rows for the store, and the streams it holds back parked on disk.
 
-Ingest reads and checks every input before it appends anything (an unreadable or changed
-input must leave the ledger unchanged), so the whole plan exists before the first append.
-Held in memory, and appended as one batch the store decodes at once, that plan grew with
-the corpus (793 MiB peak at 10,000 trials, 294 MiB at 1,000: benchmarks/memory_flat.py). Instead each
-input's planned events are pickled to an anonymous temporary file as they are read, and
-read back one input at a time into batches of about :data:`BATCH_BYTES` of payload.
+A stream the ledger does not hold yet goes into the store as soon as it is read
+(``ledger.app.ingest_append``). One the ledger already holds is compared with it only once
+every input is read; held in memory, those plans grew with the corpus (793 MiB peak at
+10,000 trials, 294 MiB at 1,000: benchmarks/memory_flat.py). Instead their planned
+events are pickled to an anonymous temporary file as they are read, and read back one
+input at a time when compared or appended.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
-from ledger.errors import LedgerError
 from ledger.log.batch import Batch, checked_batch, prepare_batch, prepare_decoded
 from ledger.sources.plan import PlannedEvent
 from schemas.canonical import parse_json
 from schemas.envelope import NewEvent
 
-# payload bytes per append: large enough that commits (each one fsync) stay few, small
-# enough that the decoded batch (several times its canonical bytes) stays a few dozen MiB
+# payload bytes per inserted part: large enough that per-insert costs stay few, small
+# enough that the decoded part (several times its canonical bytes) stays a few dozen MiB
 BATCH_BYTES = 4 << 20
 # a PlannedEvent as its constructor's positional arguments
 _FIELDS = [f.name for f in dataclasses.fields(PlannedEvent)]
@@ -34,19 +33,6 @@ _BODY = _FIELDS.index("body")
 # as the store's preparation gives it (:func:`prepared_rows`).
 Row = tuple[Any, ...]
 _BODY_OF = operator.itemgetter(_BODY)
-
-
-class IngestInterrupted(LedgerError):
-    """The store refused a batch after earlier ones committed: whole streams are in, the
-    rest is not (re-running the same ingest appends the rest); carries the cause's code."""
-
-    def __init__(self, first: int, last: int, cause: LedgerError) -> None:
-        self.cause = cause
-        self.exit_code = cause.exit_code  # type: ignore[misc] - the cause's code, per instance
-        super().__init__(
-            f"{cause}; seq {first}..{last} were appended before it (whole trials): "
-            "run the same ingest again to append the rest"
-        )
 
 
 def spool() -> IO[bytes]:
@@ -146,36 +132,12 @@ def rows_batch(batch: Sequence[Row]) -> Batch:
     )  # fmt: skip
 
 
-def append_in_batches(
-    ledger: Any, groups: Iterable[Iterable[Row]]
-) -> tuple[int | None, int | None]:
-    """Append ``groups`` in order, each group whole in one batch (a crash between batches
-    leaves whole streams); returns the first and last seq appended (None when none)."""
-    first: int | None = None
-    last: int | None = None
-    batch: list[Row] = []
-    size = 0
+def payload_bytes(rows: Sequence[Row]) -> int:
+    """The payload bytes of ``rows``, counted in C."""
+    return sum(map(len, map(_BODY_OF, rows)))
 
-    def flush() -> None:
-        nonlocal first, last, size
-        try:
-            result = ledger.append(rows_batch(batch))
-        except LedgerError as exc:
-            if first is None or last is None:
-                raise  # nothing committed yet: the ledger is unchanged
-            raise IngestInterrupted(first, last, exc) from None
-        if getattr(result, "first_seq", None) is not None:
-            first = result.first_seq if first is None else first
-            last = result.last_seq
-        batch.clear()
-        size = 0
 
-    for group in groups:
-        if batch and size >= BATCH_BYTES:
-            flush()
-        taken = list(group)
-        size += sum(map(len, map(_BODY_OF, taken)))  # payload bytes, counted in C
-        batch += taken
-    if batch:
-        flush()
-    return first, last
+def record_rows(record: bytes) -> Iterator[Row]:
+    """Every event of one :func:`parked` record as its :data:`Row`, never parked."""
+    for g in pickle.loads(record):  # noqa: S301 - made by parked_rows (a reading worker)
+        yield from g

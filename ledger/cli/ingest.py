@@ -85,17 +85,14 @@ def ingest_command(
     except ledger.UsageError:
         raise  # click's usage lines (ledger/cli/__init__.py)
     except ledger.LedgerError as exc:  # a refused input; busy; a concurrent ingest appended first
+        # one transaction (ledger.app.ingest_append): whatever failed, nothing was appended
         refused = isinstance(exc, ledger.IngestError)
-        unchanged = not isinstance(exc, ledger.IngestInterrupted)
         if as_json:
             source = {"source": exc.source} if refused else {}
             kind = exc.kind if refused else type(exc).__name__
-            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": unchanged})
+            emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": True})
         error(exc)
-        if unchanged:
-            click.echo(
-                _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
-            )
+        click.echo(_unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True)
         sys.exit(exc.exit_code)  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())

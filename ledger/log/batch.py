@@ -241,9 +241,12 @@ def checked_batch(
     )
 
 
-def prepare_part(events: Iterable[NewEvent], offset: int) -> Batch:
-    """One part of ``Ledger.append_parts`` prepared; a refused event is named by its
-    index in the whole batch, as ``Ledger.append`` names it."""
+def prepare_part(events: Iterable[NewEvent] | Batch, offset: int) -> Batch:
+    """One part of ``Ledger.append_parts`` prepared (a :class:`Batch` is taken as it is,
+    as :func:`as_batch` takes it); a refused event is named by its index in the whole
+    batch, as ``Ledger.append`` names it."""
+    if isinstance(events, Batch):
+        return events
     try:
         return prepare_batch(events)
     except InvalidEvent as exc:

@@ -11,12 +11,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.log import checkpoints, merkle
-from ledger.log.batch import AppendResult, Batch, Prepared, as_batch, check_expected, dedupe
+from ledger.log.batch import (
+    AppendResult,
+    Batch,
+    Prepared,
+    as_batch,
+    check_expected,
+    dedupe,
+    prepare_part,
+)
 from ledger.log.note import Checkpoint, Signer
 from schemas.envelope import NewEvent, StoredEvent, envelope_bytes
 
@@ -55,10 +62,16 @@ class MemoryLedger(merkle.TreeReads):
         with self._lock:
             return self._append(batch)
 
-    def append_parts(self, parts: Iterable[Iterable[NewEvent]]) -> AppendResult:
+    def append_parts(self, parts: Iterable[Iterable[NewEvent] | Batch]) -> AppendResult:
         """:meth:`append` of every part's events as one batch (the DuckDB store inserts it
         a part at a time; this store holds every event in memory anyway)."""
-        return self.append(chain.from_iterable(parts))
+        rows: list[Prepared] = []
+        for part in parts:  # a refused event is named by its index in the whole batch
+            rows += prepare_part(part, len(rows)).rows()
+        if not rows:
+            return AppendResult(None, None, 0, (), ())
+        with self._lock:
+            return self._append(rows)
 
     def _append(self, batch: list[Prepared]) -> AppendResult:
         size = len(self._events)

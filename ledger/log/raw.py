@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ledger.errors import ProofError, StreamSealed
-from ledger.log import connection, merkle
+from ledger.log import connection, fast, merkle
 from ledger.log.connection import first_row, locked, transaction
 from ledger.log.layout import FORMAT_VERSION, NODE_MIN_LEVEL, READ_WINDOW, TRIAL_PREFIX
 
@@ -303,6 +303,16 @@ class RawReads:
             [ids],
         ).fetchall()
         return {r[0]: (int(r[1]), (r[2], r[3], int(r[4]), bytes(r[5]))) for r in rows}
+
+    def _build_seen(self, size: int, frontier: list[bytes]) -> fast.Seen:
+        """The filters of the table as this connection sees it, at ``(size, frontier)``."""
+        sql = "SELECT event_id FROM events WHERE seq BETWEEN ? AND ?"
+        ids = (  # in seq windows: the build never holds the whole column
+            self._con.sql(sql, params=[lo, lo + READ_WINDOW - 1]).to_arrow_table().column(0)
+            for lo in range(0, size, READ_WINDOW)
+        )
+        names = self._con.sql("SELECT DISTINCT stream FROM events").to_arrow_table().column(0)
+        return fast.Seen.build((size, b"".join(frontier)), ids, size, names)
 
     def _versions_of(self, streams: list[str]) -> dict[str, int]:
         rows = self._con.execute(

@@ -37,7 +37,7 @@ from ledger.log.batch import (
     prepare_part,
 )
 from ledger.log.connection import first_row, locked, transaction
-from ledger.log.layout import DB_FILE, READ_WINDOW, needs_upgrade
+from ledger.log.layout import DB_FILE, needs_upgrade
 from ledger.log.raw import RawReads, Sealing, read_filters, read_stored_hashes, window_bounds
 from schemas.envelope import NewEvent, StoredEvent, stored_events, stored_rows
 
@@ -275,7 +275,7 @@ class Ledger(RawReads, merkle.TreeReads):
                 self._appended = True
         return result
 
-    def append_parts(self, parts: Iterable[Iterable[NewEvent]]) -> AppendResult:
+    def append_parts(self, parts: Iterable[Iterable[NewEvent] | Batch]) -> AppendResult:
         """:meth:`append` of the events of every part, in order, as ONE atomic batch that
         is prepared and inserted a part at a time: memory holds one part, not the batch
         (retrace's replay of a whole corpus). The rows are those one ``append`` writes —
@@ -290,13 +290,24 @@ class Ledger(RawReads, merkle.TreeReads):
                 with connection.append_pool(self._con, 0):
                     with transaction(self._con):
                         now = datetime.now(UTC)
+                        seen = None
                         for part in parts:
                             prepared = prepare_part(part, offset)
                             if len(prepared):
                                 connection.size_pool_for(self._con, prepared.payloads.nbytes)
                                 large |= connection.is_large(prepared.payloads.nbytes)
                                 self._close_at_cap |= large
-                                done = self._append_in_tx(prepared, now, before)
+                                size, frontier = self._tree_state()
+                                if (
+                                    fast.NATIVE
+                                    and (seen is None or seen.full)
+                                    and size >= log_rows.ARROW_FROM_ROWS
+                                ):
+                                    # its own filters (never _SEEN), earlier parts in: a part
+                                    # scans only for ids they may hold, not every part (O(n²));
+                                    # a small log is scanned (its filters would load pyarrow)
+                                    seen = self._build_seen(size, frontier)
+                                done = self._append_in_tx(prepared, now, before, seen)
                                 results.append((offset, done))
                             offset += len(prepared)
                     appended = sum(done.appended for _, done in results)
@@ -305,20 +316,21 @@ class Ledger(RawReads, merkle.TreeReads):
             except duckdb.Error as exc:
                 raise connection.append_error(self.path, exc) from exc
             finally:
-                self._appended = True
+                self._appended |= offset > 0  # no parts (an ingest with nothing new): none
         return joined_result(results)
 
     def _append_in_tx(
-        self, batch: Batch, now: datetime | None = None, before: dict | None = None
-    ) -> AppendResult:
+        self, batch: Batch, now: datetime | None = None, before: dict | None = None,
+        parts_seen: fast.Seen | None = None,
+    ) -> AppendResult:  # fmt: skip
         """Insert ``batch`` in the open transaction. ``before``: it is a part of a larger
         batch (append_parts), and this holds each stream's version before that batch, which
-        is what an expected_version is checked against; the filters (committed states
-        only) are not used."""
+        is what an expected_version is checked against; the committed filters are not used,
+        only ``parts_seen`` (append_parts' own), which takes this part's ids in turn."""
         ids = batch.event_ids
         unique = list(set(ids))
         size, frontier = self._tree_state()
-        seen = self._seen_at(size, frontier) if before is None else None
+        seen = self._seen_at(size, frontier) if before is None else parts_seen
         # only ids the log may hold are looked up (order is irrelevant to the IN lookup)
         maybe = unique if seen is None else seen.ids.maybe(unique)
         stored = self._stored_by_id(maybe) if maybe else {}
@@ -341,7 +353,9 @@ class Ledger(RawReads, merkle.TreeReads):
                     check_expected(stream, expected, held.get(stream))
             self._refuse_sealed_trials([s for s in versions if s.startswith(layout.TRIAL_PREFIX)])
             self._insert(new, size, frontier, versions, now)  # frontier is now the new one
-            if seen is not None:
+            if seen is not None and before is not None:  # the transaction's own filters
+                seen.record(new.event_ids, new.streams, (size + n, b"".join(frontier)))
+            elif seen is not None:
                 self._committing = (seen, new, (size + n, b"".join(frontier)))
             return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
         return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
@@ -361,13 +375,7 @@ class Ledger(RawReads, merkle.TreeReads):
             # the filters scans every id first (0.11 s vs 0.01 s for 100 events into a 1M
             # log, measured), which only repeated appends earn back.
             return None
-        sql = "SELECT event_id FROM events WHERE seq BETWEEN ? AND ?"
-        ids = (  # in seq windows: the build never holds the whole column
-            self._con.sql(sql, params=[lo, lo + READ_WINDOW - 1]).to_arrow_table().column(0)
-            for lo in range(0, size, READ_WINDOW)
-        )
-        names = self._con.sql("SELECT DISTINCT stream FROM events").to_arrow_table().column(0)
-        _SEEN[self._db_key] = current = fast.Seen.build(state, ids, size, names)
+        _SEEN[self._db_key] = current = self._build_seen(size, frontier)
         return current
 
     def _insert(

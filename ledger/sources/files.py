@@ -84,8 +84,20 @@ def confine(
 ) -> Path:
     """``path`` with every link resolved, or :class:`OutsideRoot` if that leaves ``root``
     (and each of ``allow``: directories or files the user named on the command line)."""
+    base = os.path.realpath(root)
+    given = os.fspath(path)
+    head, leaf = os.path.split(given)
+    if head == os.fspath(root) and leaf not in ("", ".", ".."):
+        # a file directly in ``root`` that is not a link (every file of a bundle, pack or
+        # corpus directory): it resolves to the root's own path and its name, with one
+        # lstat instead of resolving the whole path again (a tenth of reading a bundle)
+        try:
+            if not stat.S_ISLNK(os.lstat(given).st_mode):
+                return Path(os.path.join(base, leaf))
+        except OSError:
+            pass  # absent or unreadable: resolved (and then refused) as before
     real = os.path.realpath(path)
-    roots = [os.path.realpath(root), *(os.path.realpath(a) for a in allow)]
+    roots = [base, *(os.path.realpath(a) for a in allow)]
     if not _inside(real, roots):
         raise OutsideRoot(
             name,
