@@ -225,11 +225,16 @@ class KnownBundles:
         other task read by ``ingest_read.read_tasks`` as ``request`` (an ``IngestRequest``)
         asks, in workers sized for those alone."""
         limits, resolve = request.limits, Resolver()
-        keyed = [self.key(t, limits, resolve) for t in tasks]
+        # Nothing remembered, nothing to skip: hash each bundle after the workers read it
+        # (overlapping their parse), not all of them in the driver before any read starts;
+        # the files' stamps taken now show they did not change between the read and the hash.
+        late = not self.held and not self.fast
+        before = [lstamps(t.path, FILES) for t in tasks] if late else []
+        keyed = [None] * len(tasks) if late else [self.key(t, limits, resolve) for t in tasks]
         hits = [k is not None and k[0] in self.held for k in keyed]
         rest = [t for t, hit in zip(tasks, hits, strict=True) if not hit]
         others = read_tasks(rest, limits, request.reader(len(rest)), derive) if rest else iter(())
-        for task, k, hit in zip(tasks, keyed, hits, strict=True):
+        for i, (task, k, hit) in enumerate(zip(tasks, keyed, hits, strict=True)):
             if hit:
                 assert k is not None
                 held = self.held[k[0]]
@@ -237,6 +242,9 @@ class KnownBundles:
                 yield (self._stream(task, held),)
                 continue
             got: TaskRead | Any = next(others)
+            if late and before[i] is not None:
+                k = self.key(task, limits, resolve)
+                k = k if k is not None and k[1] == before[i] else None
             if (
                 k is not None and k[1] is not None and isinstance(got, tuple) and len(got) == 1
                 and unchanged(task, k[1])
