@@ -173,3 +173,29 @@ def test_an_index_rewritten_without_rechecking_a_racy_stamp_drops_it(
         again = ingest_into(lg, [str(corpus)])
     assert len(counts["hashed"]) >= 17 and counts["parsed"] == []
     assert again.trials_present == 17
+
+
+def test_a_bundle_changed_between_its_read_and_its_hash_is_not_remembered(
+    corpus: Path, counts: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no index, a bundle is hashed after its read; one whose files changed after the
+    stamps taken before the read (here: between the read and the hash) is read again by
+    the next ingest, while every other bundle is remembered and skipped."""
+    victim = bundles(corpus)[0]
+    real = ingest_known.read_tasks
+
+    def read_then_touch(*a: Any, **kw: Any) -> Any:
+        for n, got in enumerate(real(*a, **kw)):
+            if n == 0:  # the first bundle's files change once its read is done
+                grade = victim / "grade.yaml"
+                grade.write_text(grade.read_text() + "\n")
+            yield got
+
+    monkeypatch.setattr(ingest_known, "read_tasks", read_then_touch)
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)])
+        monkeypatch.setattr(ingest_known, "read_tasks", real)
+        clear(counts)
+        again = ingest_into(lg, [str(corpus)])  # the others: by their content keys
+    assert counts["parsed"] == [victim]
+    assert again.trials_new == 0
