@@ -29,12 +29,12 @@ from typing import Any
 
 from benchmarks.baseline import OWN_PEAK
 from benchmarks.generate_corpus import generate
+from benchmarks.timing import MIB, best_alternating, flat_row
 from ledger.app.ingest import ingest_into
 from ledger.app.retrace import retrace
 from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
-MIB = 1024 * 1024
 
 # One measured retrace in a fresh process: the call's time, the outputs digest, what it
 # extended, and the process's own peak RSS (baseline.OWN_PEAK).
@@ -84,15 +84,7 @@ def grown_ledgers(tmp: Path, trials: int, add: int, seed: int) -> tuple[Path, Pa
 def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int) -> dict[str, Any]:
     """Best of ``repeat`` alternating runs, each on its own fresh copy of the grown log."""
     extend_dir, full_dir, first = grown_ledgers(tmp, trials, add, seed)
-    best: dict[str, dict[str, Any]] = {}
-    for _ in range(repeat):
-        for mode, src in (("extend", extend_dir), ("full", full_dir)):
-            run = tmp / "run"
-            shutil.copytree(src, run)
-            got = probe(run, mode)
-            shutil.rmtree(run)
-            if mode not in best or got["seconds"] < best[mode]["seconds"]:
-                best[mode] = got
+    best = best_alternating((("extend", extend_dir), ("full", full_dir)), probe, tmp / "run", repeat)
     ext, full = best["extend"], best["full"]
     if ext["digest"] != full["digest"] or ext["evaluated"] != add:
         raise SystemExit(f"the extension differs from the full replay: {ext} vs {full}")
@@ -123,12 +115,8 @@ def main() -> None:
             f"same log: {full['seconds']:.2f} s, peak {full['peak'] / MIB:.0f} MiB | "
             f"{ext['seconds'] / full['seconds']:.1%} of the full (target <= 5 %) |"
         )
-    grow = large["extend"]["peak"] / small["extend"]["peak"]
-    print(
-        f"| extension peak RSS, {large['trials']:,} vs {small['trials']:,} trials | "
-        f"{large['extend']['peak'] / MIB:.0f} MiB | {small['extend']['peak'] / MIB:.0f} MiB | "
-        f"{grow:.2f}x (flat: <= 1.30x) |"
-    )
+    print(flat_row("extension", large["extend"] | {"trials": large["trials"]},
+                   small["extend"] | {"trials": small["trials"]}))  # fmt: skip
 
 
 if __name__ == "__main__":

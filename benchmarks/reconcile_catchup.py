@@ -42,10 +42,10 @@ import yaml
 import ledger
 from benchmarks.generate_corpus import generate
 from benchmarks.reconcile import write_packs
+from benchmarks.timing import MIB, best_alternating, flat_row
 from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
-MIB = 1024 * 1024
 
 PROBE = """
 import json, resource, sys, time
@@ -102,17 +102,12 @@ def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int) -> dict[st
     ledger.reconcile(packs=[base / "packs"], base=base, ledger=grown)
     first = time.perf_counter() - t0
     add_trials(corpus, tmp, add, seed + 1)
-    best: dict[str, dict[str, Any]] = {}
-    for _ in range(repeat):
-        for mode in ("extend", "full", "cold"):
-            run = tmp / "run"
-            shutil.copytree(grown, run)
-            if mode == "cold":
-                shutil.rmtree(run / "projections")
-            got = probe(run, base, mode)
-            shutil.rmtree(run)
-            if mode not in best or got["seconds"] < best[mode]["seconds"]:
-                best[mode] = got
+    def cold(run: Path, mode: str) -> None:
+        if mode == "cold":
+            shutil.rmtree(run / "projections")
+
+    runs = [(mode, grown) for mode in ("extend", "full", "cold")]
+    best = best_alternating(runs, lambda run, mode: probe(run, base, mode), tmp / "run", repeat, cold)
     digests = {b["digest"] for b in best.values()}
     if len(digests) != 1 or best["extend"]["evaluated"] != add:
         raise SystemExit(f"the extension differs from the full run: {best}")
@@ -145,12 +140,8 @@ def main() -> None:
             f"{ext['seconds'] / full['seconds']:.1%} of full, "
             f"{ext['seconds'] / cold['seconds']:.1%} of cold (target <= 5 %) |"
         )
-    grow = large["extend"]["peak"] / small["extend"]["peak"]
-    print(
-        f"| extension peak RSS, {large['trials']:,} vs {small['trials']:,} trials | "
-        f"{large['extend']['peak'] / MIB:.0f} MiB | {small['extend']['peak'] / MIB:.0f} MiB | "
-        f"{grow:.2f}x (flat: <= 1.30x) |"
-    )
+    print(flat_row("extension", large["extend"] | {"trials": large["trials"]},
+                   small["extend"] | {"trials": small["trials"]}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -36,13 +36,13 @@ from typing import Any
 
 from benchmarks.baseline import OWN_PEAK
 from benchmarks.generate_corpus import generate
+from benchmarks.timing import MIB, best_alternating
 from ledger.analytics import sql as analytics
 from ledger.app.ingest import ingest_into
 from ledger.app.retrace import retrace
 from ledger.log.store import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
-MIB = 1024 * 1024
 
 # The views that fold history (a latest-wins pick or an aggregate per trial / task / key)
 QUERIES = (
@@ -120,15 +120,7 @@ def measure(
 ) -> dict[str, Any]:
     """Best of ``repeat`` alternating runs, each on its own fresh copy of the grown log."""
     lg_dir, steps = grown_ledger(tmp, trials, add, seed, with_retrace)
-    best: dict[str, dict[str, Any]] = {}
-    for _ in range(repeat):
-        for mode in ("kept", "scratch"):
-            run = tmp / "run"
-            shutil.copytree(lg_dir, run)
-            got = probe(run, mode)
-            shutil.rmtree(run)
-            if mode not in best or got["seconds"] < best[mode]["seconds"]:
-                best[mode] = got
+    best = best_alternating((("kept", lg_dir), ("scratch", lg_dir)), probe, tmp / "run", repeat)
     kept, scratch = best["kept"], best["scratch"]
     if kept["digest"] != scratch["digest"] or kept["kept"] != "extended":
         raise SystemExit(f"the kept views differ from the fresh ones: {kept} vs {scratch}")
