@@ -150,6 +150,56 @@ def read_input(
         os.close(fd)
 
 
+_IN_DIRECTORY = (
+    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+)
+
+
+class Directory:
+    """A directory whose files are read one after another as :func:`read_input` reads each
+    with the directory as its ``root`` (a bundle's files), resolving the directory once and
+    listing it once instead of once per file (a fifth of reading a bundle, measured).
+
+    A file is opened in the resolved directory without following a link; whatever that
+    open does not give (a link, a missing or unreadable file) is read by
+    :func:`read_input` itself, which resolves, confines and names it as always."""
+
+    __slots__ = ("path", "what", "_base", "_names")
+
+    def __init__(self, path: Path, what: str = "its directory") -> None:
+        self.path = path
+        self.what = what
+        self._base = os.path.realpath(path)
+        self._names: frozenset[str] | None = None
+
+    def present(self, name: str) -> bool:
+        """:func:`present` of ``path / name``, from one listing of the directory."""
+        if self._names is None:
+            try:
+                self._names = frozenset(os.listdir(self._base))
+            except OSError:  # not listable: each name may still be looked up
+                return present(self.path / name)
+        return name in self._names
+
+    def read(self, name: str, *, max_bytes: int, shown: str) -> bytes:
+        """``read_input(path / name, max_bytes=max_bytes, name=shown, root=path, what=what)``
+        for a file directly in the directory."""
+        fd = -1
+        if name not in ("", ".", "..") and os.sep not in name:
+            try:
+                fd = os.open(os.path.join(self._base, name), _IN_DIRECTORY)
+            except OSError:
+                fd = -1
+        if fd < 0:
+            return read_input(
+                self.path / name, max_bytes=max_bytes, name=shown, root=self.path, what=self.what
+            )
+        try:
+            return _read_bounded(fd, shown, max_bytes, pipe_ok=False)
+        finally:
+            os.close(fd)
+
+
 def _open(target: Path, flags: int, shown: str) -> int:
     try:
         return os.open(target, flags)

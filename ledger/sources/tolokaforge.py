@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.sources.corpus import Corpus
-from ledger.sources.files import present
+from ledger.sources.files import Directory
 from ledger.sources.plan import PlannedEvent, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import (
     BundleError,
@@ -148,12 +148,13 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
     (``ledger.sources.files``), and an optional file that is present in any form (a
     dangling link, a device) is read and refused, never taken as absent."""
     what = f"the bundle {label}"
+    folder = Directory(path, what)  # resolved and listed once for all its files
     docs: dict[str, Any] = {
-        "trajectory.yaml": load_confined_yaml(path, "trajectory.yaml", label, what, limits)
+        "trajectory.yaml": load_confined_yaml(folder, "trajectory.yaml", label, what, limits)
     }
     for name in OPTIONAL_FILES:
-        if present(path / name):
-            docs[name] = load_confined_yaml(path, name, label, what, limits)
+        if folder.present(name):
+            docs[name] = load_confined_yaml(folder, name, label, what, limits)
     task_source = (
         "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
     )

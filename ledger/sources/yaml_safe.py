@@ -14,6 +14,7 @@ SafeConstructor, with the same value (pinned by tests/test_importers_yaml.py).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 import yaml
 
 from ledger.defaults import DEFAULT_MAX_BYTES, DEFAULT_MAX_EXPANSION, DEFAULT_MAX_NODES
-from ledger.sources.files import COPY_IT_IN, InputError, InputTooLarge, read_input
+from ledger.sources.files import COPY_IT_IN, Directory, InputError, InputTooLarge, read_input
 from ledger.sources.strict_json import INT64_MAX, INT64_MIN, MAX_DEPTH, depth_exceeds, too_deep
 
 try:  # the C loader comes with PyYAML (pyproject.toml); fall back only so errors stay typed
@@ -161,13 +162,12 @@ def _resolve(self: Any, kind: type, value: Any, implicit: Any) -> str:
     return _SEQ if kind is yaml.SequenceNode else _MAP
 
 
-def _no_path(self: Any, *args: Any) -> None:
-    return None
-
-
+# The C composer calls these two around every node to track a path for path resolvers, which
+# a safe loader has none of: C builtins that take the same arguments and do nothing (no
+# Python frame for each of a document's nodes, twice).
 _Loader.resolve = _resolve
-_Loader.descend_resolver = _no_path
-_Loader.ascend_resolver = _no_path
+_Loader.descend_resolver = staticmethod(operator.is_)  # (parent, index) -> a bool, unused
+_Loader.ascend_resolver = staticmethod(tuple)  # () -> (), unused
 _Loader.add_constructor(_TIMESTAMP, _timestamp_as_text)
 _Loader.add_constructor(_INT, _int_in_range)
 _Loader.add_constructor(_FLOAT, _finite_float)
@@ -177,52 +177,84 @@ class _Fallback(Exception):
     """The document needs the full SafeConstructor (a tag or key the fast path leaves alone)."""
 
 
-def _construct_fast(loader: Any, node: yaml.Node) -> Any:
-    """Build a document of core tags from its node graph; aliases stay shared objects."""
+_MERGE = _T + "merge"
+_BOOLS = yaml.constructor.SafeConstructor.bool_values
+
+
+def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
+    """Build a document of core tags from its node graph; aliases stay shared objects.
+
+    ``shared``: the document may hold aliases (its bytes hold an anchor), so a node may be
+    reached twice, or from inside itself; without, the graph is a tree and no node is
+    remembered. Scalars take C conversions where they give the constructor's value (plain
+    decimal ints, floats ``float()`` reads as finite), else the constructor's own."""
     memo: dict[int, Any] = {}
     active: set[int] = set()
-    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
+    scalar, sequence, isfinite = yaml.ScalarNode, yaml.SequenceNode, math.isfinite
 
     def conv(n: yaml.Node, depth: int) -> Any:
         if n.__class__ is scalar:
             tag = n.tag
-            if tag in (_STR, _TIMESTAMP):
+            if tag is _STR:  # resolved here (_resolve): the same object
+                return n.value
+            if tag == _INT:
+                v = n.value
+                # YAML 1.1: a leading 0 is octal; 18 digits stay within 64 bits
+                if len(v) < 19 and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0"):
+                    return int(v)
+                return _int_in_range(loader, n)
+            if tag == _FLOAT:
+                v = n.value
+                if "_" not in v and ":" not in v:  # what the constructor strips or reads apart
+                    try:
+                        f = float(v)
+                    except ValueError:
+                        pass
+                    else:
+                        if isfinite(f):
+                            return f
+                return _finite_float(loader, n)
+            if tag == _STR or tag == _TIMESTAMP:
                 return n.value
             if tag == _NULL:
                 return None
-            if tag == _INT:
-                return _int_in_range(loader, n)
-            if tag == _FLOAT:
-                return _finite_float(loader, n)
             if tag == _BOOL:
-                return loader.construct_yaml_bool(n)
+                return _BOOLS[n.value.lower()]
             raise _Fallback
-        key = id(n)
-        if key in memo:
-            return memo[key]
-        if key in active:
-            raise YamlAliasBomb(loader.name, _RECURSIVE)
+        if shared:
+            key = id(n)
+            if key in memo:
+                return memo[key]
+            if key in active:
+                raise YamlAliasBomb(loader.name, _RECURSIVE)
         if depth > MAX_DEPTH:
             raise YamlLoadError(loader.name, too_deep(), line=_line(n))
-        active.add(key)
         depth += 1
         if n.__class__ is sequence:
             if n.tag != _SEQ:
                 raise _Fallback
+            if shared:
+                active.add(key)
             value: Any = [conv(c, depth) for c in n.value]
         else:
             if n.tag != _MAP:
                 raise _Fallback
+            if shared:
+                active.add(key)
             value = {}
             for k_node, v_node in n.value:
-                k = conv(k_node, depth)
-                if isinstance(k, (dict, list)) or k_node.tag == _T + "merge":
-                    raise _Fallback
+                if k_node.__class__ is scalar and k_node.tag is _STR:
+                    k = k_node.value
+                else:
+                    k = conv(k_node, depth)
+                    if isinstance(k, (dict, list)) or k_node.tag == _MERGE:
+                        raise _Fallback
                 if k in value:
                     raise _duplicate(loader, k, k_node)
                 value[k] = conv(v_node, depth)
-        active.discard(key)
-        memo[key] = value
+        if shared:
+            active.discard(key)
+            memo[key] = value
         return value
 
     try:
@@ -242,7 +274,7 @@ def _parse(data: bytes, path: Path | str) -> Any:
         if node is None:
             return None
         try:
-            return _construct_fast(loader, node)
+            return _construct_fast(loader, node, b"&" in data)
         except _Fallback:
             value = loader.construct_document(node)
         except RecursionError:
@@ -295,10 +327,14 @@ def load_yaml(
 
 
 def load_confined_yaml(
-    directory: Path, name: str, label: str, what: str, limits: YamlLimits = DEFAULT_LIMITS
-) -> Any:
-    """One file of a bundle, pack or corpus directory, read only if it stays inside it."""
-    return load_yaml(directory / name, limits, root=directory, name=f"{label}/{name}", what=what)
+    directory: Path | Directory, name: str, label: str, what: str,
+    limits: YamlLimits = DEFAULT_LIMITS,
+) -> Any:  # fmt: skip
+    """One file of a bundle, pack or corpus directory, read only if it stays inside it
+    (``files.Directory``: a caller reading several files of one directory passes one)."""
+    folder = directory if isinstance(directory, Directory) else Directory(directory, what)
+    shown = f"{label}/{name}"
+    return load_yaml_bytes(folder.read(name, max_bytes=limits.max_bytes, shown=shown), shown, limits)
 
 
 def tree_extent(value: Any) -> tuple[int, int]:
