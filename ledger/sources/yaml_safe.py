@@ -214,7 +214,7 @@ def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
                         if isfinite(f):
                             return f
                 return _finite_float(loader, n)
-            if tag == _STR or tag == _TIMESTAMP:
+            if tag in (_STR, _TIMESTAMP):
                 return n.value
             if tag == _NULL:
                 return None
