@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 from pathlib import Path
 
@@ -178,3 +179,44 @@ def test_aliases_stay_shared_objects() -> None:
 def test_deep_nesting_is_a_named_error() -> None:
     with pytest.raises(YamlLoadError, match="d.yaml"):
         load_yaml_bytes(b"[" * 5000 + b"]" * 5000, "d.yaml")
+
+
+# Plain scalars the implicit resolvers read as numbers or booleans, and near misses: signs,
+# underscores, leading zeros (octal), bases, sexagesimal, exponents, 64-bit edges, .inf/.nan
+_numberish = st.one_of(
+    st.from_regex(
+        r"\A[-+]?(0[box]?)?[0-9_]{0,21}(\.[0-9_]{0,4})?([eE][-+]?[0-9]{1,3})?(:[0-5]?[0-9]){0,2}\Z"
+    ),
+    st.text(alphabet="0123456789+-._:eExbo", max_size=12),
+    st.sampled_from(
+        [".inf", "-.Inf", ".NaN", "1e400", "-1e400", "00", "-0", "-0.0", "0.0", "9223372036854775807",
+         "9223372036854775808", "-9223372036854775808", "999999999999999999",
+         "1000000000000000000", "yes", "Off", "~", "null", "2026-12-04"]
+    ),  # fmt: skip
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_numberish, st.sampled_from(["", "!!int ", "!!float ", "!!bool ", "!!str "]), st.booleans())
+def test_scalars_are_pyyamls_values_with_their_types(text: str, tag: str, anchored: bool) -> None:
+    """Each scalar reads as PyYAML's safe loader reads it, type included (1 is not 1.0 nor
+    True, -0.0 keeps its sign), or is refused: a number JSON or 64 bits cannot carry by
+    name, anything PyYAML cannot construct as an error — in a document with anchors
+    (aliases possible) and without."""
+    doc = f"{'a: &x [1]' if anchored else 'a: [1]'}\nv: {tag}{text}\n".encode()
+    try:
+        want = yaml.load(doc, Loader=yaml.CSafeLoader)["v"]  # noqa: S506
+    except Exception:  # noqa: BLE001 - whatever PyYAML cannot construct, we do not either
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            load_yaml_bytes(doc, "d.yaml")
+        return
+    if isinstance(want, float) and not math.isfinite(want) or (
+        type(want) is int and not -(2**63) <= want < 2**63
+    ):
+        with pytest.raises(YamlLoadError, match="d.yaml"):
+            load_yaml_bytes(doc, "d.yaml")
+        return
+    if isinstance(want, datetime.date):
+        want = text  # timestamps stay text (test_timestamps_stay_text)
+    got = load_yaml_bytes(doc, "d.yaml")["v"]
+    assert type(got) is type(want) and repr(got) == repr(want)

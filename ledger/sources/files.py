@@ -155,6 +155,11 @@ _IN_DIRECTORY = (
 )
 
 
+def _plain(name: str) -> bool:
+    """A name directly in a directory: what a listing holds and ``O_NOFOLLOW`` guards."""
+    return name not in ("", ".", "..") and os.sep not in name and "/" not in name
+
+
 class Directory:
     """A directory whose files are read one after another as :func:`read_input` reads each
     with the directory as its ``root`` (a bundle's files), resolving the directory once and
@@ -174,18 +179,20 @@ class Directory:
 
     def present(self, name: str) -> bool:
         """:func:`present` of ``path / name``, from one listing of the directory."""
-        if self._names is None:
+        if self._names is None and _plain(name):
             try:
                 self._names = frozenset(os.listdir(self._base))
             except OSError:  # not listable: each name may still be looked up
-                return present(self.path / name)
+                pass
+        if self._names is None or not _plain(name):
+            return present(self.path / name)
         return name in self._names
 
     def read(self, name: str, *, max_bytes: int, shown: str) -> bytes:
         """``read_input(path / name, max_bytes=max_bytes, name=shown, root=path, what=what)``
         for a file directly in the directory."""
         fd = -1
-        if name not in ("", ".", "..") and os.sep not in name:
+        if _plain(name):
             try:
                 fd = os.open(os.path.join(self._base, name), _IN_DIRECTORY)
             except OSError:
