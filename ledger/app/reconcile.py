@@ -52,6 +52,7 @@ from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
+from ledger.sources.detect import relative_posix
 from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
@@ -272,7 +273,7 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
-        relative = directory.relative_to(root).as_posix()
+        relative = relative_posix(directory, root)
         keys = {trial, relative}
         if corpus_value is not None:
             keys.add(f"{corpus_value.rstrip('/')}/{relative}")

@@ -161,6 +161,19 @@ def discover_bundles(root: Path):
             yield from discover_bundles(sub)
 
 
+def relative_posix(path: Path, root: Path) -> str:
+    """``path.relative_to(root).as_posix()``, by the strings when ``root``'s is a prefix of
+    ``path``'s (both lexical: a ``Path``'s string is normalised, so the two agree), without
+    a parse per path: a corpus holds many bundles. ``ValueError`` when not under ``root``."""
+    top, here = str(root), str(path)
+    if here == top:
+        return "."
+    cut = len(top) if top.endswith("/") else len(top) + 1
+    if here.startswith(top) and (top.endswith("/") or here[len(top)] == "/"):
+        return here[cut:] if os.sep == "/" else Path(here[cut:]).as_posix()
+    return path.relative_to(root).as_posix()
+
+
 def discover_packs(root: Path) -> list[Path]:
     """The packs of a pack set (immediate subdirectories), or ``[root]`` for one pack."""
     if is_pack(root):
