@@ -52,7 +52,7 @@ from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
-from ledger.sources.detect import relative_posix
+from ledger.sources.detect import one_listing, relative_posix
 from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
@@ -148,7 +148,8 @@ def reconcile(
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
-    result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    with one_listing():  # every step of the run sees each corpus as one listing showed it
+        result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
     return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
 
