@@ -17,7 +17,7 @@ import ledger.app.ingest_inputs as ingest_inputs
 import ledger.app.ingest_known as ingest_known
 from ledger.app.ingest import ingest_into
 from ledger.app.ingest_known import INDEX_NAME
-from ledger.app.ingest_stat import Resolver, stat_key
+from ledger.app.ingest_stat import Resolver, one_resolver, stat_key
 from ledger.log.memory_store import MemoryLedger
 from ledger.log.store import open_ledger
 
@@ -155,11 +155,18 @@ def test_the_resolver_resolves_as_path_resolve(tmp_path: Path) -> None:
     (tmp_path / "elsewhere" / "b").mkdir(parents=True)
     (real / "b").symlink_to(tmp_path / "elsewhere" / "b")
     (tmp_path / "link").symlink_to(real)
+    paths = (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
+             tmp_path / "link" / "missing", tmp_path / "link" / ".." / "real",
+             Path(os.path.relpath(tmp_path / "link" / "a")))  # fmt: skip
     resolve = Resolver()
-    for p in (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
-              tmp_path / "link" / "missing", tmp_path / "link" / ".." / "real",
-              Path(os.path.relpath(tmp_path / "link" / "a"))):  # fmt: skip
+    for p in paths:
         assert resolve(p) == p.resolve()
+    with one_resolver():  # one resolver for every step: each path resolved once, alike
+        shared = Resolver()
+        assert shared is Resolver() and shared is not resolve
+        for p in paths * 2:
+            assert Resolver()(p) == p.resolve()
+    assert Resolver() is not shared
 
 
 def test_an_index_rewritten_without_rechecking_a_racy_stamp_drops_it(

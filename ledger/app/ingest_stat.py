@@ -22,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 Stamp = tuple[int, int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode, device
@@ -82,16 +84,44 @@ class Resolver:
     """``path.resolve()`` for the bundles of a corpus, resolving each parent once: a bundle
     directory that is not itself a link resolves to its resolved parent / its name. By the
     path's string (a corpus has many bundles; a ``Path`` parse per bundle cost more than
-    the ``lstat``)."""
+    the ``lstat``). Within :func:`one_resolver`, every ``Resolver()`` is the same one, and
+    each path is resolved once for all the steps of a command."""
+
+    def __new__(cls) -> Resolver:
+        shared = _SHARED.get()
+        return shared if shared is not None else super().__new__(cls)
 
     def __init__(self) -> None:
-        self._parents: dict[str, Path] = {}
+        if not hasattr(self, "_done"):
+            self._parents: dict[str, Path] = {}
+            self._done: dict[str, Path] = {}
 
     def __call__(self, path: Path) -> Path:
-        head, name = os.path.split(os.fspath(path))
+        key = os.fspath(path)
+        got = self._done.get(key)
+        if got is None:
+            got = self._done[key] = self._resolve(key, path)
+        return got
+
+    def _resolve(self, key: str, path: Path) -> Path:
+        head, name = os.path.split(key)
         if name in ("", ".", "..") or os.path.islink(path):
             return path.resolve()
         parent = self._parents.get(head)
         if parent is None:
             parent = self._parents[head] = Path(head).resolve()
         return parent / name
+
+
+_SHARED: ContextVar[Resolver | None] = ContextVar("resolver", default=None)
+
+
+@contextmanager
+def one_resolver() -> Iterator[None]:
+    """Within it, each path is resolved once (links as they were then): reconcile resolves
+    a bundle to name it, to key it and to read it back."""
+    token = _SHARED.set(Resolver())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.ingest_stat import Resolver
+from ledger.app.ingest_stat import Resolver, one_resolver
 from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
@@ -148,7 +148,8 @@ def reconcile(
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
-    with one_listing():  # every step of the run sees each corpus as one listing showed it
+    # every step of the run sees each corpus as one listing showed it, each path resolved once
+    with one_listing(), one_resolver():
         result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
     return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
