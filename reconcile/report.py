@@ -8,10 +8,10 @@ list alone: every unreadable trial, and every gating entry short of ``no_counter
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from reconcile.counterfactual import Counterfactual
+from reconcile.counterfactual import Counterfactual, CounterfactualRow
 from reconcile.reconcile import EntryResult, format_kappa
 from schemas.errors import FAILED, OK
 
@@ -42,13 +42,18 @@ def exit_code(reports: Sequence[CorpusReport]) -> int:
 # --- JSON ------------------------------------------------------------------------------------
 
 
+# a row's scalar fields in declaration order, as ``asdict`` gives them (``asdict`` recurses
+# into every value, a cost per trial the flat rows do not need)
+_ROW_FIELDS = tuple(f.name for f in fields(CounterfactualRow))
+
+
 def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
     before, after = cf.pass_rate_before, cf.pass_rate_after
     return {
         "weights_declared": dict(cf.weights_declared) if cf.weights_declared is not None else None,
         "trials": [
             {
-                **asdict(r),
+                **{name: getattr(r, name) for name in _ROW_FIELDS},
                 "weights_before": dict(r.weights_before),
                 "weights_after": dict(r.weights_after),
                 "vetoes_before": list(r.vetoes_before),

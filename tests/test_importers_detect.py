@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ledger.sources.detect import DetectError, PathKind, detect, discover_bundles
+from ledger.sources.detect import DetectError, PathKind, detect, discover_bundles, relative_posix
 from tests.data_paths import NOTES, PACKS, VCORE_DEMO_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,3 +98,43 @@ def test_symlink_loops_do_not_hang_discovery(tmp_path: Path) -> None:
     _bundle(tmp_path / "c" / "b1")
     (tmp_path / "c" / "loop").symlink_to(tmp_path / "c", target_is_directory=True)
     assert [p.name for p in discover_bundles(tmp_path / "c")] == ["b1"]
+
+
+_SEGMENT = st.sampled_from(["a", "b", "ab", "a.b", ".", "..", "c d", "é"])
+
+
+@given(
+    absolute=st.booleans(),
+    root=st.lists(_SEGMENT, max_size=3),
+    below=st.lists(_SEGMENT, max_size=3),
+    other=st.lists(_SEGMENT, max_size=3),
+)
+def test_relative_posix_is_relative_to(
+    absolute: bool, root: list[str], below: list[str], other: list[str]
+) -> None:
+    """The string shortcut agrees with ``Path.relative_to`` on every pair of paths: those
+    under the root, the root itself, siblings sharing a prefix ("a" and "ab"), and paths
+    elsewhere (both raise)."""
+    start = "/" if absolute else ""
+    top = Path(start, *root)
+    for path in (Path(top, *below), Path(start, *other)):
+        try:
+            expected = path.relative_to(top).as_posix()
+        except ValueError:
+            with pytest.raises(ValueError):
+                relative_posix(path, top)
+            continue
+        assert relative_posix(path, top) == expected
+
+
+def test_reconcile_finds_the_bundles_ingest_reads(tmp_path: Path) -> None:
+    """Reconcile lists a corpus's bundles by ingest's rule: a hidden directory is not read
+    by ingest, so reconcile does not look for its trial in the ledger either."""
+    from ledger.app.reconcile_packs import discover_bundles as reconcile_bundles
+
+    _bundle(tmp_path / "c" / "b1")
+    _bundle(tmp_path / "c" / ".hidden" / "b2")
+    _bundle(tmp_path / "c" / "replays" / "b3")
+    _bundle(tmp_path / "c" / "sub" / "b4")
+    assert reconcile_bundles(tmp_path / "c") == list(discover_bundles(tmp_path / "c"))
+    assert [p.name for p in reconcile_bundles(tmp_path / "c")] == ["b1", "b4"]

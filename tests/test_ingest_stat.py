@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ledger.app.ingest_inputs as ingest_inputs
 import ledger.app.ingest_known as ingest_known
 from ledger.app.ingest import ingest_into
 from ledger.app.ingest_known import INDEX_NAME
-from ledger.app.ingest_stat import Resolver
+from ledger.app.ingest_stat import Resolver, one_resolver, stat_key
 from ledger.log.memory_store import MemoryLedger
 from ledger.log.store import open_ledger
 
@@ -153,10 +155,18 @@ def test_the_resolver_resolves_as_path_resolve(tmp_path: Path) -> None:
     (tmp_path / "elsewhere" / "b").mkdir(parents=True)
     (real / "b").symlink_to(tmp_path / "elsewhere" / "b")
     (tmp_path / "link").symlink_to(real)
+    paths = (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
+             tmp_path / "link" / "missing", tmp_path / "link" / ".." / "real",
+             Path(os.path.relpath(tmp_path / "link" / "a")))  # fmt: skip
     resolve = Resolver()
-    for p in (tmp_path / "link" / "a", tmp_path / "link" / "b", real / "a", Path("."),
-              tmp_path / "link" / "missing"):  # fmt: skip
+    for p in paths:
         assert resolve(p) == p.resolve()
+    with one_resolver():  # one resolver for every step: each path resolved once, alike
+        shared = Resolver()
+        assert shared is Resolver() and shared is not resolve
+        for p in paths * 2:
+            assert Resolver()(p) == p.resolve()
+    assert Resolver() is not shared
 
 
 def test_an_index_rewritten_without_rechecking_a_racy_stamp_drops_it(
@@ -203,3 +213,14 @@ def test_a_bundle_changed_between_its_read_and_its_hash_is_not_remembered(
         again = ingest_into(lg, [str(corpus)])  # the others: by their content keys
     assert counts["parsed"] == [victim]
     assert again.trials_new == 0
+
+
+_FIELD = st.integers(min_value=-(1 << 70), max_value=1 << 70) | st.integers(0, 1 << 20)
+_STAMP = st.none() | st.tuples(*[_FIELD] * 6)
+
+
+@given(a=st.lists(_STAMP, min_size=1, max_size=4), b=st.lists(_STAMP, min_size=1, max_size=4))
+def test_stat_keys_differ_exactly_when_the_stamps_do(a: list, b: list) -> None:
+    """The packed encoding and the wide one for out-of-range fields (a negative size, an
+    inode past 64 bits) never give two different stamp lists one key."""
+    assert (stat_key(b"p", tuple(a)) == stat_key(b"p", tuple(b))) == (a == b)

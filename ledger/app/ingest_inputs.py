@@ -21,6 +21,7 @@ from ledger.sources.detect import (
     discover,
     discover_bundles,
     discover_packs,
+    relative_posix,
 )
 from ledger.sources.inspect_sets import LogSet
 from ledger.sources.packs import pack_events, read_pack
@@ -60,7 +61,7 @@ class Task:
 
 
 def _label(given: str, path: Path, root: Path) -> str:
-    rel = path.relative_to(root).as_posix()
+    rel = relative_posix(path, root)
     return given if rel == "." else f"{given.rstrip('/')}/{rel}"
 
 
@@ -131,7 +132,7 @@ def tasks_for(given: str, corpus: str | None, limits: YamlLimits) -> tuple[PathK
 def _logs_beside(given: str, root: Path, tasks: list[Task], corpus: str | None) -> list[Task]:
     """The inspect_ai logs in a directory of bundles, packs or runs, outside each of them
     (a directory holding both reads both)."""
-    held = frozenset(os.path.join(root, t.path.relative_to(root)) for t in tasks)
+    held = frozenset(os.path.join(root, relative_posix(t.path, root)) for t in tasks)
     logs = inspect_log.discover_logs(root, held, NEVER_DISCOVERED)
     log_set, name = LogSet(), corpus or inspect_log.CORPUS
     return [

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 Stamp = tuple[int, int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode, device
@@ -37,10 +40,10 @@ def lstamps(directory: Path, names: Sequence[str]) -> Stamps | None:
     """Each file's stamp as ``lstat`` gives it (a link is stamped as a link), None for an
     absent one; None for all when one cannot be looked at."""
     out: list[Stamp | None] = []
-    base = os.fspath(directory)
+    base = os.fspath(directory) + os.sep
     for name in names:
         try:
-            out.append(stamp(os.lstat(os.path.join(base, name))))
+            out.append(stamp(os.lstat(base + name)))
         except FileNotFoundError:
             out.append(None)
         except OSError:
@@ -48,12 +51,21 @@ def lstamps(directory: Path, names: Sequence[str]) -> Stamps | None:
     return tuple(out)
 
 
+_PACKED = struct.Struct("<QQqqQQ")  # a stamp's fields: unsigned, but the two times
+
+
 def stat_key(prefix: bytes, stamps: Stamps) -> bytes:
-    """The digest the fast path looks a bundle up by."""
+    """The digest the fast path looks a bundle up by. Each stamp packed in 48 bytes, or in
+    9 bytes a field when one is out of that range (tagged apart: no two stamps hash alike)."""
     h = hashlib.blake2b(prefix, digest_size=24)
     for s in stamps:
-        h.update(b"\0absent" if s is None else b"\0" + b"".join(v.to_bytes(9, "little", signed=True)
-                                                               for v in s))  # fmt: skip
+        if s is None:
+            h.update(b"\0absent")
+            continue
+        try:
+            h.update(b"\0" + _PACKED.pack(*s))
+        except struct.error:
+            h.update(b"\1" + b"".join(v.to_bytes(9, "little", signed=True) for v in s))
     return h.digest()
 
 
@@ -70,15 +82,46 @@ def racy(newest_ns: int, written_ns: int) -> bool:
 
 class Resolver:
     """``path.resolve()`` for the bundles of a corpus, resolving each parent once: a bundle
-    directory that is not itself a link resolves to its resolved parent / its name."""
+    directory that is not itself a link resolves to its resolved parent / its name. By the
+    path's string (a corpus has many bundles; a ``Path`` parse per bundle cost more than
+    the ``lstat``). Within :func:`one_resolver`, every ``Resolver()`` is the same one, and
+    each path is resolved once for all the steps of a command."""
+
+    def __new__(cls) -> Resolver:
+        shared = _SHARED.get()
+        return shared if shared is not None else super().__new__(cls)
 
     def __init__(self) -> None:
-        self._parents: dict[Path, Path] = {}
+        if not hasattr(self, "_done"):
+            self._parents: dict[str, Path] = {}
+            self._done: dict[str, Path] = {}
 
     def __call__(self, path: Path) -> Path:
-        if path.name in ("", ".", "..") or os.path.islink(path):
+        key = os.fspath(path)
+        got = self._done.get(key)
+        if got is None:
+            got = self._done[key] = self._resolve(key, path)
+        return got
+
+    def _resolve(self, key: str, path: Path) -> Path:
+        head, name = os.path.split(key)
+        if name in ("", ".", "..") or os.path.islink(path):
             return path.resolve()
-        parent = self._parents.get(path.parent)
+        parent = self._parents.get(head)
         if parent is None:
-            parent = self._parents[path.parent] = path.parent.resolve()
-        return parent / path.name
+            parent = self._parents[head] = Path(head).resolve()
+        return parent / name
+
+
+_SHARED: ContextVar[Resolver | None] = ContextVar("resolver", default=None)
+
+
+@contextmanager
+def one_resolver() -> Iterator[None]:
+    """Within it, each path is resolved once (links as they were then): reconcile resolves
+    a bundle to name it, to key it and to read it back."""
+    token = _SHARED.set(Resolver())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)

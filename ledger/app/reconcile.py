@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
-from ledger.app.ingest_stat import Resolver
+from ledger.app.ingest_stat import Resolver, one_resolver
 from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
@@ -52,6 +52,7 @@ from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
 from ledger.sources.corpus import Corpus
+from ledger.sources.detect import one_listing, relative_posix
 from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
@@ -147,7 +148,9 @@ def reconcile(
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
-    result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    # every step of the run sees each corpus as one listing showed it, each path resolved once
+    with one_listing(), one_resolver():
+        result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
     return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
 
@@ -272,7 +275,7 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
-        relative = directory.relative_to(root).as_posix()
+        relative = relative_posix(directory, root)
         keys = {trial, relative}
         if corpus_value is not None:
             keys.add(f"{corpus_value.rstrip('/')}/{relative}")

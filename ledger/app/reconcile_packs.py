@@ -8,13 +8,14 @@ base without escaping it (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 7, § 8).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.sources.detect import NEVER_DISCOVERED, relative_posix
+from ledger.sources.detect import discover_bundles as detect_bundles
 from ledger.sources.files import InputError, confine, read_input
 from ledger.sources.yaml_safe import DEFAULT_LIMITS, load_yaml_bytes
 from reconcile.inputs import (
@@ -35,7 +36,7 @@ from schemas.grading import GradingConfig
 from schemas.migration import MigrationEntry, MigrationFile, MigrationSchemaError, parse_migration
 from schemas.trace_checks import TraceChecksConfig
 
-SKIPPED_SUBTREES = frozenset({"trace_replay", "replays"})
+SKIPPED_SUBTREES = NEVER_DISCOVERED
 
 
 class ReconcileError(LedgerError):
@@ -105,7 +106,7 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
                 "subdirectory does — point it at a curated corpus (a directory holding "
                 "corpus.yaml) or at a directory of such parts",
             )
-    bundles = frozenset(p.relative_to(real).as_posix() for p in discover_bundles(real))
+    bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
     return CorpusResolution(value, str(base), str(joined), None, bundles)
 
 
@@ -114,19 +115,14 @@ def _with_error(r: CorpusResolution, error: str) -> CorpusResolution:
 
 
 def discover_bundles(root: Path) -> list[Path]:
-    """Directories directly holding ``trajectory.yaml``, sorted (FORMATS.md § 1).
+    """Directories directly holding ``trajectory.yaml``, sorted (FORMATS.md § 1): the
+    bundles ingest reads under ``root`` (``ledger.sources.detect``), so reconcile reads
+    each trial ingest recorded and no other.
 
     A bundle does not nest, ``trace_replay`` / ``replays`` subtrees are never searched, and
     symlinked directories are not followed: a corpus cannot reach outside its base.
     """
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        if "trajectory.yaml" in filenames:
-            found.append(Path(dirpath))
-            dirnames[:] = []
-        else:
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_SUBTREES)
-    return sorted(found)
+    return list(detect_bundles(root))
 
 
 # --- packs ---------------------------------------------------------------------------------
@@ -331,7 +327,7 @@ def display_path(
     """``path`` relative to ``base`` once both are resolved (``real``, ``real_base``: those
     resolved already), else as given."""
     try:
-        return (real or path.resolve()).relative_to(real_base or base.resolve()).as_posix()
+        return relative_posix(real or path.resolve(), real_base or base.resolve())
     except ValueError:
         return path.as_posix()
 

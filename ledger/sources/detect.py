@@ -8,6 +8,9 @@ directories: a link loop must not make it endless (pass the link itself as PATH)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -153,12 +156,66 @@ def discover_bundles(root: Path):
 
     A bundle's own subdirectories are not searched further: a bundle does not nest.
     """
+    memo = _LISTED.get()
+    if memo is None:
+        yield from _discover_bundles(root)
+        return
+    key = os.fspath(root)
+    if key not in memo:
+        memo[key] = list(_discover_bundles(root))
+    yield from memo[key]
+
+
+_LISTED: ContextVar[dict[str, list[Path]] | None] = ContextVar("listed", default=None)
+
+
+@contextmanager
+def one_listing() -> Iterator[None]:
+    """Within it, each directory's bundles are listed once: the steps of one command that
+    each look at a corpus (reconcile resolves it, ingests it, reads it back) see the same
+    bundles, and a corpus of many is not walked once per step."""
+    token = _LISTED.set({})
+    try:
+        yield
+    finally:
+        _LISTED.reset(token)
+
+
+def _discover_bundles(root: Path) -> Iterator[Path]:
     if _is_dir_with(root, TRAJECTORY):
         yield root
         return
-    for sub in _subdirs(root):
-        if sub.name not in NEVER_DISCOVERED:
-            yield from discover_bundles(sub)
+    yield from _bundles_below(os.fspath(root))
+
+
+def _bundles_below(top: str) -> Iterator[Path]:
+    """:func:`discover_bundles` below ``top`` (no bundle itself), by strings: a ``Path`` is
+    made only for each bundle found (a corpus lists thousands)."""
+    try:
+        entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        if e.name.startswith(".") or e.name in NEVER_DISCOVERED:
+            continue
+        if e.is_dir(follow_symlinks=False):  # as _subdirs: a linked directory is not followed
+            if os.path.isfile(os.path.join(e.path, TRAJECTORY)):
+                yield Path(e.path)
+            else:
+                yield from _bundles_below(e.path)
+
+
+def relative_posix(path: Path, root: Path) -> str:
+    """``path.relative_to(root).as_posix()``, by the strings when ``root``'s is a prefix of
+    ``path``'s (both lexical: a ``Path``'s string is normalised, so the two agree), without
+    a parse per path: a corpus holds many bundles. ``ValueError`` when not under ``root``."""
+    top, here = str(root), str(path)
+    if here == top:
+        return "."
+    cut = len(top) if top.endswith("/") else len(top) + 1
+    if here.startswith(top) and (top.endswith("/") or here[len(top)] == "/"):
+        return here[cut:] if os.sep == "/" else Path(here[cut:]).as_posix()
+    return path.relative_to(root).as_posix()
 
 
 def discover_packs(root: Path) -> list[Path]:
