@@ -155,6 +155,9 @@ _IN_DIRECTORY = (
 )
 
 
+_UNLISTED = frozenset({"/"})  # no listing holds "/": the directory could not be listed
+
+
 def _plain(name: str) -> bool:
     """A name directly in a directory: what a listing holds and ``O_NOFOLLOW`` guards."""
     return name not in ("", ".", "..") and os.sep not in name and "/" not in name
@@ -179,12 +182,12 @@ class Directory:
 
     def present(self, name: str) -> bool:
         """:func:`present` of ``path / name``, from one listing of the directory."""
-        if self._names is None and _plain(name):
+        if self._names is None:
             try:
                 self._names = frozenset(os.listdir(self._base))
-            except OSError:  # not listable: each name may still be looked up
-                pass
-        if self._names is None or not _plain(name):
+            except OSError:  # not listable: each name is looked up instead
+                self._names = _UNLISTED
+        if self._names is _UNLISTED or not _plain(name):
             return present(self.path / name)
         return name in self._names
 
