@@ -211,7 +211,7 @@ def _unit(task: Task, limits: YamlLimits) -> Unit:
         return Unit("pack", task.source, stream, events)
     raw = read_bundle(task.path, task.source, limits)
     corpus = task.corpus or task.path.resolve().parent.name
-    plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc))
+    plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc, raw.resolved))
     bad = str(plan.inconsistency) if plan.inconsistency is not None else None
     return Unit("bundle", task.source, plan.stream, plan.events, inconsistent=bad, trial=True)
 

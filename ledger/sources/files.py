@@ -180,6 +180,11 @@ class Directory:
         self._base = os.path.realpath(path)
         self._names: frozenset[str] | None = None
 
+    @property
+    def resolved(self) -> Path:
+        """The directory with every link resolved (``path.resolve()``, taken once)."""
+        return Path(self._base)
+
     def present(self, name: str) -> bool:
         """:func:`present` of ``path / name``, from one listing of the directory."""
         if self._names is None:

@@ -135,6 +135,7 @@ class RawBundle:
     tools_schemas: Any = None
     env: Any = None
     files: tuple[str, ...] = ()
+    resolved: Path | None = None  # the bundle directory as read, links resolved
 
 
 OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "metrics.yaml",
@@ -171,6 +172,7 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
         tools_schemas=docs.get("tools_schemas.yaml"),
         env=docs.get("env.yaml"),
         files=tuple(sorted(docs)),
+        resolved=folder.resolved,
     )
 
 
