@@ -6,9 +6,11 @@ Aliases are bounded as a tree (each alias a full copy) because every consumer wa
 
 Speed (ingest spends most of its time here, benchmarks/ingest.py): the C loader, a tree
 walk only when the bytes hold an anchor (``&``, which every alias needs), tag resolution
-without path-resolver bookkeeping, and core-tag documents built by one small recursive
-function; any other tag, a merge key or an unhashable key falls back to the full
-SafeConstructor, with the same value (pinned by tests/test_importers_yaml.py).
+without path-resolver bookkeeping (the composer's per-node path hooks are C no-ops), and
+core-tag documents built by one small recursive function that remembers nodes only when
+an anchor makes sharing possible and converts plain ints and floats in C; any other tag,
+a merge key or an unhashable key falls back to the full SafeConstructor, with the same
+value (pinned by tests/test_importers_yaml.py).
 """
 
 from __future__ import annotations
