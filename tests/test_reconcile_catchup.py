@@ -124,7 +124,10 @@ def test_the_index_is_used_only_by_the_log_it_names(tmp_path: Path, parses: list
         again = ingest_into(lg, [corpus], skip_bad=True)  # the skip is recorded once
     assert (again.first_seq, again.last_seq) == (None, None)
     assert {**again.to_json(), "first_seq": 0, "last_seq": 0} == {
-        **got.to_json(), "first_seq": 0, "last_seq": 0}
+        **got.to_json(),
+        "first_seq": 0,
+        "last_seq": 0,
+    }
     assert len(parses) == 17
 
 
@@ -326,3 +329,26 @@ def test_kept_observations_read_back_share_equal_parts_and_equal_a_fresh_read(
         by_task.setdefault(a.task_id, set()).add(id(g))
     assert all(len(ids) == 1 for ids in by_task.values())  # one object per task's grading
     assert len(gradings) > len(by_task)  # some task has several trials
+
+
+def test_a_carried_trials_candidate_computed_on_demand_is_kept() -> None:
+    """A carried trial's candidate is read from the ledger only if a claim asks for it;
+    once it has been, the run's kept record holds it (``evaluated``), so the next run
+    does not read the stream again; before, nothing is kept for it."""
+    from ledger.app.reconcile_extend import evaluated, lazy_from_ledger
+    from reconcile.inputs import TrialObservation, Unavailable
+
+    reads: list[str] = []
+
+    class Log:
+        def read(self, stream: str) -> list[str]:
+            reads.append(stream)
+            return [f"event of {stream}"]
+
+    lazy = lazy_from_ledger(Log(), "trial/x", lambda events: Unavailable(events[0]))
+    obs = TrialObservation("x", "t", None, None, lazy)  # type: ignore[arg-type]
+    assert evaluated(obs) is None and reads == []
+    assert obs.evaluate() == Unavailable("event of trial/x")
+    assert evaluated(obs) == Unavailable("event of trial/x")
+    obs.evaluate()
+    assert reads == ["trial/x"]  # computed once

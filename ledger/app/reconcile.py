@@ -288,6 +288,7 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
     """The readable trials as observations, each labelled against its own task's pack (a
     carried trial as it was observed: its pack and its tools passed the gate then)."""
     gated: set[tuple[str, str]] = set()
+    by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
     out = []
     for ref, inputs in read.trials:
         if isinstance(inputs, Carried):
@@ -303,9 +304,12 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
             )
         if isinstance(inputs, Carried):
             assert grade is not None and grading is not None
-            lazy = inputs.candidate or lazy_from_ledger(
-                ctx.ledger, inputs.stream, functools.partial(_evaluate, ctx.evaluator, pack)
-            )
+            lazy = inputs.candidate
+            if lazy is None:
+                on = by_pack.get(task_id)
+                if on is None:
+                    on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
+                lazy = lazy_from_ledger(ctx.ledger, inputs.stream, on)
         else:
             _authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)

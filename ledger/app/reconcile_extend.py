@@ -166,6 +166,8 @@ def evaluated(obs: TrialObservation) -> Candidate | None:
     c = obs.candidate
     if not callable(c):
         return c
+    if isinstance(c, _FromLedger):
+        return c.value
     info = getattr(c, "cache_info", None)
     return c() if info is not None and info().currsize else None
 
@@ -436,4 +438,25 @@ Lazy = Callable[[], Candidate]
 def lazy_from_ledger(lg: Any, stream: str, evaluate: Callable[[list[Any]], Candidate]) -> Lazy:
     """A carried trial's candidate, if a claim asks for one the earlier run never computed:
     its stream read from the ledger (unchanged since, so the events it was observed from)."""
-    return functools.cache(lambda: evaluate(list(lg.read(stream=stream))))
+    return _FromLedger(lg, stream, evaluate)
+
+
+class _FromLedger:
+    """:func:`lazy_from_ledger`'s value, computed on first call and kept (a slotted object:
+    one per carried trial, most never called, so no ``functools.cache`` wrapper each)."""
+
+    __slots__ = ("_lg", "_stream", "_evaluate", "_value")
+
+    def __init__(self, lg: Any, stream: str, evaluate: Callable[[list[Any]], Candidate]) -> None:
+        self._lg, self._stream, self._evaluate = lg, stream, evaluate
+        self._value: Candidate | None = None
+
+    def __call__(self) -> Candidate:
+        if self._value is None:
+            self._value = self._evaluate(list(self._lg.read(stream=self._stream)))
+        return self._value
+
+    @property
+    def value(self) -> Candidate | None:
+        """The candidate if computed already, else None."""
+        return self._value
