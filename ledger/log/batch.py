@@ -44,14 +44,16 @@ class AppendResult:
     """What one ``append`` did. ``first_seq``/``last_seq`` are ``None`` when nothing was new.
 
     ``seqs[i]`` is the position of the batch's event ``i``: new, or the original one for a
-    duplicate.
+    duplicate. A tuple; only the result of one part of ``Store.append_parts``, never
+    returned, holds a ``range`` when every event of the part was new (an ingest's parts
+    held one int per event until its commit: 1 KB a trial).
     """
 
     first_seq: int | None
     last_seq: int | None
     appended: int
     duplicates: tuple[Duplicate, ...]
-    seqs: tuple[int, ...]
+    seqs: Sequence[int]
 
 
 @dataclass(frozen=True, slots=True)

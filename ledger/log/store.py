@@ -335,7 +335,7 @@ class Ledger(RawReads, merkle.TreeReads):
         maybe = unique if seen is None else seen.ids.maybe(unique)
         stored = self._stored_by_id(maybe) if maybe else {}
         if not stored and len(unique) == len(ids):  # the common case: all new
-            new, seqs, dups = batch, tuple(range(size, size + len(batch))), ()
+            new, seqs, dups = batch, range(size, size + len(batch)), ()
         else:
             rows, seqs, dups = dedupe(batch.rows(), stored, size)
             new = Batch.of(rows)
@@ -357,7 +357,9 @@ class Ledger(RawReads, merkle.TreeReads):
                 seen.record(new.event_ids, new.streams, (size + n, b"".join(frontier)))
             elif seen is not None:
                 self._committing = (seen, new, (size + n, b"".join(frontier)))
-            return AppendResult(size, size + n - 1, n, tuple(dups), tuple(seqs))
+            if before is None or type(seqs) is not range:  # a part keeps its range (joined_result)
+                seqs = tuple(seqs)
+            return AppendResult(size, size + n - 1, n, tuple(dups), seqs)
         return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
 
     def _seen_at(self, size: int, frontier: list[bytes]) -> fast.Seen | None:
