@@ -20,6 +20,7 @@ inherits across exec on Linux), and the ratios. The same at a tenth of ``--trial
 shows whether its memory stays flat as the ledger grows.
 
     PYTHONPATH=. python -m benchmarks.reconcile_catchup [--trials 100000] [--add 1000] [--repeat 3]
+        [--workdir DIR]
 
 Targets (at 100,000 trials): the extension costs at most 5 % of the full run; its peak RSS
 at ``--trials`` is at most 1.3x the one at a tenth of it.
@@ -90,30 +91,52 @@ def add_trials(corpus: Path, tmp: Path, add: int, seed: int) -> None:
     shutil.rmtree(more)
 
 
-def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int) -> dict[str, Any]:
-    base = tmp / f"b-{trials}"
+def build(tmp: Path, trials: int, add: int, seed: int) -> float | None:
+    """The corpus of ``trials``, reconciled once, then grown by ``add``: the first run's
+    seconds, or None when ``tmp`` holds it already (``--workdir``, built by an earlier run
+    with the same sizes and seed)."""
+    base, grown = tmp / f"b-{trials}", tmp / f"L-{trials}"
+    marker = tmp / f"built-{trials}-{add}-{seed}"
+    if marker.is_file() and base.is_dir() and grown.is_dir():
+        return None
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(grown, ignore_errors=True)
     corpus = base / "corpus"
     generate(corpus, trials=trials, seed=seed)
     write_packs(base, corpus)
-    grown = tmp / f"L-{trials}"
     with open_ledger(grown, create=True):
         pass
     t0 = time.perf_counter()
     ledger.reconcile(packs=[base / "packs"], base=base, ledger=grown)
     first = time.perf_counter() - t0
     add_trials(corpus, tmp, add, seed + 1)
+    marker.write_text(f"{first}\n")
+    return first
+
+
+def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int, keep: bool) -> dict[str, Any]:
+    first = build(tmp, trials, add, seed)
+    base, grown = tmp / f"b-{trials}", tmp / f"L-{trials}"
+
     def cold(run: Path, mode: str) -> None:
         if mode == "cold":
             shutil.rmtree(run / "projections")
 
     runs = [(mode, grown) for mode in ("extend", "full", "cold")]
-    best = best_alternating(runs, lambda run, mode: probe(run, base, mode), tmp / "run", repeat, cold)
+    best = best_alternating(
+        runs, lambda run, mode: probe(run, base, mode), tmp / "run", repeat, cold
+    )
     digests = {b["digest"] for b in best.values()}
     if len(digests) != 1 or best["extend"]["evaluated"] != add:
         raise SystemExit(f"the extension differs from the full run: {best}")
-    shutil.rmtree(grown)
-    shutil.rmtree(base)
+    if not keep:
+        shutil.rmtree(grown)
+        shutil.rmtree(base)
     return {"trials": trials, "first": first, **best}
+
+
+def first_run(seconds: float | None) -> str:
+    return "" if seconds is None else f" (first run {seconds:.2f} s)"
 
 
 def main() -> None:
@@ -122,12 +145,16 @@ def main() -> None:
     ap.add_argument("--add", type=int, default=None, help="default: --trials / 100")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs; the best is kept")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="keep the corpora and ledgers here, and reuse those built before")  # fmt: skip
     args = ap.parse_args()
     add = args.add or max(args.trials // 100, 1)
     with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat)
-        large = measure(tmp, args.trials, add, args.seed, args.repeat)
+        tmp = Path(d) if args.workdir is None else args.workdir
+        tmp.mkdir(parents=True, exist_ok=True)
+        keep = args.workdir is not None
+        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat, keep)
+        large = measure(tmp, args.trials, add, args.seed, args.repeat, keep)
     print("| measurement | result | baseline (same run) | ratio |")
     print("| --- | --- | --- | --- |")
     for row in (small, large):
@@ -136,7 +163,7 @@ def main() -> None:
             f"| reconcile of {n:,} + {add:,} added trials, extending the first run "
             f"({ext['carried']:,} carried, {ext['evaluated']:,} read) | {ext['seconds']:.2f} s, "
             f"peak {ext['peak'] / MIB:.0f} MiB | `full=True`: {full['seconds']:.2f} s; "
-            f"without projections/: {cold['seconds']:.2f} s (first run {row['first']:.2f} s) | "
+            f"without projections/: {cold['seconds']:.2f} s{first_run(row['first'])} | "
             f"{ext['seconds'] / full['seconds']:.1%} of full, "
             f"{ext['seconds'] / cold['seconds']:.1%} of cold (target <= 5 %) |"
         )

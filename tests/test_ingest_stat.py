@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ledger.app.ingest_inputs as ingest_inputs
+import ledger.app.ingest_key as ingest_key
 import ledger.app.ingest_known as ingest_known
 from ledger.app.ingest import ingest_into
 from ledger.app.ingest_known import INDEX_NAME
@@ -37,7 +38,7 @@ def corpus(tmp_path: Path) -> Path:
 def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Path]]:
     """The bundle files hashed (read for a content key) and the bundles parsed."""
     seen: dict[str, list[Path]] = {"hashed": [], "parsed": []}
-    read, parse = ingest_known._read, ingest_inputs.read_bundle
+    read, parse = ingest_key.read_file, ingest_inputs.read_bundle
 
     def hashing(dir_fd: int, name: str, max_bytes: int) -> Any:
         seen["hashed"].append(Path(name))
@@ -47,7 +48,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Path]]:
         seen["parsed"].append(path)
         return parse(path, *a, **kw)
 
-    monkeypatch.setattr(ingest_known, "_read", hashing)
+    monkeypatch.setattr(ingest_key, "read_file", hashing)
     monkeypatch.setattr(ingest_inputs, "read_bundle", parsing)
     return seen
 
@@ -192,9 +193,9 @@ def test_an_index_rewritten_without_rechecking_a_racy_stamp_drops_it(
 def test_a_bundle_changed_between_its_read_and_its_hash_is_not_remembered(
     corpus: Path, counts: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With no index, a bundle is hashed after its read; one whose files changed after the
-    stamps taken before the read (here: between the read and the hash) is read again by
-    the next ingest, while every other bundle is remembered and skipped."""
+    """With no index, a bundle is keyed by the bytes it was parsed from; one whose files
+    changed after its read is read again by the next ingest (its files' stamps and bytes
+    are no longer those remembered), while every other bundle is skipped."""
     victim = bundles(corpus)[0]
     real = ingest_known.read_tasks
 
@@ -213,6 +214,29 @@ def test_a_bundle_changed_between_its_read_and_its_hash_is_not_remembered(
         again = ingest_into(lg, [str(corpus)])  # the others: by their content keys
     assert counts["parsed"] == [victim]
     assert again.trials_new == 0
+
+
+def test_a_fresh_ingest_keys_each_bundle_by_the_bytes_it_parses(
+    corpus: Path, counts: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No index: every file of every bundle is read once, and parsed from those bytes (the
+    importer's own file reader is not called), and the next ingest skips every bundle."""
+    import ledger.sources.tolokaforge as tolokaforge
+
+    opened: list[str] = []
+    real = tolokaforge.load_confined_yaml
+    monkeypatch.setattr(tolokaforge, "load_confined_yaml",
+                        lambda *a, **kw: opened.append(a[1]) or real(*a, **kw))  # fmt: skip
+    files = [f for b in bundles(corpus) for f in b.iterdir() if f.name in ingest_key.FILES]
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus)], workers=1)
+        assert sorted(counts["hashed"]) == sorted(Path(f.name) for f in files)
+        assert len(counts["parsed"]) == 17 and opened == []
+        age_files(corpus, index(corpus))
+        settle(lg, corpus)
+        clear(counts)
+        again = ingest_into(lg, [str(corpus)])
+    assert counts == {"hashed": [], "parsed": []} and again.trials_present == 17
 
 
 _FIELD = st.integers(min_value=-(1 << 70), max_value=1 << 70) | st.integers(0, 1 << 20)

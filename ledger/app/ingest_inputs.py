@@ -8,10 +8,12 @@ input (bundle, pack, verdict-core run, inspect log); reading a task gives its
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from ledger.app.ingest_key import read_keyed
 from ledger.sources import inspect_log
 from ledger.sources.corpus import Corpus, read_corpus
 from ledger.sources.detect import (
@@ -45,6 +47,7 @@ class Unit:
     # Events identified by content alone (an inspect log's scores), appended when
     # their id is not yet in the stream and left out of the changed/present comparison
     additive: tuple[PlannedEvent, ...] = ()
+    key: Any = None  # a bundle keyed where it was read: its ``ingest_key.BundleKey``
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,7 @@ class Task:
     corpus_doc: Corpus | None = None
     root: Path | None = None  # what a log's reads are confined to (the PATH as given)
     log_set: LogSet | None = None  # shared by the logs of one PATH (inspect_sets)
+    keyed: bool = False  # a bundle to key by the bytes it is read from (``ingest_key``)
 
 
 def _label(given: str, path: Path, root: Path) -> str:
@@ -209,7 +213,16 @@ def _unit(task: Task, limits: YamlLimits) -> Unit:
         # like bundle_path: the same however the PATH named the pack
         stream, events = pack_events(raw, f"{resolved.parent.name}/{resolved.name}")
         return Unit("pack", task.source, stream, events)
-    raw = read_bundle(task.path, task.source, limits)
+    got = read_keyed(task, limits) if task.keyed else None
+    if got is None:
+        return bundle_unit(task, limits)
+    files, key = got
+    return replace(bundle_unit(task, limits, files), key=key)
+
+
+def bundle_unit(task: Task, limits: YamlLimits, files: Mapping[str, bytes] | None = None) -> Unit:
+    """A bundle task's unit; ``files``: its files' bytes, read already (``ingest_key``)."""
+    raw = read_bundle(task.path, task.source, limits, files)
     corpus = task.corpus or task.path.resolve().parent.name
     plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc, raw.resolved))
     bad = str(plan.inconsistency) if plan.inconsistency is not None else None

@@ -16,22 +16,20 @@ changed, so its key did), one whose stream was appended to since.
 The index is derived data, never evidence, kept in ``<ledger>/projections/``: it names
 the log's tree head when it was written, and it is used only if this log has that root at
 that size, so a copy from another ledger, or a log rewritten since, is not used. Deleting
-it costs one ingest that parses every bundle. Files are read as ``read_bundle`` reads them:
-regular files directly in the bundle, within ``max_bytes``; anything else (a link, a file
-over the limit, one that cannot be opened) gives no key, so the bundle is read by the
-importer, which names the problem. A bundle whose files changed (size, times or inode)
-between being hashed and being read is not remembered: its key would name bytes the
+it costs one ingest that parses every bundle. How a key is made, and which files give
+none, is ``ledger.app.ingest_key``'s. With no index, each bundle is keyed where it is read,
+by the bytes it is parsed from. With one, every bundle is keyed here first (most are held
+and not read at all); one read after that is remembered only if its files did not change
+(size, times or inode) between the hash and the read: its key would name bytes the
 importer never parsed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import itertools
 import os
-import stat
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,31 +40,23 @@ from typing import Any
 import orjson
 
 from ledger.app.ingest_inputs import Task, Unit
+from ledger.app.ingest_key import FILES, bundle_key, key_prefix, plain
 from ledger.app.ingest_read import Derive, ReadStream, TaskRead, read_tasks
 from ledger.app.ingest_spool import parked_rows
 from ledger.app.ingest_stat import (
     NEVER,
     Resolver,
-    Stamp,
     Stamps,
     lstamps,
     newest,
     racy,
-    stamp,
     stat_key,
 )
 from ledger.log.layout import DB_FILE
-from ledger.sources.tolokaforge import OPTIONAL_FILES, bundle_context
 from ledger.sources.yaml_safe import YamlLimits
 
-# Bump when the same bundle bytes would be planned as other events (the importer's
-# shape rules, event ids, payloads): remembered keys then no longer match, and every
-# bundle is read again once.
-BUNDLE_READING = "tolokaforge-bundle/1"
 INDEX_FORMAT = "vledger-ingest-bundles/2"
 INDEX_NAME = "ingest-bundles.index"
-FILES = ("trajectory.yaml", *OPTIONAL_FILES)
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,77 +74,10 @@ class Held:
                 newest_ns]  # fmt: skip
 
 
-def key_prefix(task: Task, limits: YamlLimits, resolve: Resolver | None = None) -> bytes | None:
-    """What a bundle's key binds besides its bytes (None: not a plain bundle)."""
-    if task.kind != "bundle" or task.log_set is not None:
-        return None
-    resolved = (resolve or Resolver())(task.path)
-    context = bundle_context(task.path, task.corpus or resolved.parent.name, task.corpus_doc,
-                             resolved)  # fmt: skip
-    return orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)])
-
-
-def bundle_key(
-    task: Task, limits: YamlLimits, prefix: bytes | None = None
-) -> tuple[bytes, Stamps] | None:
-    """The key of one bundle task and the stamps of the files hashed, or None when it is not
-    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
-    prefix = key_prefix(task, limits) if prefix is None else prefix
-    if prefix is None:
-        return None
-    h = hashlib.blake2b(digest_size=24)
-    h.update(prefix)
-    try:
-        names = set(os.listdir(task.path))
-        fd = os.open(task.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return None
-    stamps: list[Stamp | None] = []
-    try:
-        for name in FILES:
-            if name not in names:
-                h.update(b"\0" + name.encode() + b"\0absent")
-                stamps.append(None)
-                continue
-            got = _read(fd, name, limits.max_bytes)
-            if got is None:
-                return None
-            data, st = got
-            h.update(b"\0" + name.encode() + len(data).to_bytes(8, "little"))
-            h.update(data)
-            stamps.append(stamp(st))
-    finally:
-        os.close(fd)
-    return h.digest(), tuple(stamps)
-
-
 def unchanged(task: Task, stamps: Stamps) -> bool:
     """Whether the bundle's files are still as they were hashed (a file rewritten while it
     was read would otherwise be remembered by bytes the importer never parsed)."""
     return lstamps(task.path, FILES) == stamps
-
-
-def _read(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
-    """A regular file directly in the bundle (not a link), within the limit; else None."""
-    try:
-        fd = os.open(name, _FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None
-        chunks, total = [], 0
-        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > max_bytes:
-                return None
-        return b"".join(chunks), st
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 @dataclass
@@ -225,16 +148,15 @@ class KnownBundles:
         other task read by ``ingest_read.read_tasks`` as ``request`` (an ``IngestRequest``)
         asks, in workers sized for those alone."""
         limits, resolve = request.limits, Resolver()
-        # Nothing remembered, nothing to skip: hash each bundle after the workers read it
-        # (overlapping their parse), not all of them in the driver before any read starts;
-        # the files' stamps taken now show they did not change between the read and the hash.
+        # Nothing remembered, nothing to skip: each bundle is keyed where it is read, by the
+        # bytes it is parsed from (``ingest_key.keyed_unit``), not hashed here beforehand.
         late = not self.held and not self.fast
-        before = [_stamped(lstamps(t.path, FILES)) for t in tasks] if late else []
         keyed = [None] * len(tasks) if late else [self.key(t, limits, resolve) for t in tasks]
         hits = [k is not None and k[0] in self.held for k in keyed]
         rest = [t for t, hit in zip(tasks, hits, strict=True) if not hit]
+        rest = plain(rest) if late else rest
         others = read_tasks(rest, limits, request.reader(len(rest)), derive) if rest else iter(())
-        for i, (task, k, hit) in enumerate(zip(tasks, keyed, hits, strict=True)):
+        for task, k, hit in zip(tasks, keyed, hits, strict=True):
             if hit:
                 assert k is not None
                 held = self.held[k[0]]
@@ -242,16 +164,14 @@ class KnownBundles:
                 yield (self._stream(task, held),)
                 continue
             got: TaskRead | Any = next(others)
-            if late and before[i] is not None:
-                k = self.key(task, limits, resolve)
-                k = k if k is not None and _stamped(k[1]) == before[i] else None
-            if (
-                k is not None and k[1] is not None and isinstance(got, tuple) and len(got) == 1
-                and unchanged(task, k[1])
-            ):  # fmt: skip
+            if isinstance(got, tuple) and len(got) == 1:
                 (one,) = got
                 u = one.head
-                self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
+                if u.key is not None:  # keyed by the bytes parsed: nothing to re-check
+                    self.stats[u.key.content] = (u.key.stat, u.key.newest)
+                    self.read[u.key.content] = Held(u.stream, one.digest, one.size, u.inconsistent)
+                elif k is not None and k[1] is not None and unchanged(task, k[1]):
+                    self.read[k[0]] = Held(u.stream, one.digest, one.size, u.inconsistent)
             yield got
 
     def unread(self, planned: Mapping[str, Any]) -> list[str]:
@@ -280,12 +200,6 @@ class KnownBundles:
 
 
 _EMPTY = parked_rows([], [])
-
-
-def _stamped(stamps: Stamps | None) -> bytes | None:
-    """The files' stamps as one digest: held for every bundle until it is read, 8 stamps
-    of 6 ints each were 1.6 KB a bundle (measured), the digest is 57 bytes."""
-    return None if stamps is None else stat_key(b"", stamps)
 
 # ------------------------------------------------------------------ where it is kept
 

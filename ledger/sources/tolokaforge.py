@@ -30,7 +30,7 @@ from ledger.sources.shape import (
     need_mapping,
     opt_str,
 )
-from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_confined_yaml
+from ledger.sources.yaml_safe import DEFAULT_LIMITS, YamlLimits, load_confined_yaml, load_yaml_bytes
 from schemas.envelope import NewEvent
 from schemas.timeline import (
     Role,
@@ -142,20 +142,29 @@ OPTIONAL_FILES = ("tool_log.yaml", "task.yaml", "bundle.yaml", "grade.yaml", "me
                   "tools_schemas.yaml", "env.yaml")  # fmt: skip
 
 
-def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> RawBundle:
+def read_bundle(
+    path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS,
+    files: Mapping[str, bytes] | None = None,
+) -> RawBundle:  # fmt: skip
     """Parse a bundle's files (absent optional files stay absent, never empty).
 
     The bundle directory is the root: a file that resolves outside it is refused by name
     (``ledger.sources.files``), and an optional file that is present in any form (a
-    dangling link, a device) is read and refused, never taken as absent."""
-    what = f"the bundle {label}"
-    folder = Directory(path, what)  # resolved and listed once for all its files
-    docs: dict[str, Any] = {
-        "trajectory.yaml": load_confined_yaml(folder, "trajectory.yaml", label, what, limits)
-    }
-    for name in OPTIONAL_FILES:
-        if folder.present(name):
-            docs[name] = load_confined_yaml(folder, name, label, what, limits)
+    dangling link, a device) is read and refused, never taken as absent. ``files``: the
+    bytes of every file present, read already as regular files directly in the bundle
+    within ``limits.max_bytes`` (``ledger.app.ingest_key``); parsed as read from disk."""
+    folder = None
+    if files is not None:
+        docs = {n: load_yaml_bytes(b, f"{label}/{n}", limits) for n, b in files.items()}
+        if "trajectory.yaml" not in docs:
+            raise BundleError(f"{label}/trajectory.yaml", None, "a trajectory.yaml", "none")
+    else:
+        what = f"the bundle {label}"
+        folder = Directory(path, what)  # resolved and listed once for all its files
+        docs = {"trajectory.yaml": load_confined_yaml(folder, "trajectory.yaml", label, what, limits)}
+        for name in OPTIONAL_FILES:
+            if folder.present(name):
+                docs[name] = load_confined_yaml(folder, name, label, what, limits)
     task_source = (
         "task.yaml" if "task.yaml" in docs else ("bundle.yaml" if "bundle.yaml" in docs else None)
     )
@@ -172,7 +181,7 @@ def read_bundle(path: Path, label: str, limits: YamlLimits = DEFAULT_LIMITS) -> 
         tools_schemas=docs.get("tools_schemas.yaml"),
         env=docs.get("env.yaml"),
         files=tuple(sorted(docs)),
-        resolved=folder.resolved,
+        resolved=None if folder is None else folder.resolved,
     )
 
 

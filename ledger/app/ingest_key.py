@@ -1,0 +1,155 @@
+"""A tolokaforge bundle's content key: what ``ledger.app.ingest_known`` remembers it by.
+
+The key is a digest of where the bundle sits and how it is read (:func:`key_prefix`) and of
+the bytes of each file ``read_bundle`` reads, or that file's absence. The bytes are read as
+the importer would accept them — regular files directly in the bundle, within
+``max_bytes``; anything else (a link, a file over the limit, one that cannot be opened)
+gives no key, and the importer names the problem.
+
+A bundle read for the first time is keyed by the very bytes it is parsed from
+(:func:`read_keyed`, where the reading runs: a worker): no second read of its files, and
+no window between the parse and the hash in which a rewrite could make the key name bytes
+that were never parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ledger.app.ingest_stat import Resolver, Stamp, Stamps, newest, stamp, stat_key
+from ledger.sources.tolokaforge import OPTIONAL_FILES, bundle_context
+from ledger.sources.yaml_safe import YamlLimits
+
+if TYPE_CHECKING:  # the tasks are ingest_inputs', which reads through this module
+    from ledger.app.ingest_inputs import Task
+
+# Bump when the same bundle bytes would be planned as other events (the importer's
+# shape rules, event ids, payloads): remembered keys then no longer match, and every
+# bundle is read again once.
+BUNDLE_READING = "tolokaforge-bundle/1"
+FILES = ("trajectory.yaml", *OPTIONAL_FILES)
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class BundleKey:
+    """A bundle's content key, the stat key of the files it was read from, and their newest
+    time (what the index keeps beside the key: ``ledger.app.ingest_stat``)."""
+
+    content: bytes
+    stat: bytes
+    newest: int
+
+
+def key_prefix(task: Task, limits: YamlLimits, resolve: Resolver | None = None) -> bytes | None:
+    """What a bundle's key binds besides its bytes (None: not a plain bundle)."""
+    if task.kind != "bundle" or task.log_set is not None:
+        return None
+    resolved = (resolve or Resolver())(task.path)
+    context = bundle_context(task.path, task.corpus or resolved.parent.name, task.corpus_doc,
+                             resolved)  # fmt: skip
+    return orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)])
+
+
+Files = tuple[tuple[str, bytes | None, Stamp | None], ...]  # name, bytes (None: absent), stamp
+
+
+def read_files(directory: Any, max_bytes: int) -> Files | None:
+    """Every file of :data:`FILES` in ``directory``, or None when one present is not a plain
+    file within ``max_bytes`` (or the directory cannot be read)."""
+    try:
+        names = set(os.listdir(directory))
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    out: list[tuple[str, bytes | None, Stamp | None]] = []
+    try:
+        for name in FILES:
+            if name not in names:
+                out.append((name, None, None))
+                continue
+            got = read_file(fd, name, max_bytes)
+            if got is None:
+                return None
+            data, st = got
+            out.append((name, data, stamp(st)))
+    finally:
+        os.close(fd)
+    return tuple(out)
+
+
+def read_file(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+    """A regular file directly in the bundle (not a link), within the limit; else None."""
+    try:
+        fd = os.open(name, _FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                return None
+        return b"".join(chunks), st
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def content_key(prefix: bytes, files: Files) -> bytes:
+    h = hashlib.blake2b(digest_size=24)
+    h.update(prefix)
+    for name, data, _ in files:
+        if data is None:
+            h.update(b"\0" + name.encode() + b"\0absent")
+            continue
+        h.update(b"\0" + name.encode() + len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
+
+
+def stamps_of(files: Files) -> Stamps:
+    return tuple(st for _, _, st in files)
+
+
+def bundle_key(
+    task: Task, limits: YamlLimits, prefix: bytes | None = None
+) -> tuple[bytes, Stamps] | None:
+    """The key of one bundle task and the stamps of the files hashed, or None when it is not
+    to be skipped (not a plain bundle, or a file that only the importer may judge)."""
+    prefix = key_prefix(task, limits) if prefix is None else prefix
+    if prefix is None:
+        return None
+    files = read_files(task.path, limits.max_bytes)
+    return None if files is None else (content_key(prefix, files), stamps_of(files))
+
+
+def read_keyed(task: Task, limits: YamlLimits) -> tuple[dict[str, bytes], BundleKey] | None:
+    """A bundle task's files (the bytes of each one present) and the key they make, for the
+    importer to parse (``ingest_inputs``: ``unit.key``); None when a file is not plain or
+    trajectory.yaml is absent (the importer then reads it as always, and names why)."""
+    prefix = key_prefix(task, limits)
+    files = None if prefix is None else read_files(task.path, limits.max_bytes)
+    if prefix is None or files is None or files[0][1] is None:
+        return None
+    stamps = stamps_of(files)
+    key = BundleKey(content_key(prefix, files), stat_key(prefix, stamps), newest(stamps))
+    return {name: data for name, data, _ in files if data is not None}, key
+
+
+def plain(tasks: Sequence[Task]) -> list[Task]:
+    """``tasks`` with every plain bundle marked to be keyed where it is read."""
+    return [replace(t, keyed=True) if t.kind == "bundle" and t.log_set is None else t
+            for t in tasks]  # fmt: skip
