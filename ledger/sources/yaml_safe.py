@@ -4,11 +4,13 @@ Its bounds (size through ``files.read_input``, alias expansion, faithful JSON-sh
 depth) each refuse the file by name rather than degrade: docs/readme/ingest.md, "Bad input".
 Aliases are bounded as a tree (each alias a full copy) because every consumer walks it so.
 
-Speed (ingest spends most of its time here, benchmarks/ingest.py): the C loader, a tree
-walk only when the bytes hold an anchor (``&``, which every alias needs), tag resolution
-without path-resolver bookkeeping, and core-tag documents built by one small recursive
-function; any other tag, a merge key or an unhashable key falls back to the full
-SafeConstructor, with the same value (pinned by tests/test_importers_yaml.py).
+Speed and memory (ingest spends most of its time here, benchmarks/ingest.py): the C
+parser, a tree walk only when the bytes hold an anchor (``&``, which every alias needs),
+tag resolution without path-resolver bookkeeping, and core-tag documents built straight
+from the parser's events, with no node graph held until the end; any other document
+(another tag, a merge key, an unhashable key, any error) is composed as nodes and built by
+one small recursive function, or by the full SafeConstructor, with the same value or error
+(pinned by tests/test_importers_yaml.py).
 """
 
 from __future__ import annotations
@@ -234,7 +236,125 @@ def _construct_fast(loader: Any, node: yaml.Node) -> Any:
         memo.clear()
 
 
+_OPEN_SEQ, _OPEN_MAP = yaml.SequenceStartEvent, yaml.MappingStartEvent
+_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_NO_KEY = object()  # a mapping waiting for its next key
+
+
+def _from_events(data: bytes, path: Path | str) -> Any:
+    """The document built from the parser's events, with no node graph: every node and its
+    two marks held ~400 bytes per scalar until the end of the parse (a 10,000-row
+    corpus.yaml took 56 MiB, a 100,000-row one ten times that). The happy path of
+    :func:`_construct_fast` only — core tags, scalar keys, anchors defined once and used
+    after their node closes, one document: anything else, and any error, raises
+    :class:`_Fallback`, and the node path then gives the value or the error, exactly."""
+    loader = _Loader(data)
+    loader.name = str(path)
+    scalar = yaml.ScalarEvent
+    try:
+        get = loader.get_event
+        get()  # the stream's start
+        event = get()
+        if event.__class__ is yaml.StreamEndEvent:
+            return None
+        anchors: dict[str, Any] = {}
+        stack: list[list[Any]] = []  # each open node: [value, its anchor, the pending key]
+        root: Any = None
+        while True:
+            event = get()
+            cls = event.__class__
+            if cls in _CLOSE:
+                done = stack.pop()
+                if done[2] is not _NO_KEY and cls is yaml.MappingEndEvent:
+                    raise _Fallback
+                value = done[0]
+                if done[1] is not None:
+                    anchors[done[1]] = value
+            elif cls is yaml.DocumentEndEvent:
+                break
+            else:
+                anchor = getattr(event, "anchor", None)
+                if cls is scalar:
+                    value = _scalar(loader, event)
+                elif cls is yaml.AliasEvent:
+                    value = anchors.get(event.anchor, _OPEN)
+                    if value is _OPEN:  # undefined, or its node still open (recursive)
+                        raise _Fallback
+                    anchor = None
+                else:
+                    if cls not in (_OPEN_SEQ, _OPEN_MAP) or len(stack) >= MAX_DEPTH:
+                        raise _Fallback
+                    tag = event.tag
+                    want = _SEQ if cls is _OPEN_SEQ else _MAP
+                    if tag not in (None, "!", want):
+                        raise _Fallback
+                    if anchor is not None and anchor in anchors:
+                        raise _Fallback
+                    stack.append([[] if cls is _OPEN_SEQ else {}, anchor, _NO_KEY])
+                    if anchor is not None:
+                        anchors[anchor] = _OPEN  # an alias to it now would be recursive
+                    continue
+                if anchor is not None:
+                    if anchor in anchors:
+                        raise _Fallback
+                    anchors[anchor] = value
+            if not stack:
+                root = value
+                continue
+            top = stack[-1]
+            if top[0].__class__ is list:
+                top[0].append(value)
+            elif top[2] is _NO_KEY:
+                if cls is not scalar or value in top[0] or _merge(loader, event):
+                    raise _Fallback  # a collection, alias or merge key; or a duplicate
+                top[2] = value
+            else:
+                top[0][top[2]] = value
+                top[2] = _NO_KEY
+        if get().__class__ is not yaml.StreamEndEvent:
+            raise _Fallback  # a second document: the node path names it
+        return root
+    except Exception:  # noqa: BLE001 - any refusal is the node path's to name, exactly
+        raise _Fallback from None
+    finally:
+        loader.dispose()
+
+
+_OPEN = object()  # the anchor of a node not yet closed
+
+
+def _scalar(loader: Any, event: Any) -> Any:
+    """A scalar event's value as :func:`_construct_fast` builds it."""
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = _resolve(loader, yaml.ScalarNode, event.value, event.implicit)
+    if tag in (_STR, _TIMESTAMP):
+        return event.value
+    if tag == _NULL:
+        return None
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    if tag == _INT:
+        return _int_in_range(loader, node)
+    if tag == _FLOAT:
+        return _finite_float(loader, node)
+    if tag == _BOOL:
+        return loader.construct_yaml_bool(node)
+    raise _Fallback
+
+
+def _merge(loader: Any, event: Any) -> bool:
+    """Whether a key is YAML's merge key (``<<``), which the node path resolves."""
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = _resolve(loader, yaml.ScalarNode, event.value, event.implicit)
+    return tag == _T + "merge"
+
+
 def _parse(data: bytes, path: Path | str) -> Any:
+    try:
+        return _from_events(data, path)
+    except _Fallback:
+        pass
     loader = _Loader(data)
     loader.name = str(path)
     try:
