@@ -305,8 +305,8 @@ def _from_events(data: bytes, path: Path | str) -> Any:
             if top[0].__class__ is list:
                 top[0].append(value)
             elif top[2] is _NO_KEY:
-                if cls is not scalar or value in top[0] or _merge(loader, event):
-                    raise _Fallback  # a collection, alias or merge key; or a duplicate
+                if cls is not scalar or value in top[0]:  # (a merge key fell back as a scalar)
+                    raise _Fallback  # a collection or alias as a key, or a key written twice
                 top[2] = value
             else:
                 top[0][top[2]] = value
@@ -340,14 +340,6 @@ def _scalar(loader: Any, event: Any) -> Any:
     if tag == _BOOL:
         return loader.construct_yaml_bool(node)
     raise _Fallback
-
-
-def _merge(loader: Any, event: Any) -> bool:
-    """Whether a key is YAML's merge key (``<<``), which the node path resolves."""
-    tag = event.tag
-    if tag is None or tag == "!":
-        tag = _resolve(loader, yaml.ScalarNode, event.value, event.implicit)
-    return tag == _T + "merge"
 
 
 def _parse(data: bytes, path: Path | str) -> Any:
