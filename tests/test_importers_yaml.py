@@ -197,12 +197,25 @@ _numberish = st.one_of(
 
 
 @settings(max_examples=400, deadline=None)
-@given(_numberish, st.sampled_from(["", "!!int ", "!!float ", "!!bool ", "!!str "]), st.booleans())
-def test_scalars_are_pyyamls_values_with_their_types(text: str, tag: str, anchored: bool) -> None:
+@given(
+    _numberish, st.sampled_from(["", "!!int ", "!!float ", "!!bool ", "!!str "]), st.booleans(),
+    st.booleans(),
+)  # fmt: skip
+def test_scalars_are_pyyamls_values_with_their_types(
+    text: str, tag: str, anchored: bool, events: bool
+) -> None:
     """Each scalar reads as PyYAML's safe loader reads it, type included (1 is not 1.0 nor
     True, -0.0 keeps its sign), or is refused: a number JSON or 64 bits cannot carry by
     name, anything PyYAML cannot construct as an error — in a document with anchors
-    (aliases possible) and without."""
+    (aliases possible) and without, built from nodes or from events."""
+    patch = _events_first() if events else pytest.MonkeyPatch()
+    try:
+        _check_scalar(text, tag, anchored)
+    finally:
+        patch.undo()
+
+
+def _check_scalar(text: str, tag: str, anchored: bool) -> None:
     doc = f"{'a: &x [1]' if anchored else 'a: [1]'}\nv: {tag}{text}\n".encode()
     try:
         want = yaml.load(doc, Loader=yaml.CSafeLoader)["v"]  # noqa: S506
@@ -220,3 +233,99 @@ def test_scalars_are_pyyamls_values_with_their_types(text: str, tag: str, anchor
         want = text  # timestamps stay text (test_timestamps_stay_text)
     got = load_yaml_bytes(doc, "d.yaml")["v"]
     assert type(got) is type(want) and repr(got) == repr(want)
+
+
+# Pieces of YAML that reach every branch of the event builder and of its hand-over to the
+# node path: anchors on scalars and collections, aliases before, inside and after their
+# node, keys written twice, merge keys, tags, numbers out of range, a second document.
+_TOKENS = ["1", "0x1F", "1e999", "-.inf", "yes", "~", "''", "'q'", "2001-12-14", "<<",
+           "9223372036854775808", "!!str 5", "!!int '7'", "!foo x", "!!binary aGk=", "a", "b"]  # fmt: skip
+_ANCHOR = st.sampled_from(["", "&a ", "&b ", "&a "])
+
+
+@st.composite
+def _yaml_doc(draw: st.DrawFn, depth: int = 0) -> str:
+    kind = draw(st.sampled_from(["scalar", "alias", "seq", "map"] if depth < 3 else ["scalar"]))
+    if kind == "alias":
+        return draw(st.sampled_from(["*a", "*b"]))
+    anchor = draw(_ANCHOR)
+    if kind == "scalar":
+        return anchor + draw(st.sampled_from(_TOKENS))
+    items = draw(st.lists(_yaml_doc(depth + 1), max_size=3))
+    if kind == "seq":
+        return anchor + "[" + ", ".join(items) + "]"
+    keys = draw(st.lists(st.sampled_from(["a", "b", "1", "<<", "*a", "[k]", "1.0", "true"]),
+                         min_size=len(items), max_size=len(items)))  # fmt: skip
+    return anchor + "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, items, strict=True)) + "}"
+
+
+def _outcome(doc: bytes) -> object:
+    try:
+        return ("value", load_yaml_bytes(doc, "d.yaml"))
+    except YamlLoadError as exc:
+        return ("error", type(exc).__name__, str(exc))
+
+
+def _node_path_only() -> pytest.MonkeyPatch:
+    """A patch under which every document takes the node path."""
+    import ledger.sources.yaml_safe as yaml_safe
+
+    def fall_back(*_: object) -> object:
+        raise yaml_safe._Fallback
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(yaml_safe, "_from_events", fall_back)
+    return patch
+
+
+def _events_first() -> pytest.MonkeyPatch:
+    """A patch under which every document, however small, is built from events first."""
+    import ledger.sources.yaml_safe as yaml_safe
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(yaml_safe, "EVENTS_FROM", 0)
+    return patch
+
+
+@settings(max_examples=400, deadline=None)
+@given(doc=_yaml_doc(), second=st.sampled_from(["", "\n--- 2\n", "\n"]))
+def test_the_event_builder_gives_the_node_paths_value_or_error(doc: str, second: str) -> None:
+    """Building from parser events (no node graph) is an optimisation only: for any
+    document the value, or the error and its message, is the node path's."""
+    data = (doc + second).encode()
+    patch = _events_first()
+    try:
+        fast = _outcome(data)
+    finally:
+        patch.undo()
+    patch = _node_path_only()
+    try:
+        assert _outcome(data) == fast
+    finally:
+        patch.undo()
+
+
+def _peak(data: bytes) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        load_yaml_bytes(data, "corpus.yaml")
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_event_builder_keeps_no_node_graph() -> None:
+    """A long corpus.yaml-like list is built from events: its peak memory, value
+    included, is under half the node path's (whose nodes and marks hold ≈400 bytes a
+    scalar until the parse ends)."""
+    rows = "".join(f"- directory: b{i}\n  task_id: t{i % 7}\n  met: true\n" for i in range(20000))
+    data = f"criterion: c\nbundles:\n{rows}".encode()
+    events = _peak(data)
+    patch = _node_path_only()
+    try:
+        nodes = _peak(data)
+    finally:
+        patch.undo()
+    assert events < nodes / 2, (events, nodes)

@@ -4,13 +4,15 @@ Its bounds (size through ``files.read_input``, alias expansion, faithful JSON-sh
 depth) each refuse the file by name rather than degrade: docs/readme/ingest.md, "Bad input".
 Aliases are bounded as a tree (each alias a full copy) because every consumer walks it so.
 
-Speed (ingest spends most of its time here, benchmarks/ingest.py): the C loader, a tree
-walk only when the bytes hold an anchor (``&``, which every alias needs), tag resolution
-without path-resolver bookkeeping (the composer's per-node path hooks are C no-ops), and
-core-tag documents built by one small recursive function that remembers nodes only when
-an anchor makes sharing possible and converts plain ints and floats in C; any other tag,
-a merge key or an unhashable key falls back to the full SafeConstructor, with the same
-value (pinned by tests/test_importers_yaml.py).
+Speed and memory (ingest spends most of its time here, benchmarks/ingest.py): the C
+parser, a tree walk only when the bytes hold an anchor (``&``, which every alias needs),
+tag resolution without path-resolver bookkeeping (the composer's per-node path hooks are C
+no-ops), plain ints and floats converted in C, and core-tag documents built straight from
+the parser's events, with no node graph held until the end; any other document (another
+tag, a merge key, an unhashable key, any error) is composed as nodes and built by one
+small recursive function that remembers nodes only when an anchor makes sharing possible,
+or by the full SafeConstructor, with the same value or error (pinned by
+tests/test_importers_yaml.py).
 """
 
 from __future__ import annotations
@@ -183,6 +185,27 @@ _MERGE = _T + "merge"
 _BOOLS = yaml.constructor.SafeConstructor.bool_values
 
 
+def _plain_int(v: str) -> int | None:
+    """``int(v)`` where that is the constructor's value (plain decimal: YAML 1.1 reads a
+    leading 0 as octal; 18 digits stay within 64 bits), else None: the constructor's own."""
+    if len(v) < 19 and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0"):
+        return int(v)
+    return None
+
+
+def _plain_float(v: str) -> float | None:
+    """``float(v)`` where that is the constructor's value and finite (no ``_`` or ``:``,
+    which it strips or reads apart), else None: the constructor's own (or its refusal)."""
+    if "_" not in v and ":" not in v:
+        try:
+            f = float(v)
+        except ValueError:
+            return None
+        if math.isfinite(f):
+            return f
+    return None
+
+
 def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
     """Build a document of core tags from its node graph; aliases stay shared objects.
 
@@ -192,7 +215,7 @@ def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
     decimal ints, floats ``float()`` reads as finite), else the constructor's own."""
     memo: dict[int, Any] = {}
     active: set[int] = set()
-    scalar, sequence, isfinite = yaml.ScalarNode, yaml.SequenceNode, math.isfinite
+    scalar, sequence = yaml.ScalarNode, yaml.SequenceNode
 
     def conv(n: yaml.Node, depth: int) -> Any:
         if n.__class__ is scalar:
@@ -200,22 +223,11 @@ def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
             if tag is _STR:  # resolved here (_resolve): the same object
                 return n.value
             if tag == _INT:
-                v = n.value
-                # YAML 1.1: a leading 0 is octal; 18 digits stay within 64 bits
-                if len(v) < 19 and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0"):
-                    return int(v)
-                return _int_in_range(loader, n)
+                v = _plain_int(n.value)
+                return _int_in_range(loader, n) if v is None else v
             if tag == _FLOAT:
-                v = n.value
-                if "_" not in v and ":" not in v:  # what the constructor strips or reads apart
-                    try:
-                        f = float(v)
-                    except ValueError:
-                        pass
-                    else:
-                        if isfinite(f):
-                            return f
-                return _finite_float(loader, n)
+                v = _plain_float(n.value)
+                return _finite_float(loader, n) if v is None else v
             if tag in (_STR, _TIMESTAMP):
                 return n.value
             if tag == _NULL:
@@ -268,7 +280,129 @@ def _construct_fast(loader: Any, node: yaml.Node, shared: bool = True) -> Any:
         memo.clear()
 
 
+_OPEN_SEQ, _OPEN_MAP = yaml.SequenceStartEvent, yaml.MappingStartEvent
+_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+_NO_KEY = object()  # a mapping waiting for its next key
+
+
+def _from_events(data: bytes, path: Path | str) -> Any:
+    """The document built from the parser's events, with no node graph: every node and its
+    two marks held ~400 bytes per scalar until the end of the parse (a 10,000-row
+    corpus.yaml took 56 MiB, a 100,000-row one ten times that). The happy path of
+    :func:`_construct_fast` only — core tags, scalar keys, anchors defined once and used
+    after their node closes, one document: anything else, and any error, raises
+    :class:`_Fallback`, and the node path then gives the value or the error, exactly."""
+    loader = _Loader(data)
+    loader.name = str(path)
+    scalar = yaml.ScalarEvent
+    try:
+        get = loader.get_event
+        get()  # the stream's start
+        event = get()
+        if event.__class__ is yaml.StreamEndEvent:
+            return None
+        anchors: dict[str, Any] = {}
+        stack: list[list[Any]] = []  # each open node: [value, its anchor, the pending key]
+        root: Any = None
+        while True:
+            event = get()
+            cls = event.__class__
+            if cls in _CLOSE:
+                done = stack.pop()
+                if done[2] is not _NO_KEY and cls is yaml.MappingEndEvent:
+                    raise _Fallback
+                value = done[0]
+                if done[1] is not None:
+                    anchors[done[1]] = value
+            elif cls is yaml.DocumentEndEvent:
+                break
+            else:
+                anchor = getattr(event, "anchor", None)
+                if cls is scalar:
+                    value = _scalar(loader, event)
+                elif cls is yaml.AliasEvent:
+                    value = anchors.get(event.anchor, _OPEN)
+                    if value is _OPEN:  # undefined, or its node still open (recursive)
+                        raise _Fallback
+                    anchor = None
+                else:
+                    if cls not in (_OPEN_SEQ, _OPEN_MAP) or len(stack) >= MAX_DEPTH:
+                        raise _Fallback
+                    tag = event.tag
+                    want = _SEQ if cls is _OPEN_SEQ else _MAP
+                    if tag not in (None, "!", want):
+                        raise _Fallback
+                    if anchor is not None and anchor in anchors:
+                        raise _Fallback
+                    stack.append([[] if cls is _OPEN_SEQ else {}, anchor, _NO_KEY])
+                    if anchor is not None:
+                        anchors[anchor] = _OPEN  # an alias to it now would be recursive
+                    continue
+                if anchor is not None:
+                    if anchor in anchors:
+                        raise _Fallback
+                    anchors[anchor] = value
+            if not stack:
+                root = value
+                continue
+            top = stack[-1]
+            if top[0].__class__ is list:
+                top[0].append(value)
+            elif top[2] is _NO_KEY:
+                if cls is not scalar or value in top[0]:  # (a merge key fell back as a scalar)
+                    raise _Fallback  # a collection or alias as a key, or a key written twice
+                top[2] = value
+            else:
+                top[0][top[2]] = value
+                top[2] = _NO_KEY
+        if get().__class__ is not yaml.StreamEndEvent:
+            raise _Fallback  # a second document: the node path names it
+        return root
+    except Exception:  # noqa: BLE001 - any refusal is the node path's to name, exactly
+        raise _Fallback from None
+    finally:
+        loader.dispose()
+
+
+_OPEN = object()  # the anchor of a node not yet closed
+
+
+def _scalar(loader: Any, event: Any) -> Any:
+    """A scalar event's value as :func:`_construct_fast` builds it."""
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = _resolve(loader, yaml.ScalarNode, event.value, event.implicit)
+    if tag in (_STR, _TIMESTAMP):
+        return event.value
+    if tag == _NULL:
+        return None
+    value = event.value
+    if tag == _INT and (v := _plain_int(value)) is not None:
+        return v
+    if tag == _FLOAT and (v := _plain_float(value)) is not None:
+        return v
+    if tag == _BOOL:
+        return _BOOLS[value.lower()]
+    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+    if tag == _INT:
+        return _int_in_range(loader, node)
+    if tag == _FLOAT:
+        return _finite_float(loader, node)
+    raise _Fallback
+
+
+# From this size on a document is built from the parser's events, its node graph never
+# held; below it, the graph is small and brief, and composing it in C and building from it
+# is the faster of the two (bundle files: ~10 %, measured)
+EVENTS_FROM = 64 << 10
+
+
 def _parse(data: bytes, path: Path | str) -> Any:
+    if len(data) >= EVENTS_FROM:
+        try:
+            return _from_events(data, path)
+        except _Fallback:
+            pass
     loader = _Loader(data)
     loader.name = str(path)
     try:
