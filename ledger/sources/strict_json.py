@@ -107,3 +107,44 @@ def loads(data: bytes | str, name: str, *, line: int | None = None) -> Any:
     if depth_exceeds(value):
         raise JsonInputError(name, too_deep(), line=line)
     return value
+
+
+def tree_extent(value: Any) -> tuple[int, int]:
+    """``(nodes, characters)`` of ``value`` read as a tree: shared sub-objects counted once
+    per reference, every string's characters (keys included), one per other scalar.
+
+    Memoised per container, so linear in *distinct* objects; ``RecursionError`` on a cycle.
+    """
+    memo: dict[int, tuple[int, int]] = {}
+    active: set[int] = set()
+
+    def scalar(v: Any) -> int:
+        return len(v) if isinstance(v, str) else 1
+
+    def size(v: Any) -> tuple[int, int]:
+        if isinstance(v, dict):
+            children: Any = v.values()
+            chars = sum(scalar(k) for k in v)
+        elif isinstance(v, list):
+            children, chars = v, 0
+        else:
+            return 1, scalar(v)
+        key = id(v)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise RecursionError("recursive alias")
+        active.add(key)
+        nodes = 1
+        for c in children:
+            n, k = size(c)
+            nodes += n
+            chars += k
+        active.discard(key)
+        memo[key] = (nodes, chars)
+        return nodes, chars
+
+    try:
+        return size(value)
+    finally:
+        size = None  # type: ignore[assignment]  # noqa: F841  (break the closure cycle)

@@ -28,7 +28,14 @@ import yaml
 
 from ledger.defaults import DEFAULT_MAX_BYTES, DEFAULT_MAX_EXPANSION, DEFAULT_MAX_NODES
 from ledger.sources.files import COPY_IT_IN, Directory, InputError, InputTooLarge, read_input
-from ledger.sources.strict_json import INT64_MAX, INT64_MIN, MAX_DEPTH, depth_exceeds, too_deep
+from ledger.sources.strict_json import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_DEPTH,
+    depth_exceeds,
+    too_deep,
+    tree_extent,
+)
 
 try:  # the C loader comes with PyYAML (pyproject.toml); fall back only so errors stay typed
     _BaseLoader: type = yaml.CSafeLoader
@@ -186,16 +193,15 @@ _BOOLS = yaml.constructor.SafeConstructor.bool_values
 
 
 def _plain_int(v: str) -> int | None:
-    """``int(v)`` where that is the constructor's value (plain decimal: YAML 1.1 reads a
-    leading 0 as octal; 18 digits stay within 64 bits), else None: the constructor's own."""
+    """``int(v)`` where that is the constructor's value (plain decimal; YAML 1.1 reads a
+    leading 0 as octal), within 64 bits; else None."""
     if len(v) < 19 and v.isascii() and v.isdigit() and (v[0] != "0" or v == "0"):
         return int(v)
     return None
 
 
 def _plain_float(v: str) -> float | None:
-    """``float(v)`` where that is the constructor's value and finite (no ``_`` or ``:``,
-    which it strips or reads apart), else None: the constructor's own (or its refusal)."""
+    """``float(v)`` where that is the constructor's value (no ``_`` or ``:``) and finite."""
     if "_" not in v and ":" not in v:
         try:
             f = float(v)
@@ -471,47 +477,6 @@ def load_confined_yaml(
     folder = directory if isinstance(directory, Directory) else Directory(directory, what)
     shown = f"{label}/{name}"
     return load_yaml_bytes(folder.read(name, max_bytes=limits.max_bytes, shown=shown), shown, limits)
-
-
-def tree_extent(value: Any) -> tuple[int, int]:
-    """``(nodes, characters)`` of ``value`` read as a tree: shared sub-objects counted once
-    per reference, every string's characters (keys included), one per other scalar.
-
-    Memoised per container, so linear in *distinct* objects; ``RecursionError`` on a cycle.
-    """
-    memo: dict[int, tuple[int, int]] = {}
-    active: set[int] = set()
-
-    def scalar(v: Any) -> int:
-        return len(v) if isinstance(v, str) else 1
-
-    def size(v: Any) -> tuple[int, int]:
-        if isinstance(v, dict):
-            children: Any = v.values()
-            chars = sum(scalar(k) for k in v)
-        elif isinstance(v, list):
-            children, chars = v, 0
-        else:
-            return 1, scalar(v)
-        key = id(v)
-        if key in memo:
-            return memo[key]
-        if key in active:
-            raise RecursionError("recursive alias")
-        active.add(key)
-        nodes = 1
-        for c in children:
-            n, k = size(c)
-            nodes += n
-            chars += k
-        active.discard(key)
-        memo[key] = (nodes, chars)
-        return nodes, chars
-
-    try:
-        return size(value)
-    finally:
-        size = None  # type: ignore[assignment]  # noqa: F841  (break the closure cycle)
 
 
 def _check_tree_size(value: Any, path: Path | str, limits: YamlLimits, size: int) -> None:
