@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -100,3 +101,16 @@ def test_progress_callback_counts_up_to_the_total(tmp_path: Path) -> None:
         ingest(ledger, [NOTES], progress=lambda done, total, _src: seen.append((done, total)))
     assert seen[0] == (0, 17) and seen[-1] == (17, 17)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_creating_a_ledger_suggests_choosing_one_only_when_none_was_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = next(p.parent for p in sorted(Path(NOTES).rglob("trajectory.yaml")))
+    monkeypatch.delenv("VLEDGER_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    named = " ".join(_run("--ledger", str(tmp_path / "lg"), str(bundle)).stderr.split())
+    assert "creating one" in named and "pass --ledger" not in named
+    default = " ".join(_run(str(bundle)).stderr.split())  # (the console wraps long lines)
+    assert "creating one (pass --ledger DIR to choose)" in default
+    assert (tmp_path / ".vledger").is_dir()

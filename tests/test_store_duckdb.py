@@ -271,3 +271,21 @@ def test_the_steady_pool_draws_on_duckdbs_block_allocator(tmp_path: Path, monkey
         monkeypatch.setenv("VLEDGER_DUCKDB_MEMORY", "16MB")
         with open_ledger(tmp_path / "L", read_only=True) as again:
             assert again.size() == 0
+
+
+def test_each_part_of_an_append_is_produced_under_the_whole_cap(tmp_path: Path) -> None:
+    """Producing a part may read the log (ingest compares the streams it holds after the
+    last input): the pool is at the whole cap then, not the steady one an insert of small
+    rows leaves, which could not hold a read beside a large uncommitted batch."""
+    lg = init_ledger(tmp_path / "l")
+    limits: list[str] = []
+
+    def parts() -> Any:
+        for k in range(3):
+            limits.append(lg._con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+            yield [NewEvent(f"s/{k}", "ext.t", {"k": k})]
+
+    lg.append_parts(parts())
+    cap = lg._con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert len(limits) == 3 and set(limits) == {cap}, (limits, cap)
+    lg.close()

@@ -11,7 +11,14 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import busy_option, emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    busy_option,
+    emit_json,
+    json_option,
+    ledger_chosen,
+    ledger_option,
+    resolve_ledger,
+)
 from ledger.cli.output import error
 
 if TYPE_CHECKING:
@@ -22,23 +29,50 @@ if TYPE_CHECKING:
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--corpus", default=None, metavar="NAME",
-              help="Corpus name for every trial read (default: the PATH directory's name).")
-@click.option("--skip-bad", is_flag=True,
-              help="Record each unreadable or changed input as an ingest.skipped event and go on.")
-@click.option("--keep-inconsistent", is_flag=True,
-              help="Ingest trials whose message view and tool_log disagree, recording the "
-                   "disagreement.")
-@click.option("--max-file-bytes", type=int, default=ledger.DEFAULT_MAX_BYTES, show_default=True,
-              help="Refuse any YAML or run file larger than this, by name.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              show_default="the cores available",
-              help="Processes reading the inputs; the log appended is identical for any N.")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Read the inputs in local processes, or as Ray tasks where they lie "
-                   "(needs the [ray] extra; every node sees the PATHs at the same place).")
-@click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
-              help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
+@click.option(
+    "--corpus",
+    default=None,
+    metavar="NAME",
+    help="Corpus name for every trial read (default: the PATH directory's name).",
+)
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="Record each unreadable or changed input as an ingest.skipped event and go on.",
+)
+@click.option(
+    "--keep-inconsistent",
+    is_flag=True,
+    help="Ingest trials whose message view and tool_log disagree, recording the disagreement.",
+)
+@click.option(
+    "--max-file-bytes",
+    type=int,
+    default=ledger.DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Refuse any YAML or run file larger than this, by name.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    show_default="the cores available",
+    help="Processes reading the inputs; the log appended is identical for any N.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Read the inputs in local processes, or as Ray tasks where they lie "
+    "(needs the [ray] extra; every node sees the PATHs at the same place).",
+)
+@click.option(
+    "--address",
+    default=None,
+    metavar="auto|ray://HOST:PORT",
+    help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.",
+)
 @ledger_option
 @busy_option
 @json_option
@@ -75,7 +109,8 @@ def ingest_command(
     root = resolve_ledger(ledger_dir)
     fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
     if not (root.exists() and any(root.iterdir())):
-        err.print(f"no ledger at {str(root)!r}: creating one (pass --ledger DIR to choose)")
+        hint = "" if ledger_chosen(ledger_dir) else " (pass --ledger DIR to choose)"
+        err.print(f"no ledger at {str(root)!r}: creating one{hint}")
     bar = not as_json and sys.stderr.isatty()
     try:
         report = _with_progress(
@@ -92,7 +127,9 @@ def ingest_command(
             kind = exc.kind if refused else type(exc).__name__
             emit_json({"error": str(exc), "kind": kind, **source, "ledger_unchanged": True})
         error(exc)
-        click.echo(_unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True)
+        click.echo(
+            _unchanged(root, fresh) + ("" if refused else " (the batch is atomic)"), err=True
+        )
         sys.exit(exc.exit_code)  # 1 for a refused input (IngestError)
     if as_json:
         emit_json(report.to_json())

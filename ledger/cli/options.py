@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,14 @@ def ledger_option(fn: F) -> F:
 
 
 GROUP_LEDGER = "vledger.ledger"  # where `vledger --ledger DIR CMD` leaves DIR (ctx.meta)
+
+
+def ledger_chosen(ledger_dir: Path | None) -> bool:
+    """Whether the user named the ledger (``--ledger`` before or after the command, or
+    ``$VLEDGER_HOME``), rather than falling back to ``./.vledger``."""
+    ctx = click.get_current_context(silent=True)
+    before = ctx.meta.get(GROUP_LEDGER) if ctx is not None else None
+    return ledger_dir is not None or before is not None or bool(os.environ.get("VLEDGER_HOME"))
 
 
 def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> Path:

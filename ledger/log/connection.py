@@ -150,6 +150,11 @@ def append_pool(con: duckdb.DuckDBPyConnection, payload_bytes: int) -> Iterator[
         _set_pool(con, duckdb_memory_limit())
 
 
+def restore_cap(con: duckdb.DuckDBPyConnection) -> None:
+    """The pool at the whole cap again (after :func:`size_pool_for` set it steady)."""
+    _set_pool(con, duckdb_memory_limit())
+
+
 def close_steady(con: duckdb.DuckDBPyConnection, wal: Path, *, at_cap: bool) -> None:
     """Close ``con``: a WAL of at most :data:`KEEP_WAL` bytes stays as it is; a larger one is
     checkpointed within the steady pool unless ``at_cap`` (a large row may be in the WAL:

@@ -291,7 +291,7 @@ class Ledger(RawReads, merkle.TreeReads):
                     with transaction(self._con):
                         now = datetime.now(UTC)
                         seen = None
-                        for part in parts:
+                        for part in _under_cap(self._con, parts):
                             prepared = prepare_part(part, offset)
                             if len(prepared):
                                 connection.size_pool_for(self._con, prepared.payloads.nbytes)
@@ -310,6 +310,8 @@ class Ledger(RawReads, merkle.TreeReads):
                                 done = self._append_in_tx(prepared, now, before, seen)
                                 results.append((offset, done))
                             offset += len(prepared)
+                        if not large:  # the commit's checkpoint caches within the steady pool
+                            connection.size_pool_for(self._con, 0)
                     appended = sum(done.appended for _, done in results)
                     self._checkpoints.committed(self._con, appended, large=large)
                 _SEEN.pop(self._db_key, None)  # rebuilt by whoever appends repeatedly next
@@ -470,3 +472,20 @@ def _checkpoints() -> ModuleType:
     from ledger.log import checkpoints  # noqa: PLC0415
 
     return checkpoints
+
+
+def _under_cap(con: Any, parts: Iterable[Any]) -> Iterator[Any]:
+    """``parts``, each produced with DuckDB's pool at the whole cap: producing one may read
+    the log (ingest compares the streams it holds once every input is read), which the
+    steady pool an insert of small rows leaves could not hold beside the uncommitted batch
+    (a re-read 100,000-trial corpus ran out of memory there)."""
+    it = iter(parts)
+    while True:
+        connection.restore_cap(con)
+        part = next(it, _END)
+        if part is _END:
+            return
+        yield part
+
+
+_END = object()
