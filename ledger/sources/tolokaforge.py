@@ -12,6 +12,9 @@ events".
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,11 +95,26 @@ def bundle_location(bundle_dir: Path) -> str:
     """The bundle's recorded source path (docs/readme/ingest.md § Naming): part of
     ``trial.registered``'s content, so the same however the PATH named the bundle (or
     re-ingest would read a changed bundle)."""
-    if (bundle_dir.parent / "corpus.yaml").is_file():
-        return f"{bundle_dir.parent.name}/{bundle_dir.name}"
+    here = os.fspath(bundle_dir)  # by strings: a corpus names thousands of bundles
+    parent = os.path.dirname(here)
+    if _is_file(os.path.join(parent, "corpus.yaml")):
+        return f"{os.path.basename(parent)}/{os.path.basename(here)}"
     if in_run_layout(bundle_dir):
         return f"trials/{bundle_dir.parent.name}/{bundle_dir.name}"
     return bundle_dir.name
+
+
+def _is_file(path: str) -> bool:
+    """``Path(path).is_file()``: False where it is (no such file, a name through a
+    non-directory, a link loop), the same error where it raises."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
 
 
 def bundle_context(
