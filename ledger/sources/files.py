@@ -8,6 +8,7 @@ log or an error message; only the command line (``allow``) widens a root, never 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -111,6 +112,19 @@ def present(path: Path) -> bool:
     """Whether a name exists at all, a dangling link included: an optional file that is a
     link to somewhere unreadable is refused by :func:`read_input`, never read as absent."""
     return os.path.lexists(path)
+
+
+def is_file(path: str) -> bool:
+    """``Path(path).is_file()``: False where it is (no such file, a name through a
+    non-directory, a link loop), the same error where it raises."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
 
 
 def read_input(

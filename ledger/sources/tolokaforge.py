@@ -12,16 +12,14 @@ events".
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger.sources.corpus import Corpus
-from ledger.sources.files import Directory
+from ledger.sources.files import Directory, is_file
 from ledger.sources.plan import PlannedEvent, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import (
     BundleError,
@@ -97,24 +95,11 @@ def bundle_location(bundle_dir: Path) -> str:
     re-ingest would read a changed bundle)."""
     here = os.fspath(bundle_dir)  # by strings: a corpus names thousands of bundles
     parent = os.path.dirname(here)
-    if _is_file(os.path.join(parent, "corpus.yaml")):
+    if is_file(os.path.join(parent, "corpus.yaml")):
         return f"{os.path.basename(parent)}/{os.path.basename(here)}"
     if in_run_layout(bundle_dir):
         return f"trials/{bundle_dir.parent.name}/{bundle_dir.name}"
     return bundle_dir.name
-
-
-def _is_file(path: str) -> bool:
-    """``Path(path).is_file()``: False where it is (no such file, a name through a
-    non-directory, a link loop), the same error where it raises."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return False
-        raise
-    except ValueError:
-        return False
 
 
 def bundle_context(
