@@ -167,6 +167,8 @@ def test_the_resolver_resolves_as_path_resolve(tmp_path: Path) -> None:
         assert shared is Resolver() and shared is not resolve
         for p in paths * 2:
             assert Resolver()(p) == p.resolve()
+        with one_resolver():  # a reader's own scope inside reconcile's: the outer serves
+            assert Resolver() is shared
     assert Resolver() is not shared
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.ingest_key import read_keyed
+from ledger.app.ingest_stat import Resolver
 from ledger.sources import inspect_log
 from ledger.sources.corpus import Corpus, read_corpus
 from ledger.sources.detect import (
@@ -223,8 +224,9 @@ def _unit(task: Task, limits: YamlLimits) -> Unit:
 def bundle_unit(task: Task, limits: YamlLimits, files: Mapping[str, bytes] | None = None) -> Unit:
     """A bundle task's unit; ``files``: its files' bytes, read already (``ingest_key``)."""
     raw = read_bundle(task.path, task.source, limits, files)
-    corpus = task.corpus or task.path.resolve().parent.name
-    plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc, raw.resolved))
+    resolved = raw.resolved or Resolver()(task.path)  # (keyed: resolved already, to key it)
+    corpus = task.corpus or resolved.parent.name
+    plan = bundle_events(raw, bundle_context(task.path, corpus, task.corpus_doc, resolved))
     bad = str(plan.inconsistency) if plan.inconsistency is not None else None
     return Unit("bundle", task.source, plan.stream, plan.events, inconsistent=bad, trial=True)
 

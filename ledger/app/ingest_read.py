@@ -21,6 +21,7 @@ from typing import Any
 
 from ledger.app.ingest_inputs import Task, Unit, read_units
 from ledger.app.ingest_spool import Row, parked_rows, prepared_rows, unparked
+from ledger.app.ingest_stat import one_resolver
 from ledger.defaults import default_workers
 from ledger.errors import InvalidEvent
 from ledger.sources import inspect_log
@@ -162,7 +163,7 @@ def read_chunk(job: tuple[Sequence[Task], YamlLimits, Derive | None]) -> list[Ta
     store in one call (per-call costs, and validators grouped by type over more events);
     if one is refused, stream by stream instead, to refuse only its input."""
     tasks, limits, derive = job
-    with gc_paused():
+    with gc_paused(), one_resolver():  # a chunk's bundles share parents: each resolved once
         read = [_units(t, limits) for t in tasks]
         events = [
             e for units in read if not isinstance(units, Refusal)

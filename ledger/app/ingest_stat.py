@@ -119,7 +119,11 @@ _SHARED: ContextVar[Resolver | None] = ContextVar("resolver", default=None)
 @contextmanager
 def one_resolver() -> Iterator[None]:
     """Within it, each path is resolved once (links as they were then): reconcile resolves
-    a bundle to name it, to key it and to read it back."""
+    a bundle to name it, to key it and to read it back; a reader keys and plans it. Inside
+    another, the outer one serves."""
+    if _SHARED.get() is not None:
+        yield
+        return
     token = _SHARED.set(Resolver())
     try:
         yield
