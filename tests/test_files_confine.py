@@ -67,6 +67,15 @@ def test_directory_reads_each_name_as_read_input_does(tmp_path: Path, via_link: 
         )
         assert got == want, name
         assert folder.present(name) == present(root / name), name
+        # the plain read a bundle's key is made from: bytes only for a regular file directly
+        # in the directory (no link, even one inside) within the limit; read_input's bytes
+        plain = folder.read_plain(name, 50)
+        regular = not (root / name).is_symlink() and (root / name).is_file()
+        if plain is None:
+            assert not regular or name == "big.yaml", name
+        else:
+            assert regular and want == ("bytes", plain[0]), name
+            assert plain[1].st_ino == (root / name).stat().st_ino
     assert _outcome(lambda: folder.read("trajectory.yaml", max_bytes=50, shown="t")) == (
         "bytes", b"a: 1\n"
     )  # fmt: skip

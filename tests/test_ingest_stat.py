@@ -21,6 +21,7 @@ from ledger.app.ingest_known import INDEX_NAME
 from ledger.app.ingest_stat import Resolver, one_resolver, stat_key
 from ledger.log.memory_store import MemoryLedger
 from ledger.log.store import open_ledger
+from ledger.sources.files import Directory
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = Path("corpora") / "notes_duplicate_check"
@@ -38,17 +39,17 @@ def corpus(tmp_path: Path) -> Path:
 def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Path]]:
     """The bundle files hashed (read for a content key) and the bundles parsed."""
     seen: dict[str, list[Path]] = {"hashed": [], "parsed": []}
-    read, parse = ingest_key.read_file, ingest_inputs.read_bundle
+    read, parse = Directory.read_plain, ingest_inputs.read_bundle
 
-    def hashing(dir_fd: int, name: str, max_bytes: int) -> Any:
+    def hashing(folder: Directory, name: str, max_bytes: int) -> Any:
         seen["hashed"].append(Path(name))
-        return read(dir_fd, name, max_bytes)
+        return read(folder, name, max_bytes)
 
     def parsing(path: Path, *a: Any, **kw: Any) -> Any:
         seen["parsed"].append(path)
         return parse(path, *a, **kw)
 
-    monkeypatch.setattr(ingest_key, "read_file", hashing)
+    monkeypatch.setattr(Directory, "read_plain", hashing)
     monkeypatch.setattr(ingest_inputs, "read_bundle", parsing)
     return seen
 

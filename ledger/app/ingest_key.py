@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ledger.app.ingest_stat import Resolver, Stamp, Stamps, newest, stamp, stat_key
+from ledger.sources.files import Directory
 from ledger.sources.tolokaforge import OPTIONAL_FILES, bundle_context
 from ledger.sources.yaml_safe import YamlLimits
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:  # the tasks are ingest_inputs', which reads through this modu
 # bundle is read again once.
 BUNDLE_READING = "tolokaforge-bundle/1"
 FILES = ("trajectory.yaml", *OPTIONAL_FILES)
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,51 +61,26 @@ def key_prefix(task: Task, limits: YamlLimits, resolve: Resolver | None = None) 
 Files = tuple[tuple[str, bytes | None, Stamp | None], ...]  # name, bytes (None: absent), stamp
 
 
-def read_files(directory: Any, max_bytes: int) -> Files | None:
+def read_files(directory: Path, max_bytes: int) -> Files | None:
     """Every file of :data:`FILES` in ``directory``, or None when one present is not a plain
-    file within ``max_bytes`` (or the directory cannot be read)."""
+    file within ``max_bytes`` (``files.Directory.read_plain``), or the directory cannot be
+    listed."""
     try:
         names = set(os.listdir(directory))
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return None
+    folder = Directory(directory)
     out: list[tuple[str, bytes | None, Stamp | None]] = []
-    try:
-        for name in FILES:
-            if name not in names:
-                out.append((name, None, None))
-                continue
-            got = read_file(fd, name, max_bytes)
-            if got is None:
-                return None
-            data, st = got
-            out.append((name, data, stamp(st)))
-    finally:
-        os.close(fd)
-    return tuple(out)
-
-
-def read_file(dir_fd: int, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
-    """A regular file directly in the bundle (not a link), within the limit; else None."""
-    try:
-        fd = os.open(name, _FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+    for name in FILES:
+        if name not in names:
+            out.append((name, None, None))
+            continue
+        got = folder.read_plain(name, max_bytes)
+        if got is None:
             return None
-        chunks, total = [], 0
-        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total)):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > max_bytes:
-                return None
-        return b"".join(chunks), st
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+        data, st = got
+        out.append((name, data, stamp(st)))
+    return tuple(out)
 
 
 def content_key(prefix: bytes, files: Files) -> bytes:

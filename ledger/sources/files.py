@@ -228,6 +228,27 @@ class Directory:
         finally:
             os.close(fd)
 
+    def read_plain(self, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+        """The bytes and ``fstat`` of ``name`` when it is a regular file directly in the
+        directory (opened without following a link) within ``max_bytes``; None for what
+        :meth:`read` would hand to :func:`read_input` to judge: a link, another kind of
+        file, one over the limit, one that cannot be opened or read."""
+        if not _plain(name):
+            return None
+        try:
+            fd = os.open(os.path.join(self._base, name), _IN_DIRECTORY)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return None
+            return _read_bounded(fd, name, max_bytes, pipe_ok=False), st
+        except InputError:  # unreadable, or grown past the limit since the fstat
+            return None
+        finally:
+            os.close(fd)
+
 
 def _open(target: Path, flags: int, shown: str) -> int:
     try:
