@@ -52,7 +52,7 @@ from ledger.app.ingest_stat import (
     racy,
     stat_key,
 )
-from ledger.log.layout import DB_FILE
+from ledger.log.layout import DB_FILE, PROJECTIONS_DIR
 from ledger.sources.yaml_safe import YamlLimits
 
 INDEX_FORMAT = "vledger-ingest-bundles/2"
@@ -208,8 +208,6 @@ _IN_MEMORY: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
 
 def _path(lg: Any) -> Path | None:
     """``<ledger>/projections/ingest-bundles.index``; None for a store held in memory."""
-    from ledger.app.replay_results import PROJECTIONS_DIR  # noqa: PLC0415 - one folder name
-
     root = Path(getattr(lg, "path", ""))
     return root / PROJECTIONS_DIR / INDEX_NAME if (root / DB_FILE).is_file() else None
 
