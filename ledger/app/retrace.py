@@ -406,9 +406,8 @@ def run_retrace(
         report["dry_run"] = request.dry_run
         appended = 0
         if not request.dry_run:
-            # every trial, carried or evaluated: the same grade.replayed events (ids and
-            # payloads) as a full replay over this log appends
-            added = _append_replay(lg, replayed_events(ids, run.outcomes), done)
+            fresh = run.outcomes if run.ext is None else run.ext.fresh
+            added = _append_replay(lg, replayed_events(ids, fresh), done)
             appended = added.appended
             if writer is not None:  # kept for the next retrace with these inputs to extend
                 writer.finish({
