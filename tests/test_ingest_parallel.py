@@ -275,6 +275,52 @@ def test_a_worker_that_dies_is_a_named_error_not_a_traceback() -> None:
         list(pool_map(_dies_on_five, range(10), 2))
 
 
+def _big_result(job: tuple[str, int]) -> bytes:
+    """A worker's result larger than a pipe holds; the worker's pid left in ``job[0]``."""
+    Path(job[0], str(os.getpid())).touch()
+    return b"x" * (1 << 20)
+
+
+_STALLED_DRIVER = """
+import sys, time
+from ledger.engines.ordered import pool_map
+from tests.test_ingest_parallel import _big_result
+for i, _ in enumerate(pool_map(_big_result, [(sys.argv[1], n) for n in range(64)], 2)):
+    print("reading", flush=True)
+    time.sleep(600)  # stops consuming: the workers fill the result pipe and block
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_workers_exit_when_their_driver_is_killed(tmp_path: Path) -> None:
+    """A driver killed outright (SIGKILL: the OOM killer) leaves no worker behind, though
+    each was blocked writing a result nobody will read (``ordered.exit_with``)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STALLED_DRIVER, str(tmp_path)], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == b"reading\n"
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(pids) == 2 and not any(map(_gone, pids))  # both workers, alive
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while not all(map(_gone, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(map(_gone, pids)), f"workers {pids} outlived their driver"
+
+
 @given(
     items=st.lists(st.integers(), max_size=60),
     window=st.integers(min_value=1, max_value=8),

@@ -9,13 +9,14 @@ come back sorted by stream, so they are identical for any ``workers``.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger.defaults import DEFAULT_WORKERS
 from ledger.engines.base import Progress, TrialFn, TrialSelection
-from ledger.engines.ordered import main_left_alone, pool_map
+from ledger.engines.ordered import exit_with, main_left_alone, pool_map
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent, stored_events
@@ -101,7 +102,9 @@ def run_pool(
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
     context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
+    ) as pool:  # a killed driver leaves no worker behind (ordered.exit_with)
         flight: deque[Future] = deque()
         for lo, hi, ends in _partitions(spans):
             window = lg.read_arrow(stream_prefix=TRIAL_PREFIX, from_seq=lo, to_seq=hi)

@@ -9,7 +9,11 @@ driver holds that window, never every result.
 
 from __future__ import annotations
 
+import os
+import select
 import sys
+import threading
+import time
 import types
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -54,7 +58,9 @@ def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator
     from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
 
     context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
+    ) as pool:
 
         def submit(item: T) -> Future:
             with main_left_alone():  # the pool starts its processes inside submit
@@ -86,6 +92,40 @@ def start_server(preload: list[str]) -> None:
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
     with main_left_alone():
         forkserver.ensure_running()
+
+
+def exit_with(pid: int) -> None:
+    """In a worker process: exit as soon as process ``pid`` (the driver) is gone.
+
+    A driver killed outright (SIGKILL, the OOM killer) never shuts its pool down, and
+    its workers do not notice: each also holds the read end of the pool's result pipe, so
+    a worker writing a result into the full pipe blocks for ever, and the other waits for
+    the pipe's lock (seen: a killed 2-worker ingest left both workers behind). A daemon
+    thread waits on the driver's pidfd (polls where there is none) and ends the process."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: poll instead
+        fd = None
+
+    def watch() -> None:
+        if fd is not None:
+            select.select([fd], [], [])
+        else:
+            while _alive(pid):
+                time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="vledger-driver-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's: a reused pid, but keep going
+        return True
+    return True
 
 
 def _result(fut: Future) -> Any:
