@@ -148,9 +148,7 @@ def reconcile(
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
-    # every step of the run sees each corpus as one listing showed it, each path resolved once
-    with one_listing(), one_resolver():
-        result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
     return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
 
@@ -193,7 +191,7 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
     return result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
 class _TrialRef:
     """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
 
@@ -371,8 +369,42 @@ def run_reconcile(
     the candidates (default: :func:`trace_evaluator`, here).
     """
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
-    corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
+    # every step sees each corpus as one listing showed it, each path resolved once; both
+    # (a path per bundle) let go once the corpora are read
+    with one_listing(), one_resolver():
+        ctx, config_id, reads = _read_all(inv, packs, claims, ledger, evaluator)
+    base = None if ctx.prior is None else ctx.prior()
+    if base is not None:  # what no bundle of this run named (the carried: held by the reads)
+        base.records.clear()
+    reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
+    digests = [f"pack:{p.directory}={p.digest}" for p in packs]
+    digests += [d for read, _ in reads for d in read.digests]
+    document = run_json(reports)
+    config = {
+        "packs_searched": list(ctx.roots),
+        "packs": [p.document(str(p.directory)) for p in packs],
+        "corpora": [read.record() for read, _ in reads],
+    }
+    inputs = digest(sorted(digests))
+    kept = None
+    if ledger is not None:
+        kept = KeptWriter(ledger)
+        for rec in kept_records(read for read, _ in reads):
+            kept.add(rec)
+    carried = sum(len(read.carried) for read, _ in reads)
+    bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
+    return ReconcileResult(reports, document, inputs, document["exit_code"], config,
+                           config_digest=config_id, extends=base, kept=kept,
+                           carried=carried, evaluated=bundles - carried)  # fmt: skip
+
+
+def _read_all(
+    inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
+    evaluator: Evaluator | None,
+) -> tuple[_Context, str, list[tuple[_Read, list[Claim]]]]:  # fmt: skip
+    """The run's context, its config digest and every corpus as read (ingested first)."""
+    corpora = load_declarations(packs, inv.base)
     roots = tuple(str(p) for p in inv.packs)
     selection = {
         "packs_searched": list(roots),
@@ -395,26 +427,7 @@ def run_reconcile(
             reads.append(
                 (_read_corpus(ctx, root, value, value), [c for v, c in claims if v == value])
             )
-    reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
-    digests = [f"pack:{p.directory}={p.digest}" for p in packs]
-    digests += [d for read, _ in reads for d in read.digests]
-    document = run_json(reports)
-    config = {
-        "packs_searched": list(ctx.roots),
-        "packs": [p.document(str(p.directory)) for p in packs],
-        "corpora": [read.record() for read, _ in reads],
-    }
-    inputs = digest(sorted(digests))
-    kept = None
-    if ledger is not None:
-        kept = KeptWriter(ledger)
-        for rec in kept_records(read for read, _ in reads):
-            kept.add(rec)
-    carried = sum(len(read.carried) for read, _ in reads)
-    bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
-    return ReconcileResult(reports, document, inputs, document["exit_code"], config,
-                           config_digest=config_id, extends=prior and prior(), kept=kept,
-                           carried=carried, evaluated=bundles - carried)  # fmt: skip
+    return ctx, config_id, reads
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:

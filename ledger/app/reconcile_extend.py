@@ -224,8 +224,9 @@ class Base:
     def carry(self, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:
         """The bundle's kept observation, if it still holds: the same stream, planned as
         the same event ids, with no event on it since the base's checkpoint (as of the
-        last :meth:`look`)."""
-        kept = self.records.get((source, trial))
+        last :meth:`look`). Each is asked for once: its record is let go here (a carried one
+        is held by the run's read from then on)."""
+        kept = self.records.pop((source, trial), None)
         if kept is None or kept.stream != stream or kept.planned != planned.hex():
             return None
         return None if stream in self.touched else kept
@@ -235,10 +236,17 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
     """The latest recorded reconciliation with ``config_digest`` whose observations were
     kept, if this log still holds it as written and the kept records hash to the digest
     its event binds."""
-    kept = _open(lg, config_digest)
+    checked = check_base(lg, config_digest)
+    return None if checked is None else load_base(lg, config_digest, checked)
+
+
+def check_base(lg: Any, config_digest: str) -> dict[str, Any] | None:
+    """The kept file's trailer, if its event is in this log as the trailer names it (run
+    id, tree head, config, outputs and observations digests); its records are not read."""
+    kept = _open(lg, config_digest, records=False)
     if kept is None:
         return None
-    body, t = kept
+    t = kept[1]
     try:
         seq, size, root = int(t["seq"]), int(t["size"]), str(t["root"])
         run_id, outputs, obs = str(t["run_id"]), str(t["outputs_digest"]), str(t["observations"])
@@ -249,7 +257,9 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
     ev = next(iter(lg.read(from_seq=seq, to_seq=seq)), None)
     if ev is None or ev.type != "reconcile.completed":
         return None
-    data = ev.data()
+    data = receipt_tail(ev.payload)
+    if data is None:
+        return None
     receipt = data.get("receipt") if isinstance(data.get("receipt"), dict) else {}
     if (
         data.get("run_id") != run_id
@@ -260,6 +270,33 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
         or lg.root(size).hex() != root
     ):
         return None
+    return t
+
+
+def receipt_tail(payload: bytes) -> dict[str, Any] | None:
+    """The top-level fields of a ``reconcile.completed`` payload from ``observations_digest``
+    on (``receipt``, ``run_id``), parsed without the rest: its ``config`` names every trial,
+    and parsing it whole took ~6x the payload's size. Payloads are canonical JSON (sorted
+    keys, compact), so those fields end the object; a key of that name nested deeper, or
+    inside a string (its quotes escaped), leaves unclosed objects or none: not an object
+    that parses to the end. None when there is no such tail."""
+    at = payload.rfind(b',"observations_digest":')
+    if at < 0:
+        return None
+    try:
+        tail = orjson.loads(b"{" + payload[at + 1 :])
+    except orjson.JSONDecodeError:
+        return None
+    return tail if isinstance(tail, dict) else None
+
+
+def load_base(lg: Any, config_digest: str, checked: dict[str, Any]) -> Base | None:
+    """The base :func:`check_base` vouched for (``checked``: its trailer), its records read
+    now, if the file still has that trailer and its records hash to the digest it binds."""
+    kept = _open(lg, config_digest)
+    if kept is None or kept[1] != checked:
+        return None
+    body, t = kept
     hasher = RecordHasher()
     records: dict[tuple[str, str], Carried] = {}
     shared: dict[bytes, Any] = {}
@@ -270,19 +307,23 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
             records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec, shared)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
-    if hasher.digest() != obs or len(records) != t.get("count"):
+    if hasher.digest() != t["observations"] or len(records) != t.get("count"):
         return None
-    return Base(records, run_id, seq, size, root, outputs)
+    return Base(records, str(t["run_id"]), int(t["seq"]), int(t["size"]), str(t["root"]),
+                str(t["outputs_digest"]))  # fmt: skip
 
 
 class LazyBase:
-    """:func:`find_base` on first use. A run asks after its first corpus is ingested, so
-    the ingest's working set and the kept observations are not held at the same time (the
-    checks hold as well then: its ingest appends after the base's event, never before)."""
+    """The base a run extends, checked at once (its event read and parsed while the run
+    holds little: one receipt names every trial) and its records read on first use. A run
+    asks after its first corpus is ingested, so the ingest's working set and the kept
+    observations are not held at the same time (the checks hold as well then: its ingest
+    appends after the base's event, never before)."""
 
     def __init__(self, lg: Any, config_digest: str) -> None:
-        self._find: Callable[[], Base | None] | None = functools.partial(
-            find_base, lg, config_digest
+        checked = check_base(lg, config_digest)
+        self._find: Callable[[], Base | None] | None = (
+            None if checked is None else functools.partial(load_base, lg, config_digest, checked)
         )
         self._base: Base | None = None
 
@@ -320,8 +361,11 @@ def _name(config_digest: str) -> str:
     return f"reconcile-{config_digest.removeprefix('sha256:')[:32]}.results"
 
 
-def _open(lg: Any, config_digest: str) -> tuple[Iterator[bytes], dict[str, Any]] | None:
-    """The kept lines (read lazily) and the trailer, or None (absent, or not ours)."""
+def _open(
+    lg: Any, config_digest: str, records: bool = True
+) -> tuple[Iterator[bytes], dict[str, Any]] | None:
+    """The kept lines (read lazily; none unless ``records``) and the trailer, or None
+    (absent, or not ours)."""
     folder = _directory(lg)
     try:
         if folder is None:
@@ -349,6 +393,9 @@ def _open(lg: Any, config_digest: str) -> tuple[Iterator[bytes], dict[str, Any]]
             return None
     except (OSError, orjson.JSONDecodeError):
         return None
+    if not records:
+        file.close()
+        return iter(()), trailer
     return _lines(file, end), trailer
 
 
