@@ -121,9 +121,10 @@ def test_a_large_payload_takes_the_arrow_path_below_arrow_from_rows(tmp_path: Pa
     from ledger.log.connection import LARGE_APPEND_BYTES  # noqa: PLC0415
 
     big = {"text": "x" * (LARGE_APPEND_BYTES + 1)}
-    with init_ledger(tmp_path / "l") as lg, mock.patch.object(
-        rows, "arrow_events", wraps=rows.arrow_events
-    ) as arrow:
+    with (
+        init_ledger(tmp_path / "l") as lg,
+        mock.patch.object(rows, "arrow_events", wraps=rows.arrow_events) as arrow,
+    ):
         lg.append([NewEvent("run/a", "ext.x", {"small": 1})])
         assert arrow.call_count == 0
         lg.append([NewEvent("run/a", "ext.x", big)])

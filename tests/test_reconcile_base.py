@@ -1,0 +1,82 @@
+"""The run a reconciliation extends: its receipt checked from the tail of its payload, before
+the ingest; its kept records read after it, only from the file that was checked; each record
+handed over once."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_extend import check_base, load_base, receipt_tail
+from ledger.log.store import open_ledger
+from schemas.canonical import canonical_json
+from tests.test_reconcile_catchup import workspace
+
+KEY = "observations_digest"
+# keys and strings that look like the field: nested, or inside a string, they must not count
+tricky = st.sampled_from([KEY, "receipt", "run_id", "a", "zz", f',"{KEY}":', '"}'])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | tricky | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky, inner, max_size=3),
+    max_leaves=12,
+)
+# what follows the field at the top level: never a key of that name (append_receipt's shape)
+plain = st.recursive(
+    st.none() | st.integers(-(2**63), 2**63 - 1) | tricky,
+    lambda inner: st.dictionaries(st.sampled_from(["seq", "size", "root"]), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(
+    config=json_values, entries=json_values, digest=st.none() | tricky,
+    receipt=plain, run_id=plain, has_digest=st.booleans(),
+)  # fmt: skip
+def test_the_receipt_tail_is_the_payloads_own_top_level_fields(
+    config: Any, entries: Any, digest: Any, receipt: Any, run_id: Any, has_digest: bool
+) -> None:
+    payload = {"config": config, "entries": entries, "receipt": receipt, "run_id": run_id}
+    if has_digest:
+        payload[KEY] = digest
+    tail = receipt_tail(canonical_json(payload))
+    if has_digest:
+        assert tail == {KEY: digest, "receipt": receipt, "run_id": run_id}
+    else:  # a nested key of that name is never taken for the payload's own
+        assert tail is None
+
+
+def _trailer(path: Path) -> tuple[bytes, dict[str, Any]]:
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[-8:])
+    return data[: len(data) - 8 - n], orjson.loads(data[len(data) - 8 - n : -8])
+
+
+def test_a_kept_file_replaced_after_its_check_is_not_loaded(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg")
+    kept = next((base / "lg" / "projections").glob("reconcile-*.results"))
+    body, trailer = _trailer(kept)
+    config = trailer["config_digest"]
+    with open_ledger(base / "lg") as lg:
+        checked = check_base(lg, config)
+        assert checked == trailer
+        other = orjson.dumps({**trailer, "run_id": "another"})
+        kept.write_bytes(body + other + struct.pack("<Q", len(other)))
+        assert load_base(lg, config, checked) is None  # not the file that was checked
+        assert check_base(lg, config) is None  # nor does it check: its event is not there
+        kept.write_bytes(
+            body + orjson.dumps(trailer) + struct.pack("<Q", len(orjson.dumps(trailer)))
+        )
+        got = load_base(lg, config, checked)
+    assert got is not None and len(got.records) == trailer["count"] == 17
+    (source, trial), one = next(iter(got.records.items()))
+    planned = bytes.fromhex(one.planned)
+    assert got.carry(source, trial, one.stream, planned) is one
+    assert got.carry(source, trial, one.stream, planned) is None  # handed over once
+    assert len(got.records) == 16
