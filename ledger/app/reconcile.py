@@ -211,6 +211,7 @@ class _Read:
     excluded: list[tuple[str, str]] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
     planned: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # trial -> as ingested
+    # (a carried trial is not among them: its Carried holds the same, checked by carry)
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
 
@@ -261,8 +262,8 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
                 stream, stream_digest, inputs = trial_inputs_of(
                     directory, trial, corpus, manifests, ingested
                 )
-            if ingested is not None and real in ingested.planned:
-                out.planned[trial] = ingested.planned[real]
+            if kept is None and ingested is not None and real in ingested.planned:
+                out.planned[trial] = ingested.planned[real]  # a carried one has its own
             if kept is not None:
                 out.carried[trial] = kept
             if kept.excluded if kept is not None else never_ran(inputs):

@@ -459,22 +459,25 @@ def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """What the next run may carry forward of this one: every excluded bundle and readable
     trial ingest planned (unreadable ones are read again); a carried one as it was kept,
     unless this run evaluated the candidate it lacked."""
-    for read in reads:
+    for read in reads:  # a carried bundle was planned as its Carried says (Base.carry)
         for trial, _ in read.excluded:
-            if trial in read.planned:
+            kept = read.carried.get(trial)
+            if kept is None and trial in read.planned:
                 stream, ids = read.planned[trial]
-                kept = read.carried.get(trial) or Carried(stream, ids.hex(), excluded=True)
+                kept = Carried(stream, ids.hex(), excluded=True)
+            if kept is not None:
                 yield record(read.source, trial, kept)
         for (ref, _), obs, digest_ in zip(read.trials, read.observed, read.digests, strict=True):
-            if ref.trial not in read.planned:
-                continue
             kept = read.carried.get(ref.trial)
+            if kept is None and ref.trial not in read.planned:
+                continue
             candidate = evaluated(obs)
             if kept is not None and (kept.candidate is not None or candidate is None):
                 yield record(read.source, ref.trial, kept)
                 continue
-            kept = Carried(ref.stream, read.planned[ref.trial][1].hex(), digest_, False,
-                           obs.task_id, obs.grade, obs.grading, candidate)  # fmt: skip
+            ids = kept.planned if kept is not None else read.planned[ref.trial][1].hex()
+            kept = Carried(ref.stream, ids, digest_, False, obs.task_id, obs.grade, obs.grading,
+                           candidate)  # fmt: skip
             if finite(kept):
                 yield record(read.source, ref.trial, kept)
 
