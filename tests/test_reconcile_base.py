@@ -1,6 +1,7 @@
 """The run a reconciliation extends: its receipt checked from the tail of its payload, before
 the ingest; its kept records read after it, only from the file that was checked; each record
-handed over once."""
+handed over once. And the trials it reads again: from one pass over the log that reads only
+as far as the stream asked for needs."""
 
 from __future__ import annotations
 
@@ -9,14 +10,24 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.app import reconcile_corpus
 from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_corpus import Ingested
 from ledger.app.reconcile_extend import check_base, load_base, receipt_tail
 from ledger.log.store import open_ledger
 from schemas.canonical import canonical_json
-from tests.test_reconcile_catchup import workspace
+from tests.test_reconcile_catchup import (
+    _op_add,
+    _op_rescore_in_ledger,
+    _op_rescore_on_disk,
+    comparable,
+    extend_then_full,
+    workspace,
+)
 
 KEY = "observations_digest"
 # keys and strings that look like the field: nested, or inside a string, they must not count
@@ -80,3 +91,37 @@ def test_a_kept_file_replaced_after_its_check_is_not_loaded(tmp_path: Path) -> N
     assert got.carry(source, trial, one.stream, planned) is one
     assert got.carry(source, trial, one.stream, planned) is None  # handed over once
     assert len(got.records) == 16
+
+
+def test_the_pass_over_many_streams_gives_what_reading_each_alone_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every corpus read in one pass (no stream is few enough to read alone): each stream is
+    handed over as soon as the pass has all of it, nothing else held when they are asked
+    for in the order they were appended, and the reports are those of reading each alone —
+    with a new trial, a re-score on disk and one in the ledger (an event at the log's end)."""
+    base = workspace(tmp_path)
+    kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base,
+                          "ledger": base / "lg"}  # fmt: skip
+    held: list[int] = []
+    take = Ingested._take
+
+    def counting(self: Ingested, stream: str) -> Any:
+        got = take(self, stream)
+        held.append(len(self.held))
+        return got
+
+    monkeypatch.setattr(Ingested, "_take", counting)
+    monkeypatch.setattr(reconcile_corpus, "FEW_STREAMS", 0)
+    reconcile(**kw)
+    assert len(held) == 17 and max(held) == 0
+    _op_add(base, 1, 0)
+    _op_rescore_on_disk(base, 2, 1)
+    _op_rescore_in_ledger(base, 4, 2)
+    _, full = extend_then_full(base)  # a pass over the log since the base, then over all
+    monkeypatch.setattr(reconcile_corpus, "FEW_STREAMS", 10**9)
+    alone = reconcile(**kw, full=True)
+    assert comparable(full) == comparable(alone)
+    assert full.document["receipt"]["outputs_digest"] == alone.document["receipt"]["outputs_digest"]
+    assert any("holds" in u["reason"] for s in alone.document["sources"]
+               for u in s.get("unreadable_trials", []))  # fmt: skip

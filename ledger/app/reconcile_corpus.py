@@ -5,7 +5,7 @@ the ledger."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from ledger.app.ingest_read import ids_digest
 from ledger.app.ingest_stat import Resolver
 from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_packs import ReconcileError
+from ledger.log.layout import READ_WINDOW
 from ledger.sources.corpus import Corpus
 from ledger.sources.in_memory import as_stored, plan_bundle
 from reconcile.trials import UnreadableBundle
@@ -77,12 +78,18 @@ class Ingested:
     """A real run's corpus after ingest: each bundle's planned stream and event-id digest,
     the kept observations carried forward, and the ledger's events of the other streams —
     read in one pass over their common prefix when many (one query per trial scanned the
-    log once per trial), one stream at a time when few."""
+    log once per trial), one stream at a time when few. The pass reads only as far as the
+    stream asked for needs (:meth:`events`): a stream is handed over once the pass has read
+    as many of its events as the log holds (counted first), so it holds the streams read
+    past but not yet asked for — none beyond the one asked, when they are asked for in the
+    order they were appended (a corpus ingested in one go is read back in that order)."""
 
     lg: Any
     planned: dict[Path, tuple[str, bytes]]
     carried: dict[Path, Carried] = field(default_factory=dict)
     held: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    left: dict[str, int] = field(default_factory=dict)  # stream -> its events yet to be read
+    stream: Iterator[StoredEvent] = field(default_factory=lambda: iter(()))  # the pass
 
     @staticmethod
     def of(
@@ -106,18 +113,53 @@ class Ingested:
         # one pass over the corpus prefix; extending, only over the log since the base's
         # checkpoint, where a new stream is whole (one that began before is read on its own)
         since = 0 if prior is None else prior.size
-        for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted)), from_seq=since):
-            if ev.stream in wanted:
-                out.held.setdefault(ev.stream, []).append(ev)
-        for stream in [s for s, evs in out.held.items() if evs[0].stream_version != 0]:
-            del out.held[stream]
+        prefix = os.path.commonprefix(sorted(wanted))
+        out.left = stream_counts(lg, prefix, since, wanted)
+        out.stream = iter(lg.read(stream_prefix=prefix, from_seq=since))
         return out
 
     def events(self, stream: str) -> list[StoredEvent]:
         """The stream's events, handed over once (a stream asked for again, two bundles
-        planned as one stream, or one of few, is read on its own)."""
-        held = self.held.pop(stream, None)
-        return list(self.lg.read(stream=stream)) if held is None else held
+        planned as one stream, one that began before the pass, or one of few, is read on
+        its own)."""
+        got = self._take(stream)
+        if got is not None and got[0].stream_version == 0:
+            return got
+        return list(self.lg.read(stream=stream))
+
+    def _take(self, stream: str) -> list[StoredEvent] | None:
+        """The stream's events in the pass, reading on until it has them all; None when
+        the pass has none of them to give (not wanted, or handed over already)."""
+        if stream not in self.left:
+            return None
+        while self.left[stream]:
+            ev = next(self.stream, None)
+            if ev is None:  # never: the pass reads what was counted
+                del self.left[stream]
+                self.held.pop(stream, None)
+                return None
+            n = self.left.get(ev.stream)
+            if n:
+                self.held.setdefault(ev.stream, []).append(ev)
+                self.left[ev.stream] = n - 1
+        del self.left[stream]
+        return self.held.pop(stream)
+
+
+def stream_counts(lg: Any, prefix: str, since: int, wanted: set[str]) -> dict[str, int]:
+    """How many events of each ``wanted`` stream the log holds from seq ``since`` on (the
+    stream names of one window at a time: never an event decoded)."""
+    import pyarrow.compute as pc  # noqa: PLC0415 - only a pass over many streams counts
+
+    out: dict[str, int] = {}
+    for lo in range(since, lg.size(), READ_WINDOW):
+        table = lg.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + READ_WINDOW - 1)
+        counted = pc.value_counts(table.column("stream"))
+        names, counts = counted.field("values").to_pylist(), counted.field("counts").to_pylist()
+        for name, n in zip(names, counts, strict=True):
+            if name in wanted:
+                out[name] = out.get(name, 0) + n
+    return out
 
 
 FEW_STREAMS = 64  # up to this many, a query per stream beats a pass over the corpus prefix
