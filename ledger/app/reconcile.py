@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_stat import Resolver, one_resolver
-from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
+from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
     Carried,
@@ -63,11 +63,9 @@ from reconcile.trials import (
     UnreadableBundle,
     graded_values,
     never_ran,
-    recorded_tools,
     trace_evaluator,
 )
 from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
-from replay.trace_checks.authoring import inspect_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.errors import UsageError
@@ -236,9 +234,14 @@ class _Context:
     prior: LazyBase | None = None  # the run whose observations are carried forward
 
 
-def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
+def _read_corpus(
+    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim] = ()
+) -> _Read:
     """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion; a
-    bundle whose earlier observation still holds is carried forward (``ctx.prior``)."""
+    bundle whose earlier observation still holds is carried forward (``ctx.prior``); on a
+    real run, one read again is kept as its observation's values (``settled``)."""
+    claimed = {t for c in claims for t in c.task_ids}
+    gated: set[tuple[str, str]] = set()
     bundles = discover_bundles(root)
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
@@ -269,8 +272,10 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
             if kept.excluded if kept is not None else never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
-            if kept is None:
+            if kept is None and ingested is None:
                 graded_values(inputs)  # unreadable here, not halfway through reconciling
+            elif kept is None:  # as unreadable here; the events' folding let go
+                inputs = settled(inputs, trial, stream, ctx, claimed, gated)
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
@@ -310,7 +315,7 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
                     on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
                 lazy = lazy_from_ledger(ctx.ledger, inputs.stream, on)
         else:
-            _authoring_gate(pack, inputs, ref.trial, gated)
+            authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
         out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
     read.observed = out
@@ -319,26 +324,6 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
 
 def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
     return evaluator(trial_inputs(events), pack)
-
-
-def _authoring_gate(
-    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
-) -> None:
-    """The pack's block against the tools this bundle recorded: a constraint naming a tool
-    the corpus never had would fail every trial and read as a disagreement with the judge."""
-    if pack.trace_checks is None:
-        return
-    tools = recorded_tools(inputs)
-    key = (str(pack.directory), digest(tools))
-    if key in checked:
-        return
-    checked.add(key)
-    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
-    if errors:
-        raise ReconcileError(
-            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
-            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
-        )
 
 
 def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:
@@ -421,13 +406,12 @@ def _read_all(
     reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)
-        reads.append((_read_corpus(ctx, inv.source, shown, None), [c for _, c in claims]))
+        every = [c for _, c in claims]
+        reads.append((_read_corpus(ctx, inv.source, shown, None, every), every))
     else:
         for value in sorted({v for v, _ in claims}):
-            root = Path(corpora[value].resolved)
-            reads.append(
-                (_read_corpus(ctx, root, value, value), [c for v, c in claims if v == value])
-            )
+            root, mine = Path(corpora[value].resolved), [c for v, c in claims if v == value]
+            reads.append((_read_corpus(ctx, root, value, value, mine), mine))
     return ctx, config_id, reads
 
 

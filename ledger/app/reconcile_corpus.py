@@ -5,7 +5,7 @@ the ledger."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,12 +13,12 @@ from typing import Any
 from ledger.app.ingest_read import ids_digest
 from ledger.app.ingest_stat import Resolver
 from ledger.app.reconcile_extend import Base, Carried
-from ledger.app.reconcile_packs import ReconcileError
-from ledger.log.layout import READ_WINDOW
+from ledger.app.reconcile_packs import Pack, ReconcileError
 from ledger.sources.corpus import Corpus
 from ledger.sources.in_memory import as_stored, plan_bundle
-from reconcile.trials import UnreadableBundle
+from reconcile.trials import UnreadableBundle, graded_values, recorded_tools
 from replay.timeline.trial_inputs import TrialInputs, trial_inputs
+from replay.trace_checks.authoring import inspect_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 
@@ -152,8 +152,8 @@ def stream_counts(lg: Any, prefix: str, since: int, wanted: set[str]) -> dict[st
     import pyarrow.compute as pc  # noqa: PLC0415 - only a pass over many streams counts
 
     out: dict[str, int] = {}
-    for lo in range(since, lg.size(), READ_WINDOW):
-        table = lg.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + READ_WINDOW - 1)
+    for lo in range(since, lg.size(), COUNT_WINDOW):
+        table = lg.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + COUNT_WINDOW - 1)
         counted = pc.value_counts(table.column("stream"))
         names, counts = counted.field("values").to_pylist(), counted.field("counts").to_pylist()
         for name, n in zip(names, counts, strict=True):
@@ -162,4 +162,51 @@ def stream_counts(lg: Any, prefix: str, since: int, wanted: set[str]) -> dict[st
     return out
 
 
+def settled(
+    inputs: TrialInputs, trial: str, stream: str, ctx: Any, claimed: Collection[str],
+    gated: set[tuple[str, str]],
+) -> TrialInputs | Carried:  # fmt: skip
+    """A real run's readable trial as the values its observation reads, its candidate
+    computed now if a claim (``claimed``: their task ids) may ask for it, so the folding of
+    its events is let go at once: read again in full, a corpus held every trial's until the
+    reports (~36 KB a trial). UnreadableBundle as ``graded_values``. ``inputs`` as they are
+    when its pack is missing or the gate or the candidate raises: the reports raise it,
+    where and as they always did. ``ctx``: the run's (its packs and evaluator)."""
+    grade, grading = graded_values(inputs)
+    task_id = inputs.registered.task_id
+    pack = ctx.packs_by_task.get(task_id)
+    if pack is None:
+        return inputs
+    try:
+        authoring_gate(pack, inputs, trial, gated)
+        candidate = ctx.evaluator(inputs, pack) if task_id in claimed else None
+    except Exception:  # noqa: BLE001 - raised again where the reports label the trial
+        return inputs
+    # what a carried trial holds, but nothing kept: the run keeps it anew (kept_records)
+    return Carried(stream, "", task_id=task_id, grade=grade, grading=grading, candidate=candidate)
+
+
+def authoring_gate(
+    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
+) -> None:
+    """The pack's block against the tools this bundle recorded: a constraint naming a tool
+    the corpus never had would fail every trial and read as a disagreement with the judge."""
+    if pack.trace_checks is None:
+        return
+    tools = recorded_tools(inputs)
+    key = (str(pack.directory), digest(tools))
+    if key in checked:
+        return
+    checked.add(key)
+    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
+    if errors:
+        raise ReconcileError(
+            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
+            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
+        )
+
+
 FEW_STREAMS = 64  # up to this many, a query per stream beats a pass over the corpus prefix
+# seqs whose stream names one query counts: the rows come whole (payloads too), and are
+# dropped at once, so a small window keeps that off the peak
+COUNT_WINDOW = 8192

@@ -232,17 +232,10 @@ class Base:
         return None if stream in self.touched else kept
 
 
-def find_base(lg: Any, config_digest: str) -> Base | None:
-    """The latest recorded reconciliation with ``config_digest`` whose observations were
-    kept, if this log still holds it as written and the kept records hash to the digest
-    its event binds."""
-    checked = check_base(lg, config_digest)
-    return None if checked is None else load_base(lg, config_digest, checked)
-
-
 def check_base(lg: Any, config_digest: str) -> dict[str, Any] | None:
-    """The kept file's trailer, if its event is in this log as the trailer names it (run
-    id, tree head, config, outputs and observations digests); its records are not read."""
+    """The trailer of the latest recorded reconciliation with ``config_digest`` whose
+    observations were kept, if this log holds its event as the trailer names it (run id,
+    tree head, config, outputs and observations digests); its records are not read."""
     kept = _open(lg, config_digest, records=False)
     if kept is None:
         return None
@@ -275,16 +268,13 @@ def check_base(lg: Any, config_digest: str) -> dict[str, Any] | None:
 
 def receipt_tail(payload: bytes) -> dict[str, Any] | None:
     """The top-level fields of a ``reconcile.completed`` payload from ``observations_digest``
-    on (``receipt``, ``run_id``), parsed without the rest: its ``config`` names every trial,
-    and parsing it whole took ~6x the payload's size. Payloads are canonical JSON (sorted
-    keys, compact), so those fields end the object; a key of that name nested deeper, or
-    inside a string (its quotes escaped), leaves unclosed objects or none: not an object
-    that parses to the end. None when there is no such tail."""
+    on (``receipt``, ``run_id``), parsed without its ``config`` (which names every trial:
+    parsed whole, ~6x the payload's size). Payloads are canonical JSON (sorted keys,
+    compact), so they end the object; the last such key nested deeper, or in a string
+    (quotes escaped), leaves no object that parses to the end: None, as with no tail."""
     at = payload.rfind(b',"observations_digest":')
-    if at < 0:
-        return None
     try:
-        tail = orjson.loads(b"{" + payload[at + 1 :])
+        tail = orjson.loads(b"{" + payload[at + 1 :]) if at >= 0 else None
     except orjson.JSONDecodeError:
         return None
     return tail if isinstance(tail, dict) else None
@@ -314,11 +304,10 @@ def load_base(lg: Any, config_digest: str, checked: dict[str, Any]) -> Base | No
 
 
 class LazyBase:
-    """The base a run extends, checked at once (its event read and parsed while the run
-    holds little: one receipt names every trial) and its records read on first use. A run
-    asks after its first corpus is ingested, so the ingest's working set and the kept
-    observations are not held at the same time (the checks hold as well then: its ingest
-    appends after the base's event, never before)."""
+    """The base a run extends: checked at once, while the run holds little; its records
+    read on first use, after the first corpus is ingested, so the ingest's working set and
+    the kept observations are not held at the same time (the checks hold as well then: its
+    ingest appends after the base's event, never before)."""
 
     def __init__(self, lg: Any, config_digest: str) -> None:
         checked = check_base(lg, config_digest)
@@ -361,11 +350,8 @@ def _name(config_digest: str) -> str:
     return f"reconcile-{config_digest.removeprefix('sha256:')[:32]}.results"
 
 
-def _open(
-    lg: Any, config_digest: str, records: bool = True
-) -> tuple[Iterator[bytes], dict[str, Any]] | None:
-    """The kept lines (read lazily; none unless ``records``) and the trailer, or None
-    (absent, or not ours)."""
+def _open(lg: Any, config_digest: str, records: bool = True) -> tuple[Iterator[bytes], Any] | None:
+    """The kept lines (lazily; none unless ``records``) and the trailer, or None (not ours)."""
     folder = _directory(lg)
     try:
         if folder is None:
