@@ -14,16 +14,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.app import reconcile as reconcile_module
 from ledger.app import reconcile_corpus
 from ledger.app.reconcile import reconcile
 from ledger.app.reconcile_corpus import Ingested
 from ledger.app.reconcile_extend import check_base, load_base, receipt_tail
 from ledger.log.store import open_ledger
+from reconcile.trials import trace_evaluator
 from schemas.canonical import canonical_json
 from tests.test_reconcile_catchup import (
     _op_add,
     _op_rescore_in_ledger,
     _op_rescore_on_disk,
+    bundles,
     comparable,
     extend_then_full,
     workspace,
@@ -125,3 +128,39 @@ def test_the_pass_over_many_streams_gives_what_reading_each_alone_gives(
     assert full.document["receipt"]["outputs_digest"] == alone.document["receipt"]["outputs_digest"]
     assert any("holds" in u["reason"] for s in alone.document["sources"]
                for u in s.get("unreadable_trials", []))  # fmt: skip
+
+
+def test_a_real_run_keeps_each_trial_read_as_values_and_leaves_errors_to_the_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a real run every trial read from the ledger is kept as its observation's values,
+    not its folded events; a candidate that raises is left to the reports, which raise it
+    as a dry run over the same files does."""
+    base = workspace(tmp_path)
+    kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base}
+    kinds: list[str] = []
+    observe = reconcile_module._observations
+
+    def spying(ctx: Any, read: Any) -> Any:
+        kinds.extend(type(inputs).__name__ for _, inputs in read.trials)
+        return observe(ctx, read)
+
+    monkeypatch.setattr(reconcile_module, "_observations", spying)
+    real = reconcile(**kw, ledger=base / "lg", full=True)
+    assert kinds and set(kinds) == {"Carried"}
+    assert comparable(real) == comparable(reconcile(**kw, dry_run=True))
+    evaluate = trace_evaluator()
+    victim = sorted(bundles(base))[3].name
+
+    def failing(inputs: Any, pack: Any) -> Any:
+        if victim in inputs.registered.stream:
+            raise RuntimeError(f"cannot label {victim}")
+        return evaluate(inputs, pack)
+
+    monkeypatch.setattr(reconcile_module, "trace_evaluator", lambda: failing)
+    with pytest.raises(RuntimeError, match=victim):
+        reconcile(**kw, dry_run=True)
+    kinds.clear()
+    with pytest.raises(RuntimeError, match=victim):
+        reconcile(**kw, ledger=base / "lg", full=True)
+    assert kinds.count("TrialInputs") == 1
