@@ -60,7 +60,9 @@ def assert_extends_like_full(lg: Any, **kw: Any) -> Any:
     for ev in appended:  # each event as the full replay's for that trial: same replay id
         row = by_trial[ev.data()["trial"]]
         assert ev.data()["replay_id"] == full.report["replay_id"]
+        assert ev.event_id == f"{full.report['replay_id']}:{row['trial']}"
         assert (ev.data()["status"], ev.data()["grade"]) == (row["status"], row["replayed"])
+        assert ev.data()["differences"] == row["differences"]
     link = got.report["receipt"].get("extends")
     if link is None:  # a full replay appends every re-derived trial
         assert len(appended) == sum(t["replayed"] is not None for t in by_trial.values())

@@ -289,3 +289,53 @@ def test_each_part_of_an_append_is_produced_under_the_whole_cap(tmp_path: Path) 
     cap = lg._con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert len(limits) == 3 and set(limits) == {cap}, (limits, cap)
     lg.close()
+
+
+def test_payloads_are_zstd_compressed_and_leaf_hashes_stored_plain(tmp_path: Path) -> None:
+    """A new ledger's checkpointed payload segments are ZSTD and its leaf hashes
+    uncompressed (ledger.log.layout: DuckDB's own per-segment choice cost most of an
+    insert); the filtered columns keep DuckDB's choice. The events read back unchanged."""
+    payloads = [{"i": i, "text": f"tool output {i % 7} " * 20} for i in range(3_000)]
+    with init_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent(f"s/{i % 50}", "ext.x", p) for i, p in enumerate(payloads)])
+        lg._con.execute("CHECKPOINT")
+        used = dict(
+            lg._con.execute(
+                "SELECT column_name, list(DISTINCT compression) FROM pragma_storage_info('events')"
+                " WHERE segment_type <> 'VALIDITY' AND compression <> 'Constant' GROUP BY ALL"
+            ).fetchall()
+        )
+        assert used["payload"] == ["ZSTD"], used
+        assert used["leaf_hash"] == ["Uncompressed"], used
+        assert "ZSTD" not in used["stream"], used
+        assert [e.data() for e in lg.read()] == payloads
+        assert verify_ledger(lg).ok
+
+
+def test_a_ledger_made_with_default_encodings_is_read_and_appended(tmp_path: Path) -> None:
+    """A ledger whose table was created without the column encodings (an earlier layout)
+    opens, appends and verifies: the encodings are physical, not part of the format."""
+    import duckdb
+
+    from ledger.log import layout
+
+    plain = layout.DDL.replace(" USING COMPRESSION zstd", "").replace(
+        " USING COMPRESSION uncompressed", ""
+    )
+    assert plain != layout.DDL
+    with init_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent("s/a", "ext.x", {"n": 0})])
+    # the same rows in a table with DuckDB's default encodings
+    con = duckdb.connect(str(tmp_path / "L" / layout.DB_FILE))
+    con.execute("ALTER TABLE events RENAME TO old")
+    con.execute(plain.split(";")[0])
+    con.execute("INSERT INTO events SELECT * FROM old")
+    con.execute("DROP TABLE old")
+    assert "COMPRESSION" not in con.execute(
+        "SELECT sql FROM duckdb_tables() WHERE table_name = 'events'"
+    ).fetchone()[0]
+    con.close()
+    with open_ledger(tmp_path / "L") as lg:
+        lg.append([NewEvent("s/a", "ext.x", {"n": 1})])
+        assert [e.data() for e in lg.read()] == [{"n": 0}, {"n": 1}]
+        assert verify_ledger(lg).ok

@@ -25,6 +25,13 @@ FORMAT_VERSION = "2"
 NODE_MIN_LEVEL = 6
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
 
+# Payloads are zstd-compressed and leaf hashes (random bytes) stored as they are, rather than
+# left to DuckDB's per-segment choice: its analysis of every candidate method was most of an
+# insert, and it picked dictionary/FSST encodings that compress JSON payloads poorly.
+# Measured on a 10,000-bundle ingest's 276,141 events (DuckDB 2.0.1): inserting and
+# checkpointing took 0.46 s of CPU instead of 1.13 s, the file 24 MB instead of 72 MB;
+# scans by stream, by seq window and of every payload took the same time or less. The
+# filtered columns (stream, type, event_id) keep the dictionary encodings their lookups use.
 DDL = """
 CREATE TABLE events (
     seq UBIGINT NOT NULL,
@@ -34,8 +41,8 @@ CREATE TABLE events (
     type VARCHAR NOT NULL,
     schema_version USMALLINT NOT NULL,
     recorded_at TIMESTAMPTZ NOT NULL,
-    payload BLOB NOT NULL,
-    leaf_hash BLOB NOT NULL
+    payload BLOB NOT NULL USING COMPRESSION zstd,
+    leaf_hash BLOB NOT NULL USING COMPRESSION uncompressed
 );
 CREATE TABLE nodes (
     level UTINYINT NOT NULL,
