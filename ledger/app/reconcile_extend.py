@@ -124,10 +124,12 @@ def carried_of(rec: dict[str, Any], shared: dict[bytes, Any] | None = None) -> C
             got = memo[key] = make(value)
         return got
 
+    def rows(results: list[Any]) -> tuple[CriterionResult, ...]:
+        return tuple(once(x, _result) for x in results)
+
     results = g["criterion_results"]
     grade = RecordedGrade(
-        g["judge_status"],
-        None if results is None else tuple(once(x, _result) for x in results),
+        once(g["judge_status"], _same), None if results is None else once(results, rows),
         once(g["components"], _same), g["score"], g["binary_pass"], g["trace_gate_failed"],
     )  # fmt: skip
     grading = once(r, _grading)
@@ -135,7 +137,7 @@ def carried_of(rec: dict[str, Any], shared: dict[bytes, Any] | None = None) -> C
     if cand is not None:
         candidate = once(cand, _candidate)
     return Carried(str(rec["stream"]), str(rec["planned"]), str(rec["stream_digest"]),
-                   task_id=str(rec["task_id"]), grade=grade, grading=grading,
+                   task_id=once(str(rec["task_id"]), _same), grade=grade, grading=grading,
                    candidate=candidate)  # fmt: skip
 
 
