@@ -112,3 +112,21 @@ def test_both_read_paths_return_the_same_events(
         with mock.patch.object(rows, "ARROW_FROM_ROWS", NEVER_ARROW):
             via_tuples = list(lg.read(**where))
     assert via_tuples == via_arrow
+
+
+def test_a_large_payload_takes_the_arrow_path_below_arrow_from_rows(tmp_path: Path) -> None:
+    """One event with a payload over the large-append size is inserted through Arrow (as a
+    list parameter DuckDB converted it at several times its size), and read back as
+    written; a small one still takes the plain lists."""
+    from ledger.log.connection import LARGE_APPEND_BYTES  # noqa: PLC0415
+
+    big = {"text": "x" * (LARGE_APPEND_BYTES + 1)}
+    with (
+        init_ledger(tmp_path / "l") as lg,
+        mock.patch.object(rows, "arrow_events", wraps=rows.arrow_events) as arrow,
+    ):
+        lg.append([NewEvent("run/a", "ext.x", {"small": 1})])
+        assert arrow.call_count == 0
+        lg.append([NewEvent("run/a", "ext.x", big)])
+        assert arrow.call_count == 1
+        assert [e.data() for e in lg.read(stream="run/a")] == [{"small": 1}, big]

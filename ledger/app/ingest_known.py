@@ -35,7 +35,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -116,7 +116,7 @@ class KnownBundles:
                 held[key] = Held(s, bytes.fromhex(d), int(n), i)
                 if fk is not None and not racy(int(t), written):
                     stats[key] = (bytes.fromhex(fk), int(t))
-        except (KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+        except (KeyError, TypeError, ValueError, OSError, orjson.JSONDecodeError):
             return KnownBundles()
         if size < lg.size():  # a stream appended to since may no longer be as planned
             touched = {ev.stream for ev in lg.read(from_seq=size)}
@@ -213,19 +213,24 @@ def _path(lg: Any) -> Path | None:
 
 
 def _load(lg: Any) -> tuple[Iterator[bytes], int] | None:
-    """The index's lines (a head, then one row each) and when it was written (``NEVER`` for
-    one held in memory: no file time)."""
+    """The index's lines (a head, then one row each), read as they are consumed (a row per
+    bundle: never the whole file at once), and when it was written (``NEVER`` for one held
+    in memory: no file time)."""
     path = _path(lg)
+    if path is None:
+        body = _IN_MEMORY.get(lg)
+        return None if body is None else (iter(io.BytesIO(body)), NEVER)
     try:
-        if path is None:
-            body, written = _IN_MEMORY.get(lg), NEVER
-        else:
-            with open(path, "rb") as f:
-                written = os.fstat(f.fileno()).st_mtime_ns
-                body = f.read()
+        f = open(path, "rb")  # noqa: SIM115 - closed by _lines once read
+        written = os.fstat(f.fileno()).st_mtime_ns
     except OSError:
         return None
-    return None if body is None else (iter(io.BytesIO(body)), written)
+    return _lines(f), written
+
+
+def _lines(f: IO[bytes]) -> Iterator[bytes]:
+    with f:
+        yield from f
 
 
 def _store(lg: Any, lines: Iterable[bytes]) -> None:

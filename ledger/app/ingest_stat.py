@@ -110,7 +110,8 @@ class Resolver:
         parent = self._parents.get(head)
         if parent is None:
             parent = self._parents[head] = Path(head).resolve()
-        return parent / name
+        # resolved already (its parent is): the same path, not a second object per bundle
+        return path if os.fspath(parent) == head else parent / name
 
 
 _SHARED: ContextVar[Resolver | None] = ContextVar("resolver", default=None)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_stat import Resolver, one_resolver
-from ledger.app.reconcile_corpus import Ingested, trial_inputs_of
+from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
     Carried,
@@ -63,11 +63,9 @@ from reconcile.trials import (
     UnreadableBundle,
     graded_values,
     never_ran,
-    recorded_tools,
     trace_evaluator,
 )
 from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
-from replay.trace_checks.authoring import inspect_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.errors import UsageError
@@ -148,9 +146,7 @@ def reconcile(
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
-    # every step of the run sees each corpus as one listing showed it, each path resolved once
-    with one_listing(), one_resolver():
-        result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
+    result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
     return dataclasses.replace(result, packs=tuple(request.packs), default_packs=not packs)
 
 
@@ -193,7 +189,7 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
     return result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
 class _TrialRef:
     """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
 
@@ -213,6 +209,7 @@ class _Read:
     excluded: list[tuple[str, str]] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
     planned: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # trial -> as ingested
+    # (a carried trial is not among them: its Carried holds the same, checked by carry)
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
 
@@ -237,9 +234,14 @@ class _Context:
     prior: LazyBase | None = None  # the run whose observations are carried forward
 
 
-def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None) -> _Read:
+def _read_corpus(
+    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim] = ()
+) -> _Read:
     """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion; a
-    bundle whose earlier observation still holds is carried forward (``ctx.prior``)."""
+    bundle whose earlier observation still holds is carried forward (``ctx.prior``); on a
+    real run, one read again is kept as its observation's values (``settled``)."""
+    claimed = {t for c in claims for t in c.task_ids}
+    gated: set[tuple[str, str]] = set()
     bundles = discover_bundles(root)
     if not bundles:
         raise ReconcileError(f"no bundle under {root} (a bundle directly holds trajectory.yaml)")
@@ -263,15 +265,17 @@ def _read_corpus(ctx: _Context, root: Path, shown: str, corpus_value: str | None
                 stream, stream_digest, inputs = trial_inputs_of(
                     directory, trial, corpus, manifests, ingested
                 )
-            if ingested is not None and real in ingested.planned:
-                out.planned[trial] = ingested.planned[real]
+            if kept is None and ingested is not None and real in ingested.planned:
+                out.planned[trial] = ingested.planned[real]  # a carried one has its own
             if kept is not None:
                 out.carried[trial] = kept
             if kept.excluded if kept is not None else never_ran(inputs):
                 out.excluded.append((trial, "no task.yaml: the trial never ran"))
                 continue
-            if kept is None:
+            if kept is None and ingested is None:
                 graded_values(inputs)  # unreadable here, not halfway through reconciling
+            elif kept is None:  # as unreadable here; the events' folding let go
+                inputs = settled(inputs, trial, stream, ctx, claimed, gated)
         except (BundleError, InputError, TrialInputsError, UnreadableBundle) as exc:
             out.unreadable.append((trial, str(exc)))
             continue
@@ -311,7 +315,7 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
                     on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
                 lazy = lazy_from_ledger(ctx.ledger, inputs.stream, on)
         else:
-            _authoring_gate(pack, inputs, ref.trial, gated)
+            authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
         out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
     read.observed = out
@@ -320,26 +324,6 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
 
 def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
     return evaluator(trial_inputs(events), pack)
-
-
-def _authoring_gate(
-    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
-) -> None:
-    """The pack's block against the tools this bundle recorded: a constraint naming a tool
-    the corpus never had would fail every trial and read as a disagreement with the judge."""
-    if pack.trace_checks is None:
-        return
-    tools = recorded_tools(inputs)
-    key = (str(pack.directory), digest(tools))
-    if key in checked:
-        return
-    checked.add(key)
-    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
-    if errors:
-        raise ReconcileError(
-            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
-            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
-        )
 
 
 def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:
@@ -371,30 +355,14 @@ def run_reconcile(
     the candidates (default: :func:`trace_evaluator`, here).
     """
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
-    corpora = load_declarations(packs, inv.base)
     claims = pool_claims(packs)
-    roots = tuple(str(p) for p in inv.packs)
-    selection = {
-        "packs_searched": list(roots),
-        "packs": [p.document(str(p.directory)) for p in packs],
-        "base": str(inv.base.resolve()),
-        "source": None if inv.source is None else str(inv.source.resolve()),
-        "corpora": sorted((v, corpora[v].resolved) for v in {v for v, _ in claims}),
-    }
-    config_id = config_digest(selection)
-    prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
-    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
-                   prior)  # fmt: skip
-    reads: list[tuple[_Read, list[Claim]]] = []
-    if inv.source is not None:
-        shown = display_path(inv.source, inv.base)
-        reads.append((_read_corpus(ctx, inv.source, shown, None), [c for _, c in claims]))
-    else:
-        for value in sorted({v for v, _ in claims}):
-            root = Path(corpora[value].resolved)
-            reads.append(
-                (_read_corpus(ctx, root, value, value), [c for v, c in claims if v == value])
-            )
+    # every step sees each corpus as one listing showed it, each path resolved once; both
+    # (a path per bundle) let go once the corpora are read
+    with one_listing(), one_resolver():
+        ctx, config_id, reads = _read_all(inv, packs, claims, ledger, evaluator)
+    base = None if ctx.prior is None else ctx.prior()
+    if base is not None:  # what no bundle of this run named (the carried: held by the reads)
+        base.records.clear()
     reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
     digests = [f"pack:{p.directory}={p.digest}" for p in packs]
     digests += [d for read, _ in reads for d in read.digests]
@@ -413,8 +381,38 @@ def run_reconcile(
     carried = sum(len(read.carried) for read, _ in reads)
     bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
-                           config_digest=config_id, extends=prior and prior(), kept=kept,
+                           config_digest=config_id, extends=base, kept=kept,
                            carried=carried, evaluated=bundles - carried)  # fmt: skip
+
+
+def _read_all(
+    inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
+    evaluator: Evaluator | None,
+) -> tuple[_Context, str, list[tuple[_Read, list[Claim]]]]:  # fmt: skip
+    """The run's context, its config digest and every corpus as read (ingested first)."""
+    corpora = load_declarations(packs, inv.base)
+    roots = tuple(str(p) for p in inv.packs)
+    selection = {
+        "packs_searched": list(roots),
+        "packs": [p.document(str(p.directory)) for p in packs],
+        "base": str(inv.base.resolve()),
+        "source": None if inv.source is None else str(inv.source.resolve()),
+        "corpora": sorted((v, corpora[v].resolved) for v in {v for v, _ in claims}),
+    }
+    config_id = config_digest(selection)
+    prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
+    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
+                   prior)  # fmt: skip
+    reads: list[tuple[_Read, list[Claim]]] = []
+    if inv.source is not None:
+        shown = display_path(inv.source, inv.base)
+        every = [c for _, c in claims]
+        reads.append((_read_corpus(ctx, inv.source, shown, None, every), every))
+    else:
+        for value in sorted({v for v, _ in claims}):
+            root, mine = Path(corpora[value].resolved), [c for v, c in claims if v == value]
+            reads.append((_read_corpus(ctx, root, value, value, mine), mine))
+    return ctx, config_id, reads
 
 
 def _dedupe(claims: Iterable[Claim]) -> list[Claim]:

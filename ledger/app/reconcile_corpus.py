@@ -5,7 +5,7 @@ the ledger."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,11 +13,12 @@ from typing import Any
 from ledger.app.ingest_read import ids_digest
 from ledger.app.ingest_stat import Resolver
 from ledger.app.reconcile_extend import Base, Carried
-from ledger.app.reconcile_packs import ReconcileError
+from ledger.app.reconcile_packs import Pack, ReconcileError
 from ledger.sources.corpus import Corpus
 from ledger.sources.in_memory import as_stored, plan_bundle
-from reconcile.trials import UnreadableBundle
+from reconcile.trials import UnreadableBundle, graded_values, recorded_tools
 from replay.timeline.trial_inputs import TrialInputs, trial_inputs
+from replay.trace_checks.authoring import inspect_trace_checks
 from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 
@@ -77,12 +78,18 @@ class Ingested:
     """A real run's corpus after ingest: each bundle's planned stream and event-id digest,
     the kept observations carried forward, and the ledger's events of the other streams —
     read in one pass over their common prefix when many (one query per trial scanned the
-    log once per trial), one stream at a time when few."""
+    log once per trial), one stream at a time when few. The pass reads only as far as the
+    stream asked for needs (:meth:`events`): a stream is handed over once the pass has read
+    as many of its events as the log holds (counted first), so it holds the streams read
+    past but not yet asked for — none beyond the one asked, when they are asked for in the
+    order they were appended (a corpus ingested in one go is read back in that order)."""
 
     lg: Any
     planned: dict[Path, tuple[str, bytes]]
     carried: dict[Path, Carried] = field(default_factory=dict)
     held: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    left: dict[str, int] = field(default_factory=dict)  # stream -> its events yet to be read
+    stream: Iterator[StoredEvent] = field(default_factory=lambda: iter(()))  # the pass
 
     @staticmethod
     def of(
@@ -106,18 +113,100 @@ class Ingested:
         # one pass over the corpus prefix; extending, only over the log since the base's
         # checkpoint, where a new stream is whole (one that began before is read on its own)
         since = 0 if prior is None else prior.size
-        for ev in lg.read(stream_prefix=os.path.commonprefix(sorted(wanted)), from_seq=since):
-            if ev.stream in wanted:
-                out.held.setdefault(ev.stream, []).append(ev)
-        for stream in [s for s, evs in out.held.items() if evs[0].stream_version != 0]:
-            del out.held[stream]
+        prefix = os.path.commonprefix(sorted(wanted))
+        out.left = stream_counts(lg, prefix, since, wanted)
+        out.stream = iter(lg.read(stream_prefix=prefix, from_seq=since))
         return out
 
     def events(self, stream: str) -> list[StoredEvent]:
         """The stream's events, handed over once (a stream asked for again, two bundles
-        planned as one stream, or one of few, is read on its own)."""
-        held = self.held.pop(stream, None)
-        return list(self.lg.read(stream=stream)) if held is None else held
+        planned as one stream, one that began before the pass, or one of few, is read on
+        its own)."""
+        got = self._take(stream)
+        if got is not None and got[0].stream_version == 0:
+            return got
+        return list(self.lg.read(stream=stream))
+
+    def _take(self, stream: str) -> list[StoredEvent] | None:
+        """The stream's events in the pass, reading on until it has them all; None when
+        the pass has none of them to give (not wanted, or handed over already)."""
+        if stream not in self.left:
+            return None
+        while self.left[stream]:
+            ev = next(self.stream, None)
+            if ev is None:  # never: the pass reads what was counted
+                del self.left[stream]
+                self.held.pop(stream, None)
+                return None
+            n = self.left.get(ev.stream)
+            if n:
+                self.held.setdefault(ev.stream, []).append(ev)
+                self.left[ev.stream] = n - 1
+        del self.left[stream]
+        return self.held.pop(stream)
+
+
+def stream_counts(lg: Any, prefix: str, since: int, wanted: set[str]) -> dict[str, int]:
+    """How many events of each ``wanted`` stream the log holds from seq ``since`` on (the
+    stream names of one window at a time: never an event decoded)."""
+    import pyarrow.compute as pc  # noqa: PLC0415 - only a pass over many streams counts
+
+    out: dict[str, int] = {}
+    for lo in range(since, lg.size(), COUNT_WINDOW):
+        table = lg.read_arrow(stream_prefix=prefix, from_seq=lo, to_seq=lo + COUNT_WINDOW - 1)
+        counted = pc.value_counts(table.column("stream"))
+        names, counts = counted.field("values").to_pylist(), counted.field("counts").to_pylist()
+        for name, n in zip(names, counts, strict=True):
+            if name in wanted:
+                out[name] = out.get(name, 0) + n
+    return out
+
+
+def settled(
+    inputs: TrialInputs, trial: str, stream: str, ctx: Any, claimed: Collection[str],
+    gated: set[tuple[str, str]],
+) -> TrialInputs | Carried:  # fmt: skip
+    """A real run's readable trial as the values its observation reads, its candidate
+    computed now if a claim (``claimed``: their task ids) may ask for it, so the folding of
+    its events is let go at once: read again in full, a corpus held every trial's until the
+    reports (~36 KB a trial). UnreadableBundle as ``graded_values``. ``inputs`` as they are
+    when its pack is missing or the gate or the candidate raises: the reports raise it,
+    where and as they always did. ``ctx``: the run's (its packs and evaluator)."""
+    grade, grading = graded_values(inputs)
+    task_id = inputs.registered.task_id
+    pack = ctx.packs_by_task.get(task_id)
+    if pack is None:
+        return inputs
+    try:
+        authoring_gate(pack, inputs, trial, gated)
+        candidate = ctx.evaluator(inputs, pack) if task_id in claimed else None
+    except Exception:  # noqa: BLE001 - raised again where the reports label the trial
+        return inputs
+    # what a carried trial holds, but nothing kept: the run keeps it anew (kept_records)
+    return Carried(stream, "", task_id=task_id, grade=grade, grading=grading, candidate=candidate)
+
+
+def authoring_gate(
+    pack: Pack, inputs: TrialInputs, trial: str, checked: set[tuple[str, str]]
+) -> None:
+    """The pack's block against the tools this bundle recorded: a constraint naming a tool
+    the corpus never had would fail every trial and read as a disagreement with the judge."""
+    if pack.trace_checks is None:
+        return
+    tools = recorded_tools(inputs)
+    key = (str(pack.directory), digest(tools))
+    if key in checked:
+        return
+    checked.add(key)
+    errors = [f for f in inspect_trace_checks(pack.trace_checks, tools) if f.klass == "error"]
+    if errors:
+        raise ReconcileError(
+            f"{pack.directory}'s trace_checks cannot be graded against the tools {trial} "
+            "recorded: " + "; ".join(f"{f.address}: {f.message}" for f in errors)
+        )
 
 
 FEW_STREAMS = 64  # up to this many, a query per stream beats a pass over the corpus prefix
+# seqs whose stream names one query counts: the rows come whole (payloads too), and are
+# dropped at once, so a small window keeps that off the peak
+COUNT_WINDOW = 8192

@@ -124,10 +124,12 @@ def carried_of(rec: dict[str, Any], shared: dict[bytes, Any] | None = None) -> C
             got = memo[key] = make(value)
         return got
 
+    def rows(results: list[Any]) -> tuple[CriterionResult, ...]:
+        return tuple(once(x, _result) for x in results)
+
     results = g["criterion_results"]
     grade = RecordedGrade(
-        g["judge_status"],
-        None if results is None else tuple(once(x, _result) for x in results),
+        once(g["judge_status"], _same), None if results is None else once(results, rows),
         once(g["components"], _same), g["score"], g["binary_pass"], g["trace_gate_failed"],
     )  # fmt: skip
     grading = once(r, _grading)
@@ -135,7 +137,7 @@ def carried_of(rec: dict[str, Any], shared: dict[bytes, Any] | None = None) -> C
     if cand is not None:
         candidate = once(cand, _candidate)
     return Carried(str(rec["stream"]), str(rec["planned"]), str(rec["stream_digest"]),
-                   task_id=str(rec["task_id"]), grade=grade, grading=grading,
+                   task_id=once(str(rec["task_id"]), _same), grade=grade, grading=grading,
                    candidate=candidate)  # fmt: skip
 
 
@@ -224,21 +226,22 @@ class Base:
     def carry(self, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:
         """The bundle's kept observation, if it still holds: the same stream, planned as
         the same event ids, with no event on it since the base's checkpoint (as of the
-        last :meth:`look`)."""
-        kept = self.records.get((source, trial))
+        last :meth:`look`). Each is asked for once: its record is let go here (a carried one
+        is held by the run's read from then on)."""
+        kept = self.records.pop((source, trial), None)
         if kept is None or kept.stream != stream or kept.planned != planned.hex():
             return None
         return None if stream in self.touched else kept
 
 
-def find_base(lg: Any, config_digest: str) -> Base | None:
-    """The latest recorded reconciliation with ``config_digest`` whose observations were
-    kept, if this log still holds it as written and the kept records hash to the digest
-    its event binds."""
-    kept = _open(lg, config_digest)
+def check_base(lg: Any, config_digest: str) -> dict[str, Any] | None:
+    """The trailer of the latest recorded reconciliation with ``config_digest`` whose
+    observations were kept, if this log holds its event as the trailer names it (run id,
+    tree head, config, outputs and observations digests); its records are not read."""
+    kept = _open(lg, config_digest, records=False)
     if kept is None:
         return None
-    body, t = kept
+    t = kept[1]
     try:
         seq, size, root = int(t["seq"]), int(t["size"]), str(t["root"])
         run_id, outputs, obs = str(t["run_id"]), str(t["outputs_digest"]), str(t["observations"])
@@ -249,7 +252,9 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
     ev = next(iter(lg.read(from_seq=seq, to_seq=seq)), None)
     if ev is None or ev.type != "reconcile.completed":
         return None
-    data = ev.data()
+    data = receipt_tail(ev.payload)
+    if data is None:
+        return None
     receipt = data.get("receipt") if isinstance(data.get("receipt"), dict) else {}
     if (
         data.get("run_id") != run_id
@@ -260,6 +265,30 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
         or lg.root(size).hex() != root
     ):
         return None
+    return t
+
+
+def receipt_tail(payload: bytes) -> dict[str, Any] | None:
+    """The top-level fields of a ``reconcile.completed`` payload from ``observations_digest``
+    on (``receipt``, ``run_id``), parsed without its ``config`` (which names every trial:
+    parsed whole, ~6x the payload's size). Payloads are canonical JSON (sorted keys,
+    compact), so they end the object; the last such key nested deeper, or in a string
+    (quotes escaped), leaves no object that parses to the end: None, as with no tail."""
+    at = payload.rfind(b',"observations_digest":')
+    try:
+        tail = orjson.loads(b"{" + payload[at + 1 :]) if at >= 0 else None
+    except orjson.JSONDecodeError:
+        return None
+    return tail if isinstance(tail, dict) else None
+
+
+def load_base(lg: Any, config_digest: str, checked: dict[str, Any]) -> Base | None:
+    """The base :func:`check_base` vouched for (``checked``: its trailer), its records read
+    now, if the file still has that trailer and its records hash to the digest it binds."""
+    kept = _open(lg, config_digest)
+    if kept is None or kept[1] != checked:
+        return None
+    body, t = kept
     hasher = RecordHasher()
     records: dict[tuple[str, str], Carried] = {}
     shared: dict[bytes, Any] = {}
@@ -270,19 +299,22 @@ def find_base(lg: Any, config_digest: str) -> Base | None:
             records[(str(rec["source"]), str(rec["trial"]))] = carried_of(rec, shared)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
-    if hasher.digest() != obs or len(records) != t.get("count"):
+    if hasher.digest() != t["observations"] or len(records) != t.get("count"):
         return None
-    return Base(records, run_id, seq, size, root, outputs)
+    return Base(records, str(t["run_id"]), int(t["seq"]), int(t["size"]), str(t["root"]),
+                str(t["outputs_digest"]))  # fmt: skip
 
 
 class LazyBase:
-    """:func:`find_base` on first use. A run asks after its first corpus is ingested, so
-    the ingest's working set and the kept observations are not held at the same time (the
-    checks hold as well then: its ingest appends after the base's event, never before)."""
+    """The base a run extends: checked at once, while the run holds little; its records
+    read on first use, after the first corpus is ingested, so the ingest's working set and
+    the kept observations are not held at the same time (the checks hold as well then: its
+    ingest appends after the base's event, never before)."""
 
     def __init__(self, lg: Any, config_digest: str) -> None:
-        self._find: Callable[[], Base | None] | None = functools.partial(
-            find_base, lg, config_digest
+        checked = check_base(lg, config_digest)
+        self._find: Callable[[], Base | None] | None = (
+            None if checked is None else functools.partial(load_base, lg, config_digest, checked)
         )
         self._base: Base | None = None
 
@@ -320,8 +352,8 @@ def _name(config_digest: str) -> str:
     return f"reconcile-{config_digest.removeprefix('sha256:')[:32]}.results"
 
 
-def _open(lg: Any, config_digest: str) -> tuple[Iterator[bytes], dict[str, Any]] | None:
-    """The kept lines (read lazily) and the trailer, or None (absent, or not ours)."""
+def _open(lg: Any, config_digest: str, records: bool = True) -> tuple[Iterator[bytes], Any] | None:
+    """The kept lines (lazily; none unless ``records``) and the trailer, or None (not ours)."""
     folder = _directory(lg)
     try:
         if folder is None:
@@ -349,6 +381,9 @@ def _open(lg: Any, config_digest: str) -> tuple[Iterator[bytes], dict[str, Any]]
             return None
     except (OSError, orjson.JSONDecodeError):
         return None
+    if not records:
+        file.close()
+        return iter(()), trailer
     return _lines(file, end), trailer
 
 
@@ -412,22 +447,25 @@ def kept_records(reads: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """What the next run may carry forward of this one: every excluded bundle and readable
     trial ingest planned (unreadable ones are read again); a carried one as it was kept,
     unless this run evaluated the candidate it lacked."""
-    for read in reads:
+    for read in reads:  # a carried bundle was planned as its Carried says (Base.carry)
         for trial, _ in read.excluded:
-            if trial in read.planned:
+            kept = read.carried.get(trial)
+            if kept is None and trial in read.planned:
                 stream, ids = read.planned[trial]
-                kept = read.carried.get(trial) or Carried(stream, ids.hex(), excluded=True)
+                kept = Carried(stream, ids.hex(), excluded=True)
+            if kept is not None:
                 yield record(read.source, trial, kept)
         for (ref, _), obs, digest_ in zip(read.trials, read.observed, read.digests, strict=True):
-            if ref.trial not in read.planned:
-                continue
             kept = read.carried.get(ref.trial)
+            if kept is None and ref.trial not in read.planned:
+                continue
             candidate = evaluated(obs)
             if kept is not None and (kept.candidate is not None or candidate is None):
                 yield record(read.source, ref.trial, kept)
                 continue
-            kept = Carried(ref.stream, read.planned[ref.trial][1].hex(), digest_, False,
-                           obs.task_id, obs.grade, obs.grading, candidate)  # fmt: skip
+            ids = kept.planned if kept is not None else read.planned[ref.trial][1].hex()
+            kept = Carried(ref.stream, ids, digest_, False, obs.task_id, obs.grade, obs.grading,
+                           candidate)  # fmt: skip
             if finite(kept):
                 yield record(read.source, ref.trial, kept)
 
