@@ -100,6 +100,23 @@ def test_an_unchanged_bundle_is_neither_read_nor_parsed(corpus: Path, counts: di
     assert (again.trials_new, again.trials_present) == (0, 17)
 
 
+def test_another_spelling_of_the_path_still_finds_every_bundle_known(
+    corpus: Path, counts: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keys bind what the events depend on, not how PATH was spelled: the corpus named
+    absolutely, then relatively from its parent, is neither read nor parsed again (a
+    nightly job and a run by hand from another directory share the index)."""
+    with open_ledger(corpus.parent / "lg") as lg:
+        ingest_into(lg, [str(corpus.resolve())])
+        age_files(corpus, index(corpus))
+        settle(lg, corpus.resolve())
+        clear(counts)
+        monkeypatch.chdir(corpus.parent)
+        again = ingest_into(lg, [corpus.name])
+    assert counts == {"hashed": [], "parsed": []}
+    assert (again.trials_new, again.trials_present) == (0, 17)
+
+
 def test_a_same_size_rewrite_with_its_mtime_set_back_is_read(corpus: Path, counts: dict) -> None:
     with open_ledger(corpus.parent / "lg") as lg:
         ingest_into(lg, [str(corpus)])

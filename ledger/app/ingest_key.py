@@ -49,13 +49,16 @@ class BundleKey:
 
 
 def key_prefix(task: Task, limits: YamlLimits, resolve: Resolver | None = None) -> bytes | None:
-    """What a bundle's key binds besides its bytes (None: not a plain bundle)."""
+    """What a bundle's key binds besides its bytes (None: not a plain bundle): everything its
+    events depend on (where it sits, its corpus and corpus.yaml row, the limits), not how
+    the PATH was spelled — the same corpus named relatively, absolutely or from another
+    directory plans the same events, so its bundles stay known."""
     if task.kind != "bundle" or task.log_set is not None:
         return None
     resolved = (resolve or Resolver())(task.path)
     context = bundle_context(task.path, task.corpus or resolved.parent.name, task.corpus_doc,
                              resolved)  # fmt: skip
-    return orjson.dumps([BUNDLE_READING, repr(limits), task.source, repr(context)])
+    return orjson.dumps([BUNDLE_READING, repr(limits), repr(context)])
 
 
 Files = tuple[tuple[str, bytes | None, Stamp | None], ...]  # name, bytes (None: absent), stamp
