@@ -191,6 +191,23 @@ def test_a_second_run_carries_every_unchanged_trial(tmp_path: Path, parses: list
     assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
 
 
+def test_another_spelling_of_the_packs_still_extends(
+    tmp_path: Path, parses: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config digest binds the packs searched as the files they name: ``--packs`` given
+    absolutely, then relatively from the base, carries every trial and parses no bundle,
+    and prints what a full run with the second spelling prints."""
+    base = workspace(tmp_path)
+    reconcile(packs=[(base / "corpora" / "packs").resolve()], base=base, ledger=base / "lg")
+    parses.clear()
+    monkeypatch.chdir(base)
+    kw: dict[str, Any] = {"packs": [Path("corpora") / "packs"], "base": base, "ledger": base / "lg"}
+    got = reconcile(**kw)
+    rc = got.document["receipt"]
+    assert (rc.get("carried"), rc.get("evaluated")) == (17, 0) and parses == []
+    assert comparable(got) == comparable(reconcile(**kw, full=True))
+
+
 def full_run_id(base: Path, seq: int) -> str:
     with open_ledger(base / "lg") as lg:
         ev = next(iter(lg.read(from_seq=seq, to_seq=seq)))

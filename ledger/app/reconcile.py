@@ -392,8 +392,8 @@ def _read_all(
     """The run's context, its config digest and every corpus as read (ingested first)."""
     corpora = load_declarations(packs, inv.base)
     roots = tuple(str(p) for p in inv.packs)
-    selection = {
-        "packs_searched": list(roots),
+    selection = {  # the files it names, not their spelling: another spelling still extends
+        "packs_searched": [str(p.resolve()) for p in inv.packs],
         "packs": [p.document(str(p.directory)) for p in packs],
         "base": str(inv.base.resolve()),
         "source": None if inv.source is None else str(inv.source.resolve()),
