@@ -9,14 +9,13 @@ come back sorted by stream, so they are identical for any ``workers``.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger.defaults import DEFAULT_WORKERS
 from ledger.engines.base import Progress, TrialFn, TrialSelection
-from ledger.engines.ordered import exit_with, main_left_alone, pool_map
+from ledger.engines.ordered import main_left_alone, pool_map, process_pool
 from ledger.log.layout import TRIAL_PREFIX
 from ledger.log.protocol import Store
 from schemas.envelope import StoredEvent, stored_events
@@ -96,15 +95,7 @@ def run_pool(
     """``fn`` over the log's trials in ``workers`` processes: the driver reads Arrow windows
     (no decoding), the workers decode and project; at most two windows per worker in flight."""
     spans = lg.trial_spans(0, select.to_seq + 1)
-    # forkserver, not fork: the driver may hold threads (the hash pool, Ray's gRPC) that a
-    # forked child would inherit mid-state; a fresh server process has none
-    import multiprocessing  # noqa: PLC0415 - the pool path only (start-up)
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
-
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
-    ) as pool:  # a killed driver leaves no worker behind (ordered.exit_with)
+    with process_pool(workers) as pool:
         flight: deque[Future] = deque()
         for lo, hi, ends in _partitions(spans):
             window = lg.read_arrow(stream_prefix=TRIAL_PREFIX, from_seq=lo, to_seq=hi)

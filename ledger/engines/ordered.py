@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ledger.engines.base import EngineError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -50,17 +50,11 @@ def in_order(
 def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """``fn`` over ``items`` in ``workers`` local processes, in order (see the module doc).
 
-    forkserver, not fork: the driver may hold threads (the hash pool, Ray's gRPC) that a
-    forked child would inherit mid-state; a fresh server process has none. Leaving early
-    (an error on the driver) cancels what has not started and waits for the rest."""
-    import multiprocessing  # noqa: PLC0415 - the pool path only (start-up)
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+    Leaving early (an error on the driver) cancels what has not started and waits for the
+    rest."""
     from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
 
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
-    ) as pool:
+    with process_pool(workers) as pool:
 
         def submit(item: T) -> Future:
             with main_left_alone():  # the pool starts its processes inside submit
@@ -78,6 +72,20 @@ def pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """The local engine's worker processes: forked from a forkserver, not the driver (the
+    driver may hold threads — the hash pool, Ray's gRPC — that a forked child would inherit
+    mid-state; a fresh server process has none), each exiting with the driver
+    (:func:`exit_with`)."""
+    import multiprocessing  # noqa: PLC0415 - the pool path only (start-up)
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+    context = multiprocessing.get_context("forkserver")
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
+    )
 
 
 def start_server(preload: list[str]) -> None:
@@ -123,8 +131,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # exists, another user's: a reused pid, but keep going
-        return True
+    except PermissionError:  # exists, another user's (a reused pid): taken as alive
+        pass
     return True
 
 

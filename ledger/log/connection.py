@@ -147,7 +147,7 @@ def append_pool(con: duckdb.DuckDBPyConnection, payload_bytes: int) -> Iterator[
     try:
         yield
     finally:
-        _set_pool(con, duckdb_memory_limit())
+        restore_cap(con)
 
 
 def restore_cap(con: duckdb.DuckDBPyConnection) -> None:
