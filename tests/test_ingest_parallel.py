@@ -57,7 +57,6 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return started
 
 
-
 def _copy(corpus: Path, dest: Path) -> Path:
     shutil.copytree(corpus, dest)
     return dest
@@ -260,6 +259,34 @@ def test_curate_reads_run_directories_in_workers_with_the_same_corpus(
     assert errors[0] == errors[1] and _bundles(broken)[100].name in errors[0]
 
 
+def test_reconcile_reads_its_corpus_in_workers_with_the_same_verdict_and_log(
+    corpus: Path, tmp_path: Path, pools: list[int]
+) -> None:
+    """reconcile ingests the corpora it reads as ``vledger ingest`` does: ``workers`` reading
+    processes (default: the cores available), the same document and log for any number."""
+    from benchmarks.reconcile import write_packs
+
+    base = tmp_path / "base"
+    _copy(corpus, base / "corpus")
+    write_packs(base, base / "corpus")
+    runs = []
+    for n in (1, 2):
+        lg_dir = tmp_path / f"lg{n}"
+        with open_ledger(lg_dir, create=True):
+            pass
+        result = ledger.reconcile(packs=[base / "packs"], base=base, ledger=lg_dir, workers=n)
+        document = {k: v for k, v in result.to_json().items() if k != "receipt"}
+        rows, _ = stored_log(lg_dir)
+        # the receipt, last, names the run's time; every event before it is the ingest's
+        assert rows[-1][4] == "reconcile.completed"
+        with open_ledger(lg_dir) as lg:
+            root = lg.root(len(rows) - 1).hex()
+        runs.append((document, rows[:-1], root, result.to_json()["receipt"]["checkpoint"]))
+    assert pools == [2]  # one worker reads in this process
+    assert runs[0] == runs[1]
+    assert runs[0][0]["entries"] and len(runs[0][1]) > TRIALS * 10
+
+
 def _dies_on_five(x: int) -> int:
     if x == 5:
         os._exit(3)  # a worker killed mid-read (the OOM killer, a signal)
@@ -375,7 +402,9 @@ def test_retrace_source_projecting_as_it_reads_equals_reading_back_from_the_log(
     for name, engine in (("overlapped", "local"), ("from_log", LocalEngine(workers=1))):
         lg_dir = tmp_path / name
         ledger.ingest(*early, ledger=lg_dir, workers=1)  # already present: read back
-        result = ledger.retrace(ledger=lg_dir, source=corpus, engine=engine, read_workers=2, **options)
+        result = ledger.retrace(
+            ledger=lg_dir, source=corpus, engine=engine, read_workers=2, **options
+        )
         runs.append((result.to_json(), stored_log(lg_dir)))
     assert len(settled) == TRIALS - len(early)  # all but the five, in the overlapped run only
     assert runs[0] == runs[1]

@@ -82,7 +82,8 @@ class ReconcileRequest:
     dry_run: bool = False
     engine: str = "local"  # where the candidate projection runs (ledger.engines)
     address: str | None = None
-    workers: int = DEFAULT_RECONCILE_WORKERS
+    # processes reading the corpora (default: the cores available), and a local Ray's CPUs
+    workers: int | None = None
     full: bool = False  # observe every trial even where an earlier run's can be carried
 
     def __post_init__(self) -> None:
@@ -131,7 +132,7 @@ def default_packs() -> Path:
 def reconcile(
     *, packs: Sequence[Path] = (), source: Path | None = None, base: Path | None = None,
     dry_run: bool = False, engine: str = "local", address: str | None = None,
-    workers: int = DEFAULT_RECONCILE_WORKERS,
+    workers: int | None = None,
     allow_outside: Sequence[Path] = (), ledger: LedgerArg = None, full: bool = False,
 ) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
@@ -163,7 +164,8 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
         if request.engine != "local":  # candidates computed on the engine, the rest here
             from ledger.engines.reconcile_ray import engine_evaluator  # noqa: PLC0415
 
-            eng = get_engine(request.engine, workers=request.workers, address=request.address)
+            cpus = request.workers or DEFAULT_RECONCILE_WORKERS
+            eng = get_engine(request.engine, workers=cpus, address=request.address)
             try:
                 evaluator = engine_evaluator(request, lg, eng)
             except (EngineError, LedgerError) as exc:
@@ -232,6 +234,7 @@ class _Context:
     roots: tuple[str, ...]
     ledger: Any | None  # an open Ledger on a real run, None on a dry run
     prior: LazyBase | None = None  # the run whose observations are carried forward
+    workers: int | None = None  # processes reading a corpus into the ledger
 
 
 def _read_corpus(
@@ -252,7 +255,7 @@ def _read_corpus(
     labels = {r: display_path(d, base, r, base) for d, r in zip(bundles, reals, strict=True)}
     ingested = None
     if ctx.ledger is not None:
-        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get)
+        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get, ctx.workers)
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory, real in zip(bundles, reals, strict=True):
@@ -402,7 +405,7 @@ def _read_all(
     config_id = config_digest(selection)
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
-                   prior)  # fmt: skip
+                   prior, inv.workers)  # fmt: skip
     reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)

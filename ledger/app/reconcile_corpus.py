@@ -23,11 +23,12 @@ from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 
 
-def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, bytes]]:
-    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped).
-    Each bundle read, by resolved directory: its stream and the digest of its planned event
-    ids (``ingest_read.ids_digest``), so the caller need not read it again. A bundle the
-    ledger holds byte for byte is not parsed (``ledger.app.ingest_known``)."""
+def ingest_corpus(lg: Any, root: Path, workers: int | None = None) -> dict[Path, tuple[str, bytes]]:
+    """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped),
+    read by ``workers`` processes as ``vledger ingest --workers`` reads (default: the cores
+    available). Each bundle read, by resolved directory: its stream and the digest of its
+    planned event ids (``ingest_read.ids_digest``), so the caller need not read it again. A
+    bundle the ledger holds byte for byte is not parsed (``ledger.app.ingest_known``)."""
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
     planned: dict[Path, tuple[str, bytes]] = {}
@@ -39,7 +40,7 @@ def ingest_corpus(lg: Any, root: Path) -> dict[Path, tuple[str, bytes]]:
     try:
         ingest_into(
             lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
-            on_unit=seen, workers=1,  # read here: reconcile's --workers are its engine's
+            on_unit=seen, workers=workers,
         )  # fmt: skip
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
@@ -94,12 +95,12 @@ class Ingested:
     @staticmethod
     def of(
         lg: Any, root: Path, find: Callable[[], Base | None] | None = None, source: str = "",
-        label: Callable[[Path], str | None] = str,
+        label: Callable[[Path], str | None] = str, workers: int | None = None,
     ) -> Ingested:  # fmt: skip
-        """``root`` ingested; with ``find`` (the earlier run, asked for once the ingest is
-        done), each bundle (named ``label(resolved path)`` in
-        corpus ``source``) whose earlier observation still holds is carried, not read."""
-        out = Ingested(lg, ingest_corpus(lg, root))
+        """``root`` ingested (by ``workers`` reading processes); with ``find`` (the earlier
+        run, asked for once the ingest is done), each bundle (named ``label(resolved path)``
+        in corpus ``source``) whose earlier observation still holds is carried, not read."""
+        out = Ingested(lg, ingest_corpus(lg, root, workers))
         prior = None if find is None else find()
         if prior is not None and out.planned:
             prior.look(lg)  # the log as this ingest left it

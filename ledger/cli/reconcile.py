@@ -42,9 +42,10 @@ base_option = click.option(
                    "segment; needs the [ray] extra and a ledger, seals the tail).")
 @click.option("--address", default=None, metavar="auto|ray://HOST:PORT",
               help="Ray cluster to join (--engine ray); default: a local Ray with --workers CPUs.")
-@click.option("--workers", type=click.IntRange(min=1), default=ledger.DEFAULT_RECONCILE_WORKERS,
-              show_default=True,
-              help="CPUs for a local Ray (--engine ray).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes reading the corpora into the ledger (default: the cores "
+                   "available), and the CPUs of a local Ray (--engine ray; default "
+                   f"{ledger.DEFAULT_RECONCILE_WORKERS}).")
 @click.option("--full", is_flag=True,
               help="Observe every trial again, even where an earlier reconcile with the same "
                    "packs and corpora can be carried forward.")

@@ -25,7 +25,9 @@ from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_in
 _WORKER_EVALUATOR: list[Evaluator] = []  # one per worker process (it caches loaded configs)
 
 
-def candidate_of(events: list[Any], packs_by_task: Mapping[str, Pack]) -> tuple[str, Candidate] | None:
+def candidate_of(
+    events: list[Any], packs_by_task: Mapping[str, Pack]
+) -> tuple[str, Candidate] | None:
     """``(pack directory, candidate)`` for one trial stream; None when no pack covers it
     or the stream does not fold (the driver reports that bundle as unreadable itself)."""
     try:
@@ -55,7 +57,7 @@ def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
     packs = find_packs(inv.packs, inv.base)
     by_task = packs_by_task(packs)
     for root in _roots(inv, packs):
-        ingest_corpus(lg, root)
+        ingest_corpus(lg, root, inv.workers)
     pairs = engine.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), candidate_of, by_task)
     computed = {stream: hit for stream, hit in pairs if hit is not None}
     local = trace_evaluator()
