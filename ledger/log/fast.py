@@ -285,6 +285,13 @@ class Bloom:
         # what the bits hold at the designed rate (the minimum size holds more than asked)
         self.capacity = max(self.capacity, len(self.bits) * 8 // BITS_PER_KEY)
 
+    @staticmethod
+    def of(bits: bytearray, capacity: int, count: int) -> Bloom:
+        """A filter holding ``bits`` (as :mod:`ledger.log.seen_file` kept them)."""
+        bloom = Bloom.__new__(Bloom)
+        bloom.capacity, bloom.bits, bloom.count = capacity, bits, count
+        return bloom
+
     @property
     def full(self) -> bool:
         """More keys than it was sized for, and still room to grow."""

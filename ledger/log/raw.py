@@ -306,13 +306,22 @@ class RawReads:
 
     def _build_seen(self, size: int, frontier: list[bytes]) -> fast.Seen:
         """The filters of the table as this connection sees it, at ``(size, frontier)``."""
-        sql = "SELECT event_id FROM events WHERE seq BETWEEN ? AND ?"
-        ids = (  # in seq windows: the build never holds the whole column
-            self._con.sql(sql, params=[lo, lo + READ_WINDOW - 1]).to_arrow_table().column(0)
-            for lo in range(0, size, READ_WINDOW)
+        return fast.Seen.build(
+            (size, b"".join(frontier)), self._ids_from(0, size), size, self._streams_from(0)
         )
-        names = self._con.sql("SELECT DISTINCT stream FROM events").to_arrow_table().column(0)
-        return fast.Seen.build((size, b"".join(frontier)), ids, size, names)
+
+    def _ids_from(self, lo: int, size: int) -> Iterator[pa.Array]:
+        """The event ids of seqs ``lo`` .. ``size - 1``, in seq windows (never the whole
+        column at once)."""
+        sql = "SELECT event_id FROM events WHERE seq BETWEEN ? AND ?"
+        for start in range(lo, size, READ_WINDOW):
+            top = min(start + READ_WINDOW, size) - 1
+            yield self._con.sql(sql, params=[start, top]).to_arrow_table().column(0)
+
+    def _streams_from(self, lo: int) -> pa.Array:
+        """The distinct streams of the events from seq ``lo`` on."""
+        sql = "SELECT DISTINCT stream FROM events WHERE seq >= ?"
+        return self._con.sql(sql, params=[lo]).to_arrow_table().column(0)
 
     def _versions_of(self, streams: list[str]) -> dict[str, int]:
         rows = self._con.execute(

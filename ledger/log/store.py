@@ -25,7 +25,7 @@ import duckdb
 
 from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_ROWS, DEFAULT_SEGMENT_BYTES
 from ledger.errors import LedgerError, LedgerExists, LedgerNotFound, TamperDetected
-from ledger.log import connection, fast, layout, merkle
+from ledger.log import connection, fast, layout, merkle, seen_file
 from ledger.log import rows as log_rows
 from ledger.log.batch import (
     AppendResult,
@@ -156,8 +156,9 @@ class Ledger(RawReads, merkle.TreeReads):
         connection.OPENED[:] = [path / DB_FILE]  # only the latest is ever named
 
     def close(self) -> None:
-        with self._lock:  # the filters are rebuilt by whoever appends next
-            _SEEN.pop(self._db_key, None)
+        with self._lock:  # the filters are kept beside the log for whoever appends next
+            if (seen := _SEEN.pop(self._db_key, None)) is not None:  # committed filters
+                seen_file.keep(self, seen)
         connection.close_steady(self._con, self._checkpoints.wal, at_cap=self._close_at_cap)
 
     def __enter__(self) -> Ledger:
@@ -306,7 +307,7 @@ class Ledger(RawReads, merkle.TreeReads):
                                     # its own filters (never _SEEN), earlier parts in: a part
                                     # scans only for ids they may hold, not every part (O(n²));
                                     # a small log is scanned (its filters would load pyarrow)
-                                    seen = self._build_seen(size, frontier)
+                                    seen = seen_file.filters(self, size, frontier)
                                 done = self._append_in_tx(prepared, now, before, seen)
                                 results.append((offset, done))
                             offset += len(prepared)
@@ -314,7 +315,9 @@ class Ledger(RawReads, merkle.TreeReads):
                             connection.size_pool_for(self._con, 0)
                     appended = sum(done.appended for _, done in results)
                     self._checkpoints.committed(self._con, appended, large=large)
-                _SEEN.pop(self._db_key, None)  # rebuilt by whoever appends repeatedly next
+                _SEEN.pop(self._db_key, None)  # the batch's own filters are kept instead
+                if seen is not None and appended:
+                    seen_file.keep(self, seen)
             except duckdb.Error as exc:
                 raise connection.append_error(self.path, exc) from exc
             finally:
@@ -383,7 +386,7 @@ class Ledger(RawReads, merkle.TreeReads):
         # gets (a 19 MB receipt after an ingest into 2.8M events: +31 MiB peak, measured)
         connection.size_pool_for(self._con, 0)
         try:
-            _SEEN[self._db_key] = current = self._build_seen(size, frontier)
+            _SEEN[self._db_key] = current = seen_file.filters(self, size, frontier)
         finally:
             connection.size_pool_for(self._con, batch.payloads.nbytes)
         return current

@@ -1,0 +1,144 @@
+"""The append filters kept beside the log (``ledger.log.seen_file``): the next writer adds
+only the rows appended since instead of scanning every id, never uses filters that do not
+describe this log, and appends exactly what a store without them appends."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.log import fast, seen_file, store
+from ledger.log import rows as log_rows
+from ledger.log.memory_store import MemoryLedger
+from ledger.log.store import init_ledger, open_ledger
+from schemas.envelope import NewEvent
+
+pytestmark = pytest.mark.skipif(
+    not fast.NATIVE, reason="the filters need ledger.log.native (not built here)"
+)
+
+BIG = log_rows.ARROW_FROM_ROWS + 100  # a log append_parts keeps filters for
+
+
+def ev(i: int) -> NewEvent:
+    return NewEvent(f"s{i % 3}", "ext.x", {"i": i}, event_id=f"id-{i}")
+
+
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of the log each time its filters were built from every id."""
+    sizes: list[int] = []
+    real = store.Ledger._build_seen
+
+    def spy(self, size, frontier):
+        sizes.append(size)
+        return real(self, size, frontier)
+
+    monkeypatch.setattr(store.Ledger, "_build_seen", spy)
+    return sizes
+
+
+def test_the_next_writer_adds_only_the_rows_appended_since(tmp_path: Path, monkeypatch) -> None:
+    built = builds(monkeypatch)
+    path = tmp_path / "l"
+    with init_ledger(path) as lg:
+        lg.append_parts([[ev(i) for i in range(BIG)]])  # too small then to keep filters for
+    assert built == [] and not seen_file.path_of(path).exists()
+    with open_ledger(path) as lg:
+        lg.append_parts([[ev(i) for i in range(BIG, BIG + 10)]])
+    assert built == [BIG]  # none kept yet: built from every id, then kept
+    assert seen_file.load(path)[0] == BIG + 10
+    with open_ledger(path) as lg:  # a one-off append keeps nothing: the file is now behind
+        lg.append([ev(BIG + 10)])
+    with open_ledger(path) as lg:
+        res = lg.append_parts([[ev(5), ev(BIG + 10), ev(BIG + 11)]])
+    assert built == [BIG]  # kept filters, brought up to date: no second scan of every id
+    assert [d.seq for d in res.duplicates] == [5, BIG + 10] and res.appended == 1
+    assert seen_file.load(path)[0] == BIG + 12
+
+
+def test_a_receipt_after_a_large_append_reads_the_kept_filters(tmp_path: Path, monkeypatch) -> None:
+    """reconcile's shape: an ingest (append_parts) then one receipt on the same object."""
+    built = builds(monkeypatch)
+    path = tmp_path / "l"
+    with init_ledger(path) as lg:
+        lg.append_parts([[ev(i) for i in range(BIG)]])
+        lg.append_parts([[ev(i) for i in range(BIG, 2 * BIG)]])
+        assert built == [BIG]
+        lg.append([ev(2 * BIG)])  # its second append: the filters, not a scan of every id
+        assert lg.append([ev(7)]).duplicates[0].seq == 7
+    assert built == [BIG]
+
+
+def test_filters_of_another_log_or_damaged_ones_are_not_used(tmp_path: Path, monkeypatch) -> None:
+    built = builds(monkeypatch)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for path, first in ((a, 0), (b, 10**6)):
+        with init_ledger(path) as lg:
+            lg.append_parts([[ev(i) for i in range(first, first + BIG)]])
+            lg.append_parts([[ev(first + BIG)]])
+    assert built == [BIG + 0, BIG]  # each built once, then kept
+    shutil.copy(seen_file.path_of(a), seen_file.path_of(b))  # same size, another root
+    with open_ledger(b) as lg:
+        assert lg.append_parts([[ev(10**6 + 3), ev(3)]]).appended == 1
+    assert built[-1] == BIG + 1  # not used: built again
+    kept = seen_file.path_of(a)
+    data = bytearray(kept.read_bytes())
+    data[-1] ^= 0xFF
+    kept.write_bytes(bytes(data))
+    assert seen_file.load(a) is None
+    with open_ledger(a) as lg:
+        assert lg.append_parts([[ev(3), ev(10**7)]]).duplicates[0].seq == 3
+    assert built[-1] == BIG + 1 and len(built) == 4
+
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["parts", "one", "reopen", "drop", "damage"]),
+        st.lists(st.integers(0, 60), min_size=1, max_size=12),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps)
+def test_appends_are_what_a_store_without_kept_filters_appends(ops) -> None:
+    """Appends, re-opens and lost or damaged filter files in any order: every append reports
+    the same new events and duplicates as the in-memory store, and the logs are equal."""
+    reference = MemoryLedger()
+    with (
+        tempfile.TemporaryDirectory() as d,
+        mock.patch.object(log_rows, "ARROW_FROM_ROWS", 8),  # filters from 8 events on
+    ):
+        path = Path(d) / "l"
+        lg = init_ledger(path)
+        try:
+            for op, ids in ops:
+                batch = [ev(i) for i in ids]
+                halves = [batch[: len(batch) // 2], batch[len(batch) // 2 :]]
+                if op == "parts":
+                    got, want = lg.append_parts(halves), reference.append_parts(halves)
+                elif op == "one":
+                    got, want = lg.append(batch), reference.append(batch)
+                else:
+                    lg.close()
+                    kept = seen_file.path_of(path)
+                    if op == "drop":
+                        kept.unlink(missing_ok=True)
+                    elif op == "damage" and kept.exists():
+                        kept.write_bytes(kept.read_bytes()[:-1] + b"\0")
+                    lg = open_ledger(path)
+                    continue
+                assert (got.appended, got.duplicates) == (want.appended, want.duplicates)
+            assert [(e.seq, e.stream, e.event_id, e.payload) for e in lg.read()] == [
+                (e.seq, e.stream, e.event_id, e.payload) for e in reference.read()
+            ]
+        finally:
+            lg.close()
