@@ -59,7 +59,33 @@ def test_the_next_writer_adds_only_the_rows_appended_since(tmp_path: Path, monke
         res = lg.append_parts([[ev(5), ev(BIG + 10), ev(BIG + 11)]])
     assert built == [BIG]  # kept filters, brought up to date: no second scan of every id
     assert [d.seq for d in res.duplicates] == [5, BIG + 10] and res.appended == 1
-    assert seen_file.load(path)[0] == BIG + 12
+    assert seen_file.load(path)[0] == BIG + 10  # two rows behind: not rewritten (KEEP_LAG)
+    with mock.patch.object(seen_file, "KEEP_LAG", 2), open_ledger(path) as lg:
+        assert lg.append_parts([[ev(BIG + 11), ev(BIG + 12)]]).appended == 1
+    assert seen_file.load(path)[0] == BIG + 13 and built == [BIG]
+
+
+def test_a_one_off_append_reads_kept_filters_instead_of_looking_up(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Looking even a few ids up in a large log scans its id column; kept filters answer
+    for the ids they never saw, and the ids appended since are added before they answer."""
+    path = tmp_path / "l"
+    with init_ledger(path) as lg:
+        lg.append_parts([[ev(i) for i in range(BIG)]])
+        lg.append_parts([[ev(BIG)]])  # keeps the filters at BIG + 1
+        lg.append([ev(BIG + 1)])  # after them: in the log, not in the file
+    calls: list[list[str]] = []
+    real = store.Ledger._stored_by_id
+    monkeypatch.setattr(
+        store.Ledger, "_stored_by_id", lambda self, ids: calls.append(list(ids)) or real(self, ids)
+    )
+    with open_ledger(path) as lg:  # a first append: no lookup for an id the filters lack
+        assert lg.append([ev(10**6)]).appended == 1 and calls == []
+    with open_ledger(path) as lg:
+        res = lg.append([ev(BIG + 1), ev(3), ev(10**6 + 1)])
+    assert [d.seq for d in res.duplicates] == [BIG + 1, 3] and res.appended == 1
+    assert sorted(calls[-1]) == sorted(["id-3", f"id-{BIG + 1}"])
 
 
 def test_a_receipt_after_a_large_append_reads_the_kept_filters(tmp_path: Path, monkeypatch) -> None:
@@ -108,14 +134,16 @@ steps = st.lists(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps)
-def test_appends_are_what_a_store_without_kept_filters_appends(ops) -> None:
-    """Appends, re-opens and lost or damaged filter files in any order: every append reports
-    the same new events and duplicates as the in-memory store, and the logs are equal."""
+@given(steps, st.sampled_from([1, 4, seen_file.KEEP_LAG]))
+def test_appends_are_what_a_store_without_kept_filters_appends(ops, lag) -> None:
+    """Appends, re-opens and lost or damaged filter files in any order, the file rewritten
+    often or seldom: every append reports the same new events and duplicates as the
+    in-memory store, and the logs are equal."""
     reference = MemoryLedger()
     with (
         tempfile.TemporaryDirectory() as d,
         mock.patch.object(log_rows, "ARROW_FROM_ROWS", 8),  # filters from 8 events on
+        mock.patch.object(seen_file, "KEEP_LAG", lag),
     ):
         path = Path(d) / "l"
         lg = init_ledger(path)

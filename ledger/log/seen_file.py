@@ -35,34 +35,46 @@ MAGIC = f"vledger-append-filters/1 k={fast.PROBES}\n".encode()
 NAME = "append-filters.bin"
 # a header is a few hundred bytes; the filters at most two of fast.MAX_BYTES
 MAX_HEADER = 4096
-# the log size of the filters this process last kept beside each ledger file
+# Kept filters are rewritten once they lag the log by this many rows: the rows since are
+# added on reading (a scan of their seq range only, like a read window), while rewriting
+# the file is a 17 MB write at 2.9M events
+KEEP_LAG = 65_536
+# the log size of the filters kept beside each ledger file, as this process last read or
+# wrote them
 _KEPT: dict[Path, int] = {}
 
 
 def filters(lg: Any, size: int, frontier: list[bytes]) -> fast.Seen:
     """The id and stream filters of ``lg`` (a ``Ledger``, under its lock) at ``(size,
-    frontier)``: those kept beside it with the rows appended since added, when this log has
-    the root they name; else built from every id."""
-    kept = load(lg.path)
-    if kept is not None:
-        at, root, ids, names = kept
-        if 0 < at <= size and lg.root(at) == root:
-            for col in lg._ids_from(at, size):
-                ids.add_column(fast.string_column(col), len(col))
-            if at < size:
-                streams = lg._streams_from(at)
-                names.add_column(fast.string_column(streams), len(streams))
-            seen = fast.Seen((size, b"".join(frontier)), ids, names)
-            if not seen.full:
-                return seen
-    return lg._build_seen(size, frontier)
+    frontier)``: :func:`kept`, else built from every id."""
+    got = kept(lg, size, frontier)
+    return got if got is not None else lg._build_seen(size, frontier)
+
+
+def kept(lg: Any, size: int, frontier: list[bytes]) -> fast.Seen | None:
+    """The filters kept beside ``lg`` with the rows appended since added, when this log has
+    the root they name at the size they name (None when there are none such)."""
+    loaded = load(lg.path)
+    if loaded is None:
+        return None
+    at, root, ids, names = loaded
+    if not 0 < at <= size or lg.root(at) != root:
+        return None
+    _KEPT[lg._db_key] = at
+    for col in lg._ids_from(at, size):
+        ids.add_column(fast.string_column(col), len(col))
+    if at < size:
+        streams = lg._streams_from(at)
+        names.add_column(fast.string_column(streams), len(streams))
+    seen = fast.Seen((size, b"".join(frontier)), ids, names)
+    return None if seen.full else seen
 
 
 def keep(lg: Any, seen: fast.Seen) -> None:
     """Keep ``seen`` beside ``lg`` (committed filters: they describe a state of this log)
-    unless this process kept them at that size already."""
+    unless the file holds them within :data:`KEEP_LAG` rows."""
     size, hashes = seen.state
-    if _KEPT.get(lg._db_key) == size:
+    if (at := _KEPT.get(lg._db_key)) is not None and 0 <= size - at < KEEP_LAG:
         return
     frontier = [hashes[i : i + 32] for i in range(0, len(hashes), 32)]
     save(lg.path, seen, merkle.frontier_root(frontier))

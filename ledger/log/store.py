@@ -368,8 +368,8 @@ class Ledger(RawReads, merkle.TreeReads):
         return AppendResult(None, None, 0, tuple(dups), tuple(seqs))
 
     def _seen_at(self, size: int, frontier: list[bytes], batch: Batch) -> fast.Seen | None:
-        """The log's id and stream filters (:mod:`ledger.log.fast`), valid for this state: the
-        process's filters when they describe it, else rebuilt from the table once this
+        """The log's id and stream filters (:mod:`ledger.log.fast`) valid for this state: the
+        process's, else those kept beside the log, else rebuilt from the table once this
         object appends a second time. None without the native accelerator."""
         if not fast.NATIVE:
             return None
@@ -377,11 +377,11 @@ class Ledger(RawReads, merkle.TreeReads):
         current = _SEEN.get(self._db_key)
         if current is not None and current.state == state and not current.full:
             return current
-        if not self._appended:
-            # A one-off append (the CLI's, ingest's) pays two lookups in DuckDB; building
-            # the filters scans every id first (0.11 s vs 0.01 s for 100 events into a 1M
-            # log, measured), which only repeated appends earn back.
-            return None
+        if not self._appended:  # a one-off append (the CLI's): kept filters or lookups;
+            # a build scans every id, which only repeated appends earn back (docs/readme/store.md)
+            if (current := seen_file.kept(self, size, frontier)) is not None:
+                _SEEN[self._db_key] = current
+            return current
         # the scan of every id caches within the steady pool, not the cap a large batch
         # gets (a 19 MB receipt after an ingest into 2.8M events: +31 MiB peak, measured)
         connection.size_pool_for(self._con, 0)
