@@ -326,6 +326,28 @@ def test_reconcile_engine_ray_matches_local(ray_session, tmp_path):
         assert len(ev.computed) == 17
 
 
+def test_reconcile_engine_ray_ingests_each_corpus_once(ray_session, tmp_path, monkeypatch):
+    """The engine ingests the corpora before its tasks run; the read that follows uses what
+    that ingest planned instead of keying every bundle of the corpus again."""
+    from ledger.app import ingest as ingest_module
+    from ledger.log.store import init_ledger
+
+    calls = []
+    real = ingest_module.ingest_into
+
+    def spy(*args, **kwargs):
+        calls.append(tuple(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "ingest_into", spy)
+    init_ledger(tmp_path / "l").close()
+    res = ledger_api.reconcile(
+        packs=[PACKS], base=PACKS_BASE, ledger=tmp_path / "l", engine="ray", workers=2
+    )
+    assert len(calls) == 1  # one corpus, ingested once
+    assert res.document["entries"] and res.document["receipt"]
+
+
 def test_source_restricts_the_ray_job_to_the_source_streams(ray_session, template, tmp_path):
     """--source on a ledger holding other trials: only the source's 17 trials, as local."""
     import json

@@ -235,6 +235,7 @@ class _Context:
     ledger: Any | None  # an open Ledger on a real run, None on a dry run
     prior: LazyBase | None = None  # the run whose observations are carried forward
     workers: int | None = None  # processes reading a corpus into the ledger
+    ingested: Mapping[Path, dict] = field(default_factory=dict)  # corpora an engine ingested
 
 
 def _read_corpus(
@@ -255,7 +256,8 @@ def _read_corpus(
     labels = {r: display_path(d, base, r, base) for d, r in zip(bundles, reals, strict=True)}
     ingested = None
     if ctx.ledger is not None:
-        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get, ctx.workers)
+        ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get, ctx.workers,
+                               ctx.ingested.get(root.resolve()))  # fmt: skip
     out = _Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory, real in zip(bundles, reals, strict=True):
@@ -405,7 +407,7 @@ def _read_all(
     config_id = config_digest(selection)
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
-                   prior, inv.workers)  # fmt: skip
+                   prior, inv.workers, getattr(evaluator, "ingested", {}))  # fmt: skip
     reads: list[tuple[_Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)

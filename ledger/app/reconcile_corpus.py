@@ -96,11 +96,13 @@ class Ingested:
     def of(
         lg: Any, root: Path, find: Callable[[], Base | None] | None = None, source: str = "",
         label: Callable[[Path], str | None] = str, workers: int | None = None,
+        planned: dict[Path, tuple[str, bytes]] | None = None,
     ) -> Ingested:  # fmt: skip
-        """``root`` ingested (by ``workers`` reading processes); with ``find`` (the earlier
-        run, asked for once the ingest is done), each bundle (named ``label(resolved path)``
-        in corpus ``source``) whose earlier observation still holds is carried, not read."""
-        out = Ingested(lg, ingest_corpus(lg, root, workers))
+        """``root`` ingested (by ``workers`` reading processes), unless ``planned`` is what
+        its ingest in this run planned already; with ``find`` (the earlier run, asked for
+        once the ingest is done), each bundle (named ``label(resolved path)`` in corpus
+        ``source``) whose earlier observation still holds is carried, not read."""
+        out = Ingested(lg, ingest_corpus(lg, root, workers) if planned is None else planned)
         prior = None if find is None else find()
         if prior is not None and out.planned:
             prior.look(lg)  # the log as this ingest left it

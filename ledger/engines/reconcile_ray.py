@@ -53,11 +53,12 @@ def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
     """``inv`` is the ``ReconcileRequest`` (not imported: ``ledger.app.reconcile`` imports us).
 
     Ingest the invocation's corpora into ``lg``, evaluate every covered trial on
-    ``engine``; an evaluator answering from those results (locally for anything else)."""
+    ``engine``; an evaluator answering from those results (locally for anything else). Its
+    ``ingested`` holds what each corpus's ingest planned (by resolved root), so the read
+    that follows does not ingest it again."""
     packs = find_packs(inv.packs, inv.base)
     by_task = packs_by_task(packs)
-    for root in _roots(inv, packs):
-        ingest_corpus(lg, root, inv.workers)
+    ingested = {root.resolve(): ingest_corpus(lg, root, inv.workers) for root in _roots(inv, packs)}
     pairs = engine.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), candidate_of, by_task)
     computed = {stream: hit for stream, hit in pairs if hit is not None}
     local = trace_evaluator()
@@ -69,4 +70,5 @@ def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
         return local(inputs, pack)
 
     evaluate.computed = computed  # type: ignore[attr-defined]  (tests count the remote hits)
+    evaluate.ingested = ingested  # type: ignore[attr-defined]
     return evaluate
