@@ -123,6 +123,21 @@ def test_filters_of_another_log_or_damaged_ones_are_not_used(tmp_path: Path, mon
     assert built[-1] == BIG + 1 and len(built) == 4
 
 
+def test_a_read_only_open_keeps_nothing(tmp_path: Path) -> None:
+    """A reader closing while a writer of the same process holds filters writes no file
+    into the ledger (verify only reads); the writer keeps them when it closes."""
+    path = tmp_path / "l"
+    writer = init_ledger(path)
+    writer.append([ev(0)])
+    writer.append([ev(1)])  # its second append: filters held for the process
+    assert writer._db_key in store._SEEN
+    open_ledger(path, read_only=True).close()
+    assert not seen_file.path_of(path).exists()
+    writer.append([ev(2)])
+    writer.close()
+    assert seen_file.load(path)[0] == 3
+
+
 steps = st.lists(
     st.tuples(
         st.sampled_from(["parts", "one", "reopen", "drop", "damage"]),

@@ -157,8 +157,8 @@ class Ledger(RawReads, merkle.TreeReads):
 
     def close(self) -> None:
         with self._lock:  # the filters are kept beside the log for whoever appends next
-            if (seen := _SEEN.pop(self._db_key, None)) is not None:  # committed filters
-                seen_file.keep(self, seen)
+            if (seen := _SEEN.pop(self._db_key, None)) is not None and self._appended:
+                seen_file.keep(self, seen)  # committed filters; a reader writes nothing
         connection.close_steady(self._con, self._checkpoints.wal, at_cap=self._close_at_cap)
 
     def __enter__(self) -> Ledger:
