@@ -26,11 +26,9 @@ importer never parsed.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import os
-import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +50,7 @@ from ledger.app.ingest_stat import (
     racy,
     stat_key,
 )
-from ledger.log.layout import DB_FILE, PROJECTIONS_DIR
+from ledger.log.layout import DB_FILE, PROJECTIONS_DIR, replace_derived
 from ledger.sources.yaml_safe import YamlLimits
 
 INDEX_FORMAT = "vledger-ingest-bundles/2"
@@ -239,10 +237,4 @@ def _store(lg: Any, lines: Iterable[bytes]) -> None:
     if path is None:  # an in-memory store: kept as long as the store lives
         _IN_MEMORY[lg] = b"".join(line + b"\n" for line in lines)
         return
-    with contextlib.suppress(OSError):  # derived data: an ingest never fails for want of it
-        path.parent.mkdir(exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=".ingest-", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "wb", buffering=1 << 16) as f:
-            for line in lines:
-                f.write(line + b"\n")
-        os.replace(name, path)
+    replace_derived(path, (line + b"\n" for line in lines))

@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ledger.errors import LedgerError
@@ -89,3 +92,22 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def replace_derived(path: Path, chunks: Iterable[bytes]) -> None:
+    """Replace the derived file ``path`` (under ``projections/``) whole with ``chunks``,
+    written as they come. No fsync: a file cut short by a crash fails the checks its reader
+    makes (the tree head it names, its digest). Never an error: a command does not fail for
+    want of derived data, and a failed write leaves the old file and no temporary one."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb", buffering=1 << 16) as f:
+                for chunk in chunks:
+                    f.write(chunk)
+            os.replace(name, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            raise

@@ -17,17 +17,14 @@ deleting the file costs one scan of every id. The layout::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ledger.log import fast, merkle
-from ledger.log.layout import PROJECTIONS_DIR
+from ledger.log.layout import PROJECTIONS_DIR, replace_derived
 
 # names what the bits mean: a change of fast.PROBES, BITS_PER_KEY or the native hashing
 # makes older files unusable, so it bumps this
@@ -87,7 +84,7 @@ def path_of(ledger_dir: Path) -> Path:
 
 def save(ledger_dir: Path, seen: fast.Seen, root: bytes) -> None:
     """Keep ``seen`` (the filters of the log at ``seen.state``, whose root is ``root``);
-    never an error: an append does not fail for want of derived data."""
+    never an error (``layout.replace_derived``)."""
     ids, names = seen.ids, seen.streams
     header = {
         "size": seen.state[0],
@@ -96,20 +93,9 @@ def save(ledger_dir: Path, seen: fast.Seen, root: bytes) -> None:
         "streams": [names.capacity, names.count, len(names.bits)],
         "sha256": _digest(ids.bits, names.bits),
     }
-    path = path_of(ledger_dir)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=".filters-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as f:
-                f.write(MAGIC + orjson.dumps(header) + b"\n")
-                f.write(ids.bits)
-                f.write(names.bits)
-            os.replace(name, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(name)
-            raise
+    replace_derived(
+        path_of(ledger_dir), [MAGIC + orjson.dumps(header) + b"\n", ids.bits, names.bits]
+    )
 
 
 def load(ledger_dir: Path) -> tuple[int, bytes, fast.Bloom, fast.Bloom] | None:
