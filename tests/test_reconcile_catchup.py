@@ -208,6 +208,24 @@ def test_another_spelling_of_the_packs_still_extends(
     assert comparable(got) == comparable(reconcile(**kw, full=True))
 
 
+def test_another_spelling_of_the_base_still_extends(
+    tmp_path: Path, parses: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The corpus a pack declares is bound as the directory it resolves to: ``--base``
+    given absolutely, then relatively from its parent, carries every trial and parses no
+    bundle (the joined spelling ``<base>/<corpus>`` once made a second run a full one)."""
+    base = workspace(tmp_path / "w")
+    reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg")
+    parses.clear()
+    monkeypatch.chdir(tmp_path)
+    rel = Path("w")
+    kw: dict[str, Any] = {"packs": [rel / "corpora" / "packs"], "base": rel, "ledger": rel / "lg"}
+    got = reconcile(**kw)
+    rc = got.document["receipt"]
+    assert (rc.get("carried"), rc.get("evaluated")) == (17, 0) and parses == []
+    assert comparable(got) == comparable(reconcile(**kw, full=True))
+
+
 def full_run_id(base: Path, seq: int) -> str:
     with open_ledger(base / "lg") as lg:
         ev = next(iter(lg.read(from_seq=seq, to_seq=seq)))

@@ -402,7 +402,8 @@ def _read_all(
         "packs": [p.document(str(p.directory)) for p in packs],
         "base": str(inv.base.resolve()),
         "source": None if inv.source is None else str(inv.source.resolve()),
-        "corpora": sorted((v, corpora[v].resolved) for v in {v for v, _ in claims}),
+        "corpora": sorted((v, str(Path(corpora[v].resolved).resolve()))
+                          for v in {v for v, _ in claims}),  # fmt: skip
     }
     config_id = config_digest(selection)
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
