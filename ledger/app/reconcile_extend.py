@@ -30,7 +30,6 @@ import io
 import math
 import os
 import struct
-import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from typing import IO, Any
 import orjson
 
 from ledger.app.replay_results import BUFFER, MAX_TRAILER, PROJECTIONS_DIR
-from ledger.log.layout import DB_FILE, TRIAL_PREFIX
+from ledger.log.layout import DB_FILE, TRIAL_PREFIX, derived_temp, keep_per_config
 from reconcile.inputs import (
     Candidate,
     CandidateEvaluation,
@@ -409,7 +408,7 @@ class KeptWriter:
             self.file: IO[bytes] = io.BytesIO()
         else:
             folder.mkdir(exist_ok=True)
-            handle, name = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=folder)
+            handle, name = derived_temp(folder, "reconcile")
             self.file, self.path = os.fdopen(handle, "w+b", buffering=BUFFER), Path(name)
         self.file.write(MAGIC)
         self.hasher = RecordHasher()
@@ -428,7 +427,7 @@ class KeptWriter:
         self.file.write(body + _TRAILER_LEN.pack(len(body)))
         self.file.flush()
         if self.path is not None:  # no fsync: a file cut short by a crash fails its checks
-            os.replace(self.path, self.path.with_name(_name(config_digest)))
+            keep_per_config(self.path, self.path.with_name(_name(config_digest)))
             self.file.close()
             self.path = None
             return

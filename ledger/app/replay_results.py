@@ -34,7 +34,7 @@ from typing import IO, Any, overload
 import orjson
 
 from ledger.errors import LedgerError
-from ledger.log.layout import DB_FILE, PROJECTIONS_DIR
+from ledger.log.layout import DB_FILE, PROJECTIONS_DIR, derived_temp, keep_per_config
 from replay.grading.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
 from schemas.canonical import canonical_json
 from schemas.retrace_status import RetraceStatus
@@ -328,7 +328,7 @@ def new_results(lg: Any, keep: bool) -> ResultsWriter:
     if folder is None:
         return ResultsWriter(tempfile.TemporaryFile(prefix="vledger-results-", buffering=BUFFER))  # noqa: SIM115
     folder.mkdir(exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=".retrace-", suffix=".tmp", dir=folder)
+    handle, name = derived_temp(folder, "retrace")
     return ResultsWriter(os.fdopen(handle, "w+b", buffering=BUFFER), Path(name))
 
 
@@ -339,7 +339,7 @@ def keep_results(lg: Any, config_digest: str, writer: ResultsWriter) -> None:
     """Make ``writer``'s finished file the one the next retrace with this config reads."""
     if writer.path is not None:  # no fsync: a file cut short by a crash fails its checks
         writer.file.flush()
-        os.replace(writer.path, writer.path.with_name(_name(config_digest)))
+        keep_per_config(writer.path, writer.path.with_name(_name(config_digest)))
         writer.path = None
         return
     if _directory(lg) is None:  # an in-memory store: kept as long as the store lives

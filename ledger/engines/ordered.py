@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger.engines.base import EngineError
+from ledger.log.layout import pid_alive
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -119,21 +120,11 @@ def exit_with(pid: int) -> None:
         if fd is not None:
             select.select([fd], [], [])
         else:
-            while _alive(pid):
+            while pid_alive(pid):
                 time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=watch, name="vledger-driver-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, another user's (a reused pid): taken as alive
-        pass
-    return True
 
 
 def _result(fut: Future) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,6 +28,15 @@ FORMAT_VERSION = "2"
 # is one node row per 64 events).
 NODE_MIN_LEVEL = 6
 READ_WINDOW = 65_536  # seq range scanned per query when streaming reads
+# Per-config results kept of each kind (``retrace-``, ``reconcile-<config>.results``), the
+# most recently written: each is as large as its run's outcomes (~3 KB a trial for retrace)
+# and every edit of a replacement config is another config, so kept without bound a rubric
+# iterated over a 100,000-trial ledger would leave ~300 MB per edit.
+KEPT_CONFIGS = 4
+# A temporary file under projections/ whose writer is gone (killed before its rename) is
+# removed once it has not been written to for this long: a live writer on another host (a
+# shared filesystem, where its pid means nothing here) writes to its file as it runs.
+ORPHAN_SECONDS = 3600.0
 
 # Payloads are zstd-compressed and leaf hashes (random bytes) stored as they are, rather than
 # left to DuckDB's per-segment choice: its analysis of every candidate method was most of an
@@ -101,7 +111,7 @@ def replace_derived(path: Path, chunks: Iterable[bytes]) -> None:
     want of derived data, and a failed write leaves the old file and no temporary one."""
     with contextlib.suppress(OSError):
         path.parent.mkdir(exist_ok=True)
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+        handle, name = derived_temp(path.parent, path.name)
         try:
             with os.fdopen(handle, "wb", buffering=1 << 16) as f:
                 for chunk in chunks:
@@ -111,3 +121,62 @@ def replace_derived(path: Path, chunks: Iterable[bytes]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(name)
             raise
+
+
+def derived_temp(folder: Path, stem: str) -> tuple[int, str]:
+    """A new temporary file in ``folder`` (``mkstemp``) named ``.<stem>-<pid>-<random>.tmp``:
+    the writer's pid, for :func:`prune_derived` to tell one left by a killed writer."""
+    return tempfile.mkstemp(prefix=f".{stem}-{os.getpid()}-", suffix=".tmp", dir=folder)
+
+
+def keep_per_config(temp: Path, path: Path) -> None:
+    """Rename the finished ``temp`` to ``path`` (``<kind>-<config>.results``), then prune
+    that kind's older files (:func:`prune_derived`)."""
+    os.replace(temp, path)
+    prune_derived(path.parent, path.name.split("-", 1)[0])
+
+
+def prune_derived(folder: Path, kind: str) -> None:
+    """Remove all but the :data:`KEPT_CONFIGS` most recently written ``<kind>-*.results`` in ``folder``,
+    and every temporary file there whose writer is gone (:data:`ORPHAN_SECONDS`). Never an
+    error: a file another process removed or still holds open is simply left to it."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    kept: list[tuple[int, str, str]] = []
+    now = time.time()
+    for e in entries:
+        try:
+            if e.name.startswith(f"{kind}-") and e.name.endswith(".results"):
+                kept.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name, e.path))
+            elif e.name.startswith(".") and e.name.endswith(".tmp") and _orphan(e, now):
+                os.unlink(e.path)
+        except OSError:
+            continue
+    for _, _, path in sorted(kept, reverse=True)[KEPT_CONFIGS:]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _orphan(entry: os.DirEntry, now: float) -> bool:
+    """A temporary file of :func:`derived_temp` not written to for :data:`ORPHAN_SECONDS`
+    whose writer is not a live process here (one without a pid in its name: by age alone)."""
+    if now - entry.stat(follow_symlinks=False).st_mtime < ORPHAN_SECONDS:
+        return False
+    parts = entry.name[: -len(".tmp")].rsplit("-", 2)
+    pid = parts[1] if len(parts) == 3 else ""
+    return not (pid.isdigit() and pid_alive(int(pid)))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts: a reused pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    except (OverflowError, OSError):
+        return False
+    return True
