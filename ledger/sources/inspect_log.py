@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.sources.files import read_input
-from ledger.sources.inspect_agents import executed, flatten
+from ledger.sources.inspect_agents import executed, flatten, in_start_order
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
 from schemas.canonical import canonical_json
@@ -448,6 +448,7 @@ def sample_plan(spec: Any, sample: Any, corpus: str, label: str) -> SamplePlan:
     """One EvalSample → its stream's events (module docstring)."""
     where = f"{label}#{sample.id}/{sample.epoch}"
     solver, scoring = solver_events(list(flatten(sample.events or [])))
+    solver = in_start_order(solver)  # a re-scored copy holds them in another order
     msgs = [message_payload(i, m) for i, m in enumerate(sample.messages)]
     run = executed(solver)
     # no events at all: the log carries no record view (the messages are all there is)
