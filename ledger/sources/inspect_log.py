@@ -234,9 +234,14 @@ def message_payload(index: int, m: Any) -> dict[str, Any]:
     return payload
 
 
-def tool_status(error: Any) -> str:
+def tool_status(ev: Any) -> str:
+    """A ToolEvent's outcome. A call that raised past the tool (``failed``: it ended the
+    sample) or never returned (``pending``: the sample was cancelled or cut off while it
+    ran) records no ``error`` and an empty result, and did not succeed either."""
+    error = ev.error
     if error is None:
-        return "success"
+        failed = getattr(ev, "failed", None) or getattr(ev, "pending", None)
+        return "error" if failed else "success"
     return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
 
 
@@ -255,7 +260,7 @@ def record_payload(index: int, ev: Any, agent: str | None = None) -> dict[str, A
         "tool_name": ev.function,
         "arguments": dict(ev.arguments or {}),
         "executor": "agent",  # see UNRECORDED_FIELDS
-        "status": tool_status(ev.error),
+        "status": tool_status(ev),
         "output": output,
         "latency_seconds": latency if latency is not None else ev.working_time,
         "timestamp": _iso(ev.timestamp),
