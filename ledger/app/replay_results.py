@@ -84,6 +84,22 @@ class ListHasher:
         return "sha256:" + done.hexdigest()
 
 
+class RecordsHasher:
+    """The digest of a results file's records as stored, in order (its trailer's
+    ``records_digest``): the outputs digest binds only each record's row, and the report's
+    constraint table folds the rest, so a damaged record is found before its fields are
+    trusted (each record is self-delimiting: hashing their concatenation is unambiguous)."""
+
+    def __init__(self) -> None:
+        self._hasher = hashlib.sha256(MAGIC)
+
+    def add(self, chunk: Buffer) -> None:
+        self._hasher.update(chunk)
+
+    def digest(self) -> str:
+        return "sha256:" + self._hasher.hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
     stream: str
@@ -148,20 +164,23 @@ class ResultsWriter:
         self.file = file
         self.path = path  # None: an anonymous file (a dry run, an in-memory store)
         self.offsets = array("q")
+        self.records = RecordsHasher()
         self._end = file.write(MAGIC)  # the file is only appended to (views read by pread)
 
     def add(self, rec: Record) -> None:
         self.offsets.append(self._end)
         if rec.raw is not None:  # carried forward: its bytes as they were
+            self.records.add(rec.raw)
             self._end += self.file.write(rec.raw)
             return
         parts = (rec.stream.encode(), rec.fold, rec.detail, rec.row)
-        self._end += self.file.write(_HEAD.pack(*(len(p) for p in parts)))
-        for part in parts:
-            self._end += self.file.write(part)
+        for chunk in (_HEAD.pack(*(len(p) for p in parts)), *parts):
+            self.records.add(chunk)
+            self._end += self.file.write(chunk)
 
     def finish(self, trailer: dict[str, Any]) -> None:
-        body = orjson.dumps({"format": RESULTS_FORMAT, "count": len(self.offsets), **trailer})
+        body = orjson.dumps({"format": RESULTS_FORMAT, "count": len(self.offsets),
+                             "records_digest": self.records.digest(), **trailer})  # fmt: skip
         self.file.write(body + _TRAILER_LEN.pack(len(body)))
         self.file.flush()
 
