@@ -199,7 +199,7 @@ def test_a_kept_record_changed_outside_what_the_receipt_binds_is_not_used(
     tmp_path: Path,
 ) -> None:
     """A record's folded fields (evidence marks, per-constraint verdicts) are not in the
-    outputs digest; the file's records digest covers them, so a damaged one makes the next
+    outputs digest; the CRC of the file's records covers them, so a damaged one makes the next
     run full, with the full replay's report (carried as read, this flag would have counted a
     trial as regex_refused in the evidence line)."""
     with open_ledger(tmp_path / "L", create=True) as lg:
