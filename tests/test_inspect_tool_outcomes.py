@@ -5,6 +5,8 @@ error (``fail_on_error=False`` keeps the log); inspect marks its ToolEvent ``fai
 records no ``error`` and an empty result. ``slow``: the tool sleeps past the sample's
 one-second ``time_limit``; inspect leaves its ToolEvent ``pending`` (no result, no
 completion time), as it does for every call running when a sample is cancelled.
+``unknown``: the model calls a tool the sample does not have; inspect files it as a
+``parsing`` error ``Tool <name> not found``.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def _task():  # noqa: ANN202 - inspect types are imported lazily
 
     return Task(
         name="outcomes",
-        dataset=[Sample(id="slow", input="30"), Sample(id="crash", input="crash")],
+        dataset=[Sample(id="slow", input="30"), Sample(id="crash", input="crash"),
+                 Sample(id="unknown", input="unknown")],
         solver=[use_tools(wait(), crash()), generate()],
         scorer=includes(),
         time_limit=1,
@@ -66,8 +69,9 @@ def _mock_outputs(input, tools, tool_choice, config):  # noqa: ANN001, ANN202, A
     last = input[-1]
     if last.role == "tool":
         out = ModelOutput.from_content("mockllm/model", "done")
-    elif last.text == "crash":
-        out = ModelOutput.for_tool_call("mockllm/model", "crash", {})
+    elif last.text in ("crash", "unknown"):
+        name = "crash" if last.text == "crash" else "no_such_tool"
+        out = ModelOutput.for_tool_call("mockllm/model", name, {})
     else:
         out = ModelOutput.for_tool_call("mockllm/model", "wait", {"secs": int(last.text)})
     out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
@@ -88,7 +92,7 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(written.location)
 
 
-def test_a_tool_call_that_crashed_or_never_returned_is_not_a_success(
+def test_a_tool_call_that_crashed_never_returned_or_named_no_tool_is_not_a_success(
     log: Path, tmp_path: Path
 ) -> None:
     from inspect_ai.log import read_eval_log
@@ -96,9 +100,10 @@ def test_a_tool_call_that_crashed_or_never_returned_is_not_a_success(
     samples = read_eval_log(str(log)).samples
     tools = {s.id: [e for e in s.events if e.event == "tool"] for s in samples}
     # the shapes under test, as inspect wrote them: no error recorded on either call
-    (crashed,), (cut,) = tools["crash"], tools["slow"]
+    (crashed,), (cut,), (unknown,) = tools["crash"], tools["slow"], tools["unknown"]
     assert (crashed.failed, crashed.error, crashed.result) == (True, None, "")
     assert (cut.pending, cut.error, cut.completed) == (True, None, None)
+    assert (unknown.error.type, unknown.error.message) == ("parsing", "Tool no_such_tool not found")
     with open_ledger(tmp_path / "ledger", create=True) as lg:
         ingest(lg, [log])
     rows = query(
@@ -107,8 +112,9 @@ def test_a_tool_call_that_crashed_or_never_returned_is_not_a_success(
         "JOIN trials t USING (trial) ORDER BY c.call_id",
     ).to_pylist()
     got = {r["call_id"]: (r["status"], r["termination_reason"]) for r in rows}
-    assert got == {crashed.id: ("error", "error"), cut.id: ("error", "time_limit")}
+    assert got == {crashed.id: ("error", "error"), cut.id: ("error", "time_limit"),
+                   unknown.id: ("tool_not_found", "completed")}  # fmt: skip
     statuses = query(
         tmp_path / "ledger", "SELECT status FROM timeline WHERE kind = 'tool_result'"
     ).to_pylist()
-    assert [r["status"] for r in statuses] == ["error", "error"]
+    assert sorted(r["status"] for r in statuses) == ["error", "error", "tool_not_found"]

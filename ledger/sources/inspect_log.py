@@ -242,6 +242,8 @@ def tool_status(ev: Any) -> str:
     if error is None:
         failed = getattr(ev, "failed", None) or getattr(ev, "pending", None)
         return "error" if failed else "success"
+    if error.type == "parsing" and error.message == f"Tool {ev.function} not found":
+        return "tool_not_found"  # inspect files an unknown tool name as a parsing error
     return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
 
 
