@@ -13,7 +13,14 @@ from pathlib import Path
 
 from ledger.defaults import DEFAULT_KEY_NAME
 from ledger.errors import LedgerError
-from ledger.log.note import Signer, Verifier, generate_signer, parse_signer_key, parse_verifier_key
+from ledger.log.note import (
+    BadKey,
+    Signer,
+    Verifier,
+    generate_signer,
+    parse_signer_key,
+    parse_verifier_key,
+)
 from ledger.log.outputs import check_output_path
 
 
@@ -47,18 +54,36 @@ def keygen(out: Path, name: str = DEFAULT_KEY_NAME, *, ledger_dir: Path | None =
 
 
 def load_signer(path: Path) -> Signer:
+    text = _key_text(path, "key file")
     try:
-        return parse_signer_key(path.read_text())
-    except OSError as exc:
-        raise KeyFileError(f"cannot read key file {str(path)!r}: {exc.strerror}") from None
+        return parse_signer_key(text)
+    except BadKey as exc:
+        raise KeyFileError(
+            f"{str(path)!r}: {exc}; pass the file `vledger keygen --out FILE` wrote"
+        ) from None
 
 
 def load_verifier(path: Path) -> Verifier:
     """A verifier key from ``path`` (a ``.pub`` file; a private key file also works)."""
+    text = _key_text(path, "public key file").strip()
     try:
-        text = path.read_text().strip()
+        if text.startswith("PRIVATE+KEY+"):
+            return parse_signer_key(text).verifier()
+        return parse_verifier_key(text)
+    except BadKey as exc:
+        raise KeyFileError(
+            f"{str(path)!r}: {exc}; pass the FILE.pub `vledger keygen --out FILE` wrote"
+        ) from None
+
+
+def _key_text(path: Path, what: str) -> str:
+    """A key file's text; one that cannot be read, or is not text (a key is one ASCII
+    line), is refused naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise KeyFileError(f"cannot read public key file {str(path)!r}: {exc.strerror}") from None
-    if text.startswith("PRIVATE+KEY+"):
-        return parse_signer_key(text).verifier()
-    return parse_verifier_key(text)
+        raise KeyFileError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise KeyFileError(
+            f"{what} {str(path)!r} is not text, so not a key; pass the file `vledger keygen` wrote"
+        ) from None
