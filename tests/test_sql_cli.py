@@ -141,6 +141,22 @@ def test_formats_agree_with_the_query(ledger: Path, tmp_path: Path) -> None:
     assert pq.read_table(target).to_pylist() == want
 
 
+def test_out_in_a_new_folder_is_written_and_an_unwritable_one_is_named(
+    ledger: Path, tmp_path: Path
+) -> None:
+    """--out makes its folder, as keygen and checkpoint --out do; a path that cannot be
+    written is `Error:` naming it, exit 1 (both once reached the user as a traceback)."""
+    q = "SELECT trial FROM trials ORDER BY trial"
+    for fmt, name in (("csv", "a/b/out.csv"), ("parquet", "c/out.parquet")):
+        code, _, err = _sql(ledger, q, "--format", fmt, "--out", str(tmp_path / name))
+        assert code == 0 and (tmp_path / name).stat().st_size > 0, err
+    (tmp_path / "plain").write_text("")
+    bad = tmp_path / "plain" / "out.csv"  # its folder is a file
+    r = CliRunner().invoke(main, ["sql", "--ledger", str(ledger), q, "--out", str(bad)])
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 1
+    assert r.stderr.startswith("Error: cannot write the output") and str(bad) in r.stderr
+
+
 def test_json_columns_are_embedded_as_json(ledger: Path) -> None:
     code, out, _ = _sql(
         ledger,

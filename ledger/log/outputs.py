@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger.errors import OutputInLedger
+from ledger.errors import LedgerError, OutputInLedger
 
 # What makes a directory a ledger: the store, or (a store held elsewhere, only segments
 # copied) the segment manifest. Kept literal so this module imports nothing heavy.
@@ -41,3 +41,15 @@ def check_output_path(path: Path, ledger_dir: Path | None = None, *, what: str =
     found = ledger_containing(path, ledger_dir)
     if found is not None:
         raise OutputInLedger(path, found, what)
+
+
+def write_output(path: Path, data: bytes, *, what: str = "output") -> None:
+    """Write a command's own output file, making its folder as ``keygen`` and
+    ``checkpoint --out`` do; a write that fails names the file instead of a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot write the {what} {str(path)!r}: {exc.strerror or exc}; choose another --out"
+        ) from None
