@@ -137,14 +137,18 @@ def load_override_source(
             "--grading and --constraints both replace the trace_checks block; pass one "
             "(put the constraints inside the grading file's trace_checks: key)"
         )
+    # None here means "not given": a file given but empty (or an empty trace_checks: key)
+    # is an empty mapping, read by the loaders as what it declares, never as no file at all
     source: dict[str, Any] = {"grading": None, "constraints": None}
     if grading_file is not None:
         source["grading"] = _read(grading_file)
+        if source["grading"] is None:
+            source["grading"] = {}
     if constraints_file is not None:
         data = _read(constraints_file)
         if isinstance(data, dict) and "trace_checks" in data:
             data = data["trace_checks"]  # a grading document: take its block, nothing else
-        source["constraints"] = data
+        source["constraints"] = {} if data is None else data
     return source
 
 
