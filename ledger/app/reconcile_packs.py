@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
-from ledger.sources.detect import NEVER_DISCOVERED, relative_posix
+from ledger.sources.detect import NEVER_DISCOVERED, DetectError, relative_posix
 from ledger.sources.detect import discover_bundles as detect_bundles
 from ledger.sources.files import InputError, confine, read_input
 from ledger.sources.yaml_safe import DEFAULT_LIMITS, load_yaml_bytes
@@ -97,16 +97,21 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
             f"corpus {value!r} names no directory: resolved {joined}, against the base {base} "
             "— run from the directory the value is written relative to, or pass --base",
         )
-    if not (real / "corpus.yaml").is_file():
-        parts = [p for p in sorted(real.iterdir()) if p.is_dir()]
-        if not parts or not all((p / "corpus.yaml").is_file() for p in parts):
-            return _with_error(
-                shown,
-                f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
-                "subdirectory does — point it at a curated corpus (a directory holding "
-                "corpus.yaml) or at a directory of such parts",
-            )
-    bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
+    try:
+        if not (real / "corpus.yaml").is_file():
+            parts = [p for p in sorted(real.iterdir()) if p.is_dir()]
+            if not parts or not all((p / "corpus.yaml").is_file() for p in parts):
+                return _with_error(
+                    shown,
+                    f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
+                    "subdirectory does — point it at a curated corpus (a directory holding "
+                    "corpus.yaml) or at a directory of such parts",
+                )
+        bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
+    except PermissionError as exc:  # a part it cannot look into: named, as discovery names one
+        return _with_error(shown, f"corpus {value!r}: {exc.filename}: permission denied")
+    except DetectError as exc:
+        return _with_error(shown, f"corpus {value!r}: {exc}")
     return CorpusResolution(value, str(base), str(joined), None, bundles)
 
 
