@@ -633,6 +633,29 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
     assert not (tmp_path / "missing").exists()
 
 
+def test_a_held_ledger_is_busy_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holding the ledger is exit 3 with the busy message, as on every
+    command; it was exit 5, "no ledger to record into ... create it"."""
+    import ledger.app.reconcile as app  # noqa: PLC0415
+    from ledger.errors import LedgerBusy  # noqa: PLC0415
+
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    init_ledger(tmp_path / "lg").close()
+
+    def held(where: Any, **_kw: Any) -> Any:
+        raise LedgerBusy(Path(where), 0.1)
+
+    monkeypatch.setattr(app, "opened", held)
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path),
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    assert res.exit_code == 3, res.output
+    assert "ledger busy" in res.stderr and "create it" not in res.stderr
+
+
 def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> None:
     pack = make_pack(tmp_path, migration())
     make_corpus(tmp_path, BALANCED)

@@ -230,6 +230,27 @@ def test_while_a_writer_holds_the_store_sealed_segments_are_read(tmp_path: Path)
     assert orjson.loads(out) == [{"n": len(ev)}]
 
 
+def test_a_held_store_without_segments_is_busy(tmp_path: Path) -> None:
+    """No sealed segment to read instead: exit 3 (busy), the code every command gives a
+    ledger another process holds, for sql and report alike (it was exit 1, "query failed")."""
+    lg = write_ledger(tmp_path / "lg", _events(), via_store=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(lg / analytics.DB_FILE)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        code, out, err = _sql(lg, "SELECT count(*) FROM events")
+        assert code == 3 and out == "" and err.startswith("Error: ledger busy: "), err
+        r = CliRunner().invoke(main, ["report", "--ledger", str(lg), "--out", str(tmp_path / "r")])
+        assert r.exit_code == 3 and "ledger busy" in r.stderr, r.output
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+
+
 def test_missing_ledger_is_named(tmp_path: Path) -> None:
     code, _out, err = _sql(tmp_path / "absent", "SELECT 1")
     assert code == 1 and "no ledger at" in err

@@ -24,7 +24,7 @@ from ledger.analytics.view_kit import sql_str
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
 from ledger.errors import LedgerError
-from schemas.errors import UsageError
+from schemas.errors import BUSY, UsageError
 
 DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
@@ -67,6 +67,13 @@ class SqlQueryError(LedgerError):
         super().__init__(
             f"query failed: {message} (list views and columns with `vledger sql --schema`)"
         )
+
+
+class StoreHeld(LedgerError):
+    """A writer holds the store and no sealed segment can stand in for it: busy, the code
+    every command gives a ledger another process holds."""
+
+    exit_code = BUSY
 
 
 class NoLedger(LedgerError):
@@ -139,9 +146,9 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
             if not materialise.is_lock_error(exc):
                 raise SqlQueryError(f"cannot open {db}: {exc}") from None
             if not segments:
-                raise SqlQueryError(
-                    f"{db} is held by a writer and no sealed segment exists yet under "
-                    f"{ledger_dir / SEGMENTS_DIR}; retry when the writer is done"
+                raise StoreHeld(
+                    f"ledger busy: {db} is held by a writer and no sealed segment exists yet "
+                    f"under {ledger_dir / SEGMENTS_DIR}; retry when the writer is done"
                 ) from None
             return _parquet_relation(segments), Source(
                 "segments", f"{len(segments)} sealed segment(s); the store is held by a writer"
