@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
@@ -132,7 +133,7 @@ def _ledger_with_notes(tmp_path: Path) -> Path:
     return led
 
 
-def test_ledger_before_the_command(tmp_path: Path) -> None:
+def test_ledger_before_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     led = _ledger_with_notes(tmp_path)
     before = CliRunner().invoke(main, ["--ledger", str(led), "log", "--limit", "3"])
     after = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "3"])
@@ -140,6 +141,14 @@ def test_ledger_before_the_command(tmp_path: Path) -> None:
     assert before.stdout == after.stdout and len(before.stdout.splitlines()) == 3
     clash = CliRunner().invoke(main, ["--ledger", str(led), "log", "--ledger", str(tmp_path / "x")])
     assert clash.exit_code == 2 and "clash" in clash.stderr
+    # one directory, spelled relatively and absolutely (or through a link), is no clash
+    (tmp_path / "link").symlink_to(led, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    for other in (str(led.relative_to(tmp_path)), "link/", f"./{led.name}/."):
+        same = CliRunner().invoke(
+            main, ["--ledger", str(led), "log", "--ledger", other, "--limit", "3"]
+        )
+        assert same.exit_code == 0 and same.stdout == before.stdout, (other, same.output)
 
 
 def test_log_limit_and_json_lines(tmp_path: Path) -> None:

@@ -42,10 +42,14 @@ def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> P
     """The ledger a command uses: its own ``--ledger``, else the one given before the
     subcommand (``vledger --ledger DIR log``), else ``default`` if given, else
     ``$VLEDGER_HOME``, else ``./.vledger``. Two different ``--ledger`` values are refused by
-    name rather than one silently winning."""
+    name rather than one silently winning; one directory spelled two ways is one ledger."""
     ctx = click.get_current_context(silent=True)
     before = ctx.meta.get(GROUP_LEDGER) if ctx is not None else None
-    if ledger_dir is not None and before is not None and Path(ledger_dir) != Path(before):
+    if (
+        ledger_dir is not None
+        and before is not None
+        and Path(ledger_dir).resolve() != Path(before).resolve()
+    ):
         raise click.UsageError(
             f"--ledger {before} (before the command) and --ledger {ledger_dir} (after it) "
             "clash: give one of them"
