@@ -131,6 +131,14 @@ def test_validate_accepts_the_shipped_packs() -> None:
     assert "1 entry, 0 errors" in res.output
 
 
+def test_validate_given_the_directory_of_packs_names_each_pack_to_validate() -> None:
+    """It said "PACKS/task.yaml: cannot read: No such file or directory"."""
+    res = CliRunner().invoke(main, ["validate", str(PACKS), "--base", str(PACKS_BASE)])
+    assert res.exit_code == 5 and "is a directory of packs, not a pack" in res.stderr
+    for pack in ("notes_duplicate_check_narrowed", "notes_duplicate_check_policy_narrowed"):
+        assert f"vledger validate {PACKS / pack}" in res.stderr
+
+
 def test_validate_run_from_the_wrong_base_names_path_and_base(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         main, ["validate", str(PACKS / "notes_duplicate_check_narrowed"), "--base", str(tmp_path)]
