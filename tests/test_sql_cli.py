@@ -117,6 +117,15 @@ def test_bad_sql_names_the_problem(ledger: Path) -> None:
     assert "query failed" in err and "nope" in err and "vledger sql --schema" in err
 
 
+def test_several_statements_run_and_the_last_one_is_the_result(ledger: Path) -> None:
+    """A read before the last statement runs and its rows are dropped (it failed with
+    DuckDB's "connection has an unfinished result from execute()"); a failing one is named."""
+    code, out, err = _sql(ledger, "SELECT 1 AS a; SELECT count(*) AS n FROM trials", "--json")
+    assert code == 0 and orjson.loads(out) == [{"n": 3}], err
+    code, out, err = _sql(ledger, "SELECT CAST('x' AS INT); SELECT 1 AS b", "--json")
+    assert code == 1 and out == "" and "Could not convert string 'x'" in err
+
+
 def test_formats_agree_with_the_query(ledger: Path, tmp_path: Path) -> None:
     q = "SELECT trial, task_id, n_tool_calls, counted FROM trials ORDER BY trial"
     want = analytics.query(ledger, q).to_pylist()

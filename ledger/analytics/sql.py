@@ -225,8 +225,11 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """Run a read-only query on a connection from :func:`connect`."""
     texts = check_read_only(sql)
     try:
-        for text in texts[:-1]:
+        for text in texts[:-1]:  # run, their rows dropped; the last one's are the result
             con.execute(text)
+            finish = getattr(con, "complete", None)  # DuckDB 2: a result left pending blocks
+            if finish is not None:  # the next statement ("unfinished result from execute()")
+                finish()
         rel = con.sql(texts[-1])
         if rel is None:  # a statement that returns no relation (never a read, but be safe)
             return pa.table({})
