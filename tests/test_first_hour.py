@@ -15,6 +15,34 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
 
 
+# --- an empty path (an unset shell variable) is refused, never the working directory -------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ingest", ""],
+        ["keygen", "--out", ""],
+        ["--ledger", "", "log"],
+        ["sql", "select 1", "--out", ""],
+        ["export", "--parquet", ""],
+        ["verdict", "record", ""],
+    ],
+)
+def test_an_empty_path_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """`Path("")` is `.`: `ingest ""` ingested the working directory under its folder's
+    name, and `keygen --out ""` reached the user as a traceback. Exit 2, nothing written."""
+    import shutil  # noqa: PLC0415
+
+    shutil.copytree(CORPORA / "notes_duplicate_check" / "met", tmp_path / "met")
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "an empty path" in res.stderr, (res.output, res.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["met"]
+
+
 # --- 8: a mistyped path leaves no new ledger behind ------------------------------------
 
 
