@@ -132,6 +132,8 @@ def test_an_empty_replacement_file_is_read_never_taken_as_no_file(notes_ledger, 
 def test_no_trial_is_an_error_naming_the_filter(notes_ledger) -> None:
     with pytest.raises(RetraceError, match="--task nope"):
         retrace(ledger=notes_ledger, task="nope")
+    with pytest.raises(RetraceError, match="no trial in the ledger matches --corpus ''"):
+        retrace(ledger=notes_ledger, corpus="")  # an empty filter is named, not "no trial"
 
 
 def test_an_unrecheckable_trial_exits_non_zero(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -456,7 +457,7 @@ def _full_run(
 
 def _no_trials(request: RetraceRequest) -> RetraceError:
     given = (("corpus", request.corpus), ("task", request.task))
-    where = " ".join(f"--{k} {v}" for k, v in given if v)
+    where = " ".join(f"--{k} {shlex.quote(v)}" for k, v in given if v is not None)
     return RetraceError(
         f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
         "(`vledger ingest PATH`) or pass --source PATH"
