@@ -56,6 +56,22 @@ def test_ingest_of_a_mistyped_path_leaves_no_new_ledger(tmp_path: Path) -> None:
     assert f"the new ledger {str(new)!r} was removed" in res.stderr
 
 
+def test_ingest_of_a_mistyped_path_into_a_folder_of_other_files_removes_only_its_own(
+    tmp_path: Path,
+) -> None:
+    """--ledger naming an existing folder that is no ledger (a corpus, say): an abort
+    removes the store files it created and nothing else. They were left behind, and the
+    message said "the ledger is unchanged"."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    res = CliRunner().invoke(main, ["ingest", "--ledger", str(folder), str(tmp_path / "typo")])
+    assert res.exit_code == 1, res.output
+    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    assert (folder / "keep.txt").read_text() == "mine"
+    assert "no ledger at" in res.stderr and "files were removed from" in res.stderr
+
+
 def test_ingest_failing_into_an_existing_ledger_keeps_it(tmp_path: Path) -> None:
     old = tmp_path / "OLD"
     assert CliRunner().invoke(main, ["init", "--ledger", str(old)]).exit_code == 0

@@ -8,6 +8,8 @@ something a later reader trusts. Every command that writes a file asks
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from ledger.errors import LedgerError, OutputInLedger
@@ -19,6 +21,21 @@ _LEDGER_MARKERS = ("events.duckdb", "segments/manifest.json")
 
 def is_ledger_dir(directory: Path) -> bool:
     return any((directory / marker).exists() for marker in _LEDGER_MARKERS)
+
+
+def remove_new_ledger(root: Path, before: frozenset[str] | None) -> None:
+    """Undo a ledger a command created and could not fill: the directory it made
+    (``before`` None), or, in a directory that held other files first, only the entries
+    it added."""
+    if before is None:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for name in set(os.listdir(root)) - before:
+        made = root / name
+        if made.is_dir() and not made.is_symlink():
+            shutil.rmtree(made, ignore_errors=True)
+        else:
+            made.unlink(missing_ok=True)
 
 
 def ledger_containing(path: Path, ledger_dir: Path | None = None) -> Path | None:
