@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -138,13 +137,9 @@ def load_override_source(
             "--grading and --constraints both replace the trace_checks block; pass one "
             "(put the constraints inside the grading file's trace_checks: key)"
         )
-    # None here means "not given": a file given but empty (or an empty trace_checks: key)
-    # is an empty mapping, read by the loaders as what it declares, never as no file at all
-    source: dict[str, Any] = {"grading": None, "constraints": None}
+    source: dict[str, Any] = {"grading": None, "constraints": None}  # None: no file; empty: {}
     if grading_file is not None:
-        source["grading"] = _read(grading_file)
-        if source["grading"] is None:
-            source["grading"] = {}
+        source["grading"] = {} if (data := _read(grading_file)) is None else data
     if constraints_file is not None:
         data = _read(constraints_file)
         if isinstance(data, dict) and "trace_checks" in data:
@@ -457,7 +452,7 @@ def _full_run(
 
 def _no_trials(request: RetraceRequest) -> RetraceError:
     given = (("corpus", request.corpus), ("task", request.task))
-    where = " ".join(f"--{k} {shlex.quote(v)}" for k, v in given if v is not None)
+    where = " ".join(f"--{k} {v or repr(v)}" for k, v in given if v is not None)
     return RetraceError(
         f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
         "(`vledger ingest PATH`) or pass --source PATH"
