@@ -263,6 +263,13 @@ def test_a_held_store_without_segments_is_busy(tmp_path: Path) -> None:
 def test_missing_ledger_is_named(tmp_path: Path) -> None:
     code, _out, err = _sql(tmp_path / "absent", "SELECT 1")
     assert code == 1 and "no ledger at" in err
+    # a folder that is no ledger (a corpus, an empty one) is not an empty ledger: it was
+    # read as one, `SELECT count(*) FROM events` answering 0 where every other command says
+    # "no ledger"
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "notes.txt").write_text("x")
+    code, out, err = _sql(tmp_path / "folder", "SELECT count(*) AS n FROM events")
+    assert code == 1 and out == "" and "no ledger at" in err
 
 
 def test_readme_section_documents_every_view_and_column() -> None:

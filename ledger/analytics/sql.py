@@ -34,11 +34,6 @@ SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
 _READ_TYPES = frozenset({"SELECT", "EXPLAIN"})
 _EXPLAIN_PREFIX = re.compile(r"^\s*explain(\s+analy[sz]e)?\s+", re.IGNORECASE)
 
-_EMPTY_EVENTS = (
-    "SELECT NULL::UBIGINT AS seq, NULL::VARCHAR AS stream, NULL::UINTEGER AS stream_version, "
-    "NULL::VARCHAR AS event_id, NULL::VARCHAR AS type, NULL::USMALLINT AS schema_version, "
-    "NULL::TIMESTAMPTZ AS recorded_at, NULL::BLOB AS payload, NULL::BLOB AS leaf_hash WHERE false"
-)
 ENVELOPE_COLUMNS = (
     "seq, stream, stream_version, event_id, type, schema_version, "
     "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
@@ -89,7 +84,7 @@ class NoLedger(LedgerError):
 class Source:
     """Where the rows came from: the store itself, or only its sealed segments."""
 
-    kind: str  # "store" | "segments" | "empty"
+    kind: str  # "store" | "segments"
     detail: str
     relation: str = ""  # the SQL of the envelope rows the views were created over
     kept: materialise.Kept | None = None  # what became of the kept view rows (store only)
@@ -164,9 +159,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
         return rel, Source("store", str(db))
     if segments:
         return _parquet_relation(segments), Source("segments", f"{len(segments)} sealed segment(s)")
-    if not ledger_dir.exists():
-        raise NoLedger(ledger_dir)
-    return _EMPTY_EVENTS, Source("empty", "no events yet")
+    raise NoLedger(ledger_dir)  # a folder (or file) with neither is no ledger, not an empty one
 
 
 class SqlSandboxed(LedgerError):
