@@ -43,6 +43,20 @@ def test_an_empty_path_is_a_usage_error(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["met"]
 
 
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_a_ledger_path_naming_a_file_is_a_usage_error(tmp_path: Path, where: str) -> None:
+    """$VLEDGER_HOME (which click does not check as it checks --ledger) naming a file, or a
+    path inside one: exit 2 naming it, for init, ingest and a reader alike (init and
+    ingest reached the user as a FileExistsError / NotADirectoryError traceback)."""
+    (tmp_path / "file").write_text("not a ledger")
+    env = {"VLEDGER_HOME": str(tmp_path / where)}
+    for args in (["init"], ["ingest", str(CORPORA / "packs")], ["log"]):
+        res = CliRunner().invoke(main, args, env=env)
+        assert res.exit_code == 2 and str(tmp_path / "file") in res.stderr, (args, res.output)
+        assert "a ledger is a directory" in res.stderr
+    assert (tmp_path / "file").read_text() == "not a ledger"
+
+
 # --- 8: a mistyped path leaves no new ledger behind ------------------------------------
 
 

@@ -56,8 +56,23 @@ def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> P
         )
     chosen = ledger_dir if ledger_dir is not None else before
     if chosen is not None:
-        return Path(chosen)
-    return default if default is not None else ledger.default_ledger_path()
+        return _a_folder(Path(chosen))
+    return _a_folder(default if default is not None else ledger.default_ledger_path())
+
+
+def _a_folder(path: Path) -> Path:
+    """``path`` unless it, or the nearest part of it that exists, is a file: a ledger is a
+    directory (``$VLEDGER_HOME`` naming a file reached ``init`` as a traceback)."""
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                where = "is a file" if part == path else f"lies inside the file {str(part)!r}"
+                raise click.UsageError(
+                    f"the ledger {str(path)!r} {where}; a ledger is a directory: name one with "
+                    "--ledger DIR or $VLEDGER_HOME"
+                )
+            break
+    return path
 
 
 def busy_option(fn: F) -> F:
