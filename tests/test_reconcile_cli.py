@@ -664,6 +664,22 @@ def test_a_held_ledger_is_busy_not_missing(tmp_path: Path, monkeypatch: pytest.M
     assert "ledger busy" in res.stderr and "create it" not in res.stderr
 
 
+def test_a_ledger_that_cannot_be_opened_is_named_not_missing(tmp_path: Path) -> None:
+    """A damaged (or unreadable) store is its own error, exit 1, not "no ledger to record
+    into ... create it" with exit 5."""
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    (tmp_path / "lg").mkdir()
+    (tmp_path / "lg" / "events.duckdb").write_bytes(b"not a database" * 500)
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path),
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    assert "cannot open" in res.stderr and "create it" not in res.stderr
+
+
 def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> None:
     pack = make_pack(tmp_path, migration())
     make_corpus(tmp_path, BALANCED)
