@@ -195,6 +195,26 @@ def test_results_that_do_not_check_against_the_receipt_are_not_used(
         assert "extends" not in assert_extends_like_full(lg).report["receipt"]
 
 
+def test_a_kept_record_changed_outside_what_the_receipt_binds_is_not_used(
+    tmp_path: Path,
+) -> None:
+    """A record's folded fields (evidence marks, per-constraint verdicts) are not in the
+    outputs digest; the CRC of the file's records covers them, so a damaged one makes the next
+    run full, with the full replay's report (carried as read, this flag would have counted a
+    trial as regex_refused in the evidence line)."""
+    with open_ledger(tmp_path / "L", create=True) as lg:
+        ingest_into(lg, [str(b) for b in BUNDLES[:12]], "notes")
+        retrace(ledger=lg)
+        (kept,) = (tmp_path / "L" / "projections").glob("retrace-*.results")
+        body = bytearray(kept.read_bytes())
+        mark = b'"regex_refused":false'
+        at = body.index(mark)
+        body[at : at + len(mark)] = b'"regex_refused":true '  # valid JSON, the same length
+        kept.write_bytes(bytes(body))
+        ingest_into(lg, [str(b) for b in BUNDLES[12:]], "notes")
+        assert "extends" not in assert_extends_like_full(lg).report["receipt"]
+
+
 def test_results_of_another_ledger_are_not_used(tmp_path: Path) -> None:
     for name in ("A", "B"):
         with open_ledger(tmp_path / name, create=True) as lg:

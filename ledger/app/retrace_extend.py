@@ -21,6 +21,7 @@ from ledger.app.replay_results import (
     FoldCache,
     ListHasher,
     Record,
+    RecordsCheck,
     ResultsFile,
     ResultsUnreadable,
     Tally,
@@ -184,16 +185,18 @@ class Extension:
     carried: int = 0
     base_count: int = 0
     base_hasher: ListHasher | None = None
+    base_records: RecordsCheck | None = None
 
     def items(self) -> Iterator[Record | TrialRetrace]:
         """Carried records and evaluated outcomes, in stream order."""
-        self.base_hasher = ListHasher()
+        self.base_hasher, self.base_records = ListHasher(), RecordsCheck()
         self.base_count = self.carried = 0
 
         def base_records() -> Iterator[Record]:
-            assert self.base_hasher is not None
+            assert self.base_hasher is not None and self.base_records is not None
             for rec in self.base.results.records():
                 self.base_hasher.add_bytes(rec.row)
+                self.base_records.add(rec.raw if rec.raw is not None else b"")
                 self.base_count += 1
                 yield rec
 
@@ -203,11 +206,14 @@ class Extension:
             yield item
 
     def base_checks(self) -> bool:
-        """The base's results hash to the outputs digest its receipt binds, all of them."""
+        """The base's results hash to the outputs digest its receipt binds, all of them, and
+        its records as stored to the CRC its file names (the fields the row leaves out)."""
         t = self.base.results.trailer
         return (
             self.base_hasher is not None
+            and self.base_records is not None
             and self.base_hasher.digest() == self.base.outputs_digest
+            and self.base_records.value() == t.get("records_crc32")
             and self.base_count == t.get("count")
         )
 
