@@ -9,6 +9,7 @@ the key: a key inside the ledger would let anyone who can rewrite the log re-sig
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from ledger.defaults import DEFAULT_KEY_NAME
@@ -22,6 +23,8 @@ from ledger.log.note import (
     parse_verifier_key,
 )
 from ledger.log.outputs import check_output_path
+
+MAX_KEY_BYTES = 4096  # a key is one line of under 200 bytes
 
 
 class KeyFileError(LedgerError):
@@ -77,13 +80,20 @@ def load_verifier(path: Path) -> Verifier:
 
 
 def _key_text(path: Path, what: str) -> str:
-    """A key file's text; one that cannot be read, or is not text (a key is one ASCII
-    line), is refused naming the file."""
+    """A key file's text: one ASCII line, so a file that cannot be read, is not a regular
+    file (``/dev/zero`` was read for ever), is larger than :data:`MAX_KEY_BYTES` or is not
+    text is refused naming the file."""
+    not_a_key = f"{what} {str(path)!r} is not a key; pass the file `vledger keygen` wrote"
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise KeyFileError(f"{not_a_key} (not a regular file)")
+            data = f.read(MAX_KEY_BYTES + 1)
     except OSError as exc:
         raise KeyFileError(f"cannot read {what} {str(path)!r}: {exc.strerror}") from None
+    if len(data) > MAX_KEY_BYTES:
+        raise KeyFileError(f"{not_a_key} (larger than {MAX_KEY_BYTES} bytes)")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise KeyFileError(
-            f"{what} {str(path)!r} is not text, so not a key; pass the file `vledger keygen` wrote"
-        ) from None
+        raise KeyFileError(f"{not_a_key} (not text)") from None
