@@ -57,6 +57,17 @@ def test_a_ledger_path_naming_a_file_is_a_usage_error(tmp_path: Path, where: str
     assert (tmp_path / "file").read_text() == "not a ledger"
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["ingest", "--max-file-bytes", "-5", "x"], ["log", "--busy-timeout", "-1"]],
+)
+def test_a_negative_bound_is_a_usage_error(args: list[str]) -> None:
+    """It was taken as given: `ingest --max-file-bytes -5` refused every file as "over the
+    -5-byte limit", and a negative --busy-timeout meant no wait at all."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "is not in the range" in res.stderr, res.output
+
+
 # --- 8: a mistyped path leaves no new ledger behind ------------------------------------
 
 

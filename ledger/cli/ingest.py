@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--max-file-bytes",
-    type=int,
+    type=click.IntRange(min=1),
     default=ledger.DEFAULT_MAX_BYTES,
     show_default=True,
     help="Refuse any YAML or run file larger than this, by name.",

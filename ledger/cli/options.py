@@ -79,7 +79,7 @@ def busy_option(fn: F) -> F:
     """``--busy-timeout S``: how long to wait for another process holding the ledger."""
     return click.option(
         "--busy-timeout",
-        type=float,
+        type=click.FloatRange(min=0),
         default=ledger.DEFAULT_BUSY_TIMEOUT,
         show_default=True,
         help="Seconds to wait for another process holding the ledger.",
