@@ -221,3 +221,18 @@ def test_reconcile_names_a_declared_corpus_part_it_cannot_look_into(
     got = resolve_corpus("corpora/n", tmp_path)
     assert got.error is not None and "permission denied" in got.error
     assert str(tmp_path / "corpora" / "n" / locked) in got.error
+
+
+def test_reconcile_names_a_pack_directory_it_cannot_look_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--packs` over a pack without read permission: refused naming it (the search
+    skipped it without a word, and its trials then resolved in no pack root)."""
+    from ledger.app.reconcile_packs import ReconcileError, find_packs
+
+    shutil.copytree(PACKS, tmp_path / "packs")
+    locked = tmp_path / "packs" / "notes_duplicate_check_policy_narrowed"
+    _lock(monkeypatch, locked)
+    with pytest.raises(ReconcileError, match="cannot look inside") as exc:
+        find_packs([tmp_path / "packs"])
+    assert str(locked) in str(exc.value)

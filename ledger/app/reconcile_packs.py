@@ -8,6 +8,7 @@ base without escaping it (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 7, § 8).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,13 +162,30 @@ def find_packs(
     for root in roots:
         if not root.is_dir():
             raise ReconcileError(f"--packs {root}: no such directory")
-        for task_file in sorted(root.rglob("task.yaml")):
+        for task_file in _task_files(root):
             if any(part in SKIPPED_SUBTREES for part in task_file.parts):
                 continue
             if (task_file.parent / "trajectory.yaml").exists():
                 continue  # a recorded bundle's frozen task, not a pack
             packs.append(read_pack(task_file.parent, base, allow_outside))
     return packs
+
+
+def _task_files(root: Path) -> list[Path]:
+    """Every ``task.yaml`` under ``root``, sorted, as ``rglob`` finds them (linked
+    directories not entered), but a directory it cannot look into is refused by name:
+    ``rglob`` skipped it without a word, and its pack's trials then "resolved in none of
+    the searched pack roots"."""
+
+    def refuse(exc: OSError) -> None:
+        raise ReconcileError(
+            f"--packs {root}: cannot look inside {exc.filename} ({exc.strerror}); make it "
+            "readable, or move it out of the pack roots"
+        )
+
+    found = [Path(d) / "task.yaml" for d, _, files in os.walk(root, onerror=refuse)
+             if "task.yaml" in files]  # fmt: skip
+    return sorted(found)
 
 
 def read_pack(
