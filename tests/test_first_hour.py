@@ -5,10 +5,12 @@ cover."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import ledger.app.ingest as ingest_mod
 from ledger.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,9 +92,17 @@ def test_ingest_of_a_mistyped_path_into_a_folder_of_other_files_removes_only_its
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "keep.txt").write_text("mine")
-    res = CliRunner().invoke(main, ["ingest", "--ledger", str(folder), str(tmp_path / "typo")])
+    real = ingest_mod.run
+
+    def run_writing_beside(lg: Any, *a: Any, **kw: Any) -> Any:  # another writer, meanwhile
+        (folder / "theirs.txt").write_text("theirs")
+        return real(lg, *a, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest_mod, "run", run_writing_beside)
+        res = CliRunner().invoke(main, ["ingest", "--ledger", str(folder), str(tmp_path / "typo")])
     assert res.exit_code == 1, res.output
-    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt", "theirs.txt"]
     assert (folder / "keep.txt").read_text() == "mine"
     assert "no ledger at" in res.stderr and "files were removed from" in res.stderr
 

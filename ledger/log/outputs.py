@@ -23,14 +23,20 @@ def is_ledger_dir(directory: Path) -> bool:
     return any((directory / marker).exists() for marker in _LEDGER_MARKERS)
 
 
+# What a ledger directory holds (ledger.log.layout; DuckDB's WAL and spill folder beside
+# the store): all an aborted ingest may have added to a folder that held other files.
+_LEDGER_ENTRIES = frozenset({"events.duckdb", "events.duckdb.wal", "events.duckdb.tmp",
+                             "checkpoints", "projections", "segments"})  # fmt: skip
+
+
 def remove_new_ledger(root: Path, before: frozenset[str] | None) -> None:
     """Undo a ledger a command created and could not fill: the directory it made
-    (``before`` None), or, in a directory that held other files first, only the entries
-    it added."""
+    (``before`` None), or, in a directory that held other files first, only the ledger's
+    entries it added (a file someone else wrote there meanwhile stays)."""
     if before is None:
         shutil.rmtree(root, ignore_errors=True)
         return
-    for name in set(os.listdir(root)) - before:
+    for name in (set(os.listdir(root)) - before) & _LEDGER_ENTRIES:
         made = root / name
         if made.is_dir() and not made.is_symlink():
             shutil.rmtree(made, ignore_errors=True)
