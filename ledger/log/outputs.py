@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from ledger.errors import LedgerError, OutputInLedger
+from ledger.log.layout import CHECKPOINT_DIR, DB_FILE, PROJECTIONS_DIR
 
 # What makes a directory a ledger: the store, or (a store held elsewhere, only segments
 # copied) the segment manifest. Kept literal so this module imports nothing heavy.
@@ -25,8 +26,8 @@ def is_ledger_dir(directory: Path) -> bool:
 
 # What a ledger directory holds (ledger.log.layout; DuckDB's WAL and spill folder beside
 # the store): all an aborted ingest may have added to a folder that held other files.
-_LEDGER_ENTRIES = frozenset({"events.duckdb", "events.duckdb.wal", "events.duckdb.tmp",
-                             "checkpoints", "projections", "segments"})  # fmt: skip
+_LEDGER_ENTRIES = frozenset({DB_FILE, f"{DB_FILE}.wal", f"{DB_FILE}.tmp", CHECKPOINT_DIR,
+                             PROJECTIONS_DIR, "segments"})  # fmt: skip
 
 
 def remove_new_ledger(root: Path, before: frozenset[str] | None) -> None:
