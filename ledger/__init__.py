@@ -135,6 +135,8 @@ NAMES: dict[str, str] = {
     "default_ledger_path": "ledger.defaults:default_ledger_path",
     "escape_controls": "ledger.text:escape_controls",
     "check_output_path": "ledger.log.outputs:check_output_path",
+    "write_output": "ledger.log.outputs:write_output",
+    "is_ledger_dir": "ledger.log.outputs:is_ledger_dir",
     "damaged_store_error": "ledger.log.connection:damaged_store_error",
 }
 

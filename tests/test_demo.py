@@ -99,3 +99,20 @@ def test_demo_output_is_plain_words_and_portable(demo_run: tuple[Path, Result]) 
     last = result.output.rstrip().splitlines()[-1]
     assert last.endswith((tmp_path / "out.html").resolve().as_uri())
     assert not any(line.strip().startswith("open ") for line in result.output.splitlines())
+
+
+def test_every_command_it_suggests_runs_where_it_ran(
+    demo_run: tuple[Path, Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each "Next, try" line, typed in the directory the demo ran in, exits 0 (the grade
+    line named the bundle relative to the checkout, so it failed anywhere else)."""
+    import shlex
+
+    tmp_path, result = demo_run
+    tried = result.output.split("Next, try:\n", 1)[1].split("\nand open the report", 1)[0]
+    commands = [shlex.split(line.split(" | ")[0]) for line in tried.splitlines()]
+    assert [c[:2] for c in commands] == [["vledger", v] for v in ("log", "sql", "grade", "prove")]
+    monkeypatch.chdir(tmp_path)
+    for argv in commands:
+        got = CliRunner().invoke(main, argv[1:])
+        assert got.exit_code == 0, (argv, got.output)

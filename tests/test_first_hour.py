@@ -5,13 +5,69 @@ cover."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
+import ledger.app.ingest as ingest_mod
 from ledger.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
+
+
+# --- an empty path (an unset shell variable) is refused, never the working directory -------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ingest", ""],
+        ["keygen", "--out", ""],
+        ["--ledger", "", "log"],
+        ["sql", "select 1", "--out", ""],
+        ["export", "--parquet", ""],
+        ["verdict", "record", ""],
+    ],
+)
+def test_an_empty_path_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """`Path("")` is `.`: `ingest ""` ingested the working directory under its folder's
+    name, and `keygen --out ""` reached the user as a traceback. Exit 2, nothing written."""
+    import shutil  # noqa: PLC0415
+
+    shutil.copytree(CORPORA / "notes_duplicate_check" / "met", tmp_path / "met")
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "an empty path" in res.stderr, (res.output, res.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["met"]
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_a_ledger_path_naming_a_file_is_a_usage_error(tmp_path: Path, where: str) -> None:
+    """$VLEDGER_HOME (which click does not check as it checks --ledger) naming a file, or a
+    path inside one: exit 2 naming it, for init, ingest and a reader alike (init and
+    ingest reached the user as a FileExistsError / NotADirectoryError traceback)."""
+    (tmp_path / "file").write_text("not a ledger")
+    env = {"VLEDGER_HOME": str(tmp_path / where)}
+    for args in (["init"], ["ingest", str(CORPORA / "packs")], ["log"]):
+        res = CliRunner().invoke(main, args, env=env)
+        assert res.exit_code == 2 and str(tmp_path / "file") in res.stderr, (args, res.output)
+        assert "a ledger is a directory" in res.stderr
+    assert (tmp_path / "file").read_text() == "not a ledger"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ingest", "--max-file-bytes", "-5", "x"], ["log", "--busy-timeout", "-1"]],
+)
+def test_a_negative_bound_is_a_usage_error(args: list[str]) -> None:
+    """It was taken as given: `ingest --max-file-bytes -5` refused every file as "over the
+    -5-byte limit", and a negative --busy-timeout meant no wait at all."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "is not in the range" in res.stderr, res.output
 
 
 # --- 8: a mistyped path leaves no new ledger behind ------------------------------------
@@ -25,6 +81,30 @@ def test_ingest_of_a_mistyped_path_leaves_no_new_ledger(tmp_path: Path) -> None:
     assert res.exit_code == 1, res.output
     assert not new.exists()
     assert f"the new ledger {str(new)!r} was removed" in res.stderr
+
+
+def test_ingest_of_a_mistyped_path_into_a_folder_of_other_files_removes_only_its_own(
+    tmp_path: Path,
+) -> None:
+    """--ledger naming an existing folder that is no ledger (a corpus, say): an abort
+    removes the store files it created and nothing else. They were left behind, and the
+    message said "the ledger is unchanged"."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    real = ingest_mod.run
+
+    def run_writing_beside(lg: Any, *a: Any, **kw: Any) -> Any:  # another writer, meanwhile
+        (folder / "theirs.txt").write_text("theirs")
+        return real(lg, *a, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest_mod, "run", run_writing_beside)
+        res = CliRunner().invoke(main, ["ingest", "--ledger", str(folder), str(tmp_path / "typo")])
+    assert res.exit_code == 1, res.output
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt", "theirs.txt"]
+    assert (folder / "keep.txt").read_text() == "mine"
+    assert "no ledger at" in res.stderr and "files were removed from" in res.stderr
 
 
 def test_ingest_failing_into_an_existing_ledger_keeps_it(tmp_path: Path) -> None:
@@ -132,7 +212,7 @@ def _ledger_with_notes(tmp_path: Path) -> Path:
     return led
 
 
-def test_ledger_before_the_command(tmp_path: Path) -> None:
+def test_ledger_before_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     led = _ledger_with_notes(tmp_path)
     before = CliRunner().invoke(main, ["--ledger", str(led), "log", "--limit", "3"])
     after = CliRunner().invoke(main, ["log", "--ledger", str(led), "--limit", "3"])
@@ -140,6 +220,14 @@ def test_ledger_before_the_command(tmp_path: Path) -> None:
     assert before.stdout == after.stdout and len(before.stdout.splitlines()) == 3
     clash = CliRunner().invoke(main, ["--ledger", str(led), "log", "--ledger", str(tmp_path / "x")])
     assert clash.exit_code == 2 and "clash" in clash.stderr
+    # one directory, spelled relatively and absolutely (or through a link), is no clash
+    (tmp_path / "link").symlink_to(led, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    for other in (str(led.relative_to(tmp_path)), "link/", f"./{led.name}/."):
+        same = CliRunner().invoke(
+            main, ["--ledger", str(led), "log", "--ledger", other, "--limit", "3"]
+        )
+        assert same.exit_code == 0 and same.stdout == before.stdout, (other, same.output)
 
 
 def test_log_limit_and_json_lines(tmp_path: Path) -> None:

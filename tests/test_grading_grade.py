@@ -374,3 +374,27 @@ def test_disagreeing_views_get_no_grade_even_on_a_judge_only_pack() -> None:
     )
     with pytest.raises(TimelineInconsistencyError):
         grade_trial(inputs, cfg)
+
+
+def test_a_bundle_directory_it_cannot_look_into_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vledger grade BUNDLE` on a directory without search permission: `Error:` naming it,
+    exit 1 (pathlib's PermissionError reached the user as a traceback). EACCES is
+    simulated, so the test means the same under root, whom chmod does not stop."""
+    import errno
+    import os
+
+    locked = tmp_path / "bundle"
+    locked.mkdir()
+    stat = os.stat
+
+    def fake_stat(path, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if not isinstance(path, int) and Path(os.fsdecode(path)).parent == locked:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return stat(path, *a, **kw)
+
+    monkeypatch.setattr(os, "stat", fake_stat)
+    res = CliRunner().invoke(main, ["grade", str(locked)])
+    assert isinstance(res.exception, SystemExit) and res.exit_code == 1, res.exception
+    assert f"{locked}: permission denied" in res.stderr

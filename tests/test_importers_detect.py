@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -100,6 +103,68 @@ def test_symlink_loops_do_not_hang_discovery(tmp_path: Path) -> None:
     assert [p.name for p in discover_bundles(tmp_path / "c")] == ["b1"]
 
 
+def _lock(monkeypatch: pytest.MonkeyPatch, locked: Path) -> None:
+    """``locked`` as a directory without read or search permission is to its non-root
+    owner: listing it or looking up a name inside it fails with EACCES (simulated, so the
+    test means the same under root, whom chmod 000 does not stop)."""
+    stat, scandir = os.stat, os.scandir
+
+    def denied(path: object) -> bool:
+        if isinstance(path, int):  # a file descriptor: opened, so readable
+            return False
+        return locked in Path(os.fsdecode(path)).parents  # type: ignore[arg-type]
+
+    def fake_stat(path, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if denied(path):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return stat(path, *a, **kw)
+
+    def fake_scandir(path="."):  # noqa: ANN001, ANN202
+        if not isinstance(path, int) and Path(os.fsdecode(path)) == locked:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "stat", fake_stat)
+    monkeypatch.setattr(os, "scandir", fake_scandir)
+
+
+@pytest.mark.parametrize("where", ["c/b2", "c/deeper"])
+def test_a_directory_discovery_cannot_look_into_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Never a PermissionError traceback (a bundle directory), never silently left out (a
+    directory below the bundles): what it holds would be missing from the input."""
+    _bundle(tmp_path / "c" / "b1")
+    _bundle(tmp_path / "c" / "b2")
+    _bundle(tmp_path / "c" / "deeper" / "b3")
+    _lock(monkeypatch, tmp_path / where)
+    with pytest.raises(DetectError, match="permission denied") as exc:
+        detect(tmp_path / "c")
+        list(discover_bundles(tmp_path / "c"))
+    assert exc.value.path == str(tmp_path / where)
+
+
+def test_ingest_and_curate_name_a_bundle_directory_they_cannot_look_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from ledger.cli import main  # noqa: PLC0415
+
+    shutil.copytree(M0, tmp_path / "c" / "b1")
+    shutil.copytree(M0, tmp_path / "c" / "b2")
+    locked = tmp_path / "c" / "b2"
+    _lock(monkeypatch, locked)
+    for args in (
+        ["ingest", "--workers", "1", "--ledger", str(tmp_path / "lg"), str(tmp_path / "c")],
+        ["curate", "--criterion", "checked_duplicates_first", "--workers", "1", "--dry-run",
+         "--source", str(tmp_path / "c"), "--into", str(tmp_path / "out")],
+    ):  # fmt: skip
+        got = CliRunner().invoke(main, args)
+        assert isinstance(got.exception, SystemExit) and got.exit_code == 1, got.output
+        assert f"Error: {locked}: permission denied" in got.stderr
+
+
 _SEGMENT = st.sampled_from(["a", "b", "ab", "a.b", ".", "..", "c d", "é"])
 
 
@@ -138,3 +203,36 @@ def test_reconcile_finds_the_bundles_ingest_reads(tmp_path: Path) -> None:
     _bundle(tmp_path / "c" / "sub" / "b4")
     assert reconcile_bundles(tmp_path / "c") == list(discover_bundles(tmp_path / "c"))
     assert [p.name for p in reconcile_bundles(tmp_path / "c")] == ["b1", "b4"]
+
+
+@pytest.mark.parametrize("locked", ["not_met", "met/b"])
+def test_reconcile_names_a_declared_corpus_part_it_cannot_look_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, locked: str
+) -> None:
+    """Resolving a pack's declared corpus names every failure, never raises: a part it
+    cannot look into is that corpus's error (it was a PermissionError traceback)."""
+    from ledger.app.reconcile_packs import resolve_corpus
+
+    for part in ("met", "not_met"):
+        (tmp_path / "corpora" / "n" / part).mkdir(parents=True)
+        (tmp_path / "corpora" / "n" / part / "corpus.yaml").write_text("bundles: []\n")
+    _bundle(tmp_path / "corpora" / "n" / "met" / "b")
+    _lock(monkeypatch, tmp_path / "corpora" / "n" / locked)
+    got = resolve_corpus("corpora/n", tmp_path)
+    assert got.error is not None and "permission denied" in got.error
+    assert str(tmp_path / "corpora" / "n" / locked) in got.error
+
+
+def test_reconcile_names_a_pack_directory_it_cannot_look_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--packs` over a pack without read permission: refused naming it (the search
+    skipped it without a word, and its trials then resolved in no pack root)."""
+    from ledger.app.reconcile_packs import ReconcileError, find_packs
+
+    shutil.copytree(PACKS, tmp_path / "packs")
+    locked = tmp_path / "packs" / "notes_duplicate_check_policy_narrowed"
+    _lock(monkeypatch, locked)
+    with pytest.raises(ReconcileError, match="cannot look inside") as exc:
+        find_packs([tmp_path / "packs"])
+    assert str(locked) in str(exc.value)

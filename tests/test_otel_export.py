@@ -153,3 +153,17 @@ def test_the_export_is_deterministic_and_never_overwrites(exported: dict, tmp_pa
     assert again.read_bytes() == exported["out"].read_bytes()
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 1 and "exists" in res.output and "Traceback" not in res.output
+
+
+def test_the_export_refuses_a_file_inside_the_ledger(exported: dict, tmp_path: Path) -> None:
+    """No command writes inside a ledger directory but the store (README § CLI reference):
+    --otel was the one output that did, and wrote LEDGER/x.json. Refused, nothing written,
+    also when --parquet is given beside it."""
+    lg = exported["ledger"]
+    before = sorted(p.name for p in lg.iterdir())
+    (tmp_path / "link").symlink_to(lg, target_is_directory=True)
+    for target in (lg / "x.json", tmp_path / "link" / "x.json"):
+        pq = ["--parquet", str(tmp_path / "pq")]
+        res = CliRunner().invoke(main, ["export", "--otel", str(target), *pq, "--ledger", str(lg)])
+        assert res.exit_code == 1 and "refusing to write the OpenTelemetry export" in res.stderr
+        assert sorted(p.name for p in lg.iterdir()) == before and not (tmp_path / "pq").exists()

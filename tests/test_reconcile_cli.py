@@ -131,6 +131,14 @@ def test_validate_accepts_the_shipped_packs() -> None:
     assert "1 entry, 0 errors" in res.output
 
 
+def test_validate_given_the_directory_of_packs_names_each_pack_to_validate() -> None:
+    """It said "PACKS/task.yaml: cannot read: No such file or directory"."""
+    res = CliRunner().invoke(main, ["validate", str(PACKS), "--base", str(PACKS_BASE)])
+    assert res.exit_code == 5 and "is a directory of packs, not a pack" in res.stderr
+    for pack in ("notes_duplicate_check_narrowed", "notes_duplicate_check_policy_narrowed"):
+        assert f"vledger validate {PACKS / pack}" in res.stderr
+
+
 def test_validate_run_from_the_wrong_base_names_path_and_base(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         main, ["validate", str(PACKS / "notes_duplicate_check_narrowed"), "--base", str(tmp_path)]
@@ -631,6 +639,45 @@ def test_the_cli_refuses_to_create_a_ledger_it_was_not_given(tmp_path: Path) -> 
     assert res.exit_code == 5
     assert "vledger init" in res.output and "or pass --dry-run" in res.output
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_held_ledger_is_busy_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holding the ledger is exit 3 with the busy message, as on every
+    command; it was exit 5, "no ledger to record into ... create it"."""
+    import ledger.app.reconcile as app  # noqa: PLC0415
+    from ledger.errors import LedgerBusy  # noqa: PLC0415
+
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    init_ledger(tmp_path / "lg").close()
+
+    def held(where: Any, **_kw: Any) -> Any:
+        raise LedgerBusy(Path(where), 0.1)
+
+    monkeypatch.setattr(app, "opened", held)
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path),
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    assert res.exit_code == 3, res.output
+    assert "ledger busy" in res.stderr and "create it" not in res.stderr
+
+
+def test_a_ledger_that_cannot_be_opened_is_named_not_missing(tmp_path: Path) -> None:
+    """A damaged (or unreadable) store is its own error, exit 1, not "no ledger to record
+    into ... create it" with exit 5."""
+    make_pack(tmp_path, migration())
+    make_corpus(tmp_path, BALANCED)
+    (tmp_path / "lg").mkdir()
+    (tmp_path / "lg" / "events.duckdb").write_bytes(b"not a database" * 500)
+    res = CliRunner().invoke(
+        main,
+        ["reconcile", "--packs", str(tmp_path / "packs"), "--base", str(tmp_path),
+         "--ledger", str(tmp_path / "lg")],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    assert "cannot open" in res.stderr and "create it" not in res.stderr
 
 
 def test_the_inputs_digest_is_stable_and_moves_with_the_pack(tmp_path: Path) -> None:

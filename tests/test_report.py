@@ -202,6 +202,21 @@ def test_report_command_writes_the_file(full_ledger: Path, tmp_path: Path) -> No
     assert out.read_text(encoding="utf-8") == report.render(full_ledger)[0]
 
 
+def test_report_out_in_a_new_folder_is_written_and_an_unwritable_one_is_named(
+    empty_ledger: Path, tmp_path: Path
+) -> None:
+    """--out makes its folder; an unwritable path is `Error:` naming it, exit 1 (a folder
+    that did not exist once reached the user as a traceback)."""
+    out = tmp_path / "new" / "r.html"
+    r = CliRunner().invoke(main, ["report", "--ledger", str(empty_ledger), "--out", str(out)])
+    assert r.exit_code == 0 and out.is_file(), r.output
+    (tmp_path / "plain").write_text("")
+    bad = tmp_path / "plain" / "r.html"
+    r = CliRunner().invoke(main, ["report", "--ledger", str(empty_ledger), "--out", str(bad)])
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 1
+    assert "Error: cannot write the report" in r.stderr and str(bad) in r.stderr
+
+
 # --- in a real browser ---------------------------------------------------------------------
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -110,9 +110,30 @@ def test_a_replacement_block_failing_the_load_rules_stops_before_anything(notes_
     assert notes_ledger.size() == size
 
 
+def test_an_empty_replacement_file_is_read_never_taken_as_no_file(notes_ledger, tmp_path: Path) -> None:
+    """An empty --constraints file (or an empty trace_checks: key) declares no constraint
+    and is refused by the load-time rules; an empty --grading file is the config that
+    declares nothing, as `vledger grade --grading` reads it. Either once replaced nothing:
+    the run was the recorded-snapshot replay, every trial agreed, and nothing said so."""
+    empty, blank_key = tmp_path / "empty.yaml", tmp_path / "key.yaml"
+    empty.write_text("")
+    blank_key.write_text("trace_checks:\n")
+    for f in (empty, blank_key):
+        with pytest.raises(RetraceError, match="declares neither constraints nor alternatives"):
+            retrace(ledger=notes_ledger, constraints_file=f, dry_run=True)
+    recorded = retrace(ledger=notes_ledger, dry_run=True).report
+    emptied = retrace(ledger=notes_ledger, grading_file=empty, dry_run=True).report
+    assert emptied["replay_id"] != recorded["replay_id"]
+    # nothing declared, nothing scored: no judge component where the recorded config had one
+    assert {t["replayed"]["components"]["llm_judge"] for t in emptied["trials"]} == {None}
+    assert {t["replayed"]["components"]["llm_judge"] for t in recorded["trials"]} != {None}
+
+
 def test_no_trial_is_an_error_naming_the_filter(notes_ledger) -> None:
     with pytest.raises(RetraceError, match="--task nope"):
         retrace(ledger=notes_ledger, task="nope")
+    with pytest.raises(RetraceError, match="no trial in the ledger matches --corpus ''"):
+        retrace(ledger=notes_ledger, corpus="")  # an empty filter is named, not "no trial"
 
 
 def test_an_unrecheckable_trial_exits_non_zero(tmp_path: Path) -> None:

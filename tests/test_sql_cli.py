@@ -117,6 +117,15 @@ def test_bad_sql_names_the_problem(ledger: Path) -> None:
     assert "query failed" in err and "nope" in err and "vledger sql --schema" in err
 
 
+def test_several_statements_run_and_the_last_one_is_the_result(ledger: Path) -> None:
+    """A read before the last statement runs and its rows are dropped (it failed with
+    DuckDB's "connection has an unfinished result from execute()"); a failing one is named."""
+    code, out, err = _sql(ledger, "SELECT 1 AS a; SELECT count(*) AS n FROM trials", "--json")
+    assert code == 0 and orjson.loads(out) == [{"n": 3}], err
+    code, out, err = _sql(ledger, "SELECT CAST('x' AS INT); SELECT 1 AS b", "--json")
+    assert code == 1 and out == "" and "Could not convert string 'x'" in err
+
+
 def test_formats_agree_with_the_query(ledger: Path, tmp_path: Path) -> None:
     q = "SELECT trial, task_id, n_tool_calls, counted FROM trials ORDER BY trial"
     want = analytics.query(ledger, q).to_pylist()
@@ -139,6 +148,22 @@ def test_formats_agree_with_the_query(ledger: Path, tmp_path: Path) -> None:
     code, out, _ = _sql(ledger, q, "--format", "parquet", "--out", str(target))
     assert code == 0 and out == ""
     assert pq.read_table(target).to_pylist() == want
+
+
+def test_out_in_a_new_folder_is_written_and_an_unwritable_one_is_named(
+    ledger: Path, tmp_path: Path
+) -> None:
+    """--out makes its folder, as keygen and checkpoint --out do; a path that cannot be
+    written is `Error:` naming it, exit 1 (both once reached the user as a traceback)."""
+    q = "SELECT trial FROM trials ORDER BY trial"
+    for fmt, name in (("csv", "a/b/out.csv"), ("parquet", "c/out.parquet")):
+        code, _, err = _sql(ledger, q, "--format", fmt, "--out", str(tmp_path / name))
+        assert code == 0 and (tmp_path / name).stat().st_size > 0, err
+    (tmp_path / "plain").write_text("")
+    bad = tmp_path / "plain" / "out.csv"  # its folder is a file
+    r = CliRunner().invoke(main, ["sql", "--ledger", str(ledger), q, "--out", str(bad)])
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 1
+    assert r.stderr.startswith("Error: cannot write the output") and str(bad) in r.stderr
 
 
 def test_json_columns_are_embedded_as_json(ledger: Path) -> None:
@@ -214,9 +239,37 @@ def test_while_a_writer_holds_the_store_sealed_segments_are_read(tmp_path: Path)
     assert orjson.loads(out) == [{"n": len(ev)}]
 
 
+def test_a_held_store_without_segments_is_busy(tmp_path: Path) -> None:
+    """No sealed segment to read instead: exit 3 (busy), the code every command gives a
+    ledger another process holds, for sql and report alike (it was exit 1, "query failed")."""
+    lg = write_ledger(tmp_path / "lg", _events(), via_store=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(lg / analytics.DB_FILE)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        code, out, err = _sql(lg, "SELECT count(*) FROM events")
+        assert code == 3 and out == "" and err.startswith("Error: ledger busy: "), err
+        r = CliRunner().invoke(main, ["report", "--ledger", str(lg), "--out", str(tmp_path / "r")])
+        assert r.exit_code == 3 and "ledger busy" in r.stderr, r.output
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+
+
 def test_missing_ledger_is_named(tmp_path: Path) -> None:
     code, _out, err = _sql(tmp_path / "absent", "SELECT 1")
     assert code == 1 and "no ledger at" in err
+    # a folder that is no ledger (a corpus, an empty one) is not an empty ledger: it was
+    # read as one, `SELECT count(*) FROM events` answering 0 where every other command says
+    # "no ledger"
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "notes.txt").write_text("x")
+    code, out, err = _sql(tmp_path / "folder", "SELECT count(*) AS n FROM events")
+    assert code == 1 and out == "" and "no ledger at" in err
 
 
 def test_readme_section_documents_every_view_and_column() -> None:

@@ -181,6 +181,24 @@ def test_keygen_checkpoint_prove_verify_round(tmp_path: Path) -> None:
     assert ok.exit_code == 0 and orjson.loads(ok.output)["ok"] is True
 
 
+def test_a_key_file_that_is_not_a_key_is_refused_naming_it(tmp_path: Path) -> None:
+    """Binary bytes, a stray text file, a huge file or a device given as --key / --pub:
+    `Error:` naming the file (a binary one reached the user as a UnicodeDecodeError
+    traceback, and /dev/zero was read until memory ran out)."""
+    path = tmp_path / "l"
+    init_ledger(path).close()
+    binary, text = tmp_path / "bin.key", tmp_path / "notes.txt"
+    binary.write_bytes(b"\xff\xfe\x00\x81 not a key")
+    text.write_text("garbage\n")
+    big = tmp_path / "big.key"  # read whole, as /dev/zero was read for ever
+    big.write_text("PRIVATE+KEY+" + "a" * 100_000)
+    for f in (binary, text, big, Path("/dev/zero")):
+        for flag, cmd in (("--key", "checkpoint"), ("--pub", "verify")):
+            got = run(cmd, flag, str(f), "--ledger", str(path))
+            assert isinstance(got.exception, SystemExit), got.exception
+            assert got.exit_code == 1 and "Error: " in got.output and str(f) in got.output
+
+
 def test_seal_cli_cuts_segments_without_splitting_trials(tmp_path: Path) -> None:
     path = tmp_path / "l"
     with init_ledger(path) as lg:

@@ -380,3 +380,15 @@ def test_text_output_shows_the_first_20_differences_and_counts_the_rest() -> Non
     assert len(lines) == 21
     assert lines[0] == f'  cooldowns[0].until: stored "{"a" * 118}…, rebuilt 0'
     assert lines[-1] == "  … and 3 more difference(s) (--json lists all)"
+
+
+def test_a_run_file_given_instead_of_its_directory_names_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`receipt verify RUN/receipt.json` says to pass RUN; it was looked up as a ledger
+    event id and refused as "no receipt event with seq or event_id" (or "no ledger")."""
+    monkeypatch.chdir(tmp_path)  # no ledger here
+    target = VCORE_DEMO_RUN / "receipt.json"
+    res = CliRunner().invoke(main, ["receipt", "verify", str(target)])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit)
+    assert "is a file" in res.stderr and repr(str(VCORE_DEMO_RUN)) in res.stderr

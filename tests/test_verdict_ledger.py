@@ -229,6 +229,21 @@ def test_cli_refusal_names_the_oracle(tmp_path: Path) -> None:
     assert "oracle 'nope' ran but was never declared" in res.output
 
 
+def test_cli_an_empty_or_multiline_unit_id_is_refused_by_name(tmp_path: Path) -> None:
+    """`Error:` and exit 1 on every verb (a ValueError traceback reached the user)."""
+    init_ledger(tmp_path / "lg").close()
+    led = ["--ledger", str(tmp_path / "lg")]
+    for unit in ("", "a\nb"):
+        for args in (
+            ["verdict", "declare", unit, "--oracle", "t", "--tier", "interop", "--author", "op",
+             "--author-kind", "human", *led],
+            ["verdict", "admit", unit, *led],
+        ):  # fmt: skip
+            res = CliRunner().invoke(main, args)
+            assert isinstance(res.exception, SystemExit) and res.exit_code == 1, res.exception
+            assert "a unit id must be a non-empty single line" in res.stderr
+
+
 def test_cli_derive_json_shape_on_the_fixtures() -> None:
     from tests.gvc_support import CASES_PATH
 

@@ -223,6 +223,24 @@ def test_a_reader_that_cannot_write_uses_current_rows_or_computes(
     assert (kept.action, got) == ("reused", want)
 
 
+def test_a_file_it_can_neither_open_for_writing_nor_remove_is_computed_around(
+    grown: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only ledger directory whose kept file is behind the log: DuckDB refuses to
+    open it for writing, and removing it (as a damaged one is) is refused too. The views
+    are computed in memory (`vledger report` reached the user as a PermissionError)."""
+    path = grown.path / materialise.PROJECTIONS_DIR / materialise.FILE
+    path.write_bytes(b"not a database" * 100)  # refused by DuckDB, as an unwritable file is
+
+    def refuse(self: Path, *a: Any, **k: Any) -> None:
+        raise PermissionError(f"read-only: {self}")
+
+    monkeypatch.setattr(materialise.Path, "unlink", refuse)
+    kept, got, want = kept_and_fresh(grown.path)
+    assert kept.action == "in_memory" and "cannot write" in kept.reason
+    assert got == want and path.is_file()
+
+
 def test_a_query_reading_no_kept_view_leaves_the_file_alone(tmp_path: Path) -> None:
     log = Log(tmp_path / "lg")
     log.trial("c1", "t1", 0.5, True)

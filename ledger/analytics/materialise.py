@@ -177,7 +177,10 @@ def bring_up_to_date(
     except duckdb.Error as exc:
         if is_lock_error(exc):
             return _as_it_is(con, path, size, root, f"{path} is being written: {exc}")
-        path.unlink(missing_ok=True)  # damaged: derived data, built again next time
+        try:  # damaged (or not ours to write): derived data, built again next time
+            path.unlink(missing_ok=True)
+        except OSError as denied:  # a read-only directory: the file is used as it is, or not
+            return _as_it_is(con, path, size, root, f"cannot write {path.parent}: {denied}")
         return Kept("in_memory", size, root, 0, f"{path} could not be read ({exc}); removed")
     try:
         kept = _update(con, rel, size, root, full)

@@ -16,7 +16,7 @@ from ledger.analytics.report_template import PAGE
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_REPORT
-from ledger.log.outputs import check_output_path
+from ledger.log.outputs import check_output_path, write_output
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,6 @@ def report(
     ledger_dir = ledger_path(ledger)
     check_output_path(Path(out), ledger_dir, what="report")  # before any work
     page, s = render(ledger_dir, full=full)
-    Path(out).write_text(page, encoding="utf-8")
+    write_output(Path(out), page.encode("utf-8"), what="report")
     keys = ("panels", "panels_with_data", "events", "trials", "replays", "units")
     return ReportResult(Path(out), **{k: s[k] for k in keys})

@@ -24,7 +24,7 @@ from ledger.analytics.view_kit import sql_str
 from ledger.app.context import LedgerArg, ledger_path
 from ledger.app.result import Result
 from ledger.errors import LedgerError
-from schemas.errors import UsageError
+from schemas.errors import BUSY, UsageError
 
 DB_FILE = "events.duckdb"  # the store's file name (ledger/log/store.py DB_FILE)
 SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
@@ -34,11 +34,6 @@ SEGMENTS_DIR = "segments"  # sealed Parquet segments: seg-<first>-<last>.parquet
 _READ_TYPES = frozenset({"SELECT", "EXPLAIN"})
 _EXPLAIN_PREFIX = re.compile(r"^\s*explain(\s+analy[sz]e)?\s+", re.IGNORECASE)
 
-_EMPTY_EVENTS = (
-    "SELECT NULL::UBIGINT AS seq, NULL::VARCHAR AS stream, NULL::UINTEGER AS stream_version, "
-    "NULL::VARCHAR AS event_id, NULL::VARCHAR AS type, NULL::USMALLINT AS schema_version, "
-    "NULL::TIMESTAMPTZ AS recorded_at, NULL::BLOB AS payload, NULL::BLOB AS leaf_hash WHERE false"
-)
 ENVELOPE_COLUMNS = (
     "seq, stream, stream_version, event_id, type, schema_version, "
     "recorded_at::TIMESTAMPTZ AS recorded_at, payload, leaf_hash"
@@ -69,6 +64,13 @@ class SqlQueryError(LedgerError):
         )
 
 
+class StoreHeld(LedgerError):
+    """A writer holds the store and no sealed segment can stand in for it: busy, the code
+    every command gives a ledger another process holds."""
+
+    exit_code = BUSY
+
+
 class NoLedger(LedgerError):
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -82,7 +84,7 @@ class NoLedger(LedgerError):
 class Source:
     """Where the rows came from: the store itself, or only its sealed segments."""
 
-    kind: str  # "store" | "segments" | "empty"
+    kind: str  # "store" | "segments"
     detail: str
     relation: str = ""  # the SQL of the envelope rows the views were created over
     kept: materialise.Kept | None = None  # what became of the kept view rows (store only)
@@ -139,9 +141,9 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
             if not materialise.is_lock_error(exc):
                 raise SqlQueryError(f"cannot open {db}: {exc}") from None
             if not segments:
-                raise SqlQueryError(
-                    f"{db} is held by a writer and no sealed segment exists yet under "
-                    f"{ledger_dir / SEGMENTS_DIR}; retry when the writer is done"
+                raise StoreHeld(
+                    f"ledger busy: {db} is held by a writer and no sealed segment exists yet "
+                    f"under {ledger_dir / SEGMENTS_DIR}; retry when the writer is done"
                 ) from None
             return _parquet_relation(segments), Source(
                 "segments", f"{len(segments)} sealed segment(s); the store is held by a writer"
@@ -157,9 +159,7 @@ def attach_source(con: duckdb.DuckDBPyConnection, ledger_dir: Path) -> tuple[str
         return rel, Source("store", str(db))
     if segments:
         return _parquet_relation(segments), Source("segments", f"{len(segments)} sealed segment(s)")
-    if not ledger_dir.exists():
-        raise NoLedger(ledger_dir)
-    return _EMPTY_EVENTS, Source("empty", "no events yet")
+    raise NoLedger(ledger_dir)  # a folder (or file) with neither is no ledger, not an empty one
 
 
 class SqlSandboxed(LedgerError):
@@ -218,8 +218,11 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """Run a read-only query on a connection from :func:`connect`."""
     texts = check_read_only(sql)
     try:
-        for text in texts[:-1]:
+        for text in texts[:-1]:  # run, their rows dropped; the last one's are the result
             con.execute(text)
+            finish = getattr(con, "complete", None)  # DuckDB 2: a result left pending blocks
+            if finish is not None:  # the next statement ("unfinished result from execute()")
+                finish()
         rel = con.sql(texts[-1])
         if rel is None:  # a statement that returns no relation (never a read, but be safe)
             return pa.table({})

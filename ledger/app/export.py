@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ledger.analytics.views_sql import write_views_sql
-from ledger.app.context import LedgerArg, opened
+from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.otel import OtelResult, export_otel
 from ledger.app.result import Result
 from ledger.engines.segment_task import SegmentFailure, read_verified
@@ -76,6 +76,8 @@ def export(
     OTLP/JSON into the file ``otel`` (``ledger.app.otel``), or both; only ``seal`` writes."""
     if parquet is None and otel is None:
         raise NothingToExport("pass --parquet DIR, --otel FILE or both")
+    if otel is not None:  # before anything is written, as the Parquet directory is
+        check_output_path(Path(otel), ledger_path(ledger), what="OpenTelemetry export")
     with opened(ledger) as lg:
         res = None if parquet is None else export_parquet(
             lg, Path(parquet), seal=seal, tail=not sealed_only, max_rows=segment_rows,

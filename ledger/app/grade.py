@@ -82,7 +82,11 @@ def grade(
 def load_bundle(bundle: Path) -> LoadedBundle:
     """Read one bundle directory into grading inputs, its recorded config and grade
     (the project's one importer: bounded YAML, shape checks)."""
-    if not (bundle / "trajectory.yaml").is_file():
+    try:
+        is_bundle = (bundle / "trajectory.yaml").is_file()
+    except PermissionError:  # pathlib lets EACCES through: named, not a traceback
+        raise GradeInputError(f"{bundle}: permission denied: cannot look inside") from None
+    if not is_bundle:
         raise GradeInputError(f"{bundle}: not a bundle (no trajectory.yaml)")
     try:
         plan = plan_bundle(bundle, bundle.name, corpus="local")

@@ -29,7 +29,6 @@ reports it as not re-checkable and names the key. With only ``skip_bad`` it is s
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from ledger.defaults import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_BYTES
 from ledger.engines import check_address, get_engine
 from ledger.engines.ordered import start_server
 from ledger.errors import LedgerError
+from ledger.log.outputs import is_ledger_dir, remove_new_ledger
 from ledger.sources import inspect_log
 from ledger.sources.detect import DetectError
 from ledger.sources.files import InputError
@@ -192,14 +192,16 @@ def ingest(
         keep_inconsistent=keep_inconsistent, workers=workers, engine=engine, address=address,
     )  # fmt: skip
     root = ledger_path(ledger)
-    fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not root.exists()
+    fresh = (ledger is None or isinstance(ledger, (str, os.PathLike))) and not is_ledger_dir(root)
+    before = frozenset(os.listdir(root)) if fresh and root.is_dir() else None
+    held = False  # an open refused (busy: another process made it) removes nothing
     try:
         with opened(ledger, create=True, busy_timeout=busy_timeout) as lg:
+            held = True
             return run(lg, request, progress)
     except LedgerError:
-        if not fresh:
-            raise
-        shutil.rmtree(root, ignore_errors=True)  # a mistyped PATH leaves no new ledger behind
+        if fresh and held:  # a mistyped PATH leaves no new ledger behind
+            remove_new_ledger(root, before)
         raise
 
 

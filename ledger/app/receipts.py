@@ -106,10 +106,11 @@ class ReceiptMalformed(LedgerError, ValueError):
 
 
 class ReceiptNotFound(LedgerError):
-    def __init__(self, ident: str) -> None:
+    def __init__(self, ident: str, message: str = "") -> None:
         self.ident = ident
         super().__init__(
-            f"no receipt event with seq or event_id {ident!r}; receipts are the "
+            message
+            or f"no receipt event with seq or event_id {ident!r}; receipts are the "
             f"{', '.join(RECEIPT_TYPES)} events (see `vledger sql 'select * from receipts'`)"
         )
 
@@ -375,6 +376,12 @@ def receipt_verify(
 ) -> ReceiptCheck:  # fmt: skip
     """A verdict-core run directory (``strict``: receipt.json byte-identical to the rebuilt
     one), else a ledger receipt by seq / event_id (``pub``: a .pub key for signed notes)."""
+    if Path(target).is_file() and not target.isdigit():  # e.g. the run's receipt.json
+        raise ReceiptNotFound(
+            target,
+            f"{target!r} is a file: a verdict-core run is verified as its directory (pass "
+            f"{str(Path(target).parent)!r}), a ledger receipt by its seq or event_id",
+        )
     if Path(target).is_dir():
         run = check_run_dir(Path(target), strict=strict)
         verdict = run_verdict(Path(target), run.rebuilt)

@@ -51,6 +51,7 @@ from ledger.app.result import Result
 from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
 from ledger.errors import LedgerError
+from ledger.log.outputs import is_ledger_dir
 from ledger.sources.corpus import Corpus
 from ledger.sources.detect import one_listing, relative_posix
 from ledger.sources.files import InputError
@@ -158,6 +159,8 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
         try:
             lg = stack.enter_context(opened(ledger))
         except (LedgerError, OSError) as exc:
+            if isinstance(exc, LedgerError) and is_ledger_dir(where):
+                raise  # there, but held (busy, exit 3), unreadable or damaged: named as such
             msg = f"no ledger to record into at {where} ({exc}) — create it, or pass --dry-run"
             raise ReconcileError(msg) from None
         evaluator = None

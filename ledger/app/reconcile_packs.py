@@ -8,13 +8,14 @@ base without escaping it (RUBRIC_MIGRATION.md § Usage, FORMATS.md § 7, § 8).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
-from ledger.sources.detect import NEVER_DISCOVERED, relative_posix
+from ledger.sources.detect import NEVER_DISCOVERED, DetectError, relative_posix
 from ledger.sources.detect import discover_bundles as detect_bundles
 from ledger.sources.files import InputError, confine, read_input
 from ledger.sources.yaml_safe import DEFAULT_LIMITS, load_yaml_bytes
@@ -97,16 +98,21 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
             f"corpus {value!r} names no directory: resolved {joined}, against the base {base} "
             "— run from the directory the value is written relative to, or pass --base",
         )
-    if not (real / "corpus.yaml").is_file():
-        parts = [p for p in sorted(real.iterdir()) if p.is_dir()]
-        if not parts or not all((p / "corpus.yaml").is_file() for p in parts):
-            return _with_error(
-                shown,
-                f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
-                "subdirectory does — point it at a curated corpus (a directory holding "
-                "corpus.yaml) or at a directory of such parts",
-            )
-    bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
+    try:
+        if not (real / "corpus.yaml").is_file():
+            parts = [p for p in sorted(real.iterdir()) if p.is_dir()]
+            if not parts or not all((p / "corpus.yaml").is_file() for p in parts):
+                return _with_error(
+                    shown,
+                    f"corpus {value!r} ({joined}) holds no corpus.yaml, and not every immediate "
+                    "subdirectory does — point it at a curated corpus (a directory holding "
+                    "corpus.yaml) or at a directory of such parts",
+                )
+        bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
+    except PermissionError as exc:  # a part it cannot look into: named, as discovery names one
+        return _with_error(shown, f"corpus {value!r}: {exc.filename}: permission denied")
+    except DetectError as exc:
+        return _with_error(shown, f"corpus {value!r}: {exc}")
     return CorpusResolution(value, str(base), str(joined), None, bundles)
 
 
@@ -156,13 +162,30 @@ def find_packs(
     for root in roots:
         if not root.is_dir():
             raise ReconcileError(f"--packs {root}: no such directory")
-        for task_file in sorted(root.rglob("task.yaml")):
+        for task_file in _task_files(root):
             if any(part in SKIPPED_SUBTREES for part in task_file.parts):
                 continue
             if (task_file.parent / "trajectory.yaml").exists():
                 continue  # a recorded bundle's frozen task, not a pack
             packs.append(read_pack(task_file.parent, base, allow_outside))
     return packs
+
+
+def _task_files(root: Path) -> list[Path]:
+    """Every ``task.yaml`` under ``root``, sorted, as ``rglob`` finds them (linked
+    directories not entered), but a directory it cannot look into is refused by name:
+    ``rglob`` skipped it without a word, and its pack's trials then "resolved in none of
+    the searched pack roots"."""
+
+    def refuse(exc: OSError) -> None:
+        raise ReconcileError(
+            f"--packs {root}: cannot look inside {exc.filename} ({exc.strerror}); make it "
+            "readable, or move it out of the pack roots"
+        )
+
+    found = [Path(d) / "task.yaml" for d, _, files in os.walk(root, onerror=refuse)
+             if "task.yaml" in files]  # fmt: skip
+    return sorted(found)
 
 
 def read_pack(

@@ -137,14 +137,14 @@ def load_override_source(
             "--grading and --constraints both replace the trace_checks block; pass one "
             "(put the constraints inside the grading file's trace_checks: key)"
         )
-    source: dict[str, Any] = {"grading": None, "constraints": None}
+    source: dict[str, Any] = {"grading": None, "constraints": None}  # None: no file; empty: {}
     if grading_file is not None:
-        source["grading"] = _read(grading_file)
+        source["grading"] = {} if (data := _read(grading_file)) is None else data
     if constraints_file is not None:
         data = _read(constraints_file)
         if isinstance(data, dict) and "trace_checks" in data:
             data = data["trace_checks"]  # a grading document: take its block, nothing else
-        source["constraints"] = data
+        source["constraints"] = {} if data is None else data
     return source
 
 
@@ -452,7 +452,7 @@ def _full_run(
 
 def _no_trials(request: RetraceRequest) -> RetraceError:
     given = (("corpus", request.corpus), ("task", request.task))
-    where = " ".join(f"--{k} {v}" for k, v in given if v)
+    where = " ".join(f"--{k} {v or repr(v)}" for k, v in given if v is not None)
     return RetraceError(
         f"no trial in the ledger{' matches ' + where if where else ''}; ingest some first "
         "(`vledger ingest PATH`) or pass --source PATH"

@@ -60,8 +60,8 @@ def load_ladder(path: Path | None = None) -> Ladder:
 
 
 def unit_stream(unit: str) -> str:
-    if not unit or "\n" in unit:
-        raise ValueError(f"unit id {unit!r} must be a non-empty single line")
+    if not unit or "\n" in unit:  # refused as an event would be: `Error:`, never a traceback
+        raise UnitRejected(unit, ["a unit id must be a non-empty single line; name the unit"])
     return UNIT_PREFIX + unit
 
 

@@ -11,8 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.app.reconcile_packs import MigrationLoadError, Pack, read_pack, resolve_corpus
+from ledger.app.reconcile_packs import (
+    MigrationLoadError,
+    Pack,
+    ReconcileError,
+    read_pack,
+    resolve_corpus,
+)
 from ledger.app.result import Result
+from ledger.sources.detect import discover_packs
 from reconcile.validate import Finding, validate_migration
 from schemas.errors import FAILED, OK
 
@@ -65,12 +72,26 @@ def validate(
         base=Path(base) if base else Path.cwd(),
         allow_outside=allow_outside,
     )
+    _check_one_pack(request.pack_dir)
     try:
         pack, findings = validate_pack(request.pack_dir, request.base, request.allow_outside)
     except MigrationLoadError as exc:
         raise MigrationInvalid(str(exc)) from None
     entries = None if pack.migration is None else len(pack.migration.migrations)
     return ValidateResult(request.pack_dir, entries, tuple(findings))
+
+
+def _check_one_pack(directory: Path) -> None:
+    """PACK_DIR is one pack; a directory of packs (what `reconcile --packs` takes) is named
+    with the packs it holds, rather than as a task.yaml that cannot be read."""
+    if (directory / "task.yaml").exists():
+        return
+    held = [p for p in discover_packs(directory) if p != directory]
+    if held:
+        raise ReconcileError(
+            f"{directory} is a directory of packs, not a pack (no task.yaml); validate each: "
+            + "; ".join(f"vledger validate {p}" for p in held)
+        )
 
 
 def validate_pack(

@@ -136,7 +136,8 @@ class _Main(click.Group):
         entry = COMMANDS.get(cmd_name)
         if cmd_name not in self.commands and entry is not None:
             importlib.import_module(f"ledger.cli.{entry.module}")  # it registers itself on main
-        return self.commands.get(cmd_name)
+        cmd = self.commands.get(cmd_name)
+        return None if cmd is None else _refuse_empty_paths(cmd)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The listing from the registry: `vledger --help` imports no command's module."""
@@ -163,6 +164,29 @@ class _Main(click.Group):
             damaged = ledger.damaged_store_error(exc)
             error(damaged)
             ctx.exit(damaged.exit_code)
+
+
+class _Path(click.Path):
+    """A path parameter of ours, refusing an empty one: ``Path("")`` is ``.``, so an empty
+    ``--out`` or PATH (an unset shell variable) silently named the working directory."""
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> object:
+        if value == "":
+            self.fail("an empty path; name a file or directory ('.' for this one)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _refuse_empty_paths(cmd: click.Command) -> click.Command:
+    """Every ``click.Path`` parameter of ``cmd`` and its subcommands as a :class:`_Path` (the
+    same fields, one more rule): one place, for every command module."""
+    for param in cmd.params:
+        if type(param.type) is click.Path:
+            param.type.__class__ = _Path
+    for sub in getattr(cmd, "commands", {}).values():
+        _refuse_empty_paths(sub)
+    return cmd
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -194,3 +218,6 @@ def _group_ledger(ctx: click.Context, _param: click.Parameter, value: Path | Non
                    "name).")  # fmt: skip
 def main() -> None:
     """verdict-ledger: an immutable, provable event log for AI-agent evaluations."""
+
+
+_refuse_empty_paths(main)  # its own --ledger

@@ -96,10 +96,12 @@ def write_result(res: ledger.SqlResult, fmt: str, out: Path | None, nl: bool = F
                 "--format parquet is binary and stdout is a terminal: pass --out FILE, or "
                 "redirect (> out.parquet) or pipe it"
             )
-        sink = io.BytesIO() if out is None else out
+        sink = io.BytesIO()
         pq.write_table(_parquet_safe(table), sink)
-        if isinstance(sink, io.BytesIO):
+        if out is None:
             sys.stdout.buffer.write(sink.getvalue())
+        else:
+            ledger.write_output(out, sink.getvalue())
         return
     if fmt == "table":
         text = format_table(table, terminal_width() if out is None else None)
@@ -112,7 +114,7 @@ def _write_text(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        ledger.write_output(out, text.encode("utf-8"))
 
 
 def _schema_text() -> str:

@@ -22,6 +22,7 @@ from ledger.cli.options import resolve_ledger
 from ledger.cli.output import fmt_number, json_text
 
 ROOT = Path(__file__).resolve().parents[2]
+TRIAL = "native_shared_domain_policy_demo_20260803_063010_trial0"  # the one `grade` suggested
 MARKER = "events.duckdb"  # only a directory holding a ledger is ever removed
 
 
@@ -109,11 +110,19 @@ def demo(ledger_dir: Path | None, report_path: Path | None) -> None:
         "\n" + _path_hint() + "Next, try:\n"
         f"  vledger log --ledger {ledger_dir} --type grade.replayed --json | head\n"
         f"  vledger sql --ledger {ledger_dir} \"select task_id, model, n, c, pass_at_k from pass_at_k where level = 'task' and basis = 'current' and k = 1\"\n"
-        f"  vledger grade --ledger {ledger_dir} corpora/notes_duplicate_check/met/"
-        "native_shared_domain_policy_demo_20260803_063010_trial0\n"
+        f"  vledger grade --ledger {ledger_dir} {_from_here(notes / 'met' / TRIAL)}\n"
         f"  vledger prove --ledger {ledger_dir} 0\n"
         f"and open the report in a browser: {report_path.resolve().as_uri()}"
     )
+
+
+def _from_here(path: Path) -> Path:
+    """``path`` as a command typed in the working directory can name it: relative below
+    it (from the checkout: corpora/…), else whole (a demo run anywhere else)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def demo_paths(ledger_dir: Path | None, report: Path | None) -> tuple[Path, Path]:

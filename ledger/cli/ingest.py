@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--max-file-bytes",
-    type=int,
+    type=click.IntRange(min=1),
     default=ledger.DEFAULT_MAX_BYTES,
     show_default=True,
     help="Refuse any YAML or run file larger than this, by name.",
@@ -107,8 +107,10 @@ def ingest_command(
 
     err = Console(stderr=True)
     root = resolve_ledger(ledger_dir)
-    fresh = not root.exists()  # a ledger this command makes is removed again if it aborts
-    if not (root.exists() and any(root.iterdir())):
+    # a ledger this command makes is removed again if it aborts (in a directory of other
+    # files, only what it added)
+    fresh = None if ledger.is_ledger_dir(root) else root.is_dir()
+    if fresh is not None:
         hint = "" if ledger_chosen(ledger_dir) else " (pass --ledger DIR to choose)"
         err.print(f"no ledger at {str(root)!r}: creating one{hint}")
     bar = not as_json and sys.stderr.isatty()
@@ -137,12 +139,15 @@ def ingest_command(
     _print_summary(report)
 
 
-def _unchanged(root: Path, fresh: bool) -> str:
+def _unchanged(root: Path, fresh: bool | None) -> str:
     """After an abort: a ledger this invocation created was removed by the ingest (a
-    mistyped PATH must not leave a new, empty ledger behind)."""
+    mistyped PATH must not leave a new, empty ledger behind). ``fresh``: None, the ledger
+    was there; True, its directory was (only the ledger's files were removed)."""
+    if fresh is None:
+        return "Nothing was ingested; the ledger is unchanged."
     if fresh:
-        return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
-    return "Nothing was ingested; the ledger is unchanged."
+        return f"Nothing was ingested; the new ledger's files were removed from {str(root)!r}."
+    return f"Nothing was ingested; the new ledger {str(root)!r} was removed."
 
 
 def _with_progress(

@@ -42,25 +42,44 @@ def resolve_ledger(ledger_dir: Path | None, *, default: Path | None = None) -> P
     """The ledger a command uses: its own ``--ledger``, else the one given before the
     subcommand (``vledger --ledger DIR log``), else ``default`` if given, else
     ``$VLEDGER_HOME``, else ``./.vledger``. Two different ``--ledger`` values are refused by
-    name rather than one silently winning."""
+    name rather than one silently winning; one directory spelled two ways is one ledger."""
     ctx = click.get_current_context(silent=True)
     before = ctx.meta.get(GROUP_LEDGER) if ctx is not None else None
-    if ledger_dir is not None and before is not None and Path(ledger_dir) != Path(before):
+    if (
+        ledger_dir is not None
+        and before is not None
+        and Path(ledger_dir).resolve() != Path(before).resolve()
+    ):
         raise click.UsageError(
             f"--ledger {before} (before the command) and --ledger {ledger_dir} (after it) "
             "clash: give one of them"
         )
     chosen = ledger_dir if ledger_dir is not None else before
     if chosen is not None:
-        return Path(chosen)
-    return default if default is not None else ledger.default_ledger_path()
+        return _a_folder(Path(chosen))
+    return _a_folder(default if default is not None else ledger.default_ledger_path())
+
+
+def _a_folder(path: Path) -> Path:
+    """``path`` unless it, or the nearest part of it that exists, is a file: a ledger is a
+    directory (``$VLEDGER_HOME`` naming a file reached ``init`` as a traceback)."""
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                where = "is a file" if part == path else f"lies inside the file {str(part)!r}"
+                raise click.UsageError(
+                    f"the ledger {str(path)!r} {where}; a ledger is a directory: name one with "
+                    "--ledger DIR or $VLEDGER_HOME"
+                )
+            break
+    return path
 
 
 def busy_option(fn: F) -> F:
     """``--busy-timeout S``: how long to wait for another process holding the ledger."""
     return click.option(
         "--busy-timeout",
-        type=float,
+        type=click.FloatRange(min=0),
         default=ledger.DEFAULT_BUSY_TIMEOUT,
         show_default=True,
         help="Seconds to wait for another process holding the ledger.",

@@ -55,13 +55,26 @@ class Detected:
     path: Path
 
 
+def _unreadable(path: Path | str) -> DetectError:
+    """A directory discovery cannot look into: refused by name, never skipped (what it
+    holds would be silently missing from the input)."""
+    return DetectError(
+        path, "permission denied: cannot look inside; make it readable (chmod) or move it out"
+    )
+
+
 def _is_dir_with(path: Path, name: str) -> bool:
-    return (path / name).is_file()
+    try:
+        return (path / name).is_file()
+    except PermissionError:  # pathlib lets EACCES through, unlike os.path.isfile
+        raise _unreadable(path) from None
 
 
 def _subdirs(path: Path) -> list[Path]:
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except PermissionError:
+        raise _unreadable(path) from None
     except OSError:
         return []
     return [
@@ -193,6 +206,8 @@ def _bundles_below(top: str) -> Iterator[Path]:
     made only for each bundle found (a corpus lists thousands)."""
     try:
         entries = sorted(os.scandir(top), key=lambda e: e.name)
+    except PermissionError:
+        raise _unreadable(top) from None
     except OSError:
         return
     for e in entries:
