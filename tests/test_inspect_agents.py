@@ -21,7 +21,7 @@ from ledger.app.ingest import ingest_into as ingest
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from tests.inspect_agents_support import ANSWER, CALLS, FETCH_ERROR, AgentLogs, write_agent_logs
-from tests.inspect_support import require_inspect
+from tests.inspect_support import require_inspect, score_to_new_file
 
 pytestmark = pytest.mark.xdist_group("inspect")
 
@@ -92,6 +92,24 @@ def test_the_timeline_joins_every_call_to_the_model_output_that_declared_it(
     # trial.message stays the top-level conversation, as inspect wrote it
     roles = query(led, "SELECT role FROM messages ORDER BY position").to_pylist()
     assert [r["role"] for r in roles] == [m.role for m in sample.messages]
+
+
+def test_a_copy_rescored_by_inspect_adds_scores_to_the_same_sub_agent_trial(
+    led: Path, agent_logs: AgentLogs, tmp_path: Path
+) -> None:
+    # inspect rewrites a re-scored sample's events through its event tree, which moves
+    # the ToolEvent of a handoff or as_tool() call after the sub-agent's own calls
+    scored = tmp_path / agent_logs.team.name.replace(".eval", "-scored.eval")
+    score_to_new_file(agent_logs.team, scored)
+    moved = [e.id for e in _tool_events(scored)]
+    assert moved != [e.id for e in _tool_events(agent_logs.team)]  # the shape under test
+    first = _ingest(led, [agent_logs.team])
+    copy = _ingest(led, [scored])
+    assert (copy.trials_new, copy.trials_present, copy.events_new) == (0, 1, 1)  # its scores
+    assert copy.trial_streams == first.trial_streams
+    rows = query(led, "SELECT tool_name, agent FROM tool_calls ORDER BY sequence").to_pylist()
+    assert [(r["tool_name"], r["agent"]) for r in rows] == list(CALLS)  # in the order started
+    assert _ingest(led, [agent_logs.team, scored]).events_new == 0
 
 
 def test_react_with_the_submit_kept_in_messages_ingests_the_same_way(

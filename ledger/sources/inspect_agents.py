@@ -26,6 +26,21 @@ def flatten(events: Iterable[Any]) -> Iterator[Any]:
             yield from flatten(nested)
 
 
+def in_start_order(events: Sequence[Any]) -> list[Any]:
+    """The events sorted by when they started (stable), not by where the file holds them.
+
+    inspect writes an original log in the order events start, but rewrites a re-scored
+    one (``inspect score``, ``score()``) through its event tree, which moves a ToolEvent
+    after the span of the call it made: a handoff's or an as_tool() sub-agent's own
+    calls then come first. Their start times are the same in both files. A log whose
+    timestamps cannot be compared (naive beside aware) keeps its file order.
+    """
+    try:
+        return sorted(events, key=lambda ev: ev.timestamp)
+    except (AttributeError, TypeError):
+        return list(events)
+
+
 class AgentNames:
     """Span id -> the agent it runs in, read from the sample's ``span_begin`` events."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.sources.files import read_input
-from ledger.sources.inspect_agents import executed, flatten
+from ledger.sources.inspect_agents import executed, flatten, in_start_order
 from ledger.sources.plan import PlannedEvent, event_id, timeline_payloads, to_events, trial_stream
 from ledger.sources.shape import BundleError
 from schemas.canonical import canonical_json
@@ -234,9 +234,16 @@ def message_payload(index: int, m: Any) -> dict[str, Any]:
     return payload
 
 
-def tool_status(error: Any) -> str:
+def tool_status(ev: Any) -> str:
+    """A ToolEvent's outcome. A call that raised past the tool (``failed``: it ended the
+    sample) or never returned (``pending``: the sample was cancelled or cut off while it
+    ran) records no ``error`` and an empty result, and did not succeed either."""
+    error = ev.error
     if error is None:
-        return "success"
+        failed = getattr(ev, "failed", None) or getattr(ev, "pending", None)
+        return "error" if failed else "success"
+    if error.type == "parsing" and error.message == f"Tool {ev.function} not found":
+        return "tool_not_found"  # inspect files an unknown tool name as a parsing error
     return _ERROR_STATUS.get(getattr(error, "type", ""), "error")
 
 
@@ -255,7 +262,7 @@ def record_payload(index: int, ev: Any, agent: str | None = None) -> dict[str, A
         "tool_name": ev.function,
         "arguments": dict(ev.arguments or {}),
         "executor": "agent",  # see UNRECORDED_FIELDS
-        "status": tool_status(ev.error),
+        "status": tool_status(ev),
         "output": output,
         "latency_seconds": latency if latency is not None else ev.working_time,
         "timestamp": _iso(ev.timestamp),
@@ -448,6 +455,7 @@ def sample_plan(spec: Any, sample: Any, corpus: str, label: str) -> SamplePlan:
     """One EvalSample → its stream's events (module docstring)."""
     where = f"{label}#{sample.id}/{sample.epoch}"
     solver, scoring = solver_events(list(flatten(sample.events or [])))
+    solver = in_start_order(solver)  # a re-scored copy holds them in another order
     msgs = [message_payload(i, m) for i, m in enumerate(sample.messages)]
     run = executed(solver)
     # no events at all: the log carries no record view (the messages are all there is)
