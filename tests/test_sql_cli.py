@@ -117,6 +117,17 @@ def test_bad_sql_names_the_problem(ledger: Path) -> None:
     assert "query failed" in err and "nope" in err and "vledger sql --schema" in err
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_a_result_naming_a_column_twice_is_refused_by_name(ledger: Path, fmt: str) -> None:
+    """Two columns of one name (a join's ``t.status, c.status``) reached the table printer
+    as a traceback, and JSON rows would have kept one of them."""
+    code, out, err = _sql(ledger, "SELECT 1 AS a, 2 AS a", "--format", fmt)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert "two columns named 'a'" in err and "AS a_2" in err
+    code, out, err = _sql(ledger, "SELECT 1 AS a, 2 AS a_2", "--format", fmt)
+    assert code == 0, err
+
+
 def test_several_statements_run_and_the_last_one_is_the_result(ledger: Path) -> None:
     """A read before the last statement runs and its rows are dropped (it failed with
     DuckDB's "connection has an unfinished result from execute()"); a failing one is named."""

@@ -226,11 +226,25 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
         rel = con.sql(texts[-1])
         if rel is None:  # a statement that returns no relation (never a read, but be safe)
             return pa.table({})
+        _names_once(rel.columns)
         return _mark_json(rel.to_arrow_table(), [str(t) for t in rel.types])
     except duckdb.PermissionException as exc:
         raise SqlSandboxed(str(exc).strip().splitlines()[0]) from None
     except duckdb.Error as exc:
         raise SqlQueryError(str(exc).strip()) from None
+
+
+def _names_once(columns: list[str]) -> None:
+    """A result names each column once: a row is an object in JSON output, and two columns
+    of one name (``t.status, c.status`` in a join) would print as one."""
+    seen: set[str] = set()
+    for name in columns:
+        if name in seen:
+            raise SqlQueryError(
+                f"the result has two columns named {name!r}; give one another name "
+                f"(... AS {name}_2)"
+            )
+        seen.add(name)
 
 
 JSON_METADATA = {b"duckdb_type": b"JSON"}
