@@ -15,6 +15,7 @@ USAGE = 2  # the command line itself is wrong (click's own code)
 BUSY = 3  # another process held the ledger longer than --busy-timeout
 CONFLICT = 4  # optimistic concurrency: stream version, event_id content, sealed stream
 CANNOT_RUN = 5  # reconcile / validate: the invocation cannot run as declared
+INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): 128 + its number, as shells report it
 
 
 class LedgerError(Exception):

@@ -69,6 +69,6 @@ def test_exit_codes_are_distinct_and_carried_by_the_classes() -> None:
 
 def test_the_readme_table_is_the_code_table() -> None:
     readme = (ROOT / "README.md").read_text()
-    rows = dict(re.findall(r"^\| `(\d)` \| `([A-Z_]+)` \|", readme, re.M))
+    rows = dict(re.findall(r"^\| `(\d+)` \| `([A-Z_]+)` \|", readme, re.M))
     table = {k: v for k, v in vars(codes).items() if k.isupper() and isinstance(v, int)}
     assert {name: int(code) for code, name in rows.items()} == table

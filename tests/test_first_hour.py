@@ -107,6 +107,28 @@ def test_ingest_of_a_mistyped_path_into_a_folder_of_other_files_removes_only_its
     assert "no ledger at" in res.stderr and "files were removed from" in res.stderr
 
 
+def test_ctrl_c_is_its_own_exit_code_and_an_interrupted_ingest_leaves_no_new_ledger(
+    tmp_path: Path,
+) -> None:
+    """Click answered Ctrl-C with "Aborted!" and exit 1, a failed check's code, and an
+    ingest creating its ledger left it behind, empty. An existing ledger stays as it was."""
+    notes = ROOT / "corpora" / "notes_duplicate_check"
+
+    def interrupted(*_a: Any, **_kw: Any) -> Any:
+        raise KeyboardInterrupt
+
+    old = tmp_path / "OLD"
+    assert CliRunner().invoke(main, ["init", "--ledger", str(old)]).exit_code == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest_mod, "run", interrupted)
+        for where in (tmp_path / "NEW", old):
+            res = CliRunner().invoke(main, ["ingest", "--ledger", str(where), str(notes)])
+            assert res.exit_code == 130, res.output
+            assert "interrupted (Ctrl-C)" in res.stderr and "Aborted" not in res.output
+    assert not (tmp_path / "NEW").exists()
+    assert (old / "events.duckdb").exists()
+
+
 def test_ingest_failing_into_an_existing_ledger_keeps_it(tmp_path: Path) -> None:
     old = tmp_path / "OLD"
     assert CliRunner().invoke(main, ["init", "--ledger", str(old)]).exit_code == 0

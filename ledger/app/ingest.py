@@ -199,8 +199,8 @@ def ingest(
         with opened(ledger, create=True, busy_timeout=busy_timeout) as lg:
             held = True
             return run(lg, request, progress)
-    except LedgerError:
-        if fresh and held:  # a mistyped PATH leaves no new ledger behind
+    except (LedgerError, KeyboardInterrupt):
+        if fresh and held:  # a mistyped PATH, or a Ctrl-C, leaves no new ledger behind
             remove_new_ledger(root, before)
         raise
 
