@@ -53,6 +53,7 @@ VERBS: dict[str, str] = {
 ERRORS: dict[str, str] = {
     "LedgerError": "schemas.errors:LedgerError",
     "UsageError": "schemas.errors:UsageError",
+    "Interrupted": "schemas.errors:Interrupted",
     "LedgerNotFound": "ledger.errors:LedgerNotFound",
     "LedgerExists": "ledger.errors:LedgerExists",
     "LedgerBusy": "ledger.errors:LedgerBusy",

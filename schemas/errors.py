@@ -29,3 +29,16 @@ class UsageError(LedgerError):
     engine, a dry run on the ray engine…): the API refuses it as the CLI refuses the flags."""
 
     exit_code: ClassVar[int] = USAGE
+
+
+class Interrupted(LedgerError):
+    """Ctrl-C (SIGINT) stopped the command: each append is one transaction, so one it had
+    begun is not in the log."""
+
+    exit_code: ClassVar[int] = INTERRUPTED
+
+    def __init__(self) -> None:
+        super().__init__(
+            "interrupted (Ctrl-C): an append it had begun is not in the log (each is one "
+            "transaction); what it had appended before stays"
+        )

@@ -21,7 +21,6 @@ import click
 import ledger
 from ledger.cli.options import GROUP_LEDGER
 from ledger.cli.output import error
-from schemas.errors import INTERRUPTED
 
 # A command's start-up builds ~100,000 long-lived objects (classes, functions, schemas) and
 # no garbage cycles, and the collector scans each object once per generation it passes
@@ -159,9 +158,9 @@ class _Main(click.Group):
             error(exc)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:  # click's own answer is "Aborted!" and 1, a failed check's
-            error("interrupted (Ctrl-C): an append it had begun is not in the log (each is "
-                  "one transaction); what it had appended before stays")  # fmt: skip
-            ctx.exit(INTERRUPTED)
+            stopped = ledger.Interrupted()
+            error(stopped)
+            ctx.exit(stopped.exit_code)
         except Exception as exc:
             duckdb = sys.modules.get("duckdb")  # a command that raised one has loaded it
             if duckdb is None or not isinstance(exc, duckdb.Error):
