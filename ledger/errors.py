@@ -44,7 +44,8 @@ class LedgerBusy(LedgerError):
         self.detail = detail
         super().__init__(
             f"ledger busy: {str(path)!r} is held by another process; gave up after "
-            f"{waited:.1f}s (raise busy_timeout / --busy-timeout, or read sealed segments)"
+            f"{waited:.1f}s; retry when it is done (ingest and the store commands wait "
+            "longer with --busy-timeout S, open_ledger and ingest with busy_timeout=S)"
             + (f" [{detail}]" if detail else "")
         )
 
