@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from schemas.gvc import Party
 from tests.data_paths import VCORE_DEMO_RUN
 
 DEMO = VCORE_DEMO_RUN
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -145,6 +148,32 @@ def test_cli_receipt_show_and_verify(lg: Ledger, tmp_path: Path) -> None:
     assert shown["checkpoint"]["size"] == 2 and shown["type"] == "replay.completed"
     res = CliRunner().invoke(main, ["receipt", "verify", str(seq), "--json", *led])
     assert res.exit_code == 0 and json.loads(res.output)["ok"] is True
+
+
+def test_receipt_show_and_verify_only_read_beside_another_reader(
+    lg: Ledger, tmp_path: Path
+) -> None:
+    """Another process reading the ledger (a long `vledger verify`, say) holds DuckDB's
+    shared lock: `receipt show` and `receipt verify` open it read-only, as reads, and
+    answer; they opened it to write, and were refused as busy."""
+    seq = _receipt(lg, size=2)
+    lg.close()
+    where = tmp_path / "lg"
+    code = ("import sys, time; from ledger.log.store import open_ledger; "
+            "lg = open_ledger(sys.argv[1], read_only=True); print('open', flush=True); "
+            "sys.stdin.read(); lg.close()")  # fmt: skip
+    reader = subprocess.Popen([sys.executable, "-c", code, str(where)], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        led = ["--ledger", str(where), "--busy-timeout", "0"]
+        for args in (["receipt", "show", str(seq)], ["receipt", "verify", str(seq)]):
+            res = CliRunner().invoke(main, [*args, "--json", *led[:2]])
+            assert res.exit_code == 0, res.output
+        busy = CliRunner().invoke(main, ["seal", *led])  # a writer is still refused
+        assert busy.exit_code == 3 and "ledger busy" in busy.stderr, busy.output
+    finally:
+        reader.communicate("")
 
 
 def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:

@@ -386,7 +386,7 @@ def receipt_verify(
         run = check_run_dir(Path(target), strict=strict)
         verdict = run_verdict(Path(target), run.rebuilt)
         return ReceiptCheck(None, run.problems, None, RUN_RECEIPT_TRUST, run.differences, verdict)
-    with opened(ledger) as lg:
+    with opened(ledger, read_only=True) as lg:  # verifying only reads
         verifier = load_verifier(Path(pub)) if pub is not None else None
         return verify_ledger_receipt(lg, target, recompute=recompute, pub=verifier)
 
@@ -419,7 +419,7 @@ class ReceiptShown(Result):
 
 def receipt_show(ident: str, *, ledger: LedgerArg = None) -> ReceiptShown:
     """The receipt carried by the event with seq or event_id ``ident``."""
-    with opened(ledger) as lg:
+    with opened(ledger, read_only=True) as lg:
         ev = find_receipt_event(lg, ident)
         return ReceiptShown(ev.seq, ev.event_id, ev.stream, ev.type, _receipt_fields(ev))
 
