@@ -291,6 +291,32 @@ def test_each_part_of_an_append_is_produced_under_the_whole_cap(tmp_path: Path) 
     lg.close()
 
 
+def test_append_parts_inserts_on_one_duckdb_thread_and_restores_the_count(tmp_path: Path) -> None:
+    """The parts are made while they are inserted, by work that keeps the cores busy:
+    DuckDB works on the appending thread alone meanwhile, and its thread count is as it
+    was afterwards — also after a refused part rolled the batch back."""
+    lg = init_ledger(tmp_path / "l")
+    lg._con.execute("SET threads = 3")
+    during: list[int] = []
+
+    def threads() -> int:
+        return int(lg._con.execute("SELECT current_setting('threads')").fetchone()[0])
+
+    def parts(bad: bool) -> Any:
+        for k in range(2):
+            during.append(threads())
+            yield [NewEvent(f"s/{k}", "ext.t", {"k": k})]
+        if bad:
+            yield [NewEvent("s/2", "ext.t", {"x": float("nan")})]
+
+    lg.append_parts(parts(bad=False))
+    assert during == [1, 1] and threads() == 3
+    with pytest.raises(InvalidEvent):
+        lg.append_parts(parts(bad=True))
+    assert threads() == 3 and lg.size() == 2
+    lg.close()
+
+
 def test_payloads_are_zstd_compressed_and_leaf_hashes_stored_plain(tmp_path: Path) -> None:
     """A new ledger's checkpointed payload segments are ZSTD and its leaf hashes
     uncompressed (ledger.log.layout: DuckDB's own per-segment choice cost most of an

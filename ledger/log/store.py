@@ -288,7 +288,7 @@ class Ledger(RawReads, merkle.TreeReads):
             self._committing = None
             try:
                 large = False
-                with connection.append_pool(self._con, 0):
+                with connection.append_pool(self._con, 0), connection.one_thread(self._con):
                     with transaction(self._con):
                         now = datetime.now(UTC)
                         seen = None
