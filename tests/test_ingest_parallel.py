@@ -378,6 +378,20 @@ def test_in_order_yields_input_order_with_a_bounded_window(items, window, order)
     assert high[0] <= window
 
 
+@given(n=st.integers(min_value=0, max_value=5000), workers=st.integers(min_value=1, max_value=16))
+def test_worker_calls_cover_the_tasks_in_order_and_shrink_toward_the_end(n, workers) -> None:
+    """The calls the reading is cut into are the tasks, in order (the log's order rests
+    on it), at most LARGEST_CHUNK each, never growing, and the last is short: the
+    workers finish together."""
+    tasks = list(range(n))
+    calls = [list(c) for c in ingest_read.chunks(tasks, workers)]  # type: ignore[arg-type]
+    assert [t for c in calls for t in c] == tasks
+    sizes = [len(c) for c in calls]
+    assert all(0 < s <= ingest_read.LARGEST_CHUNK for s in sizes)
+    assert sizes == sorted(sizes, reverse=True)
+    assert not sizes or sizes[-1] <= ingest_read.CHUNK // 4
+
+
 NARROWED = ROOT / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "grading.yaml"
 
 
