@@ -110,8 +110,9 @@ class MemoryLedger(merkle.TreeReads):
     def stream_version(self, stream: str) -> int | None:
         return self._versions.get(stream)
 
-    def streams(self, prefix: str | None = None) -> list[str]:
-        return sorted(s for s in self._versions if prefix is None or s.startswith(prefix))
+    def streams(self, prefix: str | None = None, by_first_seq: bool = False) -> list[str]:
+        found = [s for s in self._versions if prefix is None or s.startswith(prefix)]
+        return found if by_first_seq else sorted(found)  # (a dict keeps first-event order)
 
     def read(
         self,

@@ -192,14 +192,12 @@ class Ledger(RawReads, merkle.TreeReads):
         return None if row is None or row[0] is None else int(row[0])
 
     @locked
-    def streams(self, prefix: str | None = None) -> list[str]:
-        """Stream names (sorted), optionally only those starting with ``prefix``."""
-        sql = "SELECT DISTINCT stream FROM events"
-        params: list[Any] = []
-        if prefix is not None:
-            sql += " WHERE starts_with(stream, ?)"
-            params.append(prefix)
-        return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
+    def streams(self, prefix: str | None = None, by_first_seq: bool = False) -> list[str]:
+        """Stream names (of ``prefix``): sorted, or as a pass over the log first meets them."""
+        where, params = ("", []) if prefix is None else (" WHERE starts_with(stream, ?)", [prefix])
+        order = "min(seq)" if by_first_seq else "stream"
+        sql = f"SELECT stream FROM events{where} GROUP BY stream ORDER BY {order}"  # noqa: S608
+        return [r[0] for r in self._con.execute(sql, params).fetchall()]
 
     @locked
     def tree_state(self) -> tuple[int, list[bytes]]:

@@ -1,0 +1,138 @@
+"""``reconcile --from-ledger``: each declared corpus read as the ledger holds it — its trial
+streams, no bundle on disk — and a run that extends an earlier one reading only the streams
+with an event since that run's checkpoint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import ledger
+from ledger.app.receipts import verify_ledger_receipt
+from ledger.app.reconcile import reconcile
+from ledger.cli import main
+from ledger.log.store import open_ledger
+from tests.test_reconcile_catchup import NOTES, OPS, bundles, comparable, workspace
+
+
+def ingest_notes(base: Path) -> None:
+    """The notes corpus as it is on disk into the ledger (as reconcile's own ingest does)."""
+    ledger.ingest(base / NOTES, ledger=base / "lg", skip_bad=True, keep_inconsistent=True)
+
+
+def held(base: Path, **kw: Any) -> Any:
+    return reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg",
+                     from_ledger=True, **kw)  # fmt: skip
+
+
+def extend_then_full(base: Path) -> tuple[Any, Any]:
+    """From the ledger as it comes (extending when it can), then in full over the same log:
+    the same document byte for byte, and the same digests."""
+    got, full = held(base), held(base, full=True)
+    assert comparable(got) == comparable(full)
+    rc, rc_full = got.document["receipt"], full.document["receipt"]
+    for key in ("outputs_digest", "inputs_digest", "config_digest"):
+        assert rc[key] == rc_full[key]
+    assert "extends" not in rc_full
+    return got, full
+
+
+def test_the_ledgers_corpus_reads_as_the_one_on_disk(tmp_path: Path) -> None:
+    """Over a ledger holding the corpus as it is on disk, the report read from the ledger is
+    the one read from disk, byte for byte (trials named by their place in the corpus, its
+    parts included), with the same inputs and outputs digests; and it stays so once the
+    bundles are gone from disk: nothing but the declared corpus's directory is looked at."""
+    base = workspace(tmp_path)
+    disk = reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg")
+    for bundle in bundles(base):
+        shutil.rmtree(bundle)
+    got = held(base)
+    assert comparable(got) == comparable(disk)
+    assert "met/" in json.dumps(got.document["entries"])  # named within their part
+    rc, rc_disk = got.document["receipt"], disk.document["receipt"]
+    assert rc["outputs_digest"] == rc_disk["outputs_digest"]
+    assert rc["inputs_digest"] == rc_disk["inputs_digest"]
+    assert rc["config_digest"] != rc_disk["config_digest"]  # another reading: never mixed
+
+
+def test_a_second_run_reads_only_the_streams_appended_to(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    first, _ = extend_then_full(base)
+    assert "extends" not in first.document["receipt"]
+    got, _ = extend_then_full(base)
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
+    OPS["add"](base, 0, 1)  # a new bundle, ingested; one trial re-scored in the ledger
+    ingest_notes(base)
+    OPS["rescore_in_ledger"](base, 3, 2)
+    got, _ = extend_then_full(base)
+    rc = got.document["receipt"]
+    assert (rc["carried"], rc["evaluated"]) == (16, 2)
+    # the re-scored stream is read as the ledger holds it (from disk it is unreadable)
+    assert not any(s.get("unreadable_trials") for s in got.document["sources"])
+    with open_ledger(base / "lg") as lg:
+        check = verify_ledger_receipt(lg, str(rc["checkpoint"]["size"]), recompute=True)
+    assert check.ok, check.problems
+    assert any(c.startswith("extends the reconcile receipt") for c in check.checked)
+    assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
+
+
+STEPS = st.lists(
+    st.one_of(st.just(("reconcile", 0)), st.tuples(st.sampled_from(sorted(OPS)), st.integers(0, 40))),
+    min_size=1, max_size=4,
+)  # fmt: skip
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(steps=STEPS)
+@example(steps=[("add", 1), ("reconcile", 0), ("rescore_on_disk", 2), ("resave", 3),
+                ("rescore_in_ledger", 4), ("reconcile", 0), ("new_corpus", 0), ("pack", 0),
+                ("reconcile", 0), ("pack", 0)])  # fmt: skip
+def test_incremental_reconcile_from_the_ledger_equals_a_full_one(
+    tmp_path_factory: Any, steps: list
+) -> None:
+    """Random interleavings of ingest (new trials, trials re-scored on disk and in the
+    ledger, new corpus parts), pack changes and reconciles from the ledger: each run as it
+    comes equals a full one over the same log, and extends exactly when an earlier one had
+    its packs."""
+    base = workspace(tmp_path_factory.mktemp("held"))
+    ingest_notes(base)
+    extend_then_full(base)
+    migration = base / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "migration.yaml"
+    reconciled = {migration.read_text()}
+    for k, (name, i) in enumerate([*steps, ("reconcile", 0)]):
+        if name != "reconcile":
+            OPS[name](base, i, k)
+            ingest_notes(base)
+            continue
+        got, _ = extend_then_full(base)
+        assert ("extends" in got.document["receipt"]) is (migration.read_text() in reconciled)
+        reconciled.add(migration.read_text())
+
+
+def test_the_cli_refuses_what_it_cannot_read_from_the_ledger(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    packs = str(base / "corpora" / "packs")
+    run = CliRunner().invoke
+    args = ["--ledger", str(base / "lg"), "reconcile", "--packs", packs, "--base", str(base),
+            "--from-ledger"]  # fmt: skip
+    for extra, flag in (["--dry-run"], "--dry-run"), (["--source", str(base / NOTES)], "--source"):
+        res = run(main, [*args, *extra])
+        assert res.exit_code == 2 and f"drop {flag}" in res.output, res.output
+    res = run(main, args)  # nothing ingested yet
+    assert res.exit_code == 5, res.output
+    assert "holds no trial of corpus 'notes_duplicate_check'" in res.output
+    assert "vledger ingest corpora/notes_duplicate_check" in res.output
+    assert "Traceback" not in res.output
+    ingest_notes(base)
+    res = run(main, args)
+    assert res.exit_code == 0, res.output
+    res = run(main, args)
+    assert "17 bundle(s) carried forward, 0 new or changed read" in res.output
