@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import ledger
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_packs import ReconcileError
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from tests.test_reconcile_catchup import NOTES, OPS, bundles, comparable, workspace
@@ -136,3 +138,25 @@ def test_the_cli_refuses_what_it_cannot_read_from_the_ledger(tmp_path: Path) -> 
     assert res.exit_code == 0, res.output
     res = run(main, args)
     assert "17 bundle(s) carried forward, 0 new or changed read" in res.output
+
+
+def test_an_acknowledged_trial_is_still_checked_against_the_corpus_directory(
+    tmp_path: Path,
+) -> None:
+    """The declaration is authored input: read from the ledger, its load-time rules still
+    apply, the acknowledged trials included (listed only then)."""
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    migrations = sorted((base / "corpora" / "packs").glob("*/migration.yaml"))  # pooled: both
+    texts = [m.read_text() for m in migrations]
+
+    def acknowledge(trial: str) -> None:
+        ack = f"    acknowledged:\n      - {{ trial: {trial}, reason: the judge misread it }}\n"
+        for migration, text in zip(migrations, texts, strict=True):
+            migration.write_text(text.replace("    evidence:\n", ack + "    evidence:\n", 1))
+
+    acknowledge(f"met/{bundles(base)[0].name}")  # a bundle there: the declaration loads
+    assert held(base).document["entries"]
+    acknowledge("met/nope")
+    with pytest.raises(ReconcileError, match="'met/nope' is not a bundle"):
+        held(base)

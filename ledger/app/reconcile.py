@@ -373,7 +373,7 @@ def _read_all(
     evaluator: Evaluator | None,
 ) -> tuple[_Context, str, list[tuple[Read, list[Claim]]]]:  # fmt: skip
     """The run's context, its config digest and every corpus as read (ingested first)."""
-    corpora = load_declarations(packs, inv.base)
+    corpora = load_declarations(packs, inv.base, held=inv.from_ledger)
     roots = tuple(str(p) for p in inv.packs)
     selection = {  # the files it names, not their spelling: another spelling still extends
         "packs_searched": [str(p.resolve()) for p in inv.packs],
