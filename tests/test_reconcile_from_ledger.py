@@ -78,11 +78,23 @@ def test_a_second_run_reads_only_the_streams_appended_to(tmp_path: Path) -> None
     assert (rc["carried"], rc["evaluated"]) == (16, 2)
     # the re-scored stream is read as the ledger holds it (from disk it is unreadable)
     assert not any(s.get("unreadable_trials") for s in got.document["sources"])
+    # the receipt names no trial: they are every stream of the corpus in the prefix it read,
+    # so trials ingested and re-scored after it do not enter its recomputation
+    assert "trials" not in json.dumps(receipt_config(base, rc["checkpoint"]["size"]))
+    OPS["add"](base, 1, 3)
+    ingest_notes(base)
+    OPS["rescore_in_ledger"](base, 5, 4)
     with open_ledger(base / "lg") as lg:
         check = verify_ledger_receipt(lg, str(rc["checkpoint"]["size"]), recompute=True)
     assert check.ok, check.problems
     assert any(c.startswith("extends the reconcile receipt") for c in check.checked)
     assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
+
+
+def receipt_config(base: Path, seq: int) -> Any:
+    with open_ledger(base / "lg") as lg:
+        (ev,) = lg.read(from_seq=seq, to_seq=seq)
+        return ev.data()["config"]["corpora"]
 
 
 STEPS = st.lists(

@@ -47,7 +47,14 @@ from ledger.app.reconcile_packs import (
     packs_by_task,
     pool_claims,
 )
-from ledger.app.reconcile_read import NEVER_RAN, Read, TrialRef, flat, read_held
+from ledger.app.reconcile_read import (
+    NEVER_RAN,
+    Read,
+    TrialRef,
+    flat,
+    read_held,
+    recompute_held,
+)
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
@@ -461,11 +468,13 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
     reports = []
     for record in config["corpora"]:
         read = Read(record["source"], record["corpus_value"])
-        for trial, stream, keys in record["trials"]:
+        if "held" in record:  # read from the ledger: every stream of the corpus in the prefix
+            read = recompute_held(lg, record, size)
+        for trial, stream, keys in record.get("trials", ()):
             events = list(lg.read(stream=stream, to_seq=size - 1)) if size else []
             read.trials.append((TrialRef(trial, stream, tuple(keys)), trial_inputs(events)))
-        read.unreadable = [tuple(u) for u in record["unreadable"]]
-        read.excluded = [tuple(x) for x in record["excluded"]]
+        read.unreadable += [tuple(u) for u in record.get("unreadable", ())]
+        read.excluded += [tuple(x) for x in record.get("excluded", ())]
         value = record["corpus_value"]
         mine = [c for v, c in claims if value is None or v == value]
         reports.append(_corpus_report(ctx, read, mine))

@@ -10,7 +10,7 @@ one costs what changed in the log since, not the size of the corpus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
 from reconcile.reconcile import Claim
-from reconcile.trials import UnreadableBundle, never_ran
+from reconcile.trials import UnreadableBundle, graded_values, never_ran
 from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import digest
 
@@ -51,9 +51,14 @@ class Read:
     # (a carried trial is not among them: its Carried holds the same, checked by carry)
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
+    held: dict[str, Any] | None = None  # read from the ledger: the corpus's name, its layout
 
     def record(self) -> dict[str, Any]:
-        """What a receipt keeps of this read, enough to redo everything after it."""
+        """What a receipt keeps of this read, enough to redo everything after it: read from
+        the ledger, the corpus's name and layout, as its trials are every stream under that
+        name in the log prefix the receipt names (:func:`recompute_held`)."""
+        if self.held is not None:
+            return {"source": self.source, "corpus_value": self.corpus_value, "held": self.held}
         return {
             "source": self.source,
             "corpus_value": self.corpus_value,
@@ -109,34 +114,63 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     reader.start({s for s in streams if s not in carried}, 0 if base is None else base.size)
     claimed = {t for c in claims for t in c.task_ids}
     gated: set[tuple[str, str]] = set()
+
+    def settle(inputs: TrialInputs, label: str, stream: str) -> TrialInputs | Carried:
+        # at once: the events' folding is let go (reconcile_corpus.settled)
+        return settled(inputs, label, stream, ctx, claimed, gated)
+
     rows: list[_Row] = []  # sorted below
     for stream in streams:
         if stream in carried:
             label, kept = carried[stream]
             rows.append((label, stream, kept, kept.stream_digest, True))
-            continue
-        events = reader.events(stream)
-        ids = digest([stream, [e.event_id for e in events]])
-        label = held_label(value, is_flat, None, stream)
-        try:  # settled at once: the events' folding is let go (reconcile_corpus.settled)
-            inputs = trial_inputs(events)
-            label = held_label(value, is_flat, inputs, stream)
-            if not never_ran(inputs):
-                inputs = settled(inputs, label, stream, ctx, claimed, gated)
-            rows.append((label, stream, inputs, ids, False))
-        except (TrialInputsError, UnreadableBundle) as exc:
-            rows.append((label, stream, str(exc), ids, False))
-    return _read(value, rows)
+        else:
+            rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
+    return _read(value, rows, {"corpus": corpus, "flat": is_flat})
+
+
+def recompute_held(lg: Any, record: dict[str, Any], size: int) -> Read:
+    """A corpus read from the ledger as the receipt's ``record`` names it, redone from the
+    log prefix of ``size`` events: every stream under its name there, read to that prefix,
+    each trial kept as its inputs (as :func:`read_held` reads one it does not carry)."""
+    value, held = str(record["corpus_value"]), record["held"]
+    prefix = f"{TRIAL_PREFIX}{held['corpus']}/"
+
+    def check(inputs: TrialInputs, label: str, stream: str) -> TrialInputs:
+        graded_values(inputs)  # unreadable as settled finds it
+        return inputs
+
+    rows = [
+        _classify(value, bool(held["flat"]), s, list(lg.read(stream=s, to_seq=size - 1)), check)
+        for s in (lg.streams(prefix, by_first_seq=True, to_seq=size - 1) if size else [])
+    ]
+    return _read(value, rows, held)
+
+
+def _classify(
+    value: str, is_flat: bool, stream: str, events: list[Any],
+    settle: Callable[[TrialInputs, str, str], TrialInputs | Carried],
+) -> _Row:  # fmt: skip
+    """One stream read: its row, readable, excluded (never ran) or unreadable."""
+    ids = digest([stream, [e.event_id for e in events]])
+    label = held_label(value, is_flat, None, stream)
+    try:
+        inputs = trial_inputs(events)
+        label = held_label(value, is_flat, inputs, stream)
+        got = inputs if never_ran(inputs) else settle(inputs, label, stream)
+        return (label, stream, got, ids, False)
+    except (TrialInputsError, UnreadableBundle) as exc:
+        return (label, stream, str(exc), ids, False)
 
 
 # label, stream, what was read (its error if unreadable), the stream's digest, carried
 _Row = tuple[str, str, Carried | TrialInputs | str, str, bool]
 
 
-def _read(value: str, rows: list[_Row]) -> Read:
-    """The corpus's rows as a
-    :class:`Read`, in the order of their labels, as bundles read from disk are."""
-    out = Read(value, value)
+def _read(value: str, rows: list[_Row], held: dict[str, Any]) -> Read:
+    """The corpus's rows as a :class:`Read`, in the order of their labels, as bundles read
+    from disk are."""
+    out = Read(value, value, held=held)
     prefix = f"{value.rstrip('/')}/"
     for label, stream, got, ids, kept in sorted(rows, key=lambda r: (r[0], r[1])):
         if isinstance(got, str):

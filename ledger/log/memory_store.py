@@ -110,9 +110,14 @@ class MemoryLedger(merkle.TreeReads):
     def stream_version(self, stream: str) -> int | None:
         return self._versions.get(stream)
 
-    def streams(self, prefix: str | None = None, by_first_seq: bool = False) -> list[str]:
-        found = [s for s in self._versions if prefix is None or s.startswith(prefix)]
-        return found if by_first_seq else sorted(found)  # (a dict keeps first-event order)
+    def streams(
+        self, prefix: str | None = None, by_first_seq: bool = False, to_seq: int | None = None
+    ) -> list[str]:
+        names = self._versions  # a dict: in the order of each stream's first event
+        if to_seq is not None:
+            names = dict.fromkeys(e.stream for e in self._events[: max(to_seq + 1, 0)])
+        found = [s for s in names if prefix is None or s.startswith(prefix)]
+        return found if by_first_seq else sorted(found)
 
     def read(
         self,

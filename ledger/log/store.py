@@ -192,12 +192,14 @@ class Ledger(RawReads, merkle.TreeReads):
         return None if row is None or row[0] is None else int(row[0])
 
     @locked
-    def streams(self, prefix: str | None = None, by_first_seq: bool = False) -> list[str]:
-        """Stream names (of ``prefix``): sorted, or as a pass over the log first meets them."""
-        where, params = ("", []) if prefix is None else (" WHERE starts_with(stream, ?)", [prefix])
-        order = "min(seq)" if by_first_seq else "stream"
-        sql = f"SELECT stream FROM events{where} GROUP BY stream ORDER BY {order}"  # noqa: S608
-        return [r[0] for r in self._con.execute(sql, params).fetchall()]
+    def streams(self, prefix: str | None = None, by_first_seq: bool = False,
+                to_seq: int | None = None) -> list[str]:  # fmt: skip
+        """Stream names (of ``prefix``, up to ``to_seq``): sorted, or as a pass meets them."""
+        where = {k: v for k, v in {"starts_with(stream, ?)": prefix, "seq <= ?": to_seq}.items()
+                 if v is not None}  # fmt: skip
+        sql = " AND ".join(["SELECT stream FROM events WHERE true", *where])
+        sql += " GROUP BY stream ORDER BY " + ("min(seq)" if by_first_seq else "stream")
+        return [r[0] for r in self._con.execute(sql, list(where.values())).fetchall()]
 
     @locked
     def tree_state(self) -> tuple[int, list[bytes]]:
