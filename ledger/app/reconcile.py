@@ -30,12 +30,12 @@ from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial
 from ledger.app.reconcile_extend import (
     Base,
     Carried,
-    KeptWriter,
     LazyBase,
     config_digest,
     kept_records,
     lazy_from_ledger,
 )
+from ledger.app.reconcile_kept import KeptWriter
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -366,8 +366,8 @@ def run_reconcile(
     kept = None
     if ledger is not None:
         kept = KeptWriter(ledger)
-        for rec in kept_records(read for read, _ in reads):
-            kept.add(rec)
+        for source, trial, observed in kept_records(read for read, _ in reads):
+            kept.add(source, trial, observed)
     carried = sum(len(read.carried) for read, _ in reads)
     bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
