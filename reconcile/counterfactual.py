@@ -10,7 +10,7 @@ no verdict, exit code or refusal depends on it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from reconcile.compose import JudgeComponent, NotRecomposable, Verdict, fold, judge_component
@@ -84,7 +84,7 @@ def counterfactual(
     # trials carried forward share equal parts as one object (ledger.app.reconcile_extend):
     # each such combination is recomposed once. The memo holds the parts its key names by
     # identity, so no id is reused while it lives.
-    memo: dict[tuple[Any, ...], tuple[Any, CounterfactualRow | NotRecomposable]] = {}
+    memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...] | NotRecomposable]] = {}
     for obs, candidate in trials:
         key = _parts_key(obs, candidate)
         hit = memo.get(key)
@@ -93,16 +93,24 @@ def counterfactual(
                 got: CounterfactualRow | NotRecomposable = _row(migration, obs, candidate)
             except NotRecomposable as exc:
                 got = exc
-            hit = memo[key] = ((obs.grade, obs.grading, candidate), got)
-        got = hit[1]
-        if isinstance(got, NotRecomposable):
-            gaps.append(Unrecomputed(obs.trial, got.gap, got.reason))
+            values = got if isinstance(got, NotRecomposable) else _values(got)
+            hit = memo[key] = ((obs.grade, obs.grading, candidate), values)
+        values = hit[1]
+        if isinstance(values, NotRecomposable):
+            gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
         else:
-            rows.append(replace(got, trial=obs.trial))
+            rows.append(CounterfactualRow(obs.trial, *values))
     weights = dict(migration.combine_weights) if migration.combine_weights is not None else None
     return Counterfactual(weights, tuple(rows), tuple(gaps))
 
 
+def _values(row: CounterfactualRow) -> tuple[Any, ...]:
+    """A row's fields after its trial's name (the first), in order."""
+    return tuple(getattr(row, f.name) for f in _ROW_FIELDS[1:])
+
+
+_ROW_FIELDS = fields(CounterfactualRow)
+assert _ROW_FIELDS[0].name == "trial"
 _SCALARS = (str, int, float, bool, type(None))
 _GRADE_FIELDS = fields(RecordedGrade)
 

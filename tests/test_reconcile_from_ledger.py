@@ -172,3 +172,18 @@ def test_an_acknowledged_trial_is_still_checked_against_the_corpus_directory(
     acknowledge("met/nope")
     with pytest.raises(ReconcileError, match="'met/nope' is not a bundle"):
         held(base)
+
+
+def test_trials_of_a_task_no_claim_covers_are_carried_without_their_candidate(
+    tmp_path: Path,
+) -> None:
+    """With one pack's migration gone, its task's trials are still observations (counted,
+    kept, carried) but no claim asks for their candidate: the extension equals a full run."""
+    base = workspace(tmp_path)
+    (base / "corpora" / "packs" / "notes_duplicate_check_policy_narrowed" / "migration.yaml").unlink()
+    ingest_notes(base)
+    extend_then_full(base)
+    got, _ = extend_then_full(base)
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
+    (entry,) = got.document["entries"]
+    assert 0 < entry["observations"] < 17  # the other task's trials are not this claim's

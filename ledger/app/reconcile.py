@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,9 +278,11 @@ def _read_corpus(
     return out
 
 
-def _observations(ctx: _Context, read: Read) -> list[TrialObservation]:
+def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> list[TrialObservation]:
     """The readable trials as observations, each labelled against its own task's pack (a
-    carried trial as it was observed: its pack and its tools passed the gate then)."""
+    carried trial as it was observed: its pack and its tools passed the gate then). A
+    carried trial of a task no claim (``claimed``: their task ids) covers is never asked
+    for its candidate (``reconcile_entry`` skips other tasks' trials)."""
     gated: set[tuple[str, str]] = set()
     by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
     out = []
@@ -299,7 +301,9 @@ def _observations(ctx: _Context, read: Read) -> list[TrialObservation]:
         if isinstance(inputs, Carried):
             assert grade is not None and grading is not None
             lazy = inputs.candidate
-            if lazy is None:
+            if lazy is None and task_id not in claimed:
+                lazy = _unasked
+            elif lazy is None:
                 on = by_pack.get(task_id)
                 if on is None:
                     on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
@@ -310,6 +314,10 @@ def _observations(ctx: _Context, read: Read) -> list[TrialObservation]:
         out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
     read.observed = out
     return out
+
+
+def _unasked() -> Candidate:
+    raise AssertionError("a candidate asked of a trial no claim covers")
 
 
 def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
@@ -323,7 +331,7 @@ def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[],
 
 def _corpus_report(ctx: _Context, read: Read, claims: Sequence[Claim]) -> CorpusReport:
     """Every claim over one corpus reconciled; the sweep knows which corpus it names."""
-    obs = _observations(ctx, read)
+    obs = _observations(ctx, read, {t for c in claims for t in c.task_ids})
     if read.corpus_value is None:  # --source: the claims of the packs behind its trials
         tasks = {o.task_id for o in obs}
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
