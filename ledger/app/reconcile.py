@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.ingest_read import gc_paused
 from ledger.app.ingest_stat import Resolver, one_resolver
 from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial_inputs_of
 from ledger.app.reconcile_extend import (
@@ -354,6 +355,14 @@ def run_reconcile(
     """
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
     claims = pool_claims(packs)
+    with gc_paused():  # per-trial values, acyclic: rescanned as they pile up, not freed
+        return _reconciled(inv, packs, claims, ledger, evaluator)
+
+
+def _reconciled(
+    inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
+    evaluator: Evaluator | None,
+) -> ReconcileResult:  # fmt: skip
     # every step sees each corpus as one listing showed it, each path resolved once; both
     # (a path per bundle) let go once the corpora are read
     with one_listing(), one_resolver():
