@@ -143,6 +143,9 @@ class StoreContract:
         assert store.streams("t/", by_first_seq=True) == ["t/b", "t/a", "t/c"]
         assert store.streams("t/", by_first_seq=True, to_seq=3) == ["t/b", "t/a"]
         assert store.streams(to_seq=0) == ["t/b"] and store.streams(to_seq=-1) == []
+        assert store.streams("t/", from_seq=3) == ["t/b", "t/c"]
+        assert store.streams(from_seq=1, to_seq=2) == ["t/a", "x"]
+        assert store.streams(from_seq=5) == []
 
     # 3. expected stream version
 

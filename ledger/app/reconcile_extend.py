@@ -108,9 +108,7 @@ class Base:
         size = lg.size()
         if self.read_to < size:
             frm = max(self.read_to, self.size)
-            self.touched.update(
-                ev.stream for ev in lg.read(stream_prefix=TRIAL_PREFIX, from_seq=frm)
-            )
+            self.touched.update(lg.streams(TRIAL_PREFIX, from_seq=frm))
             self.read_to = size
 
     def carry(self, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:

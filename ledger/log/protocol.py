@@ -34,8 +34,9 @@ class Store(Protocol):
     def append(self, events: Iterable[NewEvent] | Batch) -> Any: ...
     def size(self) -> int: ...
     def streams(
-        self, prefix: str | None = None, by_first_seq: bool = False, to_seq: int | None = None
-    ) -> list[str]: ...
+        self, prefix: str | None = None, by_first_seq: bool = False, to_seq: int | None = None,
+        from_seq: int | None = None,
+    ) -> list[str]: ...  # fmt: skip
     def read(
         self,
         stream: str | None = None,
