@@ -98,8 +98,7 @@ class RecordHasher:
         self._h = hashlib.sha256(MAGIC)
 
     def add(self, line: bytes) -> None:
-        self._h.update(len(line).to_bytes(8, "little"))
-        self._h.update(line)
+        self._h.update(len(line).to_bytes(8, "little") + line)
 
     def digest(self) -> str:
         return "sha256:" + self._h.hexdigest()
@@ -125,18 +124,18 @@ class KeptReader:
                 raise ValueError("a part out of order")
             self.parts.append(PART_KINDS[rec["kind"]](rec["value"]))
             return None
-        key = (str(rec["source"]), str(rec["trial"]))
-        stream, planned = str(rec["stream"]), str(rec["planned"])
+        key = (rec["source"], rec["trial"])  # as written: the lines hash to the receipt's digest
+        stream, planned = rec["stream"], rec["planned"]
         if rec.get("excluded"):
             return key, Carried(stream, planned, excluded=True)
         parts, g = self.parts, rec["grade"]
         results = g["criterion_results"]
         grade = RecordedGrade(
-            str(g["judge_status"]), None if results is None else parts[results],
+            g["judge_status"], None if results is None else parts[results],
             parts[g["components"]], g["score"], g["binary_pass"], g["trace_gate_failed"],
         )  # fmt: skip
         cand = rec["candidate"]
-        return key, Carried(stream, planned, str(rec["stream_digest"]), task_id=str(rec["task_id"]),
+        return key, Carried(stream, planned, rec["stream_digest"], task_id=rec["task_id"],
                             grade=grade, grading=parts[rec["grading"]],
                             candidate=None if cand is None else parts[cand])  # fmt: skip
 

@@ -172,7 +172,7 @@ def _read(value: str, rows: list[_Row], held: dict[str, Any]) -> Read:
     from disk are."""
     out = Read(value, value, held=held)
     prefix = f"{value.rstrip('/')}/"
-    for label, stream, got, ids, kept in sorted(rows, key=lambda r: (r[0], r[1])):
+    for label, stream, got, ids, kept in sorted(rows):  # by label, then (unique) stream
         if isinstance(got, str):
             out.unreadable.append((label, got))
             continue
@@ -183,7 +183,8 @@ def _read(value: str, rows: list[_Row], held: dict[str, Any]) -> Read:
         if got.excluded if isinstance(got, Carried) else never_ran(got):
             out.excluded.append((label, NEVER_RAN))
             continue
-        keys = {label, label.removeprefix(prefix)}
-        out.trials.append((TrialRef(label, stream, tuple(sorted(keys))), got))
+        rel = label.removeprefix(prefix)  # the keys a waiver may use, sorted, once each
+        keys = (label,) if rel == label else (label, rel) if label < rel else (rel, label)
+        out.trials.append((TrialRef(label, stream, keys), got))
         out.digests.append(ids)
     return out
