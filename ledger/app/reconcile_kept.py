@@ -113,6 +113,7 @@ class KeptReader:
 
     def __init__(self) -> None:
         self.parts: list[Any] = []
+        self.grades: dict[tuple[Any, ...], RecordedGrade] = {}
         self.hasher = RecordHasher()
 
     def read(self, line: bytes) -> tuple[tuple[str, str], Carried] | None:
@@ -130,10 +131,15 @@ class KeptReader:
             return key, Carried(stream, planned, excluded=True)
         parts, g = self.parts, rec["grade"]
         results = g["criterion_results"]
-        grade = RecordedGrade(
-            g["judge_status"], None if results is None else parts[results],
-            parts[g["components"]], g["score"], g["binary_pass"], g["trace_gate_failed"],
-        )  # fmt: skip
+        score = g["score"]  # by repr: 1 and 1.0, or 0.0 and -0.0, are not one score
+        shape = (g["judge_status"], results, g["components"], repr(score), g["binary_pass"],
+                 g["trace_gate_failed"])  # fmt: skip
+        grade = self.grades.get(shape)  # equal grades (their parts are shared) held once
+        if grade is None:
+            grade = self.grades[shape] = RecordedGrade(
+                shape[0], None if results is None else parts[results], parts[shape[2]],
+                score, *shape[4:],
+            )  # fmt: skip
         cand = rec["candidate"]
         return key, Carried(stream, planned, rec["stream_digest"], task_id=rec["task_id"],
                             grade=grade, grading=parts[rec["grading"]],
