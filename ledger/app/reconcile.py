@@ -312,7 +312,7 @@ def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> list[T
         else:
             authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
-        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
+        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys))
     read.observed = out
     return out
 

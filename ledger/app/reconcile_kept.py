@@ -114,6 +114,7 @@ class KeptReader:
     def __init__(self) -> None:
         self.parts: list[Any] = []
         self.grades: dict[tuple[Any, ...], RecordedGrade] = {}
+        self.once: dict[str, str] = {}
         self.hasher = RecordHasher()
 
     def read(self, line: bytes) -> tuple[tuple[str, str], Carried] | None:
@@ -125,7 +126,8 @@ class KeptReader:
                 raise ValueError("a part out of order")
             self.parts.append(PART_KINDS[rec["kind"]](rec["value"]))
             return None
-        key = (rec["source"], rec["trial"])  # as written: the lines hash to the receipt's digest
+        # as written (the lines hash to the receipt's digest); names many records share, once
+        key = (self.once.setdefault(rec["source"], rec["source"]), rec["trial"])
         stream, planned = rec["stream"], rec["planned"]
         if rec.get("excluded"):
             return key, Carried(stream, planned, excluded=True)
@@ -141,7 +143,8 @@ class KeptReader:
                 score, *shape[4:],
             )  # fmt: skip
         cand = rec["candidate"]
-        return key, Carried(stream, planned, rec["stream_digest"], task_id=rec["task_id"],
+        task_id = self.once.setdefault(rec["task_id"], rec["task_id"])
+        return key, Carried(stream, planned, rec["stream_digest"], task_id=task_id,
                             grade=grade, grading=parts[rec["grading"]],
                             candidate=None if cand is None else parts[cand])  # fmt: skip
 

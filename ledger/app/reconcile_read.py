@@ -122,8 +122,8 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     rows: list[_Row] = []  # sorted below
     for stream in streams:
         if stream in carried:
-            label, kept = carried[stream]
-            rows.append((label, stream, kept, kept.stream_digest, True))
+            label, kept = carried[stream]  # its stream as kept: the listing's let go
+            rows.append((label, kept.stream, kept, kept.stream_digest, True))
         else:
             rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
     return _read(value, rows, {"corpus": corpus, "flat": is_flat})
