@@ -370,8 +370,8 @@ def test_kept_observations_read_back_share_equal_parts_and_equal_what_was_kept(
     for (source, trial), c in records.items():
         writer.add(source, trial, copy.deepcopy(c))
     lines = writer.file.getvalue().split(b"\n")[1:-1]
-    again, digest_ = read_records(lines)
-    assert again == records and digest_ == writer.hasher.digest()
+    again, reader = read_records(lines)
+    assert again == records and reader.hasher.digest() == writer.hasher.digest()
     parts = sum(line.startswith(b'{"part"') for line in lines)  # equal in value: written once
     assert parts == sum(line.startswith(b'{"part"') for line in kept_lines) < 4 * 17
 

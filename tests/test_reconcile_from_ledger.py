@@ -20,6 +20,7 @@ from ledger.app.reconcile import reconcile
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.cli import main
 from ledger.log.store import open_ledger
+from schemas.envelope import NewEvent
 from tests.test_reconcile_catchup import NOTES, OPS, bundles, comparable, workspace
 
 
@@ -187,3 +188,41 @@ def test_trials_of_a_task_no_claim_covers_are_carried_without_their_candidate(
     assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
     (entry,) = got.document["entries"]
     assert 0 < entry["observations"] < 17  # the other task's trials are not this claim's
+
+
+def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that kept every stream it read is extended without listing the corpus's
+    streams in the log before it (only those with an event since); one that could not keep
+    a stream (unreadable) is extended by listing them all, so that stream is read again."""
+    from ledger.log.store import Ledger
+
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    listed: list[tuple[str | None, Any]] = []
+    real = Ledger.streams
+
+    def spy(self: Any, prefix: str | None = None, *a: Any, **kw: Any) -> list[str]:
+        listed.append((prefix, kw.get("from_seq")))
+        return real(self, prefix, *a, **kw)
+
+    monkeypatch.setattr(Ledger, "streams", spy)
+    extend_then_full(base)
+    listed.clear()
+    got = held(base)
+    assert got.document["receipt"]["carried"] == 17
+    whole = [p for p, since in listed if p and p.startswith("trial/notes") and since is None]
+    assert whole == []  # the corpus was not listed again
+    with open_ledger(base / "lg") as lg:  # a stream of the corpus that is not a trial
+        ev = next(e for e in lg.read(type="grade.recorded"))
+        broken = "trial/notes_duplicate_check/notes_add_note_duplicate_check_gated/broken"
+        lg.append([NewEvent(broken, "grade.recorded", ev.data(), "broken-grade")])
+    got, _ = extend_then_full(base)  # read, unreadable, not kept
+    assert any("broken" in u["trial"] for s in got.document["sources"]
+               for u in s.get("unreadable_trials", []))  # fmt: skip
+    listed.clear()
+    again, _ = extend_then_full(base)
+    assert again.document["receipt"]["carried"] == 17
+    assert comparable(again) == comparable(got)  # the unreadable stream is still reported
+    assert any(p and p.startswith("trial/notes") and since is None for p, since in listed)

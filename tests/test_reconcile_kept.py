@@ -13,8 +13,8 @@ def written_and_read(values: list[Carried]) -> dict[tuple[str, str], Carried]:
     writer = KeptWriter(object())  # no ledger directory: in memory
     for i, c in enumerate(values):
         writer.add("corpus", f"t{i}", c)
-    records, digest_ = read_records(writer.file.getvalue().split(b"\n")[1:-1])
-    assert digest_ == writer.hasher.digest()
+    records, reader = read_records(writer.file.getvalue().split(b"\n")[1:-1])
+    assert reader.hasher.digest() == writer.hasher.digest()
     return records
 
 

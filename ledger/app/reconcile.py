@@ -385,6 +385,7 @@ def _reconciled(
         kept = KeptWriter(ledger)
         for source, trial, observed in kept_records(read for read, _ in reads):
             kept.add(source, trial, observed)
+        kept.note_streams({read.source: read.rows() for read, _ in reads if read.held})
     carried = sum(len(read.carried) for read, _ in reads)
     bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,

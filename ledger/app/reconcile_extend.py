@@ -92,6 +92,7 @@ class Base:
     size: int
     root: str
     outputs_digest: str
+    streams_read: dict[str, int] = field(default_factory=dict)  # (KeptReader.streams_read)
     touched: set[str] = field(default_factory=set)  # trial streams with an event since
     read_to: int = 0  # the log size ``touched`` was read to
     carried: int = 0
@@ -178,13 +179,13 @@ def load_base(lg: Any, config_digest: str, checked: dict[str, Any]) -> Base | No
         return None
     body, t = kept
     try:
-        records, lines_digest = read_records(body)
+        records, reader = read_records(body)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
         return None
-    if lines_digest != t["observations"] or len(records) != t.get("count"):
+    if reader.hasher.digest() != t["observations"] or len(records) != t.get("count"):
         return None
     return Base(records, str(t["run_id"]), int(t["seq"]), int(t["size"]), str(t["root"]),
-                str(t["outputs_digest"]))  # fmt: skip
+                str(t["outputs_digest"]), reader.streams_read)  # fmt: skip
 
 
 class LazyBase:

@@ -115,12 +115,16 @@ class KeptReader:
         self.parts: list[Any] = []
         self.grades: dict[tuple[Any, ...], RecordedGrade] = {}
         self.once: dict[str, str] = {}
+        self.streams_read: dict[str, int] = {}  # corpus read from the ledger -> its streams
         self.hasher = RecordHasher()
 
     def read(self, line: bytes) -> tuple[tuple[str, str], Carried] | None:
         """The record ``line`` holds, by (source, trial); None for a part."""
         self.hasher.add(line)
         rec = orjson.loads(line)
+        if "streams_read" in rec:
+            self.streams_read = {str(k): int(v) for k, v in rec["streams_read"].items()}
+            return None
         if "part" in rec:
             if rec["part"] != len(self.parts):
                 raise ValueError("a part out of order")
@@ -149,15 +153,16 @@ class KeptReader:
                             candidate=None if cand is None else parts[cand])  # fmt: skip
 
 
-def read_records(lines: Iterable[bytes]) -> tuple[dict[tuple[str, str], Carried], str]:
-    """Every record of ``lines`` by (source, trial), and the digest of the lines."""
+def read_records(lines: Iterable[bytes]) -> tuple[dict[tuple[str, str], Carried], KeptReader]:
+    """Every record of ``lines`` by (source, trial), and the reader (the digest of the lines,
+    what else they noted)."""
     reader = KeptReader()
     records: dict[tuple[str, str], Carried] = {}
     for line in lines:
         got = reader.read(line)
         if got is not None:
             records[got[0]] = got[1]
-    return records, reader.hasher.digest()
+    return records, reader
 
 
 # ------------------------------------------------------------------ writing
@@ -208,6 +213,11 @@ class KeptWriter:
             }
         self._line(orjson.dumps(rec))
         self.count += 1
+
+    def note_streams(self, counts: dict[str, int]) -> None:
+        """How many trial streams each corpus read from the ledger has (``reconcile_read``):
+        a run naming as many kept streams need not list the corpus's streams again."""
+        self._line(orjson.dumps({"streams_read": counts}))
 
     def _part(self, kind: str, value: Any) -> int:
         hit = self._by_id.get((kind, id(value)))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.reconcile_corpus import Ingested, settled
-from ledger.app.reconcile_extend import Carried
+from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
@@ -52,6 +52,10 @@ class Read:
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
     held: dict[str, Any] | None = None  # read from the ledger: the corpus's name, its layout
+
+    def rows(self) -> int:
+        """Its bundles (read from the ledger: its streams), readable or not."""
+        return len(self.trials) + len(self.excluded) + len(self.unreadable)
 
     def record(self) -> dict[str, Any]:
         """What a receipt keeps of this read, enough to redo everything after it: read from
@@ -92,19 +96,17 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     where the stream has no event since that run's checkpoint, read from the log otherwise,
     each in the order the log first met it. ``ctx``: the run's (its ledger, packs,
     evaluator and the run it extends)."""
-    lg = ctx.ledger
-    corpus = root.name
-    streams = lg.streams(f"{TRIAL_PREFIX}{corpus}/", by_first_seq=True)
+    lg, corpus = ctx.ledger, root.name
+    base = None if ctx.prior is None else ctx.prior()
+    streams = _streams(lg, f"{TRIAL_PREFIX}{corpus}/", value, base)
     if not streams:
         raise ReconcileError(
             f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}) — ingest "
             f"it first (`vledger ingest {value}`), or reconcile without --from-ledger"
         )
     is_flat = flat(root)
-    base = None if ctx.prior is None else ctx.prior()
     carried: dict[str, tuple[str, Carried]] = {}  # stream -> (its label, its observation)
     if base is not None:
-        base.look(lg)
         named = {c.stream: trial for (src, trial), c in base.records.items() if src == value}
         for stream in streams:
             label = named.get(stream)
@@ -127,6 +129,21 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
         else:
             rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
     return _read(value, rows, {"corpus": corpus, "flat": is_flat})
+
+
+def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
+    """The corpus's trial streams, in the order the log first met them. Extending a run that
+    kept an observation of every stream it read (as many as it noted), they are those and
+    the streams with an event since its checkpoint: the log before it is not listed again."""
+    if base is None:
+        return lg.streams(prefix, by_first_seq=True)
+    base.look(lg)
+    kept = [c.stream for (src, _), c in base.records.items() if src == value]
+    if len(set(kept)) != base.streams_read.get(value):  # some were not kept (unreadable)
+        return lg.streams(prefix, by_first_seq=True)
+    since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
+    known = set(kept)
+    return kept + [s for s in since if s not in known]
 
 
 def recompute_held(lg: Any, record: dict[str, Any], size: int) -> Read:
