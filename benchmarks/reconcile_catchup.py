@@ -13,14 +13,19 @@ three ways (best of ``--repeat`` alternating runs, each on its own copy):
 - ``cold``: ``full=True`` on a copy without ``<ledger>/projections/`` — every bundle parsed
   again too, what every reconcile of a grown corpus cost before either existed.
 
-All three must print the same outputs digest. Reported: each one's time inside the
+With ``--from-ledger``, the corpus is read as the ledger holds it (``reconcile
+--from-ledger``): the first run's ledger is reconciled from the ledger once, the grown
+corpus is then ingested (``vledger ingest``: adding the trials is ingest's cost, as it is
+for a retrace), and two ways are timed: ``extend`` and ``full`` (``full=True``).
+
+All must print the same outputs digest. Reported: each one's time inside the
 process (the ``ledger.reconcile`` call, imports excluded), the extension's peak RSS (its
 own ``VmHWM``: ``ru_maxrss`` would report this script's peak, which a spawned process
 inherits across exec on Linux), and the ratios. The same at a tenth of ``--trials``, so the extension's peak RSS at both sizes
 shows whether its memory stays flat as the ledger grows.
 
     PYTHONPATH=. python -m benchmarks.reconcile_catchup [--trials 100000] [--add 1000] [--repeat 3]
-        [--workdir DIR]
+        [--workdir DIR] [--from-ledger]
 
 Targets (at 100,000 trials): the extension costs at most 5 % of the full run; its peak RSS
 at ``--trials`` is at most 1.3x the one at a tenth of it.
@@ -54,7 +59,8 @@ from pathlib import Path
 import pyarrow, ledger, ledger.app.reconcile, replay.trace_checks.evaluate  # imports: not timed
 t0 = time.perf_counter()
 res = ledger.reconcile(packs=[Path(sys.argv[2]) / "packs"], base=Path(sys.argv[2]),
-                       ledger=sys.argv[1], full=sys.argv[3] != "extend")
+                       ledger=sys.argv[1], full=sys.argv[3] != "extend",
+                       from_ledger=sys.argv[4] == "held")
 seconds = time.perf_counter() - t0
 rc = res.document["receipt"]
 try:  # this image's own high-water mark: ru_maxrss keeps the spawning parent's across exec
@@ -66,9 +72,9 @@ print(json.dumps({"seconds": seconds, "digest": rc["outputs_digest"], "carried":
 """
 
 
-def probe(ledger_dir: Path, base: Path, mode: str) -> dict[str, Any]:
+def probe(ledger_dir: Path, base: Path, mode: str, held: bool = False) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(ledger_dir), str(base), mode],
+        [sys.executable, "-c", PROBE, str(ledger_dir), str(base), mode, "held" if held else "disk"],
         capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, check=False,
     )  # fmt: skip
     if done.returncode not in (0, 1):  # 1: the generated candidate is refused; still a verdict
@@ -114,25 +120,69 @@ def build(tmp: Path, trials: int, add: int, seed: int) -> float | None:
     return first
 
 
-def measure(tmp: Path, trials: int, add: int, seed: int, repeat: int, keep: bool) -> dict[str, Any]:
+def build_held(tmp: Path, trials: int, add: int, seed: int) -> float | None:
+    """``build``'s first ledger reconciled from the ledger, then the grown corpus ingested:
+    the first run's seconds, or None when ``tmp`` holds it already."""
     first = build(tmp, trials, add, seed)
-    base, grown = tmp / f"b-{trials}", tmp / f"L-{trials}"
+    base, held = tmp / f"b-{trials}", tmp / f"H-{trials}"
+    marker = tmp / f"built-held-{trials}-{add}-{seed}"
+    if first is None and marker.is_file() and held.is_dir():
+        return None
+    shutil.rmtree(held, ignore_errors=True)
+    shutil.copytree(tmp / f"L-{trials}", held)
+    t0 = time.perf_counter()
+    ledger.reconcile(packs=[base / "packs"], base=base, ledger=held, from_ledger=True)
+    seconds = time.perf_counter() - t0
+    ledger.ingest(base / "corpus", ledger=held, skip_bad=True, keep_inconsistent=True)
+    marker.write_text(f"{seconds}\n")
+    return seconds
+
+
+def measure(
+    tmp: Path, trials: int, add: int, seed: int, repeat: int, keep: bool, held: bool = False
+) -> dict[str, Any]:
+    first = (build_held if held else build)(tmp, trials, add, seed)
+    base, grown = tmp / f"b-{trials}", tmp / f"{'H' if held else 'L'}-{trials}"
 
     def cold(run: Path, mode: str) -> None:
         if mode == "cold":
             shutil.rmtree(run / "projections")
 
-    runs = [(mode, grown) for mode in ("extend", "full", "cold")]
+    modes = ("extend", "full") if held else ("extend", "full", "cold")
+    runs = [(mode, grown) for mode in modes]
     best = best_alternating(
-        runs, lambda run, mode: probe(run, base, mode), tmp / "run", repeat, cold
+        runs, lambda run, mode: probe(run, base, mode, held), tmp / "run", repeat, cold
     )
     digests = {b["digest"] for b in best.values()}
     if len(digests) != 1 or best["extend"]["evaluated"] != add:
         raise SystemExit(f"the extension differs from the full run: {best}")
     if not keep:
-        shutil.rmtree(grown)
-        shutil.rmtree(base)
+        for done in (grown, tmp / f"L-{trials}", base):
+            shutil.rmtree(done, ignore_errors=True)
     return {"trials": trials, "first": first, **best}
+
+
+def disk_row(row: dict[str, Any], add: int) -> str:
+    n, ext, full, cold = row["trials"], row["extend"], row["full"], row["cold"]
+    return (
+        f"| reconcile of {n:,} + {add:,} added trials, extending the first run "
+        f"({ext['carried']:,} carried, {ext['evaluated']:,} read) | {ext['seconds']:.2f} s, "
+        f"peak {ext['peak'] / MIB:.0f} MiB | `full=True`: {full['seconds']:.2f} s; "
+        f"without projections/: {cold['seconds']:.2f} s{first_run(row['first'])} | "
+        f"{ext['seconds'] / full['seconds']:.1%} of full, "
+        f"{ext['seconds'] / cold['seconds']:.1%} of cold (target <= 5 %) |"
+    )
+
+
+def held_row(row: dict[str, Any], add: int) -> str:
+    n, ext, full = row["trials"], row["extend"], row["full"]
+    return (
+        f"| reconcile --from-ledger of {n:,} + {add:,} ingested trials, extending the first run "
+        f"({ext['carried']:,} carried, {ext['evaluated']:,} read) | {ext['seconds']:.2f} s, "
+        f"peak {ext['peak'] / MIB:.0f} MiB | `full=True`: {full['seconds']:.2f} s, "
+        f"peak {full['peak'] / MIB:.0f} MiB{first_run(row['first'])} | "
+        f"{ext['seconds'] / full['seconds']:.1%} of full (target <= 5 %) |"
+    )
 
 
 def first_run(seconds: float | None) -> str:
@@ -147,26 +197,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs; the best is kept")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="keep the corpora and ledgers here, and reuse those built before")  # fmt: skip
+    ap.add_argument("--from-ledger", action="store_true",
+                    help="reconcile the corpus as the ledger holds it (reconcile --from-ledger)")  # fmt: skip
     args = ap.parse_args()
     add = args.add or max(args.trials // 100, 1)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d) if args.workdir is None else args.workdir
         tmp.mkdir(parents=True, exist_ok=True)
         keep = args.workdir is not None
-        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat, keep)
-        large = measure(tmp, args.trials, add, args.seed, args.repeat, keep)
+        held = args.from_ledger
+        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat, keep, held)
+        large = measure(tmp, args.trials, add, args.seed, args.repeat, keep, held)
     print("| measurement | result | baseline (same run) | ratio |")
     print("| --- | --- | --- | --- |")
     for row in (small, large):
-        n, ext, full, cold = row["trials"], row["extend"], row["full"], row["cold"]
-        print(
-            f"| reconcile of {n:,} + {add:,} added trials, extending the first run "
-            f"({ext['carried']:,} carried, {ext['evaluated']:,} read) | {ext['seconds']:.2f} s, "
-            f"peak {ext['peak'] / MIB:.0f} MiB | `full=True`: {full['seconds']:.2f} s; "
-            f"without projections/: {cold['seconds']:.2f} s{first_run(row['first'])} | "
-            f"{ext['seconds'] / full['seconds']:.1%} of full, "
-            f"{ext['seconds'] / cold['seconds']:.1%} of cold (target <= 5 %) |"
-        )
+        print(held_row(row, add) if held else disk_row(row, add))
     print(flat_row("extension", large["extend"] | {"trials": large["trials"]},
                    small["extend"] | {"trials": small["trials"]}))  # fmt: skip
 

@@ -10,10 +10,17 @@ no verdict, exit code or refusal depends on it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from reconcile.compose import JudgeComponent, NotRecomposable, Verdict, fold, judge_component
-from reconcile.inputs import CandidateEvaluation, ConstraintDecl, CriterionShape, TrialObservation
+from reconcile.inputs import (
+    CandidateEvaluation,
+    ConstraintDecl,
+    CriterionShape,
+    RecordedGrade,
+    TrialObservation,
+)
 
 TOLERANCE = 1e-9
 
@@ -73,13 +80,50 @@ def counterfactual(
     """Rows for the trials that recompose, and each other trial named with its gap."""
     rows: list[CounterfactualRow] = []
     gaps: list[Unrecomputed] = []
+    # A row is a function of the trial's grade, grading and candidate (its name aside), and
+    # trials carried forward share equal parts as one object (ledger.app.reconcile_extend):
+    # each such combination is recomposed once. The memo holds the parts its key names by
+    # identity, so no id is reused while it lives.
+    memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...] | NotRecomposable]] = {}
     for obs, candidate in trials:
-        try:
-            rows.append(_row(migration, obs, candidate))
-        except NotRecomposable as exc:
-            gaps.append(Unrecomputed(obs.trial, exc.gap, exc.reason))
+        key = _parts_key(obs, candidate)
+        hit = memo.get(key)
+        if hit is None:
+            try:
+                got: CounterfactualRow | NotRecomposable = _row(migration, obs, candidate)
+            except NotRecomposable as exc:
+                got = exc
+            values = got if isinstance(got, NotRecomposable) else _values(got)
+            hit = memo[key] = ((obs.grade, obs.grading, candidate), values)
+        values = hit[1]
+        if isinstance(values, NotRecomposable):
+            gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
+        else:
+            rows.append(CounterfactualRow(obs.trial, *values))
     weights = dict(migration.combine_weights) if migration.combine_weights is not None else None
     return Counterfactual(weights, tuple(rows), tuple(gaps))
+
+
+def _values(row: CounterfactualRow) -> tuple[Any, ...]:
+    """A row's fields after its trial's name (the first), in order."""
+    return tuple(getattr(row, f.name) for f in _ROW_FIELDS[1:])
+
+
+_ROW_FIELDS = fields(CounterfactualRow)
+assert _ROW_FIELDS[0].name == "trial"
+_SCALARS = (str, int, float, bool, type(None))
+_GRADE_FIELDS = fields(RecordedGrade)
+
+
+def _parts_key(obs: TrialObservation, candidate: CandidateEvaluation) -> tuple[Any, ...]:
+    """What a row depends on: scalars by value, everything else by identity."""
+    grade = obs.grade
+    fields = (getattr(grade, f.name) for f in _GRADE_FIELDS)
+    return (
+        *(v if isinstance(v, _SCALARS) else id(v) for v in fields),
+        id(obs.grading),
+        id(candidate),
+    )
 
 
 def _close(a: float | None, b: float | None) -> bool:

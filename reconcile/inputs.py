@@ -6,7 +6,7 @@ reconciliation never opens a file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -117,7 +117,7 @@ class TrialObservation:
     grade: RecordedGrade
     grading: RecordedGrading
     candidate: Candidate | Callable[[], Candidate]
-    keys: frozenset[str] = frozenset()
+    keys: Collection[str] = ()  # a few: a tuple holds them in a fraction of a set
 
     def evaluate(self) -> Candidate:
         value = self.candidate

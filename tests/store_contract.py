@@ -137,6 +137,16 @@ class StoreContract:
             ("c", 1),
         ]
 
+    def test_streams_by_name_by_first_event_and_up_to_a_seq(self, store: Any) -> None:
+        store.append([ev("t/b", 0), ev("t/a", 1), ev("x", 2), ev("t/b", 3), ev("t/c", 4)])
+        assert store.streams() == ["t/a", "t/b", "t/c", "x"]
+        assert store.streams("t/", by_first_seq=True) == ["t/b", "t/a", "t/c"]
+        assert store.streams("t/", by_first_seq=True, to_seq=3) == ["t/b", "t/a"]
+        assert store.streams(to_seq=0) == ["t/b"] and store.streams(to_seq=-1) == []
+        assert store.streams("t/", from_seq=3) == ["t/b", "t/c"]
+        assert store.streams(from_seq=1, to_seq=2) == ["t/a", "x"]
+        assert store.streams(from_seq=5) == []
+
     # 3. expected stream version
 
     def test_expected_version_any_no_stream_exists_exact(self, store: Any) -> None:

@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
         ("benchmarks.curate_catchup", ["--trials", "60", "--repeat", "1"], "curate --from-ledger over"),
         ("benchmarks.reconcile_catchup", ["--trials", "60", "--add", "5", "--repeat", "1"],
          "extension peak RSS"),
+        ("benchmarks.reconcile_catchup",
+         ["--trials", "60", "--add", "5", "--repeat", "1", "--from-ledger"],
+         "reconcile --from-ledger of 60 + 5 ingested trials"),
     ],
 )
 def test_benchmark_script_runs(module: str, args: list[str], expect: str) -> None:

@@ -243,3 +243,20 @@ def test_without_the_extra_the_error_names_it(
 )  # fmt: skip
 def test_score_values_read_as_inspect_reads_them(value: object, number: float | None) -> None:
     assert score_value(value) == number
+
+
+def test_scores_none_of_which_is_a_number_grade_zero_and_fail() -> None:
+    """docs/readme/inspect.md § The mapping: every scorer returned a dict (or list) value, so
+    no component is numeric: the recorded score is 0.0 and binary_pass false, the values
+    kept whole under ``scores``; one numeric scorer beside them decides alone."""
+    from inspect_ai.scorer import Score
+
+    from ledger.sources.inspect_log import grade_payload
+
+    only_dicts = {"a": Score(value={"x": 1, "y": 0}), "b": Score(value=[1, 0])}
+    grade = grade_payload(only_dicts, [])["grade"]  # type: ignore[index]
+    assert (grade["score"], grade["binary_pass"]) == (0.0, False)
+    assert grade["components"] == {"a": None, "b": None}
+    assert grade["scores"]["a"]["value"] == {"x": 1, "y": 0}
+    grade = grade_payload({**only_dicts, "c": Score(value="C")}, [])["grade"]  # type: ignore[index]
+    assert (grade["score"], grade["binary_pass"]) == (1.0, True)

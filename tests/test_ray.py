@@ -348,6 +348,26 @@ def test_reconcile_engine_ray_ingests_each_corpus_once(ray_session, tmp_path, mo
     assert res.document["entries"] and res.document["receipt"]
 
 
+def test_reconcile_from_the_ledger_on_ray_ingests_nothing_and_matches_local(
+    ray_session, tmp_path, monkeypatch
+):
+    """--from-ledger on Ray: the corpus is read as the ledger holds it (no ingest), the
+    candidates are computed by the tasks, and the document is the local one."""
+    from ledger.app import ingest as ingest_module
+    from ledger.log.store import init_ledger
+
+    init_ledger(tmp_path / "l").close()
+    ledger_api.ingest(PACKS_BASE / "corpora" / "notes_duplicate_check", ledger=tmp_path / "l")
+    calls = []
+    monkeypatch.setattr(ingest_module, "ingest_into", lambda *a, **k: calls.append(a))
+    docs = {}
+    for engine in ("local", "ray"):
+        res = ledger_api.reconcile(packs=[PACKS], base=PACKS_BASE, ledger=tmp_path / "l",
+                                   engine=engine, workers=2, from_ledger=True, full=True)  # fmt: skip
+        docs[engine] = {k: v for k, v in res.document.items() if k != "receipt"}
+    assert calls == [] and docs["ray"] == docs["local"] and docs["local"]["entries"]
+
+
 def test_source_restricts_the_ray_job_to_the_source_streams(ray_session, template, tmp_path):
     """--source on a ledger holding other trials: only the source's 17 trials, as local."""
     import json

@@ -141,9 +141,9 @@ def test_a_real_run_keeps_each_trial_read_as_values_and_leaves_errors_to_the_rep
     kinds: list[str] = []
     observe = reconcile_module._observations
 
-    def spying(ctx: Any, read: Any) -> Any:
+    def spying(ctx: Any, read: Any, claimed: Any) -> Any:
         kinds.extend(type(inputs).__name__ for _, inputs in read.trials)
-        return observe(ctx, read)
+        return observe(ctx, read, claimed)
 
     monkeypatch.setattr(reconcile_module, "_observations", spying)
     real = reconcile(**kw, ledger=base / "lg", full=True)

@@ -78,7 +78,7 @@ def export(
         raise NothingToExport("pass --parquet DIR, --otel FILE or both")
     if otel is not None:  # before anything is written, as the Parquet directory is
         check_output_path(Path(otel), ledger_path(ledger), what="OpenTelemetry export")
-    with opened(ledger) as lg:
+    with opened(ledger, read_only=not seal) as lg:  # only sealing writes
         res = None if parquet is None else export_parquet(
             lg, Path(parquet), seal=seal, tail=not sealed_only, max_rows=segment_rows,
             max_bytes=segment_bytes)  # fmt: skip

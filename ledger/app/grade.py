@@ -109,7 +109,7 @@ def _loaded(trial: TrialInputs) -> LoadedBundle:
 def load_ledger_trial(request: GradeRequest) -> LoadedBundle:
     """Read one trial stream from the ledger into grading inputs (ingest's reading)."""
     stream = request.bundle_or_trial
-    with opened(request.ledger) as lg:
+    with opened(request.ledger, read_only=True) as lg:  # grading a trial appends nothing
         events = list(lg.read(stream=stream))
     if not events:
         raise GradeInputError(

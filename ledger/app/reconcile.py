@@ -18,24 +18,25 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ledger.app.context import LedgerArg, ledger_path, opened
+from ledger.app.ingest_read import gc_paused
 from ledger.app.ingest_stat import Resolver, one_resolver
 from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
     Carried,
-    KeptWriter,
     LazyBase,
     config_digest,
     kept_records,
     lazy_from_ledger,
 )
+from ledger.app.reconcile_kept import KeptWriter
 from ledger.app.reconcile_packs import (
     Pack,
     ReconcileError,
@@ -46,6 +47,14 @@ from ledger.app.reconcile_packs import (
     pack_from,
     packs_by_task,
     pool_claims,
+)
+from ledger.app.reconcile_read import (
+    NEVER_RAN,
+    Read,
+    TrialRef,
+    flat,
+    read_held,
+    recompute_held,
 )
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
@@ -86,9 +95,15 @@ class ReconcileRequest:
     # processes reading the corpora (default: the cores available), and a local Ray's CPUs
     workers: int | None = None
     full: bool = False  # observe every trial even where an earlier run's can be carried
+    from_ledger: bool = False  # the declared corpora as the ledger holds them (reconcile_read)
 
     def __post_init__(self) -> None:
         check_address(self.engine, self.address)
+        if self.from_ledger and (self.dry_run or self.source is not None):
+            flag = "--dry-run" if self.dry_run else "--source"
+            raise UsageError(
+                f"--from-ledger reads the declared corpora from the ledger; drop {flag}"
+            )
         if self.engine != "local" and self.dry_run:
             raise UsageError("--engine ray reads the ledger's sealed segments; drop --dry-run")
 
@@ -135,17 +150,20 @@ def reconcile(
     dry_run: bool = False, engine: str = "local", address: str | None = None,
     workers: int | None = None,
     allow_outside: Sequence[Path] = (), ledger: LedgerArg = None, full: bool = False,
+    from_ledger: bool = False,
 ) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
     trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt, carrying
     forward the observations of an earlier run with the same inputs unless ``full``
-    (docs/readme/reconcile.md § Catching up)."""
+    (docs/readme/reconcile.md § Catching up); ``from_ledger``: the declared corpora as the
+    ledger holds them, nothing on disk read but the packs."""
     request = ReconcileRequest(
         packs=tuple(Path(p) for p in packs) or (default_packs(),),
         base=Path(base) if base is not None else Path.cwd(),
         source=None if source is None else Path(source),
         allow_outside=tuple(Path(p) for p in allow_outside),
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
+        from_ledger=from_ledger,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
     result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
@@ -194,41 +212,6 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
     return result
 
 
-@dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
-class _TrialRef:
-    """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
-
-    trial: str
-    stream: str
-    keys: tuple[str, ...]
-
-
-@dataclass
-class _Read:
-    """One corpus as read: readable trials (with their inputs), unreadable and excluded rows."""
-
-    source: str
-    corpus_value: str | None
-    trials: list[tuple[_TrialRef, TrialInputs | Carried]] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-    excluded: list[tuple[str, str]] = field(default_factory=list)
-    digests: list[str] = field(default_factory=list)
-    planned: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # trial -> as ingested
-    # (a carried trial is not among them: its Carried holds the same, checked by carry)
-    carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
-    observed: list[TrialObservation] = field(default_factory=list)
-
-    def record(self) -> dict[str, Any]:
-        """What a receipt keeps of this read, enough to redo everything after it."""
-        return {
-            "source": self.source,
-            "corpus_value": self.corpus_value,
-            "trials": [[r.trial, r.stream, list(r.keys)] for r, _ in self.trials],
-            "unreadable": [list(u) for u in self.unreadable],
-            "excluded": [list(x) for x in self.excluded],
-        }
-
-
 @dataclass(frozen=True)
 class _Context:
     base: Path
@@ -243,7 +226,7 @@ class _Context:
 
 def _read_corpus(
     ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim] = ()
-) -> _Read:
+) -> Read:
     """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion; a
     bundle whose earlier observation still holds is carried forward (``ctx.prior``); on a
     real run, one read again is kept as its observation's values (``settled``)."""
@@ -261,7 +244,7 @@ def _read_corpus(
     if ctx.ledger is not None:
         ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get, ctx.workers,
                                ctx.ingested.get(root.resolve()))  # fmt: skip
-    out = _Read(shown, corpus_value)
+    out = Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     for directory, real in zip(bundles, reals, strict=True):
         trial = labels[real]
@@ -278,7 +261,7 @@ def _read_corpus(
             if kept is not None:
                 out.carried[trial] = kept
             if kept.excluded if kept is not None else never_ran(inputs):
-                out.excluded.append((trial, "no task.yaml: the trial never ran"))
+                out.excluded.append((trial, NEVER_RAN))
                 continue
             if kept is None and ingested is None:
                 graded_values(inputs)  # unreadable here, not halfway through reconciling
@@ -291,14 +274,16 @@ def _read_corpus(
         keys = {trial, relative}
         if corpus_value is not None:
             keys.add(f"{corpus_value.rstrip('/')}/{relative}")
-        out.trials.append((_TrialRef(trial, stream, tuple(sorted(keys))), inputs))
+        out.trials.append((TrialRef(trial, stream, tuple(sorted(keys))), inputs))
         out.digests.append(stream_digest)
     return out
 
 
-def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
+def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> list[TrialObservation]:
     """The readable trials as observations, each labelled against its own task's pack (a
-    carried trial as it was observed: its pack and its tools passed the gate then)."""
+    carried trial as it was observed: its pack and its tools passed the gate then). A
+    carried trial of a task no claim (``claimed``: their task ids) covers is never asked
+    for its candidate (``reconcile_entry`` skips other tasks' trials)."""
     gated: set[tuple[str, str]] = set()
     by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
     out = []
@@ -317,7 +302,9 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
         if isinstance(inputs, Carried):
             assert grade is not None and grading is not None
             lazy = inputs.candidate
-            if lazy is None:
+            if lazy is None and task_id not in claimed:
+                lazy = _unasked
+            elif lazy is None:
                 on = by_pack.get(task_id)
                 if on is None:
                     on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
@@ -325,9 +312,13 @@ def _observations(ctx: _Context, read: _Read) -> list[TrialObservation]:
         else:
             authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
-        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, frozenset(ref.keys)))
+        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys))
     read.observed = out
     return out
+
+
+def _unasked() -> Candidate:
+    raise AssertionError("a candidate asked of a trial no claim covers")
 
 
 def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
@@ -339,9 +330,9 @@ def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[],
     return functools.cache(lambda: evaluator(inputs, pack))
 
 
-def _corpus_report(ctx: _Context, read: _Read, claims: Sequence[Claim]) -> CorpusReport:
+def _corpus_report(ctx: _Context, read: Read, claims: Sequence[Claim]) -> CorpusReport:
     """Every claim over one corpus reconciled; the sweep knows which corpus it names."""
-    obs = _observations(ctx, read)
+    obs = _observations(ctx, read, {t for c in claims for t in c.task_ids})
     if read.corpus_value is None:  # --source: the claims of the packs behind its trials
         tasks = {o.task_id for o in obs}
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
@@ -364,6 +355,14 @@ def run_reconcile(
     """
     packs = find_packs(inv.packs, inv.base, inv.allow_outside)
     claims = pool_claims(packs)
+    with gc_paused():  # per-trial values, acyclic: rescanned as they pile up, not freed
+        return _reconciled(inv, packs, claims, ledger, evaluator)
+
+
+def _reconciled(
+    inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
+    evaluator: Evaluator | None,
+) -> ReconcileResult:  # fmt: skip
     # every step sees each corpus as one listing showed it, each path resolved once; both
     # (a path per bundle) let go once the corpora are read
     with one_listing(), one_resolver():
@@ -384,8 +383,9 @@ def run_reconcile(
     kept = None
     if ledger is not None:
         kept = KeptWriter(ledger)
-        for rec in kept_records(read for read, _ in reads):
-            kept.add(rec)
+        for source, trial, observed in kept_records(read for read, _ in reads):
+            kept.add(source, trial, observed)
+        kept.note_streams({read.source: read.rows() for read, _ in reads if read.held})
     carried = sum(len(read.carried) for read, _ in reads)
     bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
@@ -396,23 +396,26 @@ def run_reconcile(
 def _read_all(
     inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
     evaluator: Evaluator | None,
-) -> tuple[_Context, str, list[tuple[_Read, list[Claim]]]]:  # fmt: skip
+) -> tuple[_Context, str, list[tuple[Read, list[Claim]]]]:  # fmt: skip
     """The run's context, its config digest and every corpus as read (ingested first)."""
-    corpora = load_declarations(packs, inv.base)
+    corpora = load_declarations(packs, inv.base, held=inv.from_ledger)
     roots = tuple(str(p) for p in inv.packs)
     selection = {  # the files it names, not their spelling: another spelling still extends
         "packs_searched": [str(p.resolve()) for p in inv.packs],
         "packs": [p.document(str(p.directory)) for p in packs],
         "base": str(inv.base.resolve()),
         "source": None if inv.source is None else str(inv.source.resolve()),
-        "corpora": sorted((v, str(Path(corpora[v].resolved).resolve()))
-                          for v in {v for v, _ in claims}),  # fmt: skip
+        "corpora": sorted(
+            (v, str(Path(corpora[v].resolved).resolve())) for v in {v for v, _ in claims}
+        ),  # fmt: skip
+        **({"from_ledger": {v: flat(Path(corpora[v].resolved)) for v, _ in claims}}
+           if inv.from_ledger else {}),  # fmt: skip
     }
     config_id = config_digest(selection)
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
                    prior, inv.workers, getattr(evaluator, "ingested", {}))  # fmt: skip
-    reads: list[tuple[_Read, list[Claim]]] = []
+    reads: list[tuple[Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)
         every = [c for _, c in claims]
@@ -420,7 +423,10 @@ def _read_all(
     else:
         for value in sorted({v for v, _ in claims}):
             root, mine = Path(corpora[value].resolved), [c for v, c in claims if v == value]
-            reads.append((_read_corpus(ctx, root, value, value, mine), mine))
+            if inv.from_ledger:  # under the name ingest gives the directory
+                reads.append((read_held(ctx, value, root.resolve(), mine), mine))
+            else:
+                reads.append((_read_corpus(ctx, root, value, value, mine), mine))
     return ctx, config_id, reads
 
 
@@ -479,12 +485,14 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
     )
     reports = []
     for record in config["corpora"]:
-        read = _Read(record["source"], record["corpus_value"])
-        for trial, stream, keys in record["trials"]:
+        read = Read(record["source"], record["corpus_value"])
+        if "held" in record:  # read from the ledger: every stream of the corpus in the prefix
+            read = recompute_held(lg, record, size)
+        for trial, stream, keys in record.get("trials", ()):
             events = list(lg.read(stream=stream, to_seq=size - 1)) if size else []
-            read.trials.append((_TrialRef(trial, stream, tuple(keys)), trial_inputs(events)))
-        read.unreadable = [tuple(u) for u in record["unreadable"]]
-        read.excluded = [tuple(x) for x in record["excluded"]]
+            read.trials.append((TrialRef(trial, stream, tuple(keys)), trial_inputs(events)))
+        read.unreadable += [tuple(u) for u in record.get("unreadable", ())]
+        read.excluded += [tuple(x) for x in record.get("excluded", ())]
         value = record["corpus_value"]
         mine = [c for v, c in claims if value is None or v == value]
         reports.append(_corpus_report(ctx, read, mine))

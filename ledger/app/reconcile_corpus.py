@@ -111,15 +111,18 @@ class Ingested:
                 if name is not None and (kept := prior.carry(source, name, stream, ids)):
                     out.carried[path] = kept
         wanted = {s for path, (s, _) in out.planned.items() if path not in out.carried}
-        if len(wanted) <= FEW_STREAMS:
-            return out
-        # one pass over the corpus prefix; extending, only over the log since the base's
-        # checkpoint, where a new stream is whole (one that began before is read on its own)
-        since = 0 if prior is None else prior.size
-        prefix = os.path.commonprefix(sorted(wanted))
-        out.left = stream_counts(lg, prefix, since, wanted)
-        out.stream = iter(lg.read(stream_prefix=prefix, from_seq=since))
+        out.start(wanted, 0 if prior is None else prior.size)
         return out
+
+    def start(self, wanted: set[str], since: int) -> None:
+        """Set up the one pass over the ``wanted`` streams' common prefix, from seq ``since``
+        (extending: the base's checkpoint, where a new stream is whole; one that began
+        before is read on its own) — unless they are few: then each is read on its own."""
+        if len(wanted) <= FEW_STREAMS:
+            return
+        prefix = os.path.commonprefix(sorted(wanted))
+        self.left = stream_counts(self.lg, prefix, since, wanted)
+        self.stream = iter(self.lg.read(stream_prefix=prefix, from_seq=since))
 
     def events(self, stream: str) -> list[StoredEvent]:
         """The stream's events, handed over once (a stream asked for again, two bundles

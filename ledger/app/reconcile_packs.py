@@ -77,8 +77,9 @@ def _parse_pack_file(data: bytes, path: Path) -> Any:
 # --- corpora -------------------------------------------------------------------------------
 
 
-def resolve_corpus(value: str, base: Path) -> CorpusResolution:
-    """Resolve a declared ``corpus`` against ``base``; every failure is named, never raised."""
+def resolve_corpus(value: str, base: Path, list_bundles: bool = True) -> CorpusResolution:
+    """Resolve a declared ``corpus`` against ``base``; every failure is named, never raised.
+    ``list_bundles=False``: its bundles are not listed (nothing acknowledged in it to check)."""
     base_real = base.resolve()
     joined = base / value
     shown = CorpusResolution(value, str(base), str(joined))
@@ -108,7 +109,8 @@ def resolve_corpus(value: str, base: Path) -> CorpusResolution:
                     "subdirectory does — point it at a curated corpus (a directory holding "
                     "corpus.yaml) or at a directory of such parts",
                 )
-        bundles = frozenset(relative_posix(p, real) for p in discover_bundles(real))
+        found = discover_bundles(real) if list_bundles else ()
+        bundles = frozenset(relative_posix(p, real) for p in found)
     except PermissionError as exc:  # a part it cannot look into: named, as discovery names one
         return _with_error(shown, f"corpus {value!r}: {exc.filename}: permission denied")
     except DetectError as exc:
@@ -292,17 +294,24 @@ def pack_view(
     )  # fmt: skip
 
 
-def load_declarations(packs: Sequence[Pack], base: Path) -> dict[str, CorpusResolution]:
-    """Resolve every declared corpus and validate every migration; raise on any finding."""
+def load_declarations(
+    packs: Sequence[Pack], base: Path, held: bool = False
+) -> dict[str, CorpusResolution]:
+    """Resolve every declared corpus and validate every migration; raise on any finding.
+    ``held``: the corpora are read from the ledger, so a corpus's bundles are listed only
+    to check the trials an entry over it acknowledges."""
     corpora: dict[str, CorpusResolution] = {}
     problems: list[str] = []
+    entries = [e for p in packs if p.migration is not None for e in p.migration.migrations]
+    acknowledging = {e.corpus_value for e in entries if e.acknowledged}
     for pack in packs:
         if pack.migration is None:
             continue
         for e in pack.migration.migrations:
             value = e.corpus_value
             if value is not None and value not in corpora:
-                corpora[value] = resolve_corpus(value, base)
+                listed = not held or value in acknowledging
+                corpora[value] = resolve_corpus(value, base, list_bundles=listed)
         problems += [
             f"{pack.directory / 'migration.yaml'}: {f}"
             for f in validate_migration(pack.migration, pack.view, corpora)

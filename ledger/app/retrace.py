@@ -311,13 +311,13 @@ def retrace(
     ingests into a throwaway in-memory log) and exactly its trials are retraced. It is
     read as ``ingest`` reads, in ``read_workers`` local processes (default: the cores
     available), whatever engine then runs the projection with its ``workers``.
-    A run whose inputs match an earlier replay's extends it (``ledger.app.retrace_extend``):
-    only trials new or changed since are evaluated; ``full`` re-derives every trial.
-    ``on_total`` / ``on_done`` report progress; they change nothing else.
+    A run whose inputs match an earlier replay's extends it, evaluating only trials new or
+    changed since (``ledger.app.retrace_extend``; ``full``: all); ``on_*`` report progress.
     """
     request = RetraceRequest(**options)
     if request.source is None:
-        with opened(ledger) as lg:
+        # a local dry run only reads (the ray engine seals the tail it reads)
+        with opened(ledger, read_only=request.dry_run and request.engine == "local") as lg:
             return run_retrace(lg, request, on_total=on_total, on_done=on_done)
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - only --source ingests
     from ledger.app.retrace_source import SourceOutcomes, derive_outcome  # noqa: PLC0415

@@ -201,7 +201,7 @@ class Admissions(Result):
 
 def admissions(*, ledger: LedgerArg = None) -> Admissions:
     """``vledger admissions``: what ``units.admissions`` and ``units.pending_units`` list."""
-    with opened(ledger) as lg:
+    with opened(ledger, read_only=True) as lg:  # listing only reads
         return Admissions(tuple(units.admissions(lg)), pending_units(lg))
 
 

@@ -49,15 +49,20 @@ base_option = click.option(
 @click.option("--full", is_flag=True,
               help="Observe every trial again, even where an earlier reconcile with the same "
                    "packs and corpora can be carried forward.")
+@click.option("--from-ledger", is_flag=True,
+              help="Read each declared corpus as the ledger holds it (ingested earlier), not "
+                   "from disk: no bundle is listed or parsed, so extending an earlier run costs "
+                   "what the log gained since.")
 @allow_outside_option
 @json_option
 @ledger_option
 def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
     """Check migration.yaml claims against the judge's recorded verdicts.
 
-    Without --dry-run each corpus is ingested into --ledger, every trial is read back from
-    it (or carried forward from an earlier run with the same inputs, unless --full), and
-    reconcile.completed is appended with a receipt.
+    Without --dry-run each corpus is ingested into --ledger (with --from-ledger: read as the
+    ledger holds it), every trial is read back from it (or carried forward from an earlier
+    run with the same inputs, unless --full), and reconcile.completed is appended with a
+    receipt.
 
     \b
     Example, over the shipped notes corpus (from the repository root):

@@ -58,7 +58,8 @@ def engine_evaluator(inv: Any, lg: Any, engine: Engine) -> Evaluator:
     that follows does not ingest it again."""
     packs = find_packs(inv.packs, inv.base)
     by_task = packs_by_task(packs)
-    ingested = {root.resolve(): ingest_corpus(lg, root, inv.workers) for root in _roots(inv, packs)}
+    roots = () if inv.from_ledger else _roots(inv, packs)  # --from-ledger: nothing ingested
+    ingested = {root.resolve(): ingest_corpus(lg, root, inv.workers) for root in roots}
     pairs = engine.map_trials(lg, TrialSelection(to_seq=lg.size() - 1), candidate_of, by_task)
     computed = {stream: hit for stream, hit in pairs if hit is not None}
     local = trace_evaluator()

@@ -110,8 +110,16 @@ class MemoryLedger(merkle.TreeReads):
     def stream_version(self, stream: str) -> int | None:
         return self._versions.get(stream)
 
-    def streams(self, prefix: str | None = None) -> list[str]:
-        return sorted(s for s in self._versions if prefix is None or s.startswith(prefix))
+    def streams(
+        self, prefix: str | None = None, by_first_seq: bool = False, to_seq: int | None = None,
+        from_seq: int | None = None,
+    ) -> list[str]:  # fmt: skip
+        names = self._versions  # a dict: in the order of each stream's first event
+        if to_seq is not None or from_seq is not None:
+            lo, hi = max(from_seq or 0, 0), len(self._events) if to_seq is None else to_seq + 1
+            names = dict.fromkeys(e.stream for e in self._events[lo : max(hi, lo)])
+        found = [s for s in names if prefix is None or s.startswith(prefix)]
+        return found if by_first_seq else sorted(found)
 
     def read(
         self,

@@ -192,14 +192,14 @@ class Ledger(RawReads, merkle.TreeReads):
         return None if row is None or row[0] is None else int(row[0])
 
     @locked
-    def streams(self, prefix: str | None = None) -> list[str]:
-        """Stream names (sorted), optionally only those starting with ``prefix``."""
-        sql = "SELECT DISTINCT stream FROM events"
-        params: list[Any] = []
-        if prefix is not None:
-            sql += " WHERE starts_with(stream, ?)"
-            params.append(prefix)
-        return [r[0] for r in self._con.execute(sql + " ORDER BY stream", params).fetchall()]
+    def streams(self, prefix: str | None = None, by_first_seq: bool = False, to_seq: int | None
+                = None, from_seq: int | None = None) -> list[str]:  # fmt: skip
+        """Stream names (of ``prefix``, in the seq range): sorted, or as a pass meets them."""
+        where = {"starts_with(stream, ?)": prefix, "seq <= ?": to_seq, "seq >= ?": from_seq}
+        where = {k: v for k, v in where.items() if v is not None}
+        sql = " AND ".join(["SELECT stream FROM events WHERE true", *where])
+        sql += " GROUP BY stream ORDER BY " + ("min(seq)" if by_first_seq else "stream")
+        return [r[0] for r in self._con.execute(sql, list(where.values())).fetchall()]
 
     @locked
     def tree_state(self) -> tuple[int, list[bytes]]:

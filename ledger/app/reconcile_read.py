@@ -1,0 +1,207 @@
+"""One corpus as a reconciliation read it (:class:`Read`), and the reading of a corpus as the
+ledger holds it (:func:`read_held`, ``reconcile --from-ledger``).
+
+Read from the ledger, a declared corpus is every trial stream ingest recorded under its
+name (``trial/<corpus>/…``, the corpus directory's name as ingest names it) up to the
+log's head: nothing on disk is listed, keyed or parsed, so a run that extends an earlier
+one costs what changed in the log since, not the size of the corpus
+(docs/readme/reconcile.md § Reading the corpus from the ledger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.app.reconcile_corpus import Ingested, settled
+from ledger.app.reconcile_extend import Base, Carried
+from ledger.app.reconcile_packs import ReconcileError
+from ledger.log.layout import TRIAL_PREFIX
+from reconcile.inputs import TrialObservation
+from reconcile.reconcile import Claim
+from reconcile.trials import UnreadableBundle, graded_values, never_ran
+from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from schemas.canonical import digest
+
+NEVER_RAN = "no task.yaml: the trial never ran"
+
+
+@dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
+class TrialRef:
+    """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
+
+    trial: str
+    stream: str
+    keys: tuple[str, ...]
+
+
+@dataclass
+class Read:
+    """One corpus as read: readable trials (with their inputs), unreadable and excluded rows."""
+
+    source: str
+    corpus_value: str | None
+    trials: list[tuple[TrialRef, TrialInputs | Carried]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    excluded: list[tuple[str, str]] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    planned: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # trial -> as ingested
+    # (a carried trial is not among them: its Carried holds the same, checked by carry)
+    carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
+    observed: list[TrialObservation] = field(default_factory=list)
+    held: dict[str, Any] | None = None  # read from the ledger: the corpus's name, its layout
+
+    def rows(self) -> int:
+        """Its bundles (read from the ledger: its streams), readable or not."""
+        return len(self.trials) + len(self.excluded) + len(self.unreadable)
+
+    def record(self) -> dict[str, Any]:
+        """What a receipt keeps of this read, enough to redo everything after it: read from
+        the ledger, the corpus's name and layout, as its trials are every stream under that
+        name in the log prefix the receipt names (:func:`recompute_held`)."""
+        if self.held is not None:
+            return {"source": self.source, "corpus_value": self.corpus_value, "held": self.held}
+        return {
+            "source": self.source,
+            "corpus_value": self.corpus_value,
+            "trials": [[r.trial, r.stream, list(r.keys)] for r, _ in self.trials],
+            "unreadable": [list(u) for u in self.unreadable],
+            "excluded": [list(x) for x in self.excluded],
+        }
+
+
+def flat(root: Path) -> bool:
+    """A corpus with one ``corpus.yaml`` at its root (else a directory of parts, each with
+    its own): how its trials are named (:func:`held_label`)."""
+    return (root / "corpus.yaml").is_file()
+
+
+def held_label(value: str, is_flat: bool, inputs: TrialInputs | None, stream: str) -> str:
+    """A trial stream's name in the report, as its bundle is shown when the corpus is read
+    from disk: ``<corpus value>/<path in the corpus>``, the path being the recorded
+    ``bundle_path`` (``<part>/<bundle>``), or its last step in a flat corpus (one
+    ``corpus.yaml`` at its root); a stream that does not read as a trial, by its trial name."""
+    recorded = None if inputs is None else inputs.registered.payload.get("bundle_path")
+    if not isinstance(recorded, str) or not recorded:
+        recorded = stream.rsplit("/", 1)[-1]
+    relative = recorded.rsplit("/", 1)[-1] if is_flat else recorded
+    return f"{value.rstrip('/')}/{relative}"
+
+
+def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read:
+    """The corpus declared as ``value`` (resolved to ``root``) as the ledger holds it: every
+    trial stream under the name ingest gives ``root``, carried forward from ``ctx.prior``
+    where the stream has no event since that run's checkpoint, read from the log otherwise,
+    each in the order the log first met it. ``ctx``: the run's (its ledger, packs,
+    evaluator and the run it extends)."""
+    lg, corpus = ctx.ledger, root.name
+    base = None if ctx.prior is None else ctx.prior()
+    streams = _streams(lg, f"{TRIAL_PREFIX}{corpus}/", value, base)
+    if not streams:
+        raise ReconcileError(
+            f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}) — ingest "
+            f"it first (`vledger ingest {value}`), or reconcile without --from-ledger"
+        )
+    is_flat = flat(root)
+    carried: dict[str, tuple[str, Carried]] = {}  # stream -> (its label, its observation)
+    if base is not None:
+        named = {c.stream: trial for (src, trial), c in base.records.items() if src == value}
+        for stream in streams:
+            label = named.get(stream)
+            if label is not None and (kept := base.carry(value, label, stream, b"")) is not None:
+                carried[stream] = (label, kept)
+    reader = Ingested(lg, {})
+    reader.start({s for s in streams if s not in carried}, 0 if base is None else base.size)
+    claimed = {t for c in claims for t in c.task_ids}
+    gated: set[tuple[str, str]] = set()
+
+    def settle(inputs: TrialInputs, label: str, stream: str) -> TrialInputs | Carried:
+        # at once: the events' folding is let go (reconcile_corpus.settled)
+        return settled(inputs, label, stream, ctx, claimed, gated)
+
+    rows: list[_Row] = []  # sorted below
+    for stream in streams:
+        if stream in carried:
+            label, kept = carried[stream]  # its stream as kept: the listing's let go
+            rows.append((label, kept.stream, kept, kept.stream_digest, True))
+        else:
+            rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
+    return _read(value, rows, {"corpus": corpus, "flat": is_flat})
+
+
+def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
+    """The corpus's trial streams, in the order the log first met them. Extending a run that
+    kept an observation of every stream it read (as many as it noted), they are those and
+    the streams with an event since its checkpoint: the log before it is not listed again."""
+    if base is None:
+        return lg.streams(prefix, by_first_seq=True)
+    base.look(lg)
+    kept = [c.stream for (src, _), c in base.records.items() if src == value]
+    if len(set(kept)) != base.streams_read.get(value):  # some were not kept (unreadable)
+        return lg.streams(prefix, by_first_seq=True)
+    since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
+    known = set(kept)
+    return kept + [s for s in since if s not in known]
+
+
+def recompute_held(lg: Any, record: dict[str, Any], size: int) -> Read:
+    """A corpus read from the ledger as the receipt's ``record`` names it, redone from the
+    log prefix of ``size`` events: every stream under its name there, read to that prefix,
+    each trial kept as its inputs (as :func:`read_held` reads one it does not carry)."""
+    value, held = str(record["corpus_value"]), record["held"]
+    prefix = f"{TRIAL_PREFIX}{held['corpus']}/"
+
+    def check(inputs: TrialInputs, label: str, stream: str) -> TrialInputs:
+        graded_values(inputs)  # unreadable as settled finds it
+        return inputs
+
+    rows = [
+        _classify(value, bool(held["flat"]), s, list(lg.read(stream=s, to_seq=size - 1)), check)
+        for s in (lg.streams(prefix, by_first_seq=True, to_seq=size - 1) if size else [])
+    ]
+    return _read(value, rows, held)
+
+
+def _classify(
+    value: str, is_flat: bool, stream: str, events: list[Any],
+    settle: Callable[[TrialInputs, str, str], TrialInputs | Carried],
+) -> _Row:  # fmt: skip
+    """One stream read: its row, readable, excluded (never ran) or unreadable."""
+    ids = digest([stream, [e.event_id for e in events]])
+    label = held_label(value, is_flat, None, stream)
+    try:
+        inputs = trial_inputs(events)
+        label = held_label(value, is_flat, inputs, stream)
+        got = inputs if never_ran(inputs) else settle(inputs, label, stream)
+        return (label, stream, got, ids, False)
+    except (TrialInputsError, UnreadableBundle) as exc:
+        return (label, stream, str(exc), ids, False)
+
+
+# label, stream, what was read (its error if unreadable), the stream's digest, carried
+_Row = tuple[str, str, Carried | TrialInputs | str, str, bool]
+
+
+def _read(value: str, rows: list[_Row], held: dict[str, Any]) -> Read:
+    """The corpus's rows as a :class:`Read`, in the order of their labels, as bundles read
+    from disk are."""
+    out = Read(value, value, held=held)
+    prefix = f"{value.rstrip('/')}/"
+    for label, stream, got, ids, kept in sorted(rows):  # by label, then (unique) stream
+        if isinstance(got, str):
+            out.unreadable.append((label, got))
+            continue
+        if kept:
+            out.carried[label] = got  # type: ignore[assignment]  (a Carried)
+        else:
+            out.planned[label] = (stream, b"")  # kept anew by this run (kept_records)
+        if got.excluded if isinstance(got, Carried) else never_ran(got):
+            out.excluded.append((label, NEVER_RAN))
+            continue
+        rel = label.removeprefix(prefix)  # the keys a waiver may use, sorted, once each
+        keys = (label,) if rel == label else (label, rel) if label < rel else (rel, label)
+        out.trials.append((TrialRef(label, stream, keys), got))
+        out.digests.append(ids)
+    return out

@@ -1,0 +1,228 @@
+"""``reconcile --from-ledger``: each declared corpus read as the ledger holds it — its trial
+streams, no bundle on disk — and a run that extends an earlier one reading only the streams
+with an event since that run's checkpoint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import ledger
+from ledger.app.receipts import verify_ledger_receipt
+from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_packs import ReconcileError
+from ledger.cli import main
+from ledger.log.store import open_ledger
+from schemas.envelope import NewEvent
+from tests.test_reconcile_catchup import NOTES, OPS, bundles, comparable, workspace
+
+
+def ingest_notes(base: Path) -> None:
+    """The notes corpus as it is on disk into the ledger (as reconcile's own ingest does)."""
+    ledger.ingest(base / NOTES, ledger=base / "lg", skip_bad=True, keep_inconsistent=True)
+
+
+def held(base: Path, **kw: Any) -> Any:
+    return reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg",
+                     from_ledger=True, **kw)  # fmt: skip
+
+
+def extend_then_full(base: Path) -> tuple[Any, Any]:
+    """From the ledger as it comes (extending when it can), then in full over the same log:
+    the same document byte for byte, and the same digests."""
+    got, full = held(base), held(base, full=True)
+    assert comparable(got) == comparable(full)
+    rc, rc_full = got.document["receipt"], full.document["receipt"]
+    for key in ("outputs_digest", "inputs_digest", "config_digest"):
+        assert rc[key] == rc_full[key]
+    assert "extends" not in rc_full
+    return got, full
+
+
+def test_the_ledgers_corpus_reads_as_the_one_on_disk(tmp_path: Path) -> None:
+    """Over a ledger holding the corpus as it is on disk, the report read from the ledger is
+    the one read from disk, byte for byte (trials named by their place in the corpus, its
+    parts included), with the same inputs and outputs digests; and it stays so once the
+    bundles are gone from disk: nothing but the declared corpus's directory is looked at."""
+    base = workspace(tmp_path)
+    disk = reconcile(packs=[base / "corpora" / "packs"], base=base, ledger=base / "lg")
+    for bundle in bundles(base):
+        shutil.rmtree(bundle)
+    got = held(base)
+    assert comparable(got) == comparable(disk)
+    assert "met/" in json.dumps(got.document["entries"])  # named within their part
+    rc, rc_disk = got.document["receipt"], disk.document["receipt"]
+    assert rc["outputs_digest"] == rc_disk["outputs_digest"]
+    assert rc["inputs_digest"] == rc_disk["inputs_digest"]
+    assert rc["config_digest"] != rc_disk["config_digest"]  # another reading: never mixed
+
+
+def test_a_second_run_reads_only_the_streams_appended_to(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    first, _ = extend_then_full(base)
+    assert "extends" not in first.document["receipt"]
+    got, _ = extend_then_full(base)
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
+    OPS["add"](base, 0, 1)  # a new bundle, ingested; one trial re-scored in the ledger
+    ingest_notes(base)
+    OPS["rescore_in_ledger"](base, 3, 2)
+    got, _ = extend_then_full(base)
+    rc = got.document["receipt"]
+    assert (rc["carried"], rc["evaluated"]) == (16, 2)
+    # the re-scored stream is read as the ledger holds it (from disk it is unreadable)
+    assert not any(s.get("unreadable_trials") for s in got.document["sources"])
+    # the receipt names no trial: they are every stream of the corpus in the prefix it read,
+    # so trials ingested and re-scored after it do not enter its recomputation
+    assert "trials" not in json.dumps(receipt_config(base, rc["checkpoint"]["size"]))
+    OPS["add"](base, 1, 3)
+    ingest_notes(base)
+    OPS["rescore_in_ledger"](base, 5, 4)
+    with open_ledger(base / "lg") as lg:
+        check = verify_ledger_receipt(lg, str(rc["checkpoint"]["size"]), recompute=True)
+    assert check.ok, check.problems
+    assert any(c.startswith("extends the reconcile receipt") for c in check.checked)
+    assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
+
+
+def receipt_config(base: Path, seq: int) -> Any:
+    with open_ledger(base / "lg") as lg:
+        (ev,) = lg.read(from_seq=seq, to_seq=seq)
+        return ev.data()["config"]["corpora"]
+
+
+STEPS = st.lists(
+    st.one_of(st.just(("reconcile", 0)), st.tuples(st.sampled_from(sorted(OPS)), st.integers(0, 40))),
+    min_size=1, max_size=4,
+)  # fmt: skip
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(steps=STEPS)
+@example(steps=[("add", 1), ("reconcile", 0), ("rescore_on_disk", 2), ("resave", 3),
+                ("rescore_in_ledger", 4), ("reconcile", 0), ("new_corpus", 0), ("pack", 0),
+                ("reconcile", 0), ("pack", 0)])  # fmt: skip
+def test_incremental_reconcile_from_the_ledger_equals_a_full_one(
+    tmp_path_factory: Any, steps: list
+) -> None:
+    """Random interleavings of ingest (new trials, trials re-scored on disk and in the
+    ledger, new corpus parts), pack changes and reconciles from the ledger: each run as it
+    comes equals a full one over the same log, and extends exactly when an earlier one had
+    its packs."""
+    base = workspace(tmp_path_factory.mktemp("held"))
+    ingest_notes(base)
+    extend_then_full(base)
+    migration = base / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "migration.yaml"
+    reconciled = {migration.read_text()}
+    for k, (name, i) in enumerate([*steps, ("reconcile", 0)]):
+        if name != "reconcile":
+            OPS[name](base, i, k)
+            ingest_notes(base)
+            continue
+        got, _ = extend_then_full(base)
+        assert ("extends" in got.document["receipt"]) is (migration.read_text() in reconciled)
+        reconciled.add(migration.read_text())
+
+
+def test_the_cli_refuses_what_it_cannot_read_from_the_ledger(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    packs = str(base / "corpora" / "packs")
+    run = CliRunner().invoke
+    args = ["--ledger", str(base / "lg"), "reconcile", "--packs", packs, "--base", str(base),
+            "--from-ledger"]  # fmt: skip
+    for extra, flag in (["--dry-run"], "--dry-run"), (["--source", str(base / NOTES)], "--source"):
+        res = run(main, [*args, *extra])
+        assert res.exit_code == 2 and f"drop {flag}" in res.output, res.output
+    res = run(main, args)  # nothing ingested yet
+    assert res.exit_code == 5, res.output
+    assert "holds no trial of corpus 'notes_duplicate_check'" in res.output
+    assert "vledger ingest corpora/notes_duplicate_check" in res.output
+    assert "Traceback" not in res.output
+    ingest_notes(base)
+    res = run(main, args)
+    assert res.exit_code == 0, res.output
+    res = run(main, args)
+    assert "17 bundle(s) carried forward, 0 new or changed read" in res.output
+
+
+def test_an_acknowledged_trial_is_still_checked_against_the_corpus_directory(
+    tmp_path: Path,
+) -> None:
+    """The declaration is authored input: read from the ledger, its load-time rules still
+    apply, the acknowledged trials included (listed only then)."""
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    migrations = sorted((base / "corpora" / "packs").glob("*/migration.yaml"))  # pooled: both
+    texts = [m.read_text() for m in migrations]
+
+    def acknowledge(trial: str) -> None:
+        ack = f"    acknowledged:\n      - {{ trial: {trial}, reason: the judge misread it }}\n"
+        for migration, text in zip(migrations, texts, strict=True):
+            migration.write_text(text.replace("    evidence:\n", ack + "    evidence:\n", 1))
+
+    acknowledge(f"met/{bundles(base)[0].name}")  # a bundle there: the declaration loads
+    assert held(base).document["entries"]
+    acknowledge("met/nope")
+    with pytest.raises(ReconcileError, match="'met/nope' is not a bundle"):
+        held(base)
+
+
+def test_trials_of_a_task_no_claim_covers_are_carried_without_their_candidate(
+    tmp_path: Path,
+) -> None:
+    """With one pack's migration gone, its task's trials are still observations (counted,
+    kept, carried) but no claim asks for their candidate: the extension equals a full run."""
+    base = workspace(tmp_path)
+    (base / "corpora" / "packs" / "notes_duplicate_check_policy_narrowed" / "migration.yaml").unlink()
+    ingest_notes(base)
+    extend_then_full(base)
+    got, _ = extend_then_full(base)
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
+    (entry,) = got.document["entries"]
+    assert 0 < entry["observations"] < 17  # the other task's trials are not this claim's
+
+
+def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that kept every stream it read is extended without listing the corpus's
+    streams in the log before it (only those with an event since); one that could not keep
+    a stream (unreadable) is extended by listing them all, so that stream is read again."""
+    from ledger.log.store import Ledger
+
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    listed: list[tuple[str | None, Any]] = []
+    real = Ledger.streams
+
+    def spy(self: Any, prefix: str | None = None, *a: Any, **kw: Any) -> list[str]:
+        listed.append((prefix, kw.get("from_seq")))
+        return real(self, prefix, *a, **kw)
+
+    monkeypatch.setattr(Ledger, "streams", spy)
+    extend_then_full(base)
+    listed.clear()
+    got = held(base)
+    assert got.document["receipt"]["carried"] == 17
+    whole = [p for p, since in listed if p and p.startswith("trial/notes") and since is None]
+    assert whole == []  # the corpus was not listed again
+    with open_ledger(base / "lg") as lg:  # a stream of the corpus that is not a trial
+        ev = next(e for e in lg.read(type="grade.recorded"))
+        broken = "trial/notes_duplicate_check/notes_add_note_duplicate_check_gated/broken"
+        lg.append([NewEvent(broken, "grade.recorded", ev.data(), "broken-grade")])
+    got, _ = extend_then_full(base)  # read, unreadable, not kept
+    assert any("broken" in u["trial"] for s in got.document["sources"]
+               for u in s.get("unreadable_trials", []))  # fmt: skip
+    listed.clear()
+    again, _ = extend_then_full(base)
+    assert again.document["receipt"]["carried"] == 17
+    assert comparable(again) == comparable(got)  # the unreadable stream is still reported
+    assert any(p and p.startswith("trial/notes") and since is None for p, since in listed)
