@@ -13,9 +13,10 @@ counterfactual are then computed over all observations as a full run computes th
 report, the ``--json`` document and the outputs digest are a full run's.
 
 Each recorded run keeps its observations in ``<ledger>/projections/reconcile-<config
-digest>.results`` (:mod:`ledger.app.reconcile_kept`). The trailer names the run's ``reconcile.completed`` event; the file is used only if that
-event is there, with the same run id, tree head, config and outputs digests, and a digest
-of the records (``observations_digest`` in the event) that the records as read hash to.
+digest>.results`` (:mod:`ledger.app.reconcile_kept`). The trailer names the run's
+``reconcile.completed`` event; the file is used only if that event is there, with the same
+run id, tree head, config and outputs digests, and a digest of the lines
+(``observations_digest`` in the event) that the lines as read hash to.
 """
 
 from __future__ import annotations
