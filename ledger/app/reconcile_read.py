@@ -133,17 +133,17 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
 
 def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
     """The corpus's trial streams, in the order the log first met them. Extending a run that
-    kept an observation of every stream it read (as many as it noted), they are those and
-    the streams with an event since its checkpoint: the log before it is not listed again."""
+    kept an observation of every stream it read (as many as it noted), they are those (in
+    its order) and then the streams with an event since its checkpoint (in the log's): the
+    log before it is not listed again."""
     if base is None:
         return lg.streams(prefix, by_first_seq=True)
     base.look(lg)
-    kept = [c.stream for (src, _), c in base.records.items() if src == value]
-    if len(set(kept)) != base.streams_read.get(value):  # some were not kept (unreadable)
+    kept = dict.fromkeys(c.stream for (src, _), c in base.records.items() if src == value)
+    if len(kept) != base.streams_read.get(value):  # some were not kept (unreadable)
         return lg.streams(prefix, by_first_seq=True)
     since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
-    known = set(kept)
-    return kept + [s for s in since if s not in known]
+    return [*kept, *(s for s in since if s not in kept)]
 
 
 def recompute_held(lg: Any, record: dict[str, Any], size: int) -> Read:
