@@ -56,6 +56,7 @@ from ledger.app.reconcile_read import (
     read_held,
     recompute_held,
 )
+from ledger.app.reconcile_receipt import append_receipt
 from ledger.app.result import Result
 from ledger.defaults import DEFAULT_PACKS, DEFAULT_RECONCILE_WORKERS
 from ledger.engines import EngineError, check_address, get_engine
@@ -77,7 +78,7 @@ from reconcile.trials import (
 )
 from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
 from schemas.canonical import digest
-from schemas.envelope import NewEvent, StoredEvent
+from schemas.envelope import StoredEvent
 from schemas.errors import UsageError
 
 
@@ -436,39 +437,6 @@ def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
     for c in claims:
         first.setdefault((c.entry.criterion, c.task_ids), c)
     return list(first.values())
-
-
-def append_receipt(lg: Any, outcome: ReconcileResult, *, run_id: str) -> dict[str, Any]:
-    """Append ``reconcile.completed`` with {checkpoint, inputs_digest, outputs_digest,
-    config_digest} (and, for a run that carried observations forward, the run it extends).
-
-    The checkpoint is the log as the reconciliation read it (after its corpus was
-    ingested, before this event), so the receipt names the state the verdict came from.
-    ``config`` records the packs and the trial streams read, which is what
-    :func:`recompute_reconcile` needs to redo the verdict from the log alone.
-    """
-    size = lg.size()
-    receipt: dict[str, Any] = {
-        "checkpoint": {"size": size, "root": lg.root(size).hex()},
-        "inputs_digest": outcome.inputs_digest,
-        "outputs_digest": digest(outcome.document),
-        "config_digest": outcome.config_digest,
-    }
-    if outcome.extends is not None:
-        receipt["extends"] = outcome.extends.link()
-        receipt["carried"], receipt["evaluated"] = outcome.carried, outcome.evaluated
-    keys = ("criterion", "task_ids", "mode", "verdict", "observations", "kappa")
-    payload = {
-        "run_id": run_id,
-        "exit_code": outcome.exit_code,
-        "entries": [{k: e[k] for k in keys} for e in outcome.document["entries"]],
-        "config": outcome.config,
-        "receipt": receipt,
-    }
-    if outcome.kept is not None:  # binds the kept observations (ledger.app.reconcile_extend)
-        payload["observations_digest"] = outcome.kept.hasher.digest()
-    lg.append([NewEvent(f"reconcile/{run_id}", "reconcile.completed", payload)])
-    return receipt
 
 
 def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
