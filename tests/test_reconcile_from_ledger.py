@@ -226,3 +226,19 @@ def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
     assert again.document["receipt"]["carried"] == 17
     assert comparable(again) == comparable(got)  # the unreadable stream is still reported
     assert any(p and p.startswith("trial/notes") and since is None for p, since in listed)
+
+
+def test_progress_counts_the_trials_read_not_those_carried(tmp_path: Path) -> None:
+    """``on_total`` / ``on_done`` (the CLI's bar on a terminal): every trial read counts,
+    from the ledger and from disk; an extension that carries all of them reads none."""
+    base = workspace(tmp_path)
+    kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base,
+                          "ledger": base / "lg"}  # fmt: skip
+    for mode in ({}, {"from_ledger": True}):
+        for want in (17, 0):  # the first run of the mode, then one that extends it
+            totals: list[int] = []
+            done: list[int] = []
+            reconcile(**kw, **mode, on_total=totals.append, on_done=done.append)
+            assert (totals[-1] if totals else 0, sum(done)) == (want, want), (mode, want)
+    with_bar = {"on_total": lambda n: None, "on_done": lambda n: None}
+    assert comparable(held(base, **with_bar)) == comparable(held(base))  # they change nothing

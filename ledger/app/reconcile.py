@@ -51,6 +51,7 @@ from ledger.app.reconcile_packs import (
 from ledger.app.reconcile_read import (
     NEVER_RAN,
     Read,
+    Ticks,
     TrialRef,
     flat,
     read_held,
@@ -97,6 +98,9 @@ class ReconcileRequest:
     workers: int | None = None
     full: bool = False  # observe every trial even where an earlier run's can be carried
     from_ledger: bool = False  # the declared corpora as the ledger holds them (reconcile_read)
+    # progress (reconcile_read.Ticks): the trials to read so far, and each one read
+    on_total: Callable[[int], None] | None = field(default=None, compare=False)
+    on_done: Callable[[int], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check_address(self.engine, self.address)
@@ -151,20 +155,22 @@ def reconcile(
     dry_run: bool = False, engine: str = "local", address: str | None = None,
     workers: int | None = None,
     allow_outside: Sequence[Path] = (), ledger: LedgerArg = None, full: bool = False,
-    from_ledger: bool = False,
+    from_ledger: bool = False, on_total: Callable[[int], None] | None = None,
+    on_done: Callable[[int], None] | None = None,
 ) -> ReconcileResult:  # fmt: skip
     """``vledger reconcile``: every declared migration (or the claims behind ``source``'s
     trials) reconciled; unless ``dry_run``, recorded in ``ledger`` with a receipt, carrying
     forward the observations of an earlier run with the same inputs unless ``full``
     (docs/readme/reconcile.md § Catching up); ``from_ledger``: the declared corpora as the
-    ledger holds them, nothing on disk read but the packs."""
+    ledger holds them, nothing on disk read but the packs. ``on_total`` / ``on_done`` report
+    progress (the trials to read so far; each one read); they change nothing else."""
     request = ReconcileRequest(
         packs=tuple(Path(p) for p in packs) or (default_packs(),),
         base=Path(base) if base is not None else Path.cwd(),
         source=None if source is None else Path(source),
         allow_outside=tuple(Path(p) for p in allow_outside),
         dry_run=dry_run, engine=engine, address=address, workers=workers, full=full,
-        from_ledger=from_ledger,
+        from_ledger=from_ledger, on_total=on_total, on_done=on_done,
     )  # fmt: skip
     # a dry run writes nothing, so it reads no ledger: the folds run in memory
     result = run_reconcile(request) if request.dry_run else run_recorded(request, ledger)
@@ -223,6 +229,7 @@ class _Context:
     prior: LazyBase | None = None  # the run whose observations are carried forward
     workers: int | None = None  # processes reading a corpus into the ledger
     ingested: Mapping[Path, dict] = field(default_factory=dict)  # corpora an engine ingested
+    ticks: Ticks = field(default_factory=Ticks)  # the run's progress
 
 
 def _read_corpus(
@@ -247,9 +254,12 @@ def _read_corpus(
                                ctx.ingested.get(root.resolve()))  # fmt: skip
     out = Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
+    ctx.ticks.more(len(bundles) - (0 if ingested is None else len(ingested.carried)))
     for directory, real in zip(bundles, reals, strict=True):
         trial = labels[real]
         kept = None if ingested is None else ingested.carried.get(real)
+        if kept is None:
+            ctx.ticks.done()
         try:
             if kept is not None:
                 stream, stream_digest, inputs = kept.stream, kept.stream_digest, kept
@@ -415,7 +425,8 @@ def _read_all(
     config_id = config_digest(selection)
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
-                   prior, inv.workers, getattr(evaluator, "ingested", {}))  # fmt: skip
+                   prior, inv.workers, getattr(evaluator, "ingested", {}),
+                   Ticks(inv.on_total, inv.on_done))  # fmt: skip
     reads: list[tuple[Read, list[Claim]]] = []
     if inv.source is not None:
         shown = display_path(inv.source, inv.base)

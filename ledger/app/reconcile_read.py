@@ -28,6 +28,25 @@ from schemas.canonical import digest
 NEVER_RAN = "no task.yaml: the trial never ran"
 
 
+@dataclass
+class Ticks:
+    """A run's progress: the trials it has to read so far (``on_total``, growing as each
+    corpus is listed; carried ones are not read) and each one read (``on_done``)."""
+
+    on_total: Callable[[int], None] | None = None
+    on_done: Callable[[int], None] | None = None
+    total: int = 0
+
+    def more(self, n: int) -> None:
+        self.total += n
+        if self.on_total is not None and n:
+            self.on_total(self.total)
+
+    def done(self) -> None:
+        if self.on_done is not None:
+            self.on_done(1)
+
+
 @dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
 class TrialRef:
     """A readable trial: how it is shown, its stream, every spelling a waiver may use."""
@@ -114,6 +133,7 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
                 carried[stream] = (label, kept)
     reader = Ingested(lg, {})
     reader.start({s for s in streams if s not in carried}, 0 if base is None else base.size)
+    ctx.ticks.more(len(streams) - len(carried))
     claimed = {t for c in claims for t in c.task_ids}
     gated: set[tuple[str, str]] = set()
 
@@ -128,6 +148,7 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
             rows.append((label, kept.stream, kept, kept.stream_digest, True))
         else:
             rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
+            ctx.ticks.done()
     return _read(value, rows, {"corpus": corpus, "flat": is_flat})
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -111,3 +112,20 @@ def emitted(as_json: bool, res: Any) -> bool:
     if as_json:
         emit_json(res.to_json())
     return as_json
+
+
+@contextmanager
+def progress_hooks(label: str, quiet: bool) -> Iterator[dict[str, Any]]:
+    """A command's ``on_total`` / ``on_done`` keywords: none when quiet (``--json``, or
+    stderr not a terminal), else a transient bar on stderr, ``label`` before it."""
+    if quiet:
+        yield {}
+        return
+    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar (rich is slow to load)
+    from rich.console import Console  # noqa: PLC0415
+
+    err = Console(stderr=True)
+    columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
+    with rp.Progress(rp.TextColumn(label), *columns, console=err, transient=True) as bar:
+        job = bar.add_task("trials", total=None)
+        yield {"on_total": lambda n: bar.update(job, total=n), "on_done": lambda n: bar.advance(job, n)}

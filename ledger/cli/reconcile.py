@@ -11,7 +11,14 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, emitted, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    emit_json,
+    emitted,
+    json_option,
+    ledger_option,
+    progress_hooks,
+    resolve_ledger,
+)
 
 if TYPE_CHECKING:
     from ledger import ValidateResult
@@ -74,7 +81,8 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
           2 usage; 5 the invocation cannot run. Candidates never gate.
     """
     # the options are the API's keywords; a ReconcileError exits 5 by the group's rule
-    result = ledger.reconcile(**flags, ledger=resolve_ledger(ledger_dir))
+    with progress_hooks("reconcile", as_json or not sys.stderr.isatty()) as hooks:
+        result = ledger.reconcile(**flags, ledger=resolve_ledger(ledger_dir), **hooks)
     link = (result.document.get("receipt") or {}).get("extends")
     if link is not None:  # stderr: the report is the full run's, byte for byte
         rc = result.document["receipt"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,13 @@ import click
 
 import ledger
 from ledger.cli import main
-from ledger.cli.options import emit_json, json_option, ledger_option, resolve_ledger
+from ledger.cli.options import (
+    emit_json,
+    json_option,
+    ledger_option,
+    progress_hooks,
+    resolve_ledger,
+)
 from ledger.cli.output import error, fmt_number, plural, render_table, result, terminal_width
 
 
@@ -69,7 +74,7 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     quiet = as_json or not sys.stderr.isatty()
     say = None if as_json or flags["dry_run"] else lambda s: click.echo(f"ingest: {s}", err=True)
     try:  # the options are the API's keywords, passed through as they are
-        with _progress(quiet) as hooks:
+        with progress_hooks("retrace", quiet) as hooks:
             where = resolve_ledger(ledger_dir)
             result = ledger.retrace(ledger=where, **flags, on_ingest=say, **hooks)
     except ledger.UsageError:
@@ -84,22 +89,6 @@ def retrace_command(ledger_dir: Path | None, as_json: bool, **flags: Any) -> Non
     else:
         _print_summary(result)
     sys.exit(result.exit_code)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[dict[str, Any]]:
-    """The progress hooks: none when quiet, else a transient bar on stderr."""
-    if quiet:
-        yield {}
-        return
-    import rich.progress as rp  # noqa: PLC0415 - only a terminal draws a bar (rich is slow to load)
-    from rich.console import Console  # noqa: PLC0415
-
-    err = Console(stderr=True)
-    columns = (rp.BarColumn(), rp.MofNCompleteColumn(), rp.TimeElapsedColumn())
-    with rp.Progress(rp.TextColumn("retrace"), *columns, console=err, transient=True) as bar:
-        job = bar.add_task("trials", total=None)
-        yield {"on_total": lambda n: bar.update(job, total=n), "on_done": lambda n: bar.advance(job, n)}
 
 
 def _print_summary(res: ledger.RetraceResult) -> None:
