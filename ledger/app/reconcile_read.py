@@ -124,16 +124,21 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
             f"it first (`vledger ingest {value}`), or reconcile without --from-ledger"
         )
     is_flat = flat(root)
-    carried: dict[str, tuple[str, Carried]] = {}  # stream -> (its label, its observation)
-    if base is not None:
-        named = {c.stream: trial for (src, trial), c in base.records.items() if src == value}
-        for stream in streams:
-            label = named.get(stream)
-            if label is not None and (kept := base.carry(value, label, stream, b"")) is not None:
-                carried[stream] = (label, kept)
+    rows: list[_Row] = []  # sorted below: the carried ones now, the others as they are read
+    unread: list[str] = []
+    named = {} if base is None else _named(base, value)
+    for stream in streams:
+        label = named.get(stream)
+        kept = None if base is None or label is None else base.carry(value, label, stream, b"")
+        if kept is None:
+            unread.append(stream)
+            continue
+        assert label is not None
+        rows.append((label, kept.stream, kept, kept.stream_digest, True))  # the stream as kept
+    del streams, named  # (the listing's copies of the names let go)
     reader = Ingested(lg, {})
-    reader.start({s for s in streams if s not in carried}, 0 if base is None else base.size)
-    ctx.ticks.more(len(streams) - len(carried))
+    reader.start(set(unread), 0 if base is None else base.size)
+    ctx.ticks.more(len(unread))
     claimed = {t for c in claims for t in c.task_ids}
     gated: set[tuple[str, str]] = set()
 
@@ -141,15 +146,15 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
         # at once: the events' folding is let go (reconcile_corpus.settled)
         return settled(inputs, label, stream, ctx, claimed, gated)
 
-    rows: list[_Row] = []  # sorted below
-    for stream in streams:
-        if stream in carried:
-            label, kept = carried[stream]  # its stream as kept: the listing's let go
-            rows.append((label, kept.stream, kept, kept.stream_digest, True))
-        else:
-            rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
-            ctx.ticks.done()
+    for stream in unread:
+        rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
+        ctx.ticks.done()
     return _read(value, rows, {"corpus": corpus, "flat": is_flat})
+
+
+def _named(base: Base, value: str) -> dict[str, str]:
+    """The streams the base kept an observation of in corpus ``value``, with their labels."""
+    return {c.stream: trial for (src, trial), c in base.records.items() if src == value}
 
 
 def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
@@ -160,7 +165,7 @@ def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
     if base is None:
         return lg.streams(prefix, by_first_seq=True)
     base.look(lg)
-    kept = dict.fromkeys(c.stream for (src, _), c in base.records.items() if src == value)
+    kept = _named(base, value)
     if len(kept) != base.streams_read.get(value):  # some were not kept (unreadable)
         return lg.streams(prefix, by_first_seq=True)
     since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
