@@ -408,3 +408,17 @@ def test_write_units_is_one_atomic_batch(lg: Ledger) -> None:
     ]
     assert written[3].admission.effective_grade == "unverified"  # declared, never ran
     assert vd.verify_admissions(lg) == []
+
+
+def test_a_unit_with_no_event_is_not_admitted(lg: Ledger) -> None:
+    """A misspelt unit name has no event: admitting it is refused, naming the unit, and
+    nothing is appended (an admission is for ever). In one batch, a unit declared earlier in
+    the same batch may be admitted."""
+    vd.declare(lg, "u", "judge", "proof", HUMAN)
+    size = lg.size()
+    with pytest.raises(vd.UnitRejected, match="'uu'.*no event was recorded"):
+        vd.admit(lg, "uu")
+    assert lg.size() == size
+    declared = {"oracle_id": "judge", "tier": "proof", "author": HUMAN.model_dump()}
+    written = vd.write_units(lg, [("oracle.declared", "v", declared), ("admit", "v", {})])
+    assert written[-1].admission is not None and lg.size() == size + 2

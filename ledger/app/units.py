@@ -175,6 +175,10 @@ def _checked(
     st: _Stream, type: str, payload: dict[str, Any], registration: Registration, ladder: Ladder
 ) -> tuple[dict[str, Any], Admission | None]:
     if type == ADMIT:
+        if st.base is None and not st.pending:  # a misspelt name would be admitted for ever
+            raise UnitRejected(st.unit, [
+                "no event was recorded for this unit (no judge declared, no run, no work): "
+                "nothing to admit; check the name (`vledger admissions` lists pending units)"])  # fmt: skip
         try:
             admission = derive(st.check.evidence(), ladder)
         except UnitEvidenceError as exc:
