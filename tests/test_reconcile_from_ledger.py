@@ -229,16 +229,20 @@ def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
 
 
 def test_progress_counts_the_trials_read_not_those_carried(tmp_path: Path) -> None:
-    """``on_total`` / ``on_done`` (the CLI's bar on a terminal): every trial read counts,
-    from the ledger and from disk; an extension that carries all of them reads none."""
+    """``on_total`` / ``on_done`` (the CLI's bar on a terminal): every trial read counts, and
+    from disk every bundle the ingest it starts with keys; an extension from the ledger that
+    carries every trial reads none."""
     base = workspace(tmp_path)
     kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base,
                           "ledger": base / "lg"}  # fmt: skip
-    for mode in ({}, {"from_ledger": True}):
-        for want in (17, 0):  # the first run of the mode, then one that extends it
+    # from disk: 17 bundles ingested and 17 read, then 17 keyed (held) and none read;
+    # from the ledger: 17 read, then none
+    for mode, wants in (({}, (34, 17)), ({"from_ledger": True}, (17, 0))):
+        for want in wants:  # the first run of the mode, then one that extends it
             totals: list[int] = []
             done: list[int] = []
             reconcile(**kw, **mode, on_total=totals.append, on_done=done.append)
             assert (totals[-1] if totals else 0, sum(done)) == (want, want), (mode, want)
+            assert totals == sorted(totals)  # the total only grows
     with_bar = {"on_total": lambda n: None, "on_done": lambda n: None}
     assert comparable(held(base, **with_bar)) == comparable(held(base))  # they change nothing

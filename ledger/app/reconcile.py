@@ -251,7 +251,7 @@ def _read_corpus(
     ingested = None
     if ctx.ledger is not None:
         ingested = Ingested.of(ctx.ledger, root, ctx.prior, shown, labels.get, ctx.workers,
-                               ctx.ingested.get(root.resolve()))  # fmt: skip
+                               ctx.ingested.get(root.resolve()), ctx.ticks.follow())  # fmt: skip
     out = Read(shown, corpus_value)
     manifests: dict[Path, Corpus] = {}
     ctx.ticks.more(len(bundles) - (0 if ingested is None else len(ingested.carried)))

@@ -23,12 +23,16 @@ from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 
 
-def ingest_corpus(lg: Any, root: Path, workers: int | None = None) -> dict[Path, tuple[str, bytes]]:
+def ingest_corpus(
+    lg: Any, root: Path, workers: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[Path, tuple[str, bytes]]:  # fmt: skip
     """A real run: the corpus into the ledger (idempotent; bad bundles recorded as skipped),
     read by ``workers`` processes as ``vledger ingest --workers`` reads (default: the cores
     available). Each bundle read, by resolved directory: its stream and the digest of its
     planned event ids (``ingest_read.ids_digest``), so the caller need not read it again. A
-    bundle the ledger holds byte for byte is not parsed (``ledger.app.ingest_known``)."""
+    bundle the ledger holds byte for byte is not parsed (``ledger.app.ingest_known``).
+    ``progress``: as ``ingest_into`` calls it."""
     from ledger.app.ingest import IngestError, ingest_into  # noqa: PLC0415 - a dry run never ingests
 
     planned: dict[Path, tuple[str, bytes]] = {}
@@ -40,7 +44,7 @@ def ingest_corpus(lg: Any, root: Path, workers: int | None = None) -> dict[Path,
     try:
         ingest_into(
             lg, [str(root)], root.resolve().name, skip_bad=True, keep_inconsistent=True,
-            on_unit=seen, workers=workers,
+            on_unit=seen, workers=workers, progress=progress,
         )  # fmt: skip
     except IngestError as exc:
         raise ReconcileError(f"ingesting {root} into the ledger: {exc}") from None
@@ -97,12 +101,14 @@ class Ingested:
         lg: Any, root: Path, find: Callable[[], Base | None] | None = None, source: str = "",
         label: Callable[[Path], str | None] = str, workers: int | None = None,
         planned: dict[Path, tuple[str, bytes]] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
     ) -> Ingested:  # fmt: skip
         """``root`` ingested (by ``workers`` reading processes), unless ``planned`` is what
         its ingest in this run planned already; with ``find`` (the earlier run, asked for
         once the ingest is done), each bundle (named ``label(resolved path)`` in corpus
         ``source``) whose earlier observation still holds is carried, not read."""
-        out = Ingested(lg, ingest_corpus(lg, root, workers) if planned is None else planned)
+        out = Ingested(lg, planned if planned is not None else
+                       ingest_corpus(lg, root, workers, progress))  # fmt: skip
         prior = None if find is None else find()
         if prior is not None and out.planned:
             prior.look(lg)  # the log as this ingest left it

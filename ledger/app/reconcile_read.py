@@ -30,8 +30,9 @@ NEVER_RAN = "no task.yaml: the trial never ran"
 
 @dataclass
 class Ticks:
-    """A run's progress: the trials it has to read so far (``on_total``, growing as each
-    corpus is listed; carried ones are not read) and each one read (``on_done``)."""
+    """A run's progress: the trials (and, from disk, the bundles to ingest) it has to read so
+    far (``on_total``, growing as each corpus is listed; carried trials are not read) and
+    each one read (``on_done``)."""
 
     on_total: Callable[[int], None] | None = None
     on_done: Callable[[int], None] | None = None
@@ -45,6 +46,19 @@ class Ticks:
     def done(self) -> None:
         if self.on_done is not None:
             self.on_done(1)
+
+    def follow(self) -> Callable[[int, int, str], None]:
+        """An ingest's ``progress(done, total, source)`` counted here too: a run from disk
+        starts by ingesting its corpus, every bundle keyed, held ones unparsed."""
+        seen = [0, 0]  # the ingest's total and done as counted so far
+
+        def tick(done: int, total: int, source: str) -> None:
+            self.more(total - seen[0])
+            if self.on_done is not None and done > seen[1]:
+                self.on_done(done - seen[1])
+            seen[:] = [total, max(done, seen[1])]
+
+        return tick
 
 
 @dataclass(frozen=True, slots=True)  # one per trial: no __dict__ each
