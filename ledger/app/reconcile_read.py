@@ -47,9 +47,11 @@ class Ticks:
         if self.on_done is not None:
             self.on_done(1)
 
-    def follow(self) -> Callable[[int, int, str], None]:
-        """An ingest's ``progress(done, total, source)`` counted here too: a run from disk
-        starts by ingesting its corpus, every bundle keyed, held ones unparsed."""
+    def follow(self) -> Callable[[int, int, str], None] | None:
+        """An ingest's ``progress(done, total, source)`` counted here too (None when nothing
+        listens): a run from disk starts by ingesting its corpus, held bundles unparsed."""
+        if self.on_total is None and self.on_done is None:
+            return None
         seen = [0, 0]  # the ingest's total and done as counted so far
 
         def tick(done: int, total: int, source: str) -> None:
