@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,3 +94,20 @@ def stored_log(path: Path) -> tuple[list[tuple], str]:
             for e in lg.read()
         ]  # fmt: skip
         return rows, lg.root(lg.size()).hex()
+
+
+@contextmanager
+def another_reader(where: Path) -> Iterator[None]:
+    """Another process holding the ledger at ``where`` open read-only (DuckDB's shared lock)
+    while the block runs, as a long `vledger verify` or a notebook would."""
+    code = ("import sys; from ledger.log.store import open_ledger; "
+            "lg = open_ledger(sys.argv[1], read_only=True); print('open', flush=True); "
+            "sys.stdin.read(); lg.close()")  # fmt: skip
+    root = Path(__file__).resolve().parents[1]
+    reader = subprocess.Popen([sys.executable, "-c", code, str(where)], cwd=root,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        yield
+    finally:
+        reader.communicate("")

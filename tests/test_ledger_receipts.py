@@ -21,6 +21,7 @@ from schemas.canonical import digest
 from schemas.envelope import NewEvent
 from schemas.gvc import Party
 from tests.data_paths import VCORE_DEMO_RUN
+from tests.store_helpers import another_reader
 
 DEMO = VCORE_DEMO_RUN
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +120,6 @@ def test_every_receipt_type_names_a_projection_that_exists() -> None:
     """The table is explicit: a fresh process resolves it without having imported retrace
     or reconcile (were they to register themselves on import, `receipt verify
     --recompute` in a process that had not run them would find none)."""
-    import subprocess
-    import sys
 
     code = (
         "import ledger.app.receipts as rc, sys\n"
@@ -159,21 +158,13 @@ def test_receipt_show_and_verify_only_read_beside_another_reader(
     seq = _receipt(lg, size=2)
     lg.close()
     where = tmp_path / "lg"
-    code = ("import sys, time; from ledger.log.store import open_ledger; "
-            "lg = open_ledger(sys.argv[1], read_only=True); print('open', flush=True); "
-            "sys.stdin.read(); lg.close()")  # fmt: skip
-    reader = subprocess.Popen([sys.executable, "-c", code, str(where)], cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+    with another_reader(where):
         led = ["--ledger", str(where), "--busy-timeout", "0"]
         for args in (["receipt", "show", str(seq)], ["receipt", "verify", str(seq)]):
             res = CliRunner().invoke(main, [*args, "--json", *led[:2]])
             assert res.exit_code == 0, res.output
         busy = CliRunner().invoke(main, ["seal", *led])  # a writer is still refused
         assert busy.exit_code == 3 and "ledger busy" in busy.stderr, busy.output
-    finally:
-        reader.communicate("")
 
 
 def test_cli_run_dir_clean_and_tampered(tmp_path: Path) -> None:

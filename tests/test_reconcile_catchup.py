@@ -303,6 +303,10 @@ OPS = {
     "add": _op_add, "rescore_on_disk": _op_rescore_on_disk, "resave": _op_resave,
     "rescore_in_ledger": _op_rescore_in_ledger, "new_corpus": _op_new_corpus, "pack": _op_pack,
 }  # fmt: skip
+# every step, and a pack changed back
+EVERY_STEP = [("add", 1), ("reconcile", 0), ("rescore_on_disk", 2), ("resave", 3),
+              ("rescore_in_ledger", 4), ("reconcile", 0), ("new_corpus", 0), ("pack", 0),
+              ("reconcile", 0), ("pack", 0)]  # fmt: skip
 STEPS = st.lists(
     st.one_of(st.just(("reconcile", 0)), st.tuples(st.sampled_from(sorted(OPS)), st.integers(0, 40))),
     min_size=1, max_size=4,
@@ -312,9 +316,7 @@ STEPS = st.lists(
 @settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(steps=STEPS)
-@example(steps=[("add", 1), ("reconcile", 0), ("rescore_on_disk", 2), ("resave", 3),
-                ("rescore_in_ledger", 4), ("reconcile", 0), ("new_corpus", 0), ("pack", 0),
-                ("reconcile", 0), ("pack", 0)])  # every step, and a pack changed back  # fmt: skip
+@example(steps=EVERY_STEP)
 def test_incremental_reconcile_equals_a_full_one(tmp_path_factory: Any, steps: list) -> None:
     """Random interleavings of ingest (new trials, re-scored ones on disk and in the ledger,
     new corpora), pack changes and reconciles: each run as it comes equals a full run over

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 
 import ledger
 from ledger.app.receipts import verify_ledger_receipt
@@ -21,7 +20,15 @@ from ledger.app.reconcile_packs import ReconcileError
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
-from tests.test_reconcile_catchup import NOTES, OPS, bundles, comparable, workspace
+from tests.test_reconcile_catchup import (
+    EVERY_STEP,
+    NOTES,
+    OPS,
+    STEPS,
+    bundles,
+    comparable,
+    workspace,
+)
 
 
 def ingest_notes(base: Path) -> None:
@@ -98,18 +105,10 @@ def receipt_config(base: Path, seq: int) -> Any:
         return ev.data()["config"]["corpora"]
 
 
-STEPS = st.lists(
-    st.one_of(st.just(("reconcile", 0)), st.tuples(st.sampled_from(sorted(OPS)), st.integers(0, 40))),
-    min_size=1, max_size=4,
-)  # fmt: skip
-
-
 @settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(steps=STEPS)
-@example(steps=[("add", 1), ("reconcile", 0), ("rescore_on_disk", 2), ("resave", 3),
-                ("rescore_in_ledger", 4), ("reconcile", 0), ("new_corpus", 0), ("pack", 0),
-                ("reconcile", 0), ("pack", 0)])  # fmt: skip
+@example(steps=EVERY_STEP)
 def test_incremental_reconcile_from_the_ledger_equals_a_full_one(
     tmp_path_factory: Any, steps: list
 ) -> None:
