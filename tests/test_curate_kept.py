@@ -17,6 +17,7 @@ from ledger.app import curate as curate_mod
 from ledger.app import curate_kept
 from ledger.app.curate import curate
 from ledger.app.ingest import ingest_into as ingest
+from ledger.log.layout import PROJECTIONS_DIR
 from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
 from tests.curate_support import CRITERION, write_trial
@@ -140,4 +141,4 @@ def test_a_dry_run_keeps_nothing(tmp_path: Path) -> None:
     curate(
         from_ledger=True, ledger=grown.lg, criterion=CRITERION, into=tmp_path / "x", dry_run=True
     )
-    assert not (grown.lg / curate_kept.PROJECTIONS_DIR / curate_kept.FILE).exists()
+    assert not (grown.lg / PROJECTIONS_DIR / curate_kept.FILE).exists()

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from ledger.analytics.materialise import is_lock_error
-from ledger.log.layout import DB_FILE, PROJECTIONS_DIR
+from ledger.log.layout import projections_of
 from ledger.sources import export_bundle, yaml_emit
 from schemas.envelope import StoredEvent
 
@@ -99,8 +99,8 @@ class KeptBundles:
 
 
 def _path(lg: Any) -> Path | None:
-    root = Path(getattr(lg, "path", ""))
-    return root / PROJECTIONS_DIR / FILE if (root / DB_FILE).is_file() else None
+    folder = projections_of(lg)
+    return None if folder is None else folder / FILE
 
 
 def _open(path: Path | None, write: bool) -> duckdb.DuckDBPyConnection | None:

@@ -50,7 +50,7 @@ from ledger.app.ingest_stat import (
     racy,
     stat_key,
 )
-from ledger.log.layout import DB_FILE, PROJECTIONS_DIR, replace_derived
+from ledger.log.layout import projections_of, replace_derived
 from ledger.sources.yaml_safe import YamlLimits
 
 INDEX_FORMAT = "vledger-ingest-bundles/2"
@@ -206,8 +206,8 @@ _IN_MEMORY: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
 
 def _path(lg: Any) -> Path | None:
     """``<ledger>/projections/ingest-bundles.index``; None for a store held in memory."""
-    root = Path(getattr(lg, "path", ""))
-    return root / PROJECTIONS_DIR / INDEX_NAME if (root / DB_FILE).is_file() else None
+    folder = projections_of(lg)
+    return None if folder is None else folder / INDEX_NAME
 
 
 def _load(lg: Any) -> tuple[Iterator[bytes], int] | None:

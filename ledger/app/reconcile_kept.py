@@ -28,8 +28,8 @@ from typing import IO, Any
 
 import orjson
 
-from ledger.app.replay_results import BUFFER, MAX_TRAILER, PROJECTIONS_DIR
-from ledger.log.layout import DB_FILE, derived_temp, keep_per_config
+from ledger.app.replay_results import BUFFER, MAX_TRAILER
+from ledger.log.layout import derived_temp, keep_per_config, projections_of
 from reconcile.inputs import (
     Candidate,
     CandidateEvaluation,
@@ -173,7 +173,7 @@ class KeptWriter:
     first record naming it), then (once its event is appended) the trailer."""
 
     def __init__(self, lg: Any) -> None:
-        folder = _directory(lg)
+        folder = projections_of(lg)
         self.path: Path | None = None
         if folder is None:
             self.file: IO[bytes] = io.BytesIO()
@@ -262,11 +262,6 @@ class KeptWriter:
 _IN_MEMORY: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 
 
-def _directory(lg: Any) -> Path | None:
-    root = Path(getattr(lg, "path", ""))
-    return root / PROJECTIONS_DIR if (root / DB_FILE).is_file() else None
-
-
 def _name(config_digest: str) -> str:
     return f"reconcile-{config_digest.removeprefix('sha256:')[:32]}.results"
 
@@ -275,7 +270,7 @@ def open_kept(
     lg: Any, config_digest: str, records: bool = True
 ) -> tuple[Iterator[bytes], Any] | None:
     """The kept lines (lazily; none unless ``records``) and the trailer, or None (not ours)."""
-    folder = _directory(lg)
+    folder = projections_of(lg)
     try:
         if folder is None:
             data = _IN_MEMORY.get(lg, {}).get(config_digest)

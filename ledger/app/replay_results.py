@@ -35,7 +35,7 @@ from typing import IO, Any, overload
 import orjson
 
 from ledger.errors import LedgerError
-from ledger.log.layout import DB_FILE, PROJECTIONS_DIR, derived_temp, keep_per_config
+from ledger.log.layout import derived_temp, keep_per_config, projections_of
 from replay.grading.retrace import RECORD_DETAIL, TrialRetrace, outcome_from_record, outcome_record
 from schemas.canonical import canonical_json
 from schemas.retrace_status import RetraceStatus
@@ -315,19 +315,13 @@ class _Release:
 _IN_MEMORY: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
 
 
-def _directory(lg: Any) -> Path | None:
-    """``<ledger>/projections`` for an on-disk store; None for one held in memory."""
-    root = Path(getattr(lg, "path", ""))
-    return root / PROJECTIONS_DIR if (root / DB_FILE).is_file() else None
-
-
 def _name(config_digest: str) -> str:
     return f"retrace-{config_digest.removeprefix('sha256:')[:32]}.results"
 
 
 def open_results(lg: Any, config_digest: str) -> ResultsFile | None:
     """The kept results of the latest replay with ``config_digest``, if any (and readable)."""
-    folder = _directory(lg)
+    folder = projections_of(lg)
     try:
         if folder is None:
             body = _IN_MEMORY.get(lg, {}).get(config_digest)
@@ -346,7 +340,7 @@ def open_results(lg: Any, config_digest: str) -> ResultsFile | None:
 
 def new_results(lg: Any, keep: bool) -> ResultsWriter:
     """A writer for this replay's results: beside the log when they are to be ``keep``-t."""
-    folder = _directory(lg) if keep else None
+    folder = projections_of(lg) if keep else None
     if folder is None:
         return ResultsWriter(tempfile.TemporaryFile(prefix="vledger-results-", buffering=BUFFER))  # noqa: SIM115
     folder.mkdir(exist_ok=True)
@@ -364,7 +358,7 @@ def keep_results(lg: Any, config_digest: str, writer: ResultsWriter) -> None:
         keep_per_config(writer.path, writer.path.with_name(_name(config_digest)))
         writer.path = None
         return
-    if _directory(lg) is None:  # an in-memory store: kept as long as the store lives
+    if projections_of(lg) is None:  # an in-memory store: kept as long as the store lives
         writer.file.seek(0)
         _IN_MEMORY.setdefault(lg, {})[config_digest] = writer.file.read()
 

@@ -123,6 +123,13 @@ def replace_derived(path: Path, chunks: Iterable[bytes]) -> None:
             raise
 
 
+def projections_of(store: object) -> Path | None:
+    """``<ledger>/projections`` of an on-disk store (one with a ``path`` holding the store
+    file); None for a store held in memory, whose derived data lives as long as it does."""
+    root = Path(getattr(store, "path", ""))
+    return root / PROJECTIONS_DIR if (root / DB_FILE).is_file() else None
+
+
 def derived_temp(folder: Path, stem: str) -> tuple[int, str]:
     """A new temporary file in ``folder`` (``mkstemp``) named ``.<stem>-<pid>-<random>.tmp``:
     the writer's pid, for :func:`prune_derived` to tell one left by a killed writer."""
