@@ -24,7 +24,7 @@ from ledger.app.ingest import ingest_into
 from ledger.app.ingest_known import INDEX_NAME
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.reconcile import reconcile
-from ledger.app.reconcile_kept import MAGIC, KeptWriter, read_records
+from ledger.app.reconcile_kept import MAGIC, KeptBody, KeptWriter, read_records
 from ledger.cli import main
 from ledger.log.store import open_ledger
 from schemas.envelope import NewEvent
@@ -360,7 +360,7 @@ def test_kept_observations_read_back_share_equal_parts_and_equal_what_was_kept(
     data = next((base / "lg" / "projections").glob("reconcile-*.results")).read_bytes()
     (n,) = struct.unpack("<Q", data[-8:])
     kept_lines = data[len(MAGIC) : len(data) - 8 - n].split(b"\n")[:-1]
-    records, _ = read_records(kept_lines)
+    records, _ = read_records(KeptBody.of(data, len(data) - 8 - n))
     assert len(records) == 17
     by_task: dict[str, set[int]] = {}
     for c in records.values():
@@ -372,7 +372,7 @@ def test_kept_observations_read_back_share_equal_parts_and_equal_what_was_kept(
     for (source, trial), c in records.items():
         writer.add(source, trial, copy.deepcopy(c))
     lines = writer.file.getvalue().split(b"\n")[1:-1]
-    again, reader = read_records(lines)
+    again, reader = read_records(KeptBody.of(writer.file.getvalue()))
     assert again == records and reader.hasher.digest() == writer.hasher.digest()
     parts = sum(line.startswith(b'{"part"') for line in lines)  # equal in value: written once
     assert parts == sum(line.startswith(b'{"part"') for line in kept_lines) < 4 * 17

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.app.reconcile_kept import Carried, KeptWriter, read_records
+from ledger.app.reconcile_kept import Carried, KeptBody, KeptWriter, read_records
 from reconcile.inputs import CandidateEvaluation, RecordedGrade, RecordedGrading
 
 
@@ -13,7 +13,7 @@ def written_and_read(values: list[Carried]) -> dict[tuple[str, str], Carried]:
     writer = KeptWriter(object())  # no ledger directory: in memory
     for i, c in enumerate(values):
         writer.add("corpus", f"t{i}", c)
-    records, reader = read_records(writer.file.getvalue().split(b"\n")[1:-1])
+    records, reader = read_records(KeptBody.of(writer.file.getvalue()))
     assert reader.hasher.digest() == writer.hasher.digest()
     return records
 

@@ -349,7 +349,7 @@ def _corpus_report(ctx: _Context, read: Read, claims: Sequence[Claim]) -> Corpus
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
     sweep = read.corpus_value is not None
     entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
-    total = len(obs) + len(read.unreadable)
+    total = len(obs) + read.carried_counted() + len(read.unreadable)
     return CorpusReport(read.source, ctx.roots, total, entries, tuple(read.unreadable),
                         tuple(read.excluded))  # fmt: skip
 
@@ -383,7 +383,7 @@ def _reconciled(
         base.records.clear()
     reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
     digests = [f"pack:{p.directory}={p.digest}" for p in packs]
-    digests += [d for read, _ in reads for d in read.digests]
+    digests += [d for read, _ in reads for d in read.input_digests()]
     document = run_json(reports)
     config = {
         "packs_searched": list(ctx.roots),
@@ -394,11 +394,17 @@ def _reconciled(
     kept = None
     if ledger is not None:
         kept = KeptWriter(ledger)
+        if base is not None and base.reader is not None:  # the counted ones' lines, as read
+            counted = [r.counted for r, _ in reads if r.counted is not None]
+            kept.carry_over(base.reader, counted, base.reader.hasher.digest())
+    if base is not None:
+        base.close()
+    if kept is not None:
         for source, trial, observed in kept_records(read for read, _ in reads):
             kept.add(source, trial, observed)
         kept.note_streams({read.source: read.rows() for read, _ in reads if read.held})
-    carried = sum(len(read.carried) for read, _ in reads)
-    bundles = sum(len(r.trials) + len(r.excluded) + len(r.unreadable) for r, _ in reads)
+    carried = sum(len(read.carried) + read.carried_counted() for read, _ in reads)
+    bundles = sum(r.rows() for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
                            config_digest=config_id, extends=base, kept=kept,
                            carried=carried, evaluated=bundles - carried)  # fmt: skip
@@ -423,7 +429,11 @@ def _read_all(
            if inv.from_ledger else {}),  # fmt: skip
     }
     config_id = config_digest(selection)
-    prior = None if ledger is None or inv.full else LazyBase(ledger, config_id)
+    covered = None  # read from the ledger: a trial of a task no claim covers is only counted
+    if inv.from_ledger:
+        covered = {v: frozenset(t for w, c in claims if w == v for t in c.task_ids)
+                   for v, _ in claims}  # fmt: skip
+    prior = None if ledger is None or inv.full else LazyBase(ledger, config_id, covered)
     ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
                    prior, inv.workers, getattr(evaluator, "ingested", {}),
                    Ticks(inv.on_total, inv.on_done))  # fmt: skip

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ledger.app.reconcile_kept import Carried, open_kept, read_records
+from ledger.app.reconcile_kept import Carried, Counted, KeptReader, open_kept, read_records
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import Candidate, CandidateEvaluation, TrialObservation
 from replay.grading.grade import GRADING_VERSION
@@ -97,6 +97,8 @@ class Base:
     touched: set[str] = field(default_factory=set)  # trial streams with an event since
     read_to: int = 0  # the log size ``touched`` was read to
     carried: int = 0
+    counted: Counted | None = None  # the records only counted (read from the ledger)
+    reader: KeptReader | None = None  # what read the records (their file, still open)
 
     def link(self) -> dict[str, Any]:
         """What the extending run's receipt names: the run and its tree head."""
@@ -112,6 +114,20 @@ class Base:
             frm = max(self.read_to, self.size)
             self.touched.update(lg.streams(TRIAL_PREFIX, from_seq=frm))
             self.read_to = size
+
+    def expand(self, source: str) -> None:
+        """``source``'s counted records carried as objects instead (its streams are listed
+        again, so each must be known by name)."""
+        mine = None if self.counted is None else self.counted.sources.pop(source, None)
+        if mine is None or self.reader is None:
+            return
+        for at, size in zip(mine.at, mine.size, strict=True):
+            key, kept = self.reader.record(orjson.loads(self.reader.body.line_at(at, size)))
+            self.records[key] = kept
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.body.close()
 
     def carry(self, source: str, trial: str, stream: str, planned: bytes) -> Carried | None:
         """The bundle's kept observation, if it still holds: the same stream, planned as
@@ -172,21 +188,37 @@ def receipt_tail(payload: bytes) -> dict[str, Any] | None:
     return tail if isinstance(tail, dict) else None
 
 
-def load_base(lg: Any, config_digest: str, checked: dict[str, Any]) -> Base | None:
+def load_base(
+    lg: Any, config_digest: str, checked: dict[str, Any],
+    covered: Mapping[str, Collection[str]] | None = None,
+) -> Base | None:  # fmt: skip
     """The base :func:`check_base` vouched for (``checked``: its trailer), its records read
-    now, if the file still has that trailer and its records hash to the digest it binds."""
+    now, if the file still has that trailer and its records hash to the digest it binds.
+    ``covered`` (corpora read from the ledger -> the task ids their claims cover): the
+    records only counted (:class:`Counted`), the streams touched since noted first (such a
+    run appends nothing before its corpora are read)."""
     kept = open_kept(lg, config_digest)
     if kept is None or kept[1] != checked:
         return None
     body, t = kept
+    touched: set[str] = set()
+    if covered:
+        touched.update(lg.streams(TRIAL_PREFIX, from_seq=int(t["size"])))
+    counted = Counted(covered, touched) if covered else None
     try:
-        records, reader = read_records(body)
+        records, reader = read_records(body, counted)
+        whole = len(records) + sum(c.carried + c.stale for c in (counted.sources.values()
+                                                                 if counted else ()))  # fmt: skip
+        ok = reader.hasher.digest() == t["observations"] and whole == t.get("count")
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
-        return None
-    if reader.hasher.digest() != t["observations"] or len(records) != t.get("count"):
+        ok = False
+    if not ok:
+        body.close()
         return None
     return Base(records, str(t["run_id"]), int(t["seq"]), int(t["size"]), str(t["root"]),
-                str(t["outputs_digest"]), reader.streams_read)  # fmt: skip
+                str(t["outputs_digest"]), reader.streams_read, touched,
+                lg.size() if counted else 0,
+                counted=counted, reader=reader)  # fmt: skip
 
 
 class LazyBase:
@@ -195,11 +227,14 @@ class LazyBase:
     the kept observations are not held at the same time (the checks hold as well then: its
     ingest appends after the base's event, never before)."""
 
-    def __init__(self, lg: Any, config_digest: str) -> None:
+    def __init__(
+        self, lg: Any, config_digest: str, covered: Mapping[str, Collection[str]] | None = None
+    ) -> None:
         checked = check_base(lg, config_digest)
         self._find: Callable[[], Base | None] | None = (
-            None if checked is None else functools.partial(load_base, lg, config_digest, checked)
-        )
+            None if checked is None
+            else functools.partial(load_base, lg, config_digest, checked, covered)
+        )  # fmt: skip
         self._base: Base | None = None
 
     def __call__(self) -> Base | None:

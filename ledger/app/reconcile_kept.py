@@ -12,17 +12,25 @@ first record naming it, and records name parts by ``n``. Read back, every record
 part holds the one object built from it: the file is written and read in time and memory
 proportional to its distinct parts plus a small line per trial, and the counterfactual
 recomposes each shared combination once (``reconcile.counterfactual``).
+
+A part is parsed when a record held as an object first names it (:class:`KeptReader`).
+Records of trials only counted (:class:`Counted`) are not held at all: an extension
+copies their lines, and every part line before them, into its own file as they are
+(:meth:`KeptWriter.carry_over`), so it writes again, as new parts, only those of the
+trials it read; a full run writes each distinct part once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import io
 import os
 import struct
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -106,36 +114,141 @@ class RecordHasher:
 
 # ------------------------------------------------------------------ reading
 
+_PART = b'{"part":'  # how a part line starts (KeptWriter._part writes it so)
+_DIGEST = "sha256:"  # how a stream digest is spelt (schemas.canonical.digest)
+
+
+class KeptBody:
+    """A kept file's lines up to its trailer, each with its offset; and a line read again
+    by its offset (a part parsed when first named, a counted record copied or read)."""
+
+    def __init__(self, file: IO[bytes], end: int) -> None:
+        self._file, self._end = file, end
+
+    @classmethod
+    def of(cls, data: bytes, end: int | None = None) -> KeptBody:
+        """The body of ``data`` (a whole file, from its magic line), in memory."""
+        return cls(io.BytesIO(data), len(data) if end is None else end)
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """Every line (without its newline) and where it starts; ValueError past the end."""
+        f = self._file
+        pos = f.seek(len(MAGIC))
+        if pos == self._end:
+            return
+        for line in f:
+            at, pos = pos, pos + len(line)
+            if pos > self._end or not line.endswith(b"\n"):
+                raise ValueError("a kept line runs past the trailer")
+            yield at, line[:-1]
+            if pos == self._end:
+                return
+
+    def line_at(self, at: int, size: int) -> bytes:
+        if isinstance(self._file, io.BytesIO):
+            return self._file.getvalue()[at : at + size]
+        return os.pread(self._file.fileno(), size, at)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class CountedSource:
+    """One corpus's counted records: those carried (their stream digests, 32 bytes each, and
+    where their lines are) and how many more were kept but are read again (``stale``)."""
+
+    carried: int = 0
+    stale: int = 0
+    digests: bytearray = field(default_factory=bytearray)
+    at: array = field(default_factory=lambda: array("Q"))
+    size: array = field(default_factory=lambda: array("L"))
+
+    def digest_strings(self) -> Iterator[str]:
+        """The carried trials' stream digests as the inputs digest binds them."""
+        d = self.digests
+        return (_DIGEST + d[i : i + 32].hex() for i in range(0, len(d), 32))
+
+
+class Counted:
+    """Which kept records are only counted, and what is kept of them: a readable trial, in a
+    corpus read from the ledger (``covered``: corpus -> the task ids its claims cover), of a
+    task no claim covers. Such a trial is in no entry's table, row or list: the report
+    counts it, the inputs digest binds its stream digest, and the next run's file holds its
+    line. A record whose stream had an event since (``touched``) is read again."""
+
+    def __init__(self, covered: Mapping[str, Collection[str]], touched: Collection[str]) -> None:
+        self.covered, self.touched = covered, touched
+        self.sources: dict[str, CountedSource] = {}
+
+    def takes(self, source: str, rec: dict[str, Any], at: int, size: int) -> bool:
+        covered = self.covered.get(source)
+        if covered is None or rec.get("excluded") or rec["task_id"] in covered:
+            return False
+        digest = rec["stream_digest"]
+        try:
+            raw = bytes.fromhex(digest.removeprefix(_DIGEST))
+        except (AttributeError, ValueError):
+            return False
+        if len(raw) != 32 or _DIGEST + raw.hex() != digest:  # kept only as it is spelt
+            return False
+        mine = self.sources.setdefault(source, CountedSource())
+        if rec["stream"] in self.touched:
+            mine.stale += 1
+            return True
+        mine.carried += 1
+        mine.digests += raw
+        mine.at.append(at)
+        mine.size.append(size)
+        return True
+
+    def listed(self, source: str) -> int:
+        """How many streams of ``source`` its counted records name."""
+        mine = self.sources.get(source)
+        return 0 if mine is None else mine.carried + mine.stale
+
 
 class KeptReader:
-    """Kept lines read back in order: parts as they come, records into :class:`Carried`
-    values (KeyError / TypeError / ValueError / IndexError: not a file this version wrote)."""
+    """Kept lines read back in order: parts when a record first names them, records into
+    :class:`Carried` values, or into ``counted`` (KeyError / TypeError / ValueError /
+    IndexError: not a file this version wrote)."""
 
-    def __init__(self) -> None:
-        self.parts: list[Any] = []
+    def __init__(self, body: KeptBody, counted: Counted | None = None) -> None:
+        self.body, self.counted = body, counted
+        self.parts: list[Any] = []  # a part's object once parsed, else None
+        self.kinds: dict[int, str] = {}  # the parsed ones' kinds
+        self._at, self._size = array("Q"), array("L")  # each part's line
         self.grades: dict[tuple[Any, ...], RecordedGrade] = {}
         self.once: dict[str, str] = {}
         self.streams_read: dict[str, int] = {}  # corpus read from the ledger -> its streams
         self.hasher = RecordHasher()
 
-    def read(self, line: bytes) -> tuple[tuple[str, str], Carried] | None:
-        """The record ``line`` holds, by (source, trial); None for a part."""
+    def read(self, at: int, line: bytes) -> tuple[tuple[str, str], Carried] | None:
+        """The record ``line`` (at offset ``at``) holds, by (source, trial); None for a part,
+        a note or a counted record."""
         self.hasher.add(line)
+        if line.startswith(_PART):
+            if int(line[len(_PART) : line.index(b",")]) != len(self.parts):
+                raise ValueError("a part out of order")
+            self.parts.append(None)
+            self._at.append(at)
+            self._size.append(len(line))
+            return None
         rec = orjson.loads(line)
         if "streams_read" in rec:
             self.streams_read = {str(k): int(v) for k, v in rec["streams_read"].items()}
             return None
-        if "part" in rec:
-            if rec["part"] != len(self.parts):
-                raise ValueError("a part out of order")
-            self.parts.append(PART_KINDS[rec["kind"]](rec["value"]))
+        if self.counted is not None and self.counted.takes(rec["source"], rec, at, len(line)):
             return None
+        return self.record(rec)
+
+    def record(self, rec: dict[str, Any]) -> tuple[tuple[str, str], Carried]:
         # as written (the lines hash to the receipt's digest); names many records share, once
         key = (self.once.setdefault(rec["source"], rec["source"]), rec["trial"])
         stream, planned = rec["stream"], rec["planned"]
         if rec.get("excluded"):
             return key, Carried(stream, planned, excluded=True)
-        parts, g = self.parts, rec["grade"]
+        part, g = self._part, rec["grade"]
         results = g["criterion_results"]
         score = g["score"]  # by repr: 1 and 1.0, or 0.0 and -0.0, are not one score
         shape = (g["judge_status"], results, g["components"], repr(score), g["binary_pass"],
@@ -143,23 +256,37 @@ class KeptReader:
         grade = self.grades.get(shape)  # equal grades (their parts are shared) held once
         if grade is None:
             grade = self.grades[shape] = RecordedGrade(
-                shape[0], None if results is None else parts[results], parts[shape[2]],
+                shape[0], None if results is None else part(results), part(shape[2]),
                 score, *shape[4:],
             )  # fmt: skip
         cand = rec["candidate"]
         task_id = self.once.setdefault(rec["task_id"], rec["task_id"])
         return key, Carried(stream, planned, rec["stream_digest"], task_id=task_id,
-                            grade=grade, grading=parts[rec["grading"]],
-                            candidate=None if cand is None else parts[cand])  # fmt: skip
+                            grade=grade, grading=part(rec["grading"]),
+                            candidate=None if cand is None else part(cand))  # fmt: skip
+
+    def _part(self, n: int) -> Any:
+        if not 0 <= n < len(self.parts):
+            raise IndexError("a part named before it is written")
+        got = self.parts[n]
+        if got is None:
+            rec = orjson.loads(self.body.line_at(self._at[n], self._size[n]))
+            if rec["part"] != n:
+                raise ValueError("a part out of place")
+            got = self.parts[n] = PART_KINDS[rec["kind"]](rec["value"])
+            self.kinds[n] = rec["kind"]
+        return got
 
 
-def read_records(lines: Iterable[bytes]) -> tuple[dict[tuple[str, str], Carried], KeptReader]:
-    """Every record of ``lines`` by (source, trial), and the reader (the digest of the lines,
-    what else they noted)."""
-    reader = KeptReader()
+def read_records(
+    body: KeptBody, counted: Counted | None = None
+) -> tuple[dict[tuple[str, str], Carried], KeptReader]:
+    """Every record of ``body`` held as an object, by (source, trial), and the reader (the
+    digest of the lines, what else they noted; ``counted``: the records only counted)."""
+    reader = KeptReader(body, counted)
     records: dict[tuple[str, str], Carried] = {}
-    for line in lines:
-        got = reader.read(line)
+    for at, line in body.lines():
+        got = reader.read(at, line)
         if got is not None:
             records[got[0]] = got[1]
     return records, reader
@@ -184,9 +311,34 @@ class KeptWriter:
         self.file.write(MAGIC)
         self.hasher = RecordHasher()
         self.count = 0
+        self.broken = False  # the lines carried over were not those read: nothing is kept
         # a part by identity (holding it, so its id stays its own), and by its JSON
         self._by_id: dict[tuple[str, int], tuple[int, Any]] = {}
         self._by_json: dict[tuple[str, bytes], int] = {}
+        self._parts = 0  # parts written (or carried over) so far
+
+    def carry_over(self, reader: KeptReader, sources: Collection[CountedSource], digest: str) -> None:
+        """Before any record is added: the counted records carried forward (``sources``),
+        their lines as ``reader`` read them, after every part line of its file, so that the
+        parts keep their numbers (those parsed then are reused by identity). The file is
+        read again whole: if its lines no longer hash to ``digest``, nothing is kept."""
+        if not any(s.carried for s in sources):
+            return
+        wanted = heapq.merge(*(s.at for s in sources))
+        nxt = next(wanted, None)
+        again = RecordHasher()
+        for at, line in reader.body.lines():
+            again.add(line)
+            if at == nxt:
+                self._line(line)
+                self.count += 1
+                nxt = next(wanted, None)
+            elif line.startswith(_PART):
+                self._line(line)
+        self.broken = again.digest() != digest or nxt is not None
+        self._parts = len(reader.parts)
+        for n, kind in reader.kinds.items():
+            self._by_id[(kind, id(reader.parts[n]))] = (n, reader.parts[n])
 
     def add(self, source: str, trial: str, c: Carried) -> None:
         """One bundle's observation (the values as orjson writes dataclasses: their fields)."""
@@ -226,7 +378,8 @@ class KeptWriter:
         body = orjson.dumps([type(value).__name__, value] if kind == "candidate" else value)
         n = self._by_json.get((kind, body))
         if n is None:
-            n = self._by_json[(kind, body)] = len(self._by_json)
+            n = self._by_json[(kind, body)] = self._parts
+            self._parts += 1
             self._line(b'{"part":%d,"kind":"%s","value":%s}' % (n, kind.encode(), body))
         self._by_id[(kind, id(value))] = (n, value)
         return n
@@ -237,6 +390,9 @@ class KeptWriter:
 
     def keep(self, lg: Any, config_digest: str, trailer: dict[str, Any]) -> None:
         """Finish the file and make it the one the next run with this config extends."""
+        if self.broken:
+            self.discard()
+            return
         body = orjson.dumps({"format": KEPT_FORMAT, "count": self.count,
                              "config_digest": config_digest, **trailer})  # fmt: skip
         self.file.write(body + _TRAILER_LEN.pack(len(body)))
@@ -266,10 +422,9 @@ def _name(config_digest: str) -> str:
     return f"reconcile-{config_digest.removeprefix('sha256:')[:32]}.results"
 
 
-def open_kept(
-    lg: Any, config_digest: str, records: bool = True
-) -> tuple[Iterator[bytes], Any] | None:
-    """The kept lines (lazily; none unless ``records``) and the trailer, or None (not ours)."""
+def open_kept(lg: Any, config_digest: str, records: bool = True) -> tuple[KeptBody, Any] | None:
+    """The kept lines (none unless ``records``; the body, open, is the caller's to close)
+    and the trailer, or None (not ours)."""
     folder = projections_of(lg)
     try:
         if folder is None:
@@ -299,17 +454,5 @@ def open_kept(
         return None
     if not records:
         file.close()
-        return iter(()), trailer
-    return _lines(file, end), trailer
-
-
-def _lines(file: IO[bytes], end: int) -> Iterator[bytes]:
-    with file:
-        pos = file.seek(len(MAGIC))
-        for line in file:
-            pos += len(line)
-            if pos > end or not line.endswith(b"\n"):
-                raise ValueError("a kept line runs past the trailer")
-            yield line[:-1]
-            if pos == end:
-                return
+        return KeptBody.of(MAGIC), trailer
+    return KeptBody(file, end), trailer

@@ -17,6 +17,7 @@ from typing import Any
 
 from ledger.app.reconcile_corpus import Ingested, settled
 from ledger.app.reconcile_extend import Base, Carried
+from ledger.app.reconcile_kept import CountedSource
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
@@ -87,10 +88,24 @@ class Read:
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
     held: dict[str, Any] | None = None  # read from the ledger: the corpus's name, its layout
+    # read from the ledger: the carried trials of tasks no claim covers, only counted
+    counted: CountedSource | None = None
+
+    def readable(self) -> int:
+        """Its readable trials, counted ones included."""
+        return len(self.trials) + self.carried_counted()
+
+    def carried_counted(self) -> int:
+        return 0 if self.counted is None else self.counted.carried
 
     def rows(self) -> int:
         """Its bundles (read from the ledger: its streams), readable or not."""
-        return len(self.trials) + len(self.excluded) + len(self.unreadable)
+        return self.readable() + len(self.excluded) + len(self.unreadable)
+
+    def input_digests(self) -> list[str]:
+        """What the inputs digest binds of its trials: each readable one's stream digest."""
+        counted = () if self.counted is None else self.counted.digest_strings()
+        return [*self.digests, *counted]
 
     def record(self) -> dict[str, Any]:
         """What a receipt keeps of this read, enough to redo everything after it: read from
@@ -165,7 +180,10 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     for stream in unread:
         rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
         ctx.ticks.done()
-    return _read(value, rows, {"corpus": corpus, "flat": is_flat})
+    out = _read(value, rows, {"corpus": corpus, "flat": is_flat})
+    if base is not None and base.counted is not None:
+        out.counted = base.counted.sources.get(value)
+    return out
 
 
 def _named(base: Base, value: str) -> dict[str, str]:
@@ -182,7 +200,9 @@ def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
         return lg.streams(prefix, by_first_seq=True)
     base.look(lg)
     kept = _named(base, value)
-    if len(kept) != base.streams_read.get(value):  # some were not kept (unreadable)
+    counted = 0 if base.counted is None else base.counted.listed(value)
+    if len(kept) + counted != base.streams_read.get(value):  # some were not kept (unreadable)
+        base.expand(value)  # every stream is listed: each one carried must be known by name
         return lg.streams(prefix, by_first_seq=True)
     since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
     return [*kept, *(s for s in since if s not in kept)]
