@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import ledger
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.reconcile import reconcile
+from ledger.app.reconcile_kept import MAGIC
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.cli import main
 from ledger.log.store import open_ledger
@@ -27,6 +30,7 @@ from tests.test_reconcile_catchup import (
     STEPS,
     bundles,
     comparable,
+    rescore,
     workspace,
 )
 
@@ -107,16 +111,20 @@ def receipt_config(base: Path, seq: int) -> Any:
 
 @settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(steps=STEPS)
-@example(steps=EVERY_STEP)
+@given(steps=STEPS, uncovered=st.booleans())
+@example(steps=EVERY_STEP, uncovered=False)
+@example(steps=EVERY_STEP, uncovered=True)
 def test_incremental_reconcile_from_the_ledger_equals_a_full_one(
-    tmp_path_factory: Any, steps: list
+    tmp_path_factory: Any, steps: list, uncovered: bool
 ) -> None:
     """Random interleavings of ingest (new trials, trials re-scored on disk and in the
     ledger, new corpus parts), pack changes and reconciles from the ledger: each run as it
     comes equals a full one over the same log, and extends exactly when an earlier one had
-    its packs."""
+    its packs. ``uncovered``: one pack declares no migration, so its task's trials are
+    only counted (their kept lines carried from file to file as written)."""
     base = workspace(tmp_path_factory.mktemp("held"))
+    if uncovered:
+        POLICY_MIGRATION(base).unlink()
     ingest_notes(base)
     extend_then_full(base)
     migration = base / "corpora" / "packs" / "notes_duplicate_check_narrowed" / "migration.yaml"
@@ -174,30 +182,101 @@ def test_an_acknowledged_trial_is_still_checked_against_the_corpus_directory(
         held(base)
 
 
-def test_trials_of_a_task_no_claim_covers_are_carried_without_their_candidate(
+def POLICY_MIGRATION(base: Path) -> Path:  # noqa: N802 - one file, named as a constant
+    """The migration of the pack whose task the 12 trials under ``met/`` ran."""
+    return base / "corpora" / "packs" / "notes_duplicate_check_policy_narrowed" / "migration.yaml"
+
+
+def kept_lines(base: Path) -> dict[str, bytes]:
+    """The records of the (one) kept reconcile file, by trial, as written."""
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[-8:])
+    lines = data[len(MAGIC) : len(data) - 8 - n].split(b"\n")[:-1]
+    return {json.loads(line)["trial"]: line for line in lines if line.startswith(b'{"source"')}
+
+
+def test_trials_of_a_task_no_claim_covers_are_only_counted_and_kept_as_written(
     tmp_path: Path,
 ) -> None:
-    """With one pack's migration gone, its task's trials are still observations (counted,
-    kept, carried) but no claim asks for their candidate: the extension equals a full run."""
+    """With one pack's migration gone, its task's 12 trials are in no entry: an extension
+    counts them (the report's trials, the inputs digest) without holding them, and the file
+    it keeps holds their lines as the one it extended did. One re-scored in the ledger, and
+    a new one, are read; the rest still carried; each run equals a full one."""
     base = workspace(tmp_path)
-    (base / "corpora" / "packs" / "notes_duplicate_check_policy_narrowed" / "migration.yaml").unlink()
+    POLICY_MIGRATION(base).unlink()
     ingest_notes(base)
     extend_then_full(base)
+    before = kept_lines(base)
     got, _ = extend_then_full(base)
     assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (17, 0)
     (entry,) = got.document["entries"]
-    assert 0 < entry["observations"] < 17  # the other task's trials are not this claim's
+    assert entry["observations"] == 5  # the other task's trials are not this claim's
+    assert got.document["sources"][0]["trials_read"] == 17
+    assert got.extends is not None and got.extends.counted is not None
+    counted = got.extends.counted.sources["corpora/notes_duplicate_check"]
+    assert (counted.carried, counted.stale, len(counted.digests)) == (12, 0, 12 * 32)
+    policy = [t for t in before if "/met/" in t]
+    assert len(policy) == 12 and all(kept_lines(base)[t] == before[t] for t in policy)
+    OPS["add"](base, 0, 1)  # bundles(base)[0]: under met/, a policy trial
+    ingest_notes(base)
+    with open_ledger(base / "lg") as lg:
+        rescore(lg, next(s for s in lg.streams("trial/") if "_policy/" in s))
+    got, _ = extend_then_full(base)
+    rc = got.document["receipt"]
+    assert (rc["carried"], rc["evaluated"]) == (16, 2)
+    assert got.extends is not None and got.extends.counted is not None
+    counted = got.extends.counted.sources["corpora/notes_duplicate_check"]
+    assert (counted.carried, counted.stale) == (11, 1)
 
 
-def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
+def test_kept_lines_changed_while_a_run_reads_them_are_not_kept_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counted trials' lines are read again when the next file is written: if the file
+    no longer hashes to what the run read, that run keeps nothing (its report stands: it
+    was computed from what it read), and the next run is a full one."""
+    from ledger.app.reconcile_kept import KeptWriter
+
+    base = workspace(tmp_path)
+    POLICY_MIGRATION(base).unlink()
+    ingest_notes(base)
+    extend_then_full(base)
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    real = KeptWriter.carry_over
+    body = bytearray(path.read_bytes())
+    at = body.index(b'"judge_status":"') + len(b'"judge_status":"')
+    body[at] = ord("X")
+
+    def altered_first(self: Any, *a: Any, **kw: Any) -> None:
+        with open(path, "r+b") as f:  # in place: the run holds the file open
+            f.write(body)
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(KeptWriter, "carry_over", altered_first)
+    got = held(base)
+    assert got.document["receipt"]["carried"] == 17
+    # not replaced by this run's file: the one it read, as altered, is all there is
+    assert [p.read_bytes() for p in path.parent.glob("reconcile-*")] == [bytes(body)]
+    monkeypatch.undo()
+    again, _ = extend_then_full(base)
+    assert "extends" not in again.document["receipt"]
+    assert comparable(again) == comparable(got)
+
+
+@pytest.mark.parametrize("uncovered", [False, True])
+def test_an_extension_lists_only_the_streams_since_unless_one_was_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uncovered: bool
 ) -> None:
     """A run that kept every stream it read is extended without listing the corpus's
     streams in the log before it (only those with an event since); one that could not keep
-    a stream (unreadable) is extended by listing them all, so that stream is read again."""
+    a stream (unreadable) is extended by listing them all, so that stream is read again
+    (``uncovered``: and the trials only counted are then carried by name)."""
     from ledger.log.store import Ledger
 
     base = workspace(tmp_path)
+    if uncovered:
+        POLICY_MIGRATION(base).unlink()
     ingest_notes(base)
     listed: list[tuple[str | None, Any]] = []
     real = Ledger.streams
