@@ -84,8 +84,9 @@ def whole_process(repeat: int) -> tuple[float, float, int]:
 # --- 2. on disk --------------------------------------------------------------------------------
 
 
-def write_packs(base: Path, corpus: Path) -> str:
-    """One pack per generated task; the first task with a trace block declares a candidate."""
+def write_packs(base: Path, corpus: Path, *, every: bool = False, into: str = "packs") -> str:
+    """One pack per generated task (under ``base / into``); the first task with a trace
+    block declares a candidate (``every``: each task declares its own)."""
     snapshots: dict[str, dict] = {}
     for task_file in sorted(corpus.glob("*/task.yaml")):
         task = yaml.load(task_file.read_bytes(), Loader=yaml.CSafeLoader)  # noqa: S506
@@ -93,20 +94,23 @@ def write_packs(base: Path, corpus: Path) -> str:
             snapshots.setdefault(task["task_id"], task["grading_config"])
     declaring = sorted(snapshots)[0]
     for task_id, grading in snapshots.items():
-        pack = base / "packs" / task_id
+        pack = base / into / task_id
         pack.mkdir(parents=True)
         (pack / "task.yaml").write_text(
             yaml.safe_dump({"task_id": task_id, "grading": "grading.yaml"})
         )
         (pack / "grading.yaml").write_text(yaml.safe_dump(grading))
-        if task_id != declaring:
+        if task_id != declaring and not every:
             continue
-        criterion = next(
-            c for c in grading["llm_judge"]["rubric"]["criteria"] if c["id"] == GENERATED_CRITERION
-        )
-        gate = grading["trace_checks"]["constraints"][0]["id"]
+        # one criterion over one corpus is one claim (pooled): each other task claims its own
+        # task-specific criterion, by its own constraint
+        mine = 0 if task_id == declaring else 1
+        criterion = grading["llm_judge"]["rubric"]["criteria"][mine]
+        if mine == 0:
+            assert criterion["id"] == GENERATED_CRITERION
+        gate = grading["trace_checks"]["constraints"][mine]["id"]
         was = {k: criterion[k] for k in ("kind", "required", "weight", "description")}
-        entry = {"criterion": GENERATED_CRITERION, "mode": "candidate", "by": [gate],
+        entry = {"criterion": criterion["id"], "mode": "candidate", "by": [gate],
                  "corpus": corpus.relative_to(base).as_posix(), "was": was,
                  "combine_weights": {"llm_judge": 0.6, "trace_checks": 0.4}}  # fmt: skip
         (pack / "migration.yaml").write_text(yaml.safe_dump({"migrations": [entry]}))

@@ -14,9 +14,11 @@ three ways (best of ``--repeat`` alternating runs, each on its own copy):
   again too, what every reconcile of a grown corpus cost before either existed.
 
 With ``--from-ledger``, the corpus is read as the ledger holds it (``reconcile
---from-ledger``): the first run's ledger is reconciled from the ledger once, the grown
+--from-ledger``): the corpus is ingested and reconciled from the ledger once, the grown
 corpus is then ingested (``vledger ingest``: adding the trials is ingest's cost, as it is
-for a retrace), and two ways are timed: ``extend`` and ``full`` (``full=True``).
+for a retrace), and two ways are timed: ``extend`` and ``full`` (``full=True``). One task
+of five declares the claim, as above; with ``--claims every``, each task declares its own,
+so every trial is in an entry (and has a row in the report).
 
 All must print the same outputs digest. Reported: each one's time inside the
 process (the ``ledger.reconcile`` call, imports excluded), the extension's peak RSS (its
@@ -25,7 +27,7 @@ inherits across exec on Linux), and the ratios. The same at a tenth of ``--trial
 shows whether its memory stays flat as the ledger grows.
 
     PYTHONPATH=. python -m benchmarks.reconcile_catchup [--trials 100000] [--add 1000] [--repeat 3]
-        [--workdir DIR] [--from-ledger]
+        [--workdir DIR] [--from-ledger [--claims one|every]]
 
 Targets (at 100,000 trials): the extension costs at most 5 % of the full run; its peak RSS
 at ``--trials`` is at most 1.3x the one at a tenth of it.
@@ -58,7 +60,7 @@ import json, resource, sys, time
 from pathlib import Path
 import pyarrow, ledger, ledger.app.reconcile, replay.trace_checks.evaluate  # imports: not timed
 t0 = time.perf_counter()
-res = ledger.reconcile(packs=[Path(sys.argv[2]) / "packs"], base=Path(sys.argv[2]),
+res = ledger.reconcile(packs=[Path(sys.argv[2]) / sys.argv[5]], base=Path(sys.argv[2]),
                        ledger=sys.argv[1], full=sys.argv[3] != "extend",
                        from_ledger=sys.argv[4] == "held")
 seconds = time.perf_counter() - t0
@@ -72,9 +74,12 @@ print(json.dumps({"seconds": seconds, "digest": rc["outputs_digest"], "carried":
 """
 
 
-def probe(ledger_dir: Path, base: Path, mode: str, held: bool = False) -> dict[str, Any]:
+def probe(
+    ledger_dir: Path, base: Path, mode: str, held: bool = False, packs: str = "packs"
+) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(ledger_dir), str(base), mode, "held" if held else "disk"],
+        [sys.executable, "-c", PROBE, str(ledger_dir), str(base), mode, "held" if held else "disk",
+         packs],
         capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, check=False,
     )  # fmt: skip
     if done.returncode not in (0, 1):  # 1: the generated candidate is refused; still a verdict
@@ -120,19 +125,23 @@ def build(tmp: Path, trials: int, add: int, seed: int) -> float | None:
     return first
 
 
-def build_held(tmp: Path, trials: int, add: int, seed: int) -> float | None:
+def build_held(tmp: Path, trials: int, add: int, seed: int, every: bool = False) -> float | None:
     """The ledger of a team that reconciles from the ledger: the corpus of ``trials``
     ingested, reconciled from the ledger once, then the grown corpus (``build``'s) ingested;
     the first run's seconds, or None when ``tmp`` holds it already. Not a copy of
     ``build``'s ledger: its reconcile from disk appended a receipt naming every trial (one
     row of ~19 MB at 100,000), and DuckDB then fails every checkpoint within the steady
-    pool for a while, so the next command's close checkpoints at the cap (~60 MiB more)."""
+    pool for a while, so the next command's close checkpoints at the cap (~60 MiB more).
+    ``every``: with packs in which every task declares a claim (``packs-every``)."""
     first = build(tmp, trials, add, seed)
-    base, held = tmp / f"b-{trials}", tmp / f"H-{trials}"
-    marker = tmp / f"built-held-{trials}-{add}-{seed}"
+    base, held = tmp / f"b-{trials}", tmp / f"{'He' if every else 'H'}-{trials}"
+    marker = tmp / f"built-held-{'every-' if every else ''}{trials}-{add}-{seed}"
     if first is None and marker.is_file() and held.is_dir():
         return None
     shutil.rmtree(held, ignore_errors=True)
+    packs = base / packs_of(every)
+    if every and not packs.is_dir():
+        write_packs(base, base / "corpus", every=True, into=packs.name)
     original = tmp / f"h-{trials}" / "corpus"  # the corpus before it grew (the same seed)
     shutil.rmtree(original.parent, ignore_errors=True)
     generate(original, trials=trials, seed=seed)
@@ -141,18 +150,24 @@ def build_held(tmp: Path, trials: int, add: int, seed: int) -> float | None:
     ledger.ingest(original, ledger=held, skip_bad=True, keep_inconsistent=True)
     shutil.rmtree(original.parent)
     t0 = time.perf_counter()
-    ledger.reconcile(packs=[base / "packs"], base=base, ledger=held, from_ledger=True)
+    ledger.reconcile(packs=[packs], base=base, ledger=held, from_ledger=True)
     seconds = time.perf_counter() - t0
     ledger.ingest(base / "corpus", ledger=held, skip_bad=True, keep_inconsistent=True)
     marker.write_text(f"{seconds}\n")
     return seconds
 
 
+def packs_of(every: bool) -> str:
+    return "packs-every" if every else "packs"
+
+
 def measure(
-    tmp: Path, trials: int, add: int, seed: int, repeat: int, keep: bool, held: bool = False
-) -> dict[str, Any]:
-    first = (build_held if held else build)(tmp, trials, add, seed)
-    base, grown = tmp / f"b-{trials}", tmp / f"{'H' if held else 'L'}-{trials}"
+    tmp: Path, trials: int, add: int, seed: int, repeat: int, keep: bool, held: bool = False,
+    every: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    first = build_held(tmp, trials, add, seed, every) if held else build(tmp, trials, add, seed)
+    kind = ("He" if every else "H") if held else "L"
+    base, grown = tmp / f"b-{trials}", tmp / f"{kind}-{trials}"
 
     def cold(run: Path, mode: str) -> None:
         if mode == "cold":
@@ -161,7 +176,8 @@ def measure(
     modes = ("extend", "full") if held else ("extend", "full", "cold")
     runs = [(mode, grown) for mode in modes]
     best = best_alternating(
-        runs, lambda run, mode: probe(run, base, mode, held), tmp / "run", repeat, cold
+        runs, lambda run, mode: probe(run, base, mode, held, packs_of(every)), tmp / "run",
+        repeat, cold,
     )
     digests = {b["digest"] for b in best.values()}
     if len(digests) != 1 or best["extend"]["evaluated"] != add:
@@ -209,15 +225,20 @@ def main() -> None:
                     help="keep the corpora and ledgers here, and reuse those built before")  # fmt: skip
     ap.add_argument("--from-ledger", action="store_true",
                     help="reconcile the corpus as the ledger holds it (reconcile --from-ledger)")  # fmt: skip
+    ap.add_argument("--claims", choices=("one", "every"), default="one",
+                    help="one task's pack declares a claim (default), or every task's")  # fmt: skip
     args = ap.parse_args()
     add = args.add or max(args.trials // 100, 1)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d) if args.workdir is None else args.workdir
         tmp.mkdir(parents=True, exist_ok=True)
         keep = args.workdir is not None
-        held = args.from_ledger
-        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat, keep, held)
-        large = measure(tmp, args.trials, add, args.seed, args.repeat, keep, held)
+        held, every = args.from_ledger, args.claims == "every"
+        if every and not held:
+            ap.error("--claims every is measured with --from-ledger")
+        small = measure(tmp, max(args.trials // 10, 1), add, args.seed, args.repeat, keep, held,
+                        every)  # fmt: skip
+        large = measure(tmp, args.trials, add, args.seed, args.repeat, keep, held, every)
     print("| measurement | result | baseline (same run) | ratio |")
     print("| --- | --- | --- | --- |")
     for row in (small, large):
