@@ -145,8 +145,8 @@ class KeptBody:
                 return
 
     def line_at(self, at: int, size: int) -> bytes:
-        if isinstance(self._file, io.BytesIO):
-            return self._file.getvalue()[at : at + size]
+        if isinstance(self._file, io.BytesIO):  # (a view: the whole buffer is not copied)
+            return bytes(self._file.getbuffer()[at : at + size])
         return os.pread(self._file.fileno(), size, at)
 
     def close(self) -> None:
