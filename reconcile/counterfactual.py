@@ -18,7 +18,6 @@ from reconcile.inputs import (
     CandidateEvaluation,
     ConstraintDecl,
     CriterionShape,
-    RecordedGrade,
     TrialObservation,
 )
 
@@ -111,19 +110,13 @@ def _values(row: CounterfactualRow) -> tuple[Any, ...]:
 
 _ROW_FIELDS = fields(CounterfactualRow)
 assert _ROW_FIELDS[0].name == "trial"
-_SCALARS = (str, int, float, bool, type(None))
-_GRADE_FIELDS = fields(RecordedGrade)
 
 
-def _parts_key(obs: TrialObservation, candidate: CandidateEvaluation) -> tuple[Any, ...]:
-    """What a row depends on: scalars by value, everything else by identity."""
-    grade = obs.grade
-    fields = (getattr(grade, f.name) for f in _GRADE_FIELDS)
-    return (
-        *(v if isinstance(v, _SCALARS) else id(v) for v in fields),
-        id(obs.grading),
-        id(candidate),
-    )
+def _parts_key(obs: TrialObservation, candidate: CandidateEvaluation) -> tuple[int, int, int]:
+    """What a row depends on, by identity: trials read back from a kept file share each
+    equal grade as one object (``ledger.app.reconcile_kept.KeptReader``), as they share
+    gradings and candidates."""
+    return id(obs.grade), id(obs.grading), id(candidate)
 
 
 def _close(a: float | None, b: float | None) -> bool:

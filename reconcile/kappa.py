@@ -12,7 +12,9 @@ arithmetic divided once, so "undefined" is an exact zero, never a float rounding
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +39,15 @@ class Table:
     def agreements(self) -> int:
         return self.met_passed + self.not_met_failed
 
-    def add(self, judge_met: bool, constraint_passed: bool) -> Table:
-        """The table with one more observation in the cell the two labels name."""
-        cell = f"{'' if judge_met else 'not_'}met_{'passed' if constraint_passed else 'failed'}"
-        return replace(self, **{cell: getattr(self, cell) + 1})
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[bool, bool]], start: Table | None = None) -> Table:
+        """``start`` (default: empty) with one observation per (judge met, constraint
+        passed) pair: counted first, one table built (not one per observation)."""
+        counts = Counter(pairs)
+        s = start or cls()
+        return cls(s.met_passed + counts[(True, True)], s.met_failed + counts[(True, False)],
+                   s.not_met_passed + counts[(False, True)],
+                   s.not_met_failed + counts[(False, False)])  # fmt: skip
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

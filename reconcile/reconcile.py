@@ -121,9 +121,7 @@ def reconcile_entry(
     the entry names, no ``--source``) turns the declared-observations bound into an equality."""
     entry = claim.entry
     labelled, exclusions = _label_all(claim, observations)
-    table = Table()
-    for item in labelled:
-        table = table.add(item.judge_met, item.constraint_passed)
+    table = Table.of((item.judge_met, item.constraint_passed) for item in labelled)
     kappa = cohen_kappa(table)
     # strict ones first, then permissive, each in trial order (the report's two lists)
     disagreements = tuple(

@@ -1,5 +1,5 @@
 """The counterfactual recomposes each combination of a trial's parts once: trials carried
-forward share equal parts as one object (``ledger.app.reconcile_extend.carried_of``), and
+forward share equal parts as one object (``ledger.app.reconcile_kept``), and
 a row is a function of the grade, grading and candidate. Sharing must never change a row:
 the same trials with every part shared, or none, give the same counterfactual."""
 
@@ -30,7 +30,8 @@ specs = st.lists(
 
 
 def shared(observations: list[TrialObservation]) -> list[TrialObservation]:
-    """Each distinct part (by value) as one object, as trials read back from a kept file."""
+    """Each distinct part (by value: its repr) as one object, the grade too, as trials read
+    back from a kept file share them (``ledger.app.reconcile_kept.KeptReader``)."""
     seen: dict[str, Any] = {}
 
     def once(value: Any) -> Any:
@@ -39,8 +40,8 @@ def shared(observations: list[TrialObservation]) -> list[TrialObservation]:
     out = []
     for obs in observations:
         g = obs.grade
-        grade = replace(g, criterion_results=once(g.criterion_results),
-                        components=once(g.components))  # fmt: skip
+        grade = once(replace(g, criterion_results=once(g.criterion_results),
+                             components=once(g.components)))  # fmt: skip
         out.append(replace(obs, grade=grade, grading=once(obs.grading),
                            candidate=once(obs.candidate)))  # fmt: skip
     return out

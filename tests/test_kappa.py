@@ -7,6 +7,7 @@ p_e = r·c + (1−r)(1−c), κ = (p_o − p_e) / (1 − p_e).
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 
 import pytest
@@ -72,18 +73,20 @@ def test_kappa_is_undefined_exactly_where_the_formula_divides_by_zero(t: Table) 
 
 
 @settings(max_examples=100)
-@given(tables)
-def test_cells_sum_to_observations_and_accuracy_is_agreement(t: Table) -> None:
-    rebuilt = Table()
-    for judge_met, passed, k in (
+@given(tables, st.randoms(use_true_random=False), st.integers(0, 10**6))
+def test_cells_sum_to_observations_and_accuracy_is_agreement(
+    t: Table, rnd: random.Random, cut: int
+) -> None:
+    pairs = [(judge_met, passed) for judge_met, passed, k in (
         (True, True, t.met_passed),
         (True, False, t.met_failed),
         (False, True, t.not_met_passed),
         (False, False, t.not_met_failed),
-    ):
-        for _ in range(k):
-            rebuilt = rebuilt.add(judge_met, passed)
-    assert rebuilt == t
+    ) for _ in range(k)]  # fmt: skip
+    rnd.shuffle(pairs)  # in any order, and counted on from any table built before
+    cut %= len(pairs) + 1
+    rebuilt = Table.of(pairs[cut:], Table.of(pairs[:cut]))
+    assert rebuilt == t == Table.of(pairs)
     assert rebuilt.n == t.met_passed + t.met_failed + t.not_met_passed + t.not_met_failed
     if t.n:
         assert accuracy(t) == pytest.approx(float(Fraction(t.met_passed + t.not_met_failed, t.n)))
