@@ -162,6 +162,46 @@ def extend_then_full(base: Path) -> tuple[Any, Any]:
     return got, full
 
 
+def kept_lines(base: Path) -> dict[str, bytes]:
+    """The records of the (one) kept reconcile file, by trial, as written."""
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[-8:])
+    lines = data[len(MAGIC) : len(data) - 8 - n].split(b"\n")[:-1]
+    return {json.loads(line)["trial"]: line for line in lines if line.startswith(b'{"source"')}
+
+
+def test_an_extension_keeps_each_carried_trials_line_as_written(tmp_path: Path) -> None:
+    """The file an extension keeps holds each carried trial's line as the file it extended
+    held it (the part numbers they name still hold), and the trials it read anew after
+    them; read back, its records are those a full run keeps."""
+    base = workspace(tmp_path)
+    kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base,
+                          "ledger": base / "lg"}  # fmt: skip
+    extend_then_full(base)
+    before = kept_lines(base)
+    OPS["add"](base, 0, 1)
+    OPS["rescore_on_disk"](base, 5, 2)
+    got = reconcile(**kw)
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (16, 2)
+    after = kept_lines(base)
+    # the one re-scored on disk is no longer the bundle the ledger holds: unreadable, not kept
+    rescored = {t for t in before if after.get(t) != before[t]}
+    assert len(rescored) == 1 and rescored.isdisjoint(after) and len(after) == 17
+    trials = list(after)  # in file order: the 16 carried ones first, as written; the new one
+    assert set(trials[:16]) == set(before) - rescored and trials[16] not in before
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[-8:])
+    extended, _ = read_records(KeptBody.of(data, len(data) - 8 - n))
+    reconcile(**kw, full=True)
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[-8:])
+    full, _ = read_records(KeptBody.of(data, len(data) - 8 - n))
+    assert extended == full
+
+
 def test_a_second_run_carries_every_unchanged_trial(tmp_path: Path, parses: list) -> None:
     base = workspace(tmp_path)
     first, _ = extend_then_full(base)

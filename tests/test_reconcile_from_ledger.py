@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 import ledger
 from ledger.app.receipts import verify_ledger_receipt
 from ledger.app.reconcile import reconcile
-from ledger.app.reconcile_kept import MAGIC
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.cli import main
 from ledger.log.store import open_ledger
@@ -30,6 +28,7 @@ from tests.test_reconcile_catchup import (
     STEPS,
     bundles,
     comparable,
+    kept_lines,
     rescore,
     workspace,
 )
@@ -187,21 +186,12 @@ def POLICY_MIGRATION(base: Path) -> Path:  # noqa: N802 - one file, named as a c
     return base / "corpora" / "packs" / "notes_duplicate_check_policy_narrowed" / "migration.yaml"
 
 
-def kept_lines(base: Path) -> dict[str, bytes]:
-    """The records of the (one) kept reconcile file, by trial, as written."""
-    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
-    data = path.read_bytes()
-    (n,) = struct.unpack("<Q", data[-8:])
-    lines = data[len(MAGIC) : len(data) - 8 - n].split(b"\n")[:-1]
-    return {json.loads(line)["trial"]: line for line in lines if line.startswith(b'{"source"')}
-
-
 def test_trials_of_a_task_no_claim_covers_are_only_counted_and_kept_as_written(
     tmp_path: Path,
 ) -> None:
     """With one pack's migration gone, its task's 12 trials are in no entry: an extension
     counts them (the report's trials, the inputs digest) without holding them, and the file
-    it keeps holds their lines as the one it extended did. One re-scored in the ledger, and
+    it keeps holds their lines (as every carried trial's) as the one it extended did. One re-scored in the ledger, and
     a new one, are read; the rest still carried; each run equals a full one."""
     base = workspace(tmp_path)
     POLICY_MIGRATION(base).unlink()
@@ -217,7 +207,7 @@ def test_trials_of_a_task_no_claim_covers_are_only_counted_and_kept_as_written(
     counted = got.extends.counted.sources["corpora/notes_duplicate_check"]
     assert (counted.carried, counted.stale, len(counted.digests)) == (12, 0, 12 * 32)
     policy = [t for t in before if "/met/" in t]
-    assert len(policy) == 12 and all(kept_lines(base)[t] == before[t] for t in policy)
+    assert len(policy) == 12 and kept_lines(base) == before  # every carried line as written
     OPS["add"](base, 0, 1)  # bundles(base)[0]: under met/, a policy trial
     ingest_notes(base)
     with open_ledger(base / "lg") as lg:
@@ -243,7 +233,7 @@ def test_kept_lines_changed_while_a_run_reads_them_are_not_kept_again(
     ingest_notes(base)
     extend_then_full(base)
     (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
-    real = KeptWriter.carry_over
+    real = KeptWriter.finish
     body = bytearray(path.read_bytes())
     at = body.index(b'"judge_status":"') + len(b'"judge_status":"')
     body[at] = ord("X")
@@ -253,7 +243,7 @@ def test_kept_lines_changed_while_a_run_reads_them_are_not_kept_again(
             f.write(body)
         real(self, *a, **kw)
 
-    monkeypatch.setattr(KeptWriter, "carry_over", altered_first)
+    monkeypatch.setattr(KeptWriter, "finish", altered_first)
     got = held(base)
     assert got.document["receipt"]["carried"] == 17
     # not replaced by this run's file: the one it read, as altered, is all there is

@@ -393,16 +393,16 @@ def _reconciled(
     inputs = digest(sorted(digests))
     kept = None
     if ledger is not None:
-        kept = KeptWriter(ledger)
-        if base is not None and base.reader is not None:  # the counted ones' lines, as read
-            counted = [r.counted for r, _ in reads if r.counted is not None]
-            kept.carry_over(base.reader, counted, base.reader.hasher.digest())
-    if base is not None:
-        base.close()
-    if kept is not None:
+        reader = None if base is None else base.reader
+        kept = KeptWriter(ledger, reader)
         for source, trial, observed in kept_records(read for read, _ in reads):
             kept.add(source, trial, observed)
+        if reader is not None:  # the carried ones' lines copied as read, counted ones too
+            counted = [r.counted for r, _ in reads if r.counted is not None]
+            kept.finish(counted, reader.hasher.digest())
         kept.note_streams({read.source: read.rows() for read, _ in reads if read.held})
+    if base is not None:
+        base.close()
     carried = sum(len(read.carried) + read.carried_counted() for read, _ in reads)
     bundles = sum(r.rows() for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,

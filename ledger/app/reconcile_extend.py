@@ -122,7 +122,7 @@ class Base:
         if mine is None or self.reader is None:
             return
         for at, size in zip(mine.at, mine.size, strict=True):
-            key, kept = self.reader.record(orjson.loads(self.reader.body.line_at(at, size)))
+            key, kept = self.reader.record(orjson.loads(self.reader.body.line_at(at, size)), at)
             self.records[key] = kept
 
     def close(self) -> None:

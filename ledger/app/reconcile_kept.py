@@ -14,10 +14,11 @@ proportional to its distinct parts plus a small line per trial, and the counterf
 recomposes each shared combination once (``reconcile.counterfactual``).
 
 A part is parsed when a record held as an object first names it (:class:`KeptReader`).
-Records of trials only counted (:class:`Counted`) are not held at all: an extension
-copies their lines, and every part line before them, into its own file as they are
-(:meth:`KeptWriter.carry_over`), so it writes again, as new parts, only those of the
-trials it read; a full run writes each distinct part once.
+Records of trials only counted (:class:`Counted`) are not held at all. An extension copies
+the line of every trial it carries as written, after every part line of the file it read
+(so part numbers hold), then writes what it read anew (:meth:`KeptWriter.finish`): a part
+only records it no longer carries named stays until a full run, which writes each distinct
+part once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import heapq
 import io
 import os
 import struct
+import tempfile
 import weakref
 from array import array
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -51,6 +53,7 @@ from reconcile.inputs import (
 KEPT_FORMAT = "vledger-reconcile-observations/2"
 MAGIC = KEPT_FORMAT.encode() + b"\n"
 _TRAILER_LEN = struct.Struct("<Q")
+_PENDING_IN_MEMORY = 8 << 20  # lines written anew beyond this wait in a temporary file
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,8 @@ class Carried:
     grade: RecordedGrade | None = None
     grading: RecordedGrading | None = None
     candidate: Candidate | None = None  # None: not evaluated then (no claim asked for it)
+    # read back from a kept file: where its line is there (copied as written; not a value)
+    at: int = field(default=-1, compare=False)
 
 
 # ------------------------------------------------------------------ the parts, by kind
@@ -240,14 +245,15 @@ class KeptReader:
             return None
         if self.counted is not None and self.counted.takes(rec["source"], rec, at, len(line)):
             return None
-        return self.record(rec)
+        return self.record(rec, at)
 
-    def record(self, rec: dict[str, Any]) -> tuple[tuple[str, str], Carried]:
+    def record(self, rec: dict[str, Any], at: int) -> tuple[tuple[str, str], Carried]:
+        """The record ``rec`` (its line at offset ``at``) as a value, by (source, trial)."""
         # as written (the lines hash to the receipt's digest); names many records share, once
         key = (self.once.setdefault(rec["source"], rec["source"]), rec["trial"])
         stream, planned = rec["stream"], rec["planned"]
         if rec.get("excluded"):
-            return key, Carried(stream, planned, excluded=True)
+            return key, Carried(stream, planned, excluded=True, at=at)
         part, g = self._part, rec["grade"]
         results = g["criterion_results"]
         score = g["score"]  # by repr: 1 and 1.0, or 0.0 and -0.0, are not one score
@@ -263,7 +269,7 @@ class KeptReader:
         task_id = self.once.setdefault(rec["task_id"], rec["task_id"])
         return key, Carried(stream, planned, rec["stream_digest"], task_id=task_id,
                             grade=grade, grading=part(rec["grading"]),
-                            candidate=None if cand is None else part(cand))  # fmt: skip
+                            candidate=None if cand is None else part(cand), at=at)  # fmt: skip
 
     def _part(self, n: int) -> Any:
         if not 0 <= n < len(self.parts):
@@ -297,9 +303,11 @@ def read_records(
 
 class KeptWriter:
     """This run's observations, one line each (and each distinct part once, before the
-    first record naming it), then (once its event is appended) the trailer."""
+    first record naming it), then (once its event is appended) the trailer. Extending a
+    run (``base``: what read its file), a carried record's line is copied as written and
+    what the run read anew is written after them (:meth:`finish`)."""
 
-    def __init__(self, lg: Any) -> None:
+    def __init__(self, lg: Any, base: KeptReader | None = None) -> None:
         folder = projections_of(lg)
         self.path: Path | None = None
         if folder is None:
@@ -311,37 +319,28 @@ class KeptWriter:
         self.file.write(MAGIC)
         self.hasher = RecordHasher()
         self.count = 0
-        self.broken = False  # the lines carried over were not those read: nothing is kept
+        self.broken = False  # the lines copied were not those read: nothing is kept
         # a part by identity (holding it, so its id stays its own), and by its JSON
         self._by_id: dict[tuple[str, int], tuple[int, Any]] = {}
         self._by_json: dict[tuple[str, bytes], int] = {}
-        self._parts = 0  # parts written (or carried over) so far
-
-    def carry_over(self, reader: KeptReader, sources: Collection[CountedSource], digest: str) -> None:
-        """Before any record is added: the counted records carried forward (``sources``),
-        their lines as ``reader`` read them, after every part line of its file, so that the
-        parts keep their numbers (those parsed then are reused by identity). The file is
-        read again whole: if its lines no longer hash to ``digest``, nothing is kept."""
-        if not any(s.carried for s in sources):
-            return
-        wanted = heapq.merge(*(s.at for s in sources))
-        nxt = next(wanted, None)
-        again = RecordHasher()
-        for at, line in reader.body.lines():
-            again.add(line)
-            if at == nxt:
-                self._line(line)
-                self.count += 1
-                nxt = next(wanted, None)
-            elif line.startswith(_PART):
-                self._line(line)
-        self.broken = again.digest() != digest or nxt is not None
-        self._parts = len(reader.parts)
-        for n, kind in reader.kinds.items():
-            self._by_id[(kind, id(reader.parts[n]))] = (n, reader.parts[n])
+        self._parts = 0  # parts written so far (with a base: its parts, copied by finish)
+        self._base = base
+        self._copy = array("Q")  # where the carried records' lines are in the base's file
+        # the lines written anew, held back until the carried ones are copied
+        self._pending: IO[bytes] | None = None
+        if base is not None:
+            self._pending = tempfile.SpooledTemporaryFile(max_size=_PENDING_IN_MEMORY)  # noqa: SIM115 - closed by finish or discard
+            self._parts = len(base.parts)
+            for n, kind in base.kinds.items():  # the parts parsed: reused by identity
+                self._by_id[(kind, id(base.parts[n]))] = (n, base.parts[n])
 
     def add(self, source: str, trial: str, c: Carried) -> None:
-        """One bundle's observation (the values as orjson writes dataclasses: their fields)."""
+        """One bundle's observation (the values as orjson writes dataclasses: their fields);
+        one read back from the base's file is copied as written."""
+        self.count += 1
+        if c.at >= 0 and self._base is not None:
+            self._copy.append(c.at)
+            return
         rec: dict[str, Any] = {"source": source, "trial": trial, "stream": c.stream,
                                "planned": c.planned}  # fmt: skip
         if c.excluded:
@@ -364,7 +363,33 @@ class KeptWriter:
                 "candidate": None if c.candidate is None else self._part("candidate", c.candidate),
             }
         self._line(orjson.dumps(rec))
-        self.count += 1
+
+    def finish(self, counted: Collection[CountedSource], digest: str) -> None:
+        """With a base, after every record is added: its part lines, then the lines of the
+        records carried (those added as read, and ``counted``'s), copied as the file holds
+        them, then the lines written anew. The file is read again whole: if its lines no
+        longer hash to ``digest`` (what was read of it), nothing is kept."""
+        if self._base is None or self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        self.count += sum(c.carried for c in counted)
+        wanted = heapq.merge(sorted(self._copy), *(c.at for c in counted))
+        nxt = next(wanted, None)
+        again = RecordHasher()
+        for at, line in self._base.body.lines():
+            again.add(line)
+            if at == nxt:
+                self._line(line)
+                nxt = next(wanted, None)
+            elif line.startswith(_PART):
+                self._line(line)
+            if nxt is not None and nxt <= at:  # no line starts there, or named twice
+                break
+        self.broken = again.digest() != digest or nxt is not None
+        pending.seek(0)
+        for line in pending:
+            self._line(line[:-1])
+        pending.close()
 
     def note_streams(self, counts: dict[str, int]) -> None:
         """How many trial streams each corpus read from the ledger has (``reconcile_read``):
@@ -385,6 +410,9 @@ class KeptWriter:
         return n
 
     def _line(self, line: bytes) -> None:
+        if self._pending is not None:  # hashed when written, after the copied ones
+            self._pending.write(line + b"\n")
+            return
         self.hasher.add(line)
         self.file.write(line + b"\n")
 
@@ -407,6 +435,8 @@ class KeptWriter:
 
     def discard(self) -> None:
         """Remove a file that will not be kept (the run failed)."""
+        if self._pending is not None:
+            self._pending.close()
         self.file.close()
         if self.path is not None:
             self.path.unlink(missing_ok=True)
