@@ -159,6 +159,23 @@ def test_the_cli_refuses_what_it_cannot_read_from_the_ledger(tmp_path: Path) -> 
     assert "17 bundle(s) carried forward, 0 new or changed read" in res.output
 
 
+def test_a_corpus_ingested_under_another_name_is_refused_naming_what_the_ledger_holds(
+    tmp_path: Path,
+) -> None:
+    """A corpus is read under its directory's name: one ingested with ``--corpus NAME`` is
+    not found, and the refusal names the corpora the ledger does hold (exit 5, no trace)."""
+    base = workspace(tmp_path)
+    ledger.ingest(base / NOTES, ledger=base / "lg", corpus="nightly", skip_bad=True,
+                  keep_inconsistent=True)  # fmt: skip
+    args = ["--ledger", str(base / "lg"), "reconcile", "--packs",
+            str(base / "corpora" / "packs"), "--base", str(base), "--from-ledger"]  # fmt: skip
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 5, res.output
+    assert "holds no trial of corpus 'notes_duplicate_check'" in res.output
+    assert "it holds trials of 'nightly'" in res.output and "--corpus" in res.output
+    assert "Traceback" not in res.output
+
+
 def test_an_acknowledged_trial_is_still_checked_against_the_corpus_directory(
     tmp_path: Path,
 ) -> None:

@@ -151,8 +151,9 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     streams = _streams(lg, f"{TRIAL_PREFIX}{corpus}/", value, base)
     if not streams:
         raise ReconcileError(
-            f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}) — ingest "
-            f"it first (`vledger ingest {value}`), or reconcile without --from-ledger"
+            f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}"
+            f"{_held_corpora(lg)}) — ingest it first (`vledger ingest {value}`), or reconcile "
+            "without --from-ledger"
         )
     is_flat = flat(root)
     rows: list[_Row] = []  # sorted below: the carried ones now, the others as they are read
@@ -184,6 +185,17 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     if base is not None and base.counted is not None:
         out.counted = base.counted.sources.get(value)
     return out
+
+
+def _held_corpora(lg: Any, most: int = 10) -> str:
+    """What corpora the ledger does hold trials of, for a refusal to name (ingest names a
+    corpus by its directory's name, or ``--corpus NAME``: only the first is looked for)."""
+    names = sorted({s.split("/", 2)[1] for s in lg.streams(TRIAL_PREFIX) if s.count("/") >= 2})
+    if not names:
+        return ""
+    shown = ", ".join(repr(n) for n in names[:most]) + (", …" if len(names) > most else "")
+    return (f"; it holds trials of {shown}: a corpus is read under its directory's name, "
+            "not a name given to `vledger ingest --corpus`")  # fmt: skip
 
 
 def _named(base: Base, value: str) -> dict[str, str]:
