@@ -167,7 +167,7 @@ class CountedSource:
     stale: int = 0
     digests: bytearray = field(default_factory=bytearray)
     at: array = field(default_factory=lambda: array("Q"))
-    size: array = field(default_factory=lambda: array("L"))
+    size: array = field(default_factory=lambda: array("I"))
 
     def digest_strings(self) -> Iterator[str]:
         """The carried trials' stream digests as the inputs digest binds them."""
@@ -222,7 +222,7 @@ class KeptReader:
         self.body, self.counted = body, counted
         self.parts: list[Any] = []  # a part's object once parsed, else None
         self.kinds: dict[int, str] = {}  # the parsed ones' kinds
-        self._at, self._size = array("Q"), array("L")  # each part's line
+        self._at, self._size = array("Q"), array("I")  # each part's line
         self.grades: dict[tuple[Any, ...], RecordedGrade] = {}
         self.once: dict[str, str] = {}
         self.streams_read: dict[str, int] = {}  # corpus read from the ledger -> its streams
