@@ -207,8 +207,7 @@ def load_base(
     counted = Counted(covered, touched) if covered else None
     try:
         records, reader = read_records(body, counted)
-        whole = len(records) + sum(c.carried + c.stale for c in (counted.sources.values()
-                                                                 if counted else ()))  # fmt: skip
+        whole = len(records) + (sum(map(counted.listed, counted.sources)) if counted else 0)
         ok = reader.hasher.digest() == t["observations"] and whole == t.get("count")
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
         ok = False
