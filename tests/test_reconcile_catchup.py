@@ -171,10 +171,16 @@ def kept_lines(base: Path) -> dict[str, bytes]:
     return {json.loads(line)["trial"]: line for line in lines if line.startswith(b'{"source"')}
 
 
-def test_an_extension_keeps_each_carried_trials_line_as_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spill", [False, True])
+def test_an_extension_keeps_each_carried_trials_line_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill: bool
+) -> None:
     """The file an extension keeps holds each carried trial's line as the file it extended
     held it (the part numbers they name still hold), and the trials it read anew after
-    them; read back, its records are those a full run keeps."""
+    them (``spill``: held back in a file beside it, not in memory); read back, its records
+    are those a full run keeps."""
+    if spill:
+        monkeypatch.setattr("ledger.app.reconcile_kept._PENDING_IN_MEMORY", 1)
     base = workspace(tmp_path)
     kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base,
                           "ledger": base / "lg"}  # fmt: skip

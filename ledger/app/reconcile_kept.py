@@ -328,8 +328,11 @@ class KeptWriter:
         self._copy = array("Q")  # where the carried records' lines are in the base's file
         # the lines written anew, held back until the carried ones are copied
         self._pending: IO[bytes] | None = None
-        if base is not None:
-            self._pending = tempfile.SpooledTemporaryFile(max_size=_PENDING_IN_MEMORY)  # noqa: SIM115 - closed by finish or discard
+        if base is not None:  # beside the file it becomes part of (in memory: in memory)
+            self._pending = (
+                io.BytesIO() if self.path is None
+                else tempfile.SpooledTemporaryFile(_PENDING_IN_MEMORY, dir=self.path.parent)  # noqa: SIM115 - closed by finish or discard
+            )  # fmt: skip
             self._parts = len(base.parts)
             for n, kind in base.kinds.items():  # the parts parsed: reused by identity
                 self._by_id[(kind, id(base.parts[n]))] = (n, base.parts[n])
