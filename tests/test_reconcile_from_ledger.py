@@ -235,6 +235,10 @@ def test_trials_of_a_task_no_claim_covers_are_only_counted_and_kept_as_written(
     assert got.extends is not None and got.extends.counted is not None
     counted = got.extends.counted.sources["corpora/notes_duplicate_check"]
     assert (counted.carried, counted.stale) == (11, 1)
+    with open_ledger(base / "lg") as lg:  # re-derived from the log, counted trials included
+        check = verify_ledger_receipt(lg, str(rc["checkpoint"]["size"]), recompute=True)
+    assert check.ok, check.problems
+    assert any(c.startswith("outputs_digest recomputed") for c in check.checked)
 
 
 def test_kept_lines_changed_while_a_run_reads_them_are_not_kept_again(
