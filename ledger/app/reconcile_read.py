@@ -91,16 +91,12 @@ class Read:
     # read from the ledger: the carried trials of tasks no claim covers, only counted
     counted: CountedSource | None = None
 
-    def readable(self) -> int:
-        """Its readable trials, counted ones included."""
-        return len(self.trials) + self.carried_counted()
-
     def carried_counted(self) -> int:
         return 0 if self.counted is None else self.counted.carried
 
     def rows(self) -> int:
         """Its bundles (read from the ledger: its streams), readable or not."""
-        return self.readable() + len(self.excluded) + len(self.unreadable)
+        return len(self.trials) + self.carried_counted() + len(self.excluded) + len(self.unreadable)
 
     def input_digests(self) -> list[str]:
         """What the inputs digest binds of its trials: each readable one's stream digest."""
