@@ -135,6 +135,10 @@ NAMES: dict[str, str] = {
     "DEFAULT_REPORT": "ledger.defaults:DEFAULT_REPORT",
     "default_ledger_path": "ledger.defaults:default_ledger_path",
     "escape_controls": "ledger.text:escape_controls",
+    # a result document's per-trial lists are sequence views: these list or stream them
+    "listed": "schemas.views:listed",
+    "has_view": "schemas.views:has_view",
+    "Skeleton": "schemas.views:Skeleton",
     "check_output_path": "ledger.log.outputs:check_output_path",
     "write_output": "ledger.log.outputs:write_output",
     "is_ledger_dir": "ledger.log.outputs:is_ledger_dir",

@@ -3,17 +3,20 @@
 
 One :class:`CorpusReport` per corpus read. The exit code is a function of the *blocking*
 list alone: every unreadable trial, and every gating entry short of ``no_counter_evidence``.
+The document's lists with an item per trial are sequence views (``schemas.views``), and
+the text is a stream of lines: both are built as they are written or hashed, not held.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from reconcile.counterfactual import Counterfactual, CounterfactualRow
 from reconcile.reconcile import EntryResult, format_kappa
 from schemas.errors import FAILED, OK
+from schemas.views import Mapped
 
 REFERENCE_LABELLER = "the judge's recorded criterion verdict (reference)"
 CANDIDATE_LABELLER = "the recomputed trace-constraint verdict (candidate)"
@@ -51,19 +54,20 @@ def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
     before, after = cf.pass_rate_before, cf.pass_rate_after
     return {
         "weights_declared": dict(cf.weights_declared) if cf.weights_declared is not None else None,
-        "trials": [
-            {
-                **{name: getattr(r, name) for name in _ROW_FIELDS},
-                "weights_before": dict(r.weights_before),
-                "weights_after": dict(r.weights_after),
-                "vetoes_before": list(r.vetoes_before),
-                "vetoes_after": list(r.vetoes_after),
-            }
-            for r in cf.rows
-        ],
-        "unrecomputed_trials": [asdict(u) for u in cf.unrecomputed],
+        "trials": Mapped(cf.rows, _row_json),
+        "unrecomputed_trials": Mapped(cf.unrecomputed, asdict),
         "pass_rate_before": {"passed": before[0], "of": before[1]},
         "pass_rate_after": {"passed": after[0], "of": after[1]},
+    }
+
+
+def _row_json(r: CounterfactualRow) -> dict[str, Any]:
+    return {
+        **{name: getattr(r, name) for name in _ROW_FIELDS},
+        "weights_before": dict(r.weights_before),
+        "weights_after": dict(r.weights_after),
+        "vetoes_before": list(r.vetoes_before),
+        "vetoes_after": list(r.vetoes_after),
     }
 
 
@@ -77,13 +81,13 @@ def entry_json(e: EntryResult, *, source: str | None = None) -> dict[str, Any]:
         "table": e.table.as_dict(),
         "accuracy": e.accuracy,
         "kappa": e.kappa,
-        "disagreements": [asdict(d) for d in e.disagreements],
+        "disagreements": Mapped(e.disagreements, asdict),
         "refusals": [asdict(r) for r in e.refusals],
         "counterfactual": _counterfactual_json(e.counterfactual),
         # extensions beyond the issue's contract
         "by": list(e.by),
         "residual": {"kind": e.residual[0], "reason": e.residual[1]} if e.residual else None,
-        "excluded_trials": [asdict(x) for x in e.exclusions],
+        "excluded_trials": Mapped(e.exclusions, asdict),
         "tolerated_directions": list(e.tolerated_directions),
         "gates_exit_code": e.gates,
         "declared_evidence": (
@@ -135,67 +139,69 @@ def _weights(weights: Mapping[str, float] | None) -> str:
 
 def render_text(report: CorpusReport, *, report_dir: str | None = None) -> str:
     """The console shape of FORMATS.md § 8, one report."""
-    lines = [
+    return "".join(f"{line}\n" for line in text_lines(report, report_dir=report_dir))
+
+
+def text_lines(report: CorpusReport, *, report_dir: str | None = None) -> Iterator[str]:
+    """:func:`render_text`'s lines, one at a time."""
+    yield (
         f"Reconciled {report.trials_read} trials under {report.source} against "
-        f"{', '.join(report.packs)}",
-        f"  reference: {REFERENCE_LABELLER}",
-        f"  candidate: {CANDIDATE_LABELLER}",
-    ]
+        f"{', '.join(report.packs)}"
+    )
+    yield f"  reference: {REFERENCE_LABELLER}"
+    yield f"  candidate: {CANDIDATE_LABELLER}"
     for e in report.entries:
-        lines.append("")
-        lines += _entry_lines(e)
+        yield ""
+        yield from _entry_lines(e)
     if report.unreadable_trials:
-        lines.append("")
-        lines += [f"unreadable · {t}: {why}" for t, why in report.unreadable_trials]
+        yield ""
+        yield from (f"unreadable · {t}: {why}" for t, why in report.unreadable_trials)
     for bundle, why in report.excluded_bundles:
-        lines.append(f"excluded bundle · {bundle}: {why}")
+        yield f"excluded bundle · {bundle}: {why}"
     if report_dir is not None:
-        lines += ["", f"Reconcile report: {report_dir}"]
-    return "\n".join(lines) + "\n"
+        yield ""
+        yield f"Reconcile report: {report_dir}"
 
 
-def _entry_lines(e: EntryResult) -> list[str]:
+def _entry_lines(e: EntryResult) -> Iterator[str]:
     t = e.table
-    lines = [
+    yield (
         f"{e.criterion} ({', '.join(e.task_ids)}) — declared {e.mode}, {e.verdict} over "
-        f"{e.observations} observations",
-    ]
+        f"{e.observations} observations"
+    )
     if e.residual is not None:
         reason = " ".join(e.residual[1].split())
-        lines.append(f"  residual ({e.residual[0]}), as the author declared it: {reason}")
-    lines += [
-        "  judge \\ constraint      passed  failed",
-        f"  met                    {t.met_passed:>6}  {t.met_failed:>6}",
-        f"  not met                {t.not_met_passed:>6}  {t.not_met_failed:>6}",
-        f"  accuracy {_num(e.accuracy)}, kappa {format_kappa(e.kappa)}",
-    ]
+        yield f"  residual ({e.residual[0]}), as the author declared it: {reason}"
+    yield "  judge \\ constraint      passed  failed"
+    yield f"  met                    {t.met_passed:>6}  {t.met_failed:>6}"
+    yield f"  not met                {t.not_met_passed:>6}  {t.not_met_failed:>6}"
+    yield f"  accuracy {_num(e.accuracy)}, kappa {format_kappa(e.kappa)}"
     for d in e.disagreements:
         state = "acknowledged" if d.acknowledged_reason is not None else "unacknowledged"
-        lines.append(f"  {d.direction} · {d.trial} ({state})")
-        lines.append(f"    judge: {d.justification}")
+        yield f"  {d.direction} · {d.trial} ({state})"
+        yield f"    judge: {d.justification}"
         if d.acknowledged_reason is not None:
-            lines.append(f"    waived because: {d.acknowledged_reason}")
+            yield f"    waived because: {d.acknowledged_reason}"
     cf = e.counterfactual
-    lines.append(
-        f"  counterfactual under the map this entry declares ({_weights(cf.weights_declared)}):"
-    )
+    yield f"  counterfactual under the map this entry declares ({_weights(cf.weights_declared)}):"
     for r in cf.rows:
-        lines += [
-            f"    {r.trial}",
+        yield f"    {r.trial}"
+        yield (
             f"      judge {_num(r.judge_component_before)} → {_num(r.judge_component_after)} · "
             f"trial {r.score_before:.3f}/{r.binary_pass_before} → "
-            f"{r.score_after:.3f}/{r.binary_pass_after}",
+            f"{r.score_after:.3f}/{r.binary_pass_after}"
+        )
+        yield (
             f"      weights {_weights(r.weights_before)} → {_weights(r.weights_after)} · "
-            f"vetoes {list(r.vetoes_before)} → {list(r.vetoes_after)}",
-        ]
+            f"vetoes {list(r.vetoes_before)} → {list(r.vetoes_after)}"
+        )
     for u in cf.unrecomputed:
-        lines.append(f"    not recomputed · {u.trial} ({u.gap}): {u.reason}")
+        yield f"    not recomputed · {u.trial} ({u.gap}): {u.reason}"
     (p, n), (q, _) = cf.pass_rate_before, cf.pass_rate_after
-    lines.append(
-        f"    pass rate {p}/{n} → {q}/{n} (evidence, not a gate — nothing here decides the verdict)"
-    )
-    lines += [f"  no observation · {x.trial} ({x.exclusion}): {x.reason}" for x in e.exclusions]
-    lines += [f"  refused ({r.kind}): {r.detail}" for r in e.refusals]
+    yield f"    pass rate {p}/{n} → {q}/{n} (evidence, not a gate — nothing here decides the verdict)"
+    for x in e.exclusions:
+        yield f"  no observation · {x.trial} ({x.exclusion}): {x.reason}"
+    for r in e.refusals:
+        yield f"  refused ({r.kind}): {r.detail}"
     if not e.gates:
-        lines.append("  a candidate converts nothing, so its verdict gates nothing")
-    return lines
+        yield "  a candidate converts nothing, so its verdict gates nothing"

@@ -8,9 +8,12 @@ bytes are a function of its value *and* its JSON types.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
+
+from schemas.views import Skeleton
 
 _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
@@ -26,5 +29,32 @@ def parse_json(data: bytes | str) -> Any:
 
 
 def digest(value: Any) -> str:
-    """``sha256:<hex>`` of the canonical JSON of ``value``: config and output digests."""
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+    """``sha256:<hex>`` of the canonical JSON of ``value``: config and output digests. A
+    document holding sequence views (``schemas.views``) is hashed a piece at a time."""
+    h = hashlib.sha256()
+    for piece in canonical_pieces(value):
+        h.update(piece)
+    return "sha256:" + h.hexdigest()
+
+
+def canonical_pieces(value: Any) -> Iterator[bytes]:
+    """:func:`canonical_json` of ``value`` in pieces that join to it, each view in it
+    encoded an item at a time (so the whole encoding is never held)."""
+    try:
+        yield canonical_json(value)
+        return
+    except orjson.JSONEncodeError:  # a view somewhere (else the skeleton fails alike)
+        pass
+    skeleton = Skeleton(value)
+    data = canonical_json(skeleton.value)
+    at = 0
+    for m in skeleton.bytes_pattern.finditer(data):
+        yield data[at : m.start()]
+        at = m.end()
+        yield b"["
+        for i, item in enumerate(skeleton.views[int(m.group(1))]):
+            if i:
+                yield b","
+            yield from canonical_pieces(item)
+        yield b"]"
+    yield data[at:]

@@ -290,22 +290,18 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(
     doc=st.dictionaries(st.text(max_size=6), _JSON | st.lists(_JSON, max_size=4), max_size=5),
-    viewed=st.sets(st.integers(0, 4)),
+    data=st.data(),
 )
-def test_a_streamed_document_is_json_text_byte_for_byte(doc: dict, viewed: set[int]) -> None:
-    """write_json_document writes json_text's bytes, whichever list values are views that it
-    streams row by row (retrace --json's parked trial rows)."""
+def test_a_streamed_document_is_json_text_byte_for_byte(doc: dict, data: st.DataObject) -> None:
+    """write_json_document writes json_text's bytes, whichever lists, at any depth, are views
+    that it streams item by item (retrace --json's parked trial rows, reconcile's rows)."""
     import io
 
     from ledger.cli.output import json_text, write_json_document
-    from ledger.engines.parked import Mapped
+    from tests.views_strategy import with_views
 
-    as_views = {
-        k: Mapped(v, lambda x: x) if isinstance(v, list) and i in viewed else v
-        for i, (k, v) in enumerate(doc.items())
-    }
     out = io.StringIO()
-    write_json_document(as_views, out)
+    write_json_document(with_views(doc, data), out)
     assert out.getvalue() == json_text(doc)
 
 

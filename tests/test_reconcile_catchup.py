@@ -144,7 +144,7 @@ def rescore(lg: Any, stream: str) -> None:
 
 def comparable(result: Any) -> str:
     """The --json document without its receipt (an extension's names what it extended)."""
-    return json.dumps({k: v for k, v in result.document.items() if k != "receipt"})
+    return json.dumps({k: v for k, v in result.document.items() if k != "receipt"}, default=list)
 
 
 def extend_then_full(base: Path) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.app.retrace import outputs_digest
-from ledger.engines.parked import Mapped, Parked
+from ledger.engines.parked import Parked
 from ledger.log import connection
 from ledger.log.store import open_ledger
 from replay.grading.grade import Difference
@@ -19,6 +19,7 @@ from replay.grading.retrace import ConstraintObservation, TrialRetrace
 from replay.grading.retrace_report import build_report, discrimination
 from schemas.canonical import digest
 from schemas.envelope import NewEvent
+from schemas.views import Mapped
 
 STATUSES = ("agreed", "disagreed", "ungraded", "not_rechecked")
 DECLARED = {"t0": (("c0", ""), ("c1", "p")), "t1": (("c2", ""),), "t2": ()}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +69,7 @@ from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
 from reconcile.reconcile import Claim, reconcile_entry
-from reconcile.report import CorpusReport, render_text, run_json
+from reconcile.report import CorpusReport, run_json, text_lines
 from reconcile.trials import (
     Evaluator,
     UnreadableBundle,
@@ -133,7 +133,12 @@ class ReconcileResult(Result):
 
     def text(self) -> str:
         """The reports as the command prints them (``reconcile.report.render_text``)."""
-        return "".join(render_text(report) for report in self.reports)
+        return "".join(self.text_lines())
+
+    def text_lines(self) -> Iterator[str]:
+        """:meth:`text` a line at a time (each ending in a newline): a row per trial is
+        rendered as it is written, not held."""
+        return (f"{line}\n" for report in self.reports for line in text_lines(report))
 
 
 class NoPacks(UsageError, ReconcileError):

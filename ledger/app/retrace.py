@@ -36,7 +36,7 @@ from ledger.app.retrace_extend import Extension, Run, extended_run, find_base, r
 from ledger.defaults import DEFAULT_MAX_RETRIES, DEFAULT_WORKERS
 from ledger.engines import check_address, get_engine
 from ledger.engines.base import Engine, EngineError, Progress, TrialSelection
-from ledger.engines.parked import Mapped, Parked
+from ledger.engines.parked import Parked
 from ledger.errors import LedgerError
 from ledger.log.store import Ledger
 from ledger.sources.files import InputError
@@ -51,6 +51,7 @@ from schemas.canonical import digest
 from schemas.envelope import NewEvent, StoredEvent
 from schemas.errors import FAILED, OK
 from schemas.retrace_status import RetraceStatus
+from schemas.views import Mapped
 
 PROJECTION_VERSION = f"retrace/1 ({GRADING_VERSION}, {TIMELINE_VERSION}, {TRACE_CHECKS_VERSION})"
 

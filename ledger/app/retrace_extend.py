@@ -31,12 +31,13 @@ from ledger.app.replay_results import (
     output_row,
 )
 from ledger.engines.base import Progress, TrialSelection
-from ledger.engines.parked import Mapped, Parked
+from ledger.engines.parked import Parked
 from ledger.errors import LedgerError
 from ledger.log.layout import TRIAL_PREFIX
 from replay.grading.retrace import Override, TrialRetrace, retrace_trial
 from replay.grading.retrace_report import RetraceReportError, build_report
 from schemas.envelope import StoredEvent
+from schemas.views import Mapped
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 import click
@@ -141,6 +141,19 @@ def result(text: str = "", nl: bool = True) -> None:
     click.echo(text, nl=nl)
 
 
+def write_lines(lines: Iterable[str], out: IO[str] | None = None) -> None:
+    """Result text on stdout, a batch of lines (each ending in its newline) at a time: a
+    report with a row per trial is never held whole."""
+    out = sys.stdout if out is None else out
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= 4096:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch))
+
+
 def error(message: object) -> None:
     """The ``Error: …`` line of a failed command (the caller exits with the code). A message
     that lists problems one per line keeps them: each line is escaped on its own and every
@@ -156,37 +169,45 @@ def json_text(value: Any) -> str:
 
 
 def write_json_document(doc: Mapping[str, Any], out: IO[str] | None = None) -> None:
-    """:func:`json_text` of ``doc``, the same bytes, written a top-level value at a time; a
-    value that is a sequence view rather than a list (retrace's rows parked on disk) is
-    written row by row, so a corpus-sized document never sits in memory whole."""
+    """:func:`json_text` of ``doc``, the same bytes, written a piece at a time; a value that
+    is a sequence view rather than a list (retrace's rows parked on disk, reconcile's rows
+    per trial), at any depth, is written item by item, so a corpus-sized document never
+    sits in memory whole."""
     out = sys.stdout if out is None else out
-    if not doc or not all(isinstance(k, str) for k in doc):
-        out.write(json_text({k: _listed(v) for k, v in doc.items()}))
+    for piece in _indented_pieces(doc):
+        out.write(piece)
+    out.write("\n")
+
+
+def _indented_pieces(value: Any) -> Iterator[str]:
+    """:func:`_indented` of ``value`` in pieces that join to it, each view item by item."""
+    if not ledger.has_view(value):
+        yield _indented(value)
         return
-    out.write("{")
-    for i, (key, value) in enumerate(doc.items()):
-        out.write(f"{',' if i else ''}\n  {orjson.dumps(key).decode()}: ")
-        if not _is_view(value) or not len(value):
-            out.write(_indented(_listed(value)).replace("\n", "\n  "))
+    skeleton = ledger.Skeleton(value)
+    text = _indented(skeleton.value)
+    at = 0
+    for m in skeleton.pattern.finditer(text):
+        yield text[at : m.start()]
+        at = m.end()
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        pad = "\n" + " " * (len(line) - len(line.lstrip(" ")))
+        view = skeleton.views[int(m.group(1))]
+        if not len(view):
+            yield "[]"
             continue
-        for j, row in enumerate(value):
-            out.write(("[" if j == 0 else ",") + "\n    " + _indented(row).replace("\n", "\n    "))
-        out.write("\n  ]")
-    out.write("\n}\n")
+        for i, item in enumerate(view):
+            yield ("[" if i == 0 else ",") + pad + "  "
+            for piece in _indented_pieces(item):
+                yield piece.replace("\n", pad + "  ")
+        yield pad + "]"
+    yield text[at:]
 
 
 def _indented(value: Any) -> str:
     return orjson.dumps(
         value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
     ).decode()
-
-
-def _is_view(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, list | tuple | str | bytes)
-
-
-def _listed(value: Any) -> Any:
-    return list(value) if _is_view(value) else value
 
 
 def write_json_rows(rows: Iterable[Any], nl: bool, out: IO[str] | None = None) -> None:

@@ -19,6 +19,7 @@ from ledger.cli.options import (
     progress_hooks,
     resolve_ledger,
 )
+from ledger.cli.output import write_lines
 
 if TYPE_CHECKING:
     from ledger import ValidateResult
@@ -99,7 +100,7 @@ def reconcile(as_json: bool, ledger_dir: Path | None, **flags: Any) -> None:
             f"No migration.yaml under {roots} declares a migration; nothing to reconcile.", err=True
         )
     else:  # the result: stdout, so `> out.txt` keeps it
-        click.echo(result.text(), nl=False)
+        write_lines(result.text_lines())
     sys.exit(result.exit_code)
 
 

@@ -14,7 +14,7 @@ import pickle
 import tempfile
 import weakref
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 
@@ -59,37 +59,3 @@ class Parked(Sequence[Any]):
             self._file.seek(offset)
             yield pickle.load(self._file)  # noqa: S301 - written by this object
         yield from self._tail
-
-
-class Mapped(Sequence[Any]):
-    """``fn`` of each item of ``items``, computed when read: a view that holds nothing."""
-
-    def __init__(self, items: Sequence[Any], fn: Callable[[Any], Any]) -> None:
-        self._items = items
-        self._fn = fn
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, i: int) -> Any: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Any]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self._fn(x) for x in self._items[i]]
-        return self._fn(self._items[i])
-
-    def __iter__(self) -> Iterator[Any]:
-        return map(self._fn, self._items)
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to a list (or another view) of the same items, as the list it stands for."""
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment] - mutable-looking, like the list it stands for
-
-    def __repr__(self) -> str:
-        return repr(list(self))
