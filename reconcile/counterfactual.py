@@ -20,6 +20,7 @@ from reconcile.inputs import (
     CriterionShape,
     TrialObservation,
 )
+from schemas.views import Mapped
 
 TOLERANCE = 1e-9
 
@@ -49,7 +50,7 @@ class Unrecomputed:
 @dataclass(frozen=True, slots=True)
 class Counterfactual:
     weights_declared: Mapping[str, float] | None
-    rows: tuple[CounterfactualRow, ...]
+    rows: Sequence[CounterfactualRow]  # a view: each built when read (schemas.views)
     unrecomputed: tuple[Unrecomputed, ...]
 
     @property
@@ -77,7 +78,7 @@ def counterfactual(
     trials: Sequence[tuple[TrialObservation, CandidateEvaluation]],
 ) -> Counterfactual:
     """Rows for the trials that recompose, and each other trial named with its gap."""
-    rows: list[CounterfactualRow] = []
+    rows: list[tuple[str, tuple[Any, ...]]] = []  # (trial, the values it shares)
     gaps: list[Unrecomputed] = []
     # A row is a function of the trial's grade, grading and candidate (its name aside), and
     # trials carried forward share equal parts as one object (ledger.app.reconcile_extend):
@@ -98,9 +99,15 @@ def counterfactual(
         if isinstance(values, NotRecomposable):
             gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
         else:
-            rows.append(CounterfactualRow(obs.trial, *values))
+            rows.append((obs.trial, values))
     weights = dict(migration.combine_weights) if migration.combine_weights is not None else None
-    return Counterfactual(weights, tuple(rows), tuple(gaps))
+    return Counterfactual(weights, Mapped(rows, _as_row), tuple(gaps))
+
+
+def _as_row(pair: tuple[str, tuple[Any, ...]]) -> CounterfactualRow:
+    """A row from its trial's name and the values it shares with equal trials (half the
+    memory of a row held as its own object, at a row per trial)."""
+    return CounterfactualRow(pair[0], *pair[1])
 
 
 def _values(row: CounterfactualRow) -> tuple[Any, ...]:

@@ -335,3 +335,58 @@ def test_progress_counts_the_trials_read_not_those_carried(tmp_path: Path) -> No
             assert totals == sorted(totals)  # the total only grows
     with_bar = {"on_total": lambda n: None, "on_done": lambda n: None}
     assert comparable(held(base, **with_bar)) == comparable(held(base))  # they change nothing
+
+
+def test_the_streams_since_the_base_are_read_before_its_records_are_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An extension reads the streams with an event since the base's checkpoint (never
+    carried) before it loads the base's kept records, so the reading and the records are
+    not held at once; the report is still the full run's."""
+    from ledger.app import reconcile_extend, reconcile_read
+
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    held(base)
+    OPS["add"](base, 0, 1)
+    ingest_notes(base)
+    OPS["rescore_in_ledger"](base, 3, 2)
+    order: list[str] = []
+    classify, load = reconcile_read._classify, reconcile_extend.load_base
+
+    def classified(value: str, is_flat: bool, stream: str, *a: Any) -> Any:
+        order.append(f"read {stream}")
+        return classify(value, is_flat, stream, *a)
+
+    def loaded(*a: Any, **kw: Any) -> Any:
+        order.append("records loaded")
+        return load(*a, **kw)
+
+    monkeypatch.setattr(reconcile_read, "_classify", classified)
+    monkeypatch.setattr(reconcile_extend, "load_base", loaded)
+    got, _ = extend_then_full(base)
+    first = order[: order.index("records loaded") + 1]  # then the full run reads every stream
+    assert (got.document["receipt"]["carried"], got.document["receipt"]["evaluated"]) == (16, 2)
+    assert len(first) == 3 and first[-1] == "records loaded"
+    assert all(step.startswith("read trial/") for step in first[:2])
+
+
+@settings(max_examples=200)
+@given(value=st.text("ab/", min_size=1, max_size=4), rel=st.text("ab/.", max_size=5),
+       other=st.text("ab/.", max_size=8))  # fmt: skip
+def test_a_held_trials_spellings_are_its_label_and_its_path_in_the_corpus(
+    value: str, rel: str, other: str
+) -> None:
+    """``HeldKeys`` answers and lists what the tuple it replaces held: the label and the
+    label without the corpus value's prefix, sorted, once each."""
+    from ledger.app.reconcile_read import HeldKeys
+
+    prefix = f"{value.rstrip('/')}/"
+    for label in (f"{prefix}{rel}", other):
+        cut = len(prefix) if label.startswith(prefix) else 0
+        short = label.removeprefix(prefix)
+        want = (label,) if short == label else tuple(sorted({label, short}))
+        keys = HeldKeys(label, cut)
+        assert tuple(keys) == want and len(keys) == len(want)
+        for spelling in (label, short, rel, other, prefix):
+            assert (spelling in keys) == (spelling in want)

@@ -230,6 +230,9 @@ class LazyBase:
         self, lg: Any, config_digest: str, covered: Mapping[str, Collection[str]] | None = None
     ) -> None:
         checked = check_base(lg, config_digest)
+        # the checkpoint of the run extended (None: no run to extend), known before its
+        # records are read
+        self.size: int | None = None if checked is None else int(checked["size"])
         self._find: Callable[[], Base | None] | None = (
             None if checked is None
             else functools.partial(load_base, lg, config_digest, checked, covered)

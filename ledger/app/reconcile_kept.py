@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import io
+import itertools
 import os
 import struct
 import tempfile
@@ -376,7 +377,10 @@ class KeptWriter:
             return
         pending, self._pending = self._pending, None
         self.count += sum(c.carried for c in counted)
-        wanted = heapq.merge(sorted(self._copy), *(c.at for c in counted))
+        copy = self._copy  # added in the report's order, mostly the file's: no list of ints
+        if any(a > b for a, b in itertools.pairwise(copy)):
+            copy = array("Q", sorted(copy))
+        wanted = heapq.merge(copy, *(c.at for c in counted))
         nxt = next(wanted, None)
         again = RecordHasher()
         for at, line in self._base.body.lines():

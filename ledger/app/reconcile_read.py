@@ -10,7 +10,7 @@ one costs what changed in the log since, not the size of the corpus
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,31 @@ class TrialRef:
 
     trial: str
     stream: str
-    keys: tuple[str, ...]
+    keys: Collection[str]
+
+
+class HeldKeys(Collection[str]):
+    """The spellings a waiver may use for a trial read from the ledger: its label, and the
+    label after the corpus value's ``cut`` characters (the path in the corpus), that one
+    spelt only when asked for (a string per trial less to hold)."""
+
+    __slots__ = ("label", "cut")
+
+    def __init__(self, label: str, cut: int) -> None:
+        self.label, self.cut = label, cut
+
+    def _spellings(self) -> tuple[str, ...]:
+        label, rel = self.label, self.label[self.cut :]
+        return (label,) if rel == label else (label, rel) if label < rel else (rel, label)
+
+    def __contains__(self, spelling: object) -> bool:
+        return spelling == self.label or spelling == self.label[self.cut :]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spellings())
+
+    def __len__(self) -> int:
+        return len(self._spellings())
 
 
 @dataclass
@@ -143,19 +167,37 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     each in the order the log first met it. ``ctx``: the run's (its ledger, packs,
     evaluator and the run it extends)."""
     lg, corpus = ctx.ledger, root.name
+    prefix = f"{TRIAL_PREFIX}{corpus}/"
+    is_flat = flat(root)
+    claimed = {t for c in claims for t in c.task_ids}
+    gated: set[tuple[str, str]] = set()
+
+    def settle(inputs: TrialInputs, label: str, stream: str) -> TrialInputs | Carried:
+        # at once: the events' folding is let go (reconcile_corpus.settled)
+        return settled(inputs, label, stream, ctx, claimed, gated)
+
+    # A stream with an event since the base's checkpoint is read whatever the base kept
+    # (Base.carry): read before the base's records are loaded, so that reading and those
+    # records are not held at the same time.
+    since = None if ctx.prior is None else ctx.prior.size
+    fresh = [] if since is None else lg.streams(prefix, by_first_seq=True, from_seq=since)
+    early = dict(zip(fresh, _read_streams(ctx, value, is_flat, fresh, since or 0, settle),
+                     strict=True))  # fmt: skip
     base = None if ctx.prior is None else ctx.prior()
-    streams = _streams(lg, f"{TRIAL_PREFIX}{corpus}/", value, base)
+    streams, named = _streams(lg, prefix, value, base)
     if not streams:
         raise ReconcileError(
             f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}"
             f"{_held_corpora(lg)}) — ingest it first (`vledger ingest {value}`), or reconcile "
             "without --from-ledger"
         )
-    is_flat = flat(root)
     rows: list[_Row] = []  # sorted below: the carried ones now, the others as they are read
     unread: list[str] = []
-    named = {} if base is None else _named(base, value)
     for stream in streams:
+        row = early.pop(stream, None)
+        if row is not None:
+            rows.append(row)
+            continue
         label = named.get(stream)
         kept = None if base is None or label is None else base.carry(value, label, stream, b"")
         if kept is None:
@@ -164,23 +206,28 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
         assert label is not None
         rows.append((label, kept.stream, kept, kept.stream_digest, True))  # the stream as kept
     del streams, named  # (the listing's copies of the names let go)
-    reader = Ingested(lg, {})
-    reader.start(set(unread), 0 if base is None else base.size)
-    ctx.ticks.more(len(unread))
-    claimed = {t for c in claims for t in c.task_ids}
-    gated: set[tuple[str, str]] = set()
-
-    def settle(inputs: TrialInputs, label: str, stream: str) -> TrialInputs | Carried:
-        # at once: the events' folding is let go (reconcile_corpus.settled)
-        return settled(inputs, label, stream, ctx, claimed, gated)
-
-    for stream in unread:
-        rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
-        ctx.ticks.done()
+    rows += early.values()  # (none: every stream since is listed)
+    rows += _read_streams(ctx, value, is_flat, unread, 0 if base is None else base.size, settle)
     out = _read(value, rows, {"corpus": corpus, "flat": is_flat})
     if base is not None and base.counted is not None:
         out.counted = base.counted.sources.get(value)
     return out
+
+
+def _read_streams(
+    ctx: Any, value: str, is_flat: bool, streams: list[str], since: int,
+    settle: Callable[[TrialInputs, str, str], TrialInputs | Carried],
+) -> list[_Row]:  # fmt: skip
+    """Each of ``streams`` read from the ledger (in one pass from seq ``since`` when many:
+    ``Ingested.start``) into its row."""
+    reader = Ingested(ctx.ledger, {})
+    reader.start(set(streams), since)
+    ctx.ticks.more(len(streams))
+    rows = []
+    for stream in streams:
+        rows.append(_classify(value, is_flat, stream, reader.events(stream), settle))
+        ctx.ticks.done()
+    return rows
 
 
 def _held_corpora(lg: Any, most: int = 10) -> str:
@@ -199,21 +246,24 @@ def _named(base: Base, value: str) -> dict[str, str]:
     return {c.stream: trial for (src, trial), c in base.records.items() if src == value}
 
 
-def _streams(lg: Any, prefix: str, value: str, base: Base | None) -> list[str]:
+def _streams(
+    lg: Any, prefix: str, value: str, base: Base | None
+) -> tuple[list[str], dict[str, str]]:
     """The corpus's trial streams, in the order the log first met them. Extending a run that
     kept an observation of every stream it read (as many as it noted), they are those (in
     its order) and then the streams with an event since its checkpoint (in the log's): the
-    log before it is not listed again."""
+    log before it is not listed again. With them, the base's streams of the corpus and their
+    labels (:func:`_named`)."""
     if base is None:
-        return lg.streams(prefix, by_first_seq=True)
+        return lg.streams(prefix, by_first_seq=True), {}
     base.look(lg)
     kept = _named(base, value)
     counted = 0 if base.counted is None else base.counted.listed(value)
     if len(kept) + counted != base.streams_read.get(value):  # some were not kept (unreadable)
         base.expand(value)  # every stream is listed: each one carried must be known by name
-        return lg.streams(prefix, by_first_seq=True)
+        return lg.streams(prefix, by_first_seq=True), _named(base, value)
     since = lg.streams(prefix, by_first_seq=True, from_seq=base.size)
-    return [*kept, *(s for s in since if s not in kept)]
+    return [*kept, *(s for s in since if s not in kept)], kept
 
 
 def recompute_held(lg: Any, record: dict[str, Any], size: int) -> Read:
@@ -270,8 +320,7 @@ def _read(value: str, rows: list[_Row], held: dict[str, Any]) -> Read:
         if got.excluded if isinstance(got, Carried) else never_ran(got):
             out.excluded.append((label, NEVER_RAN))
             continue
-        rel = label.removeprefix(prefix)  # the keys a waiver may use, sorted, once each
-        keys = (label,) if rel == label else (label, rel) if label < rel else (rel, label)
-        out.trials.append((TrialRef(label, stream, keys), got))
+        cut = len(prefix) if label.startswith(prefix) else 0
+        out.trials.append((TrialRef(label, stream, HeldKeys(label, cut)), got))
         out.digests.append(ids)
     return out
