@@ -433,9 +433,8 @@ def _full_run(
     tail: Sequence[TrialRetrace], progress: dict[str, Progress | None], precomputed: Any = None,
 ) -> Run:  # fmt: skip
     try:
-        outcomes = _parked_outcomes(
-            request.make_engine(), lg, select, override, tail, precomputed, **progress
-        )
+        outcomes = _parked_outcomes(request.make_engine(), lg, select, override, tail,
+                                    precomputed, **progress)  # fmt: skip
     except EngineError as exc:
         raise RetraceError(f"{exc}; nothing was appended") from None
     if not outcomes:
