@@ -9,7 +9,7 @@ no verdict, exit code or refusal depends on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -75,33 +75,48 @@ class Migration:
 
 def counterfactual(
     migration: Migration,
-    trials: Sequence[tuple[TrialObservation, CandidateEvaluation]],
+    trials: Iterable[tuple[TrialObservation, CandidateEvaluation]],
 ) -> Counterfactual:
     """Rows for the trials that recompose, and each other trial named with its gap."""
-    rows: list[tuple[str, tuple[Any, ...]]] = []  # (trial, the values it shares)
-    gaps: list[Unrecomputed] = []
-    # A row is a function of the trial's grade, grading and candidate (its name aside), and
-    # trials carried forward share equal parts as one object (ledger.app.reconcile_extend):
-    # each such combination is recomposed once. The memo holds the parts its key names by
-    # identity, so no id is reused while it lives.
-    memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...] | NotRecomposable]] = {}
+    fold = CounterfactualFold(migration)
     for obs, candidate in trials:
+        fold.add(obs, candidate)
+    return fold.result()
+
+
+class CounterfactualFold:
+    """:func:`counterfactual` a trial at a time (in trial order)."""
+
+    def __init__(self, migration: Migration) -> None:
+        self.migration = migration
+        self._rows: list[tuple[str, tuple[Any, ...]]] = []  # (trial, the values it shares)
+        self._gaps: list[Unrecomputed] = []
+        # A row is a function of the trial's grade, grading and candidate (its name aside),
+        # and trials carried forward share equal parts as one object
+        # (ledger.app.reconcile_extend): each such combination is recomposed once. The memo
+        # holds the parts its key names by identity, so no id is reused while it lives.
+        self._memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...] | NotRecomposable]] = {}
+
+    def add(self, obs: TrialObservation, candidate: CandidateEvaluation) -> None:
         key = _parts_key(obs, candidate)
-        hit = memo.get(key)
+        hit = self._memo.get(key)
         if hit is None:
             try:
-                got: CounterfactualRow | NotRecomposable = _row(migration, obs, candidate)
+                got: CounterfactualRow | NotRecomposable = _row(self.migration, obs, candidate)
             except NotRecomposable as exc:
                 got = exc
             values = got if isinstance(got, NotRecomposable) else _values(got)
-            hit = memo[key] = ((obs.grade, obs.grading, candidate), values)
+            hit = self._memo[key] = ((obs.grade, obs.grading, candidate), values)
         values = hit[1]
         if isinstance(values, NotRecomposable):
-            gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
+            self._gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
         else:
-            rows.append((obs.trial, values))
-    weights = dict(migration.combine_weights) if migration.combine_weights is not None else None
-    return Counterfactual(weights, Mapped(rows, _as_row), tuple(gaps))
+            self._rows.append((obs.trial, values))
+
+    def result(self) -> Counterfactual:
+        m = self.migration
+        weights = dict(m.combine_weights) if m.combine_weights is not None else None
+        return Counterfactual(weights, Mapped(self._rows, _as_row), tuple(self._gaps))
 
 
 def _as_row(pair: tuple[str, tuple[Any, ...]]) -> CounterfactualRow:

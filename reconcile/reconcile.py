@@ -8,11 +8,12 @@ Pure. Per trial, in the order of FORMATS.md § 8 "Labels and exclusions", a pair
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reconcile.counterfactual import Counterfactual, Migration, counterfactual
+from reconcile.counterfactual import Counterfactual, CounterfactualFold, Migration
 from reconcile.inputs import (
     CandidateEvaluation,
     ConstraintDecl,
@@ -115,45 +116,94 @@ class _Labelled:
 
 
 def reconcile_entry(
-    claim: Claim, observations: Sequence[TrialObservation], *, sweep: bool
+    claim: Claim, observations: Iterable[TrialObservation], *, sweep: bool
 ) -> EntryResult:
     """Reconcile ``claim`` over the observations of its task ids; ``sweep`` (the whole corpus
     the entry names, no ``--source``) turns the declared-observations bound into an equality."""
-    entry = claim.entry
-    labelled, exclusions = _label_all(claim, observations)
-    table = Table.of((item.judge_met, item.constraint_passed) for item in labelled)
-    kappa = cohen_kappa(table)
-    # strict ones first, then permissive, each in trial order (the report's two lists)
-    disagreements = tuple(
-        sorted(_disagreements(entry, labelled), key=lambda d: d.direction != "strict")
-    )
-    refusals = (
-        _rubric_refusals(claim, labelled)
-        + _disagreement_refusals(entry, disagreements)
-        + _stale_acknowledgements(entry, labelled)
-        + _evidence_refusals(entry, table.n, kappa, sweep=sweep)
-    )
-    return EntryResult(
-        criterion=entry.criterion,
-        task_ids=claim.task_ids,
-        mode=entry.mode,
-        by=tuple(entry.by),
-        residual=(entry.residual.kind, entry.residual.reason) if entry.residual else None,
-        observations=table.n,
-        table=table,
-        accuracy=accuracy(table),
-        kappa=kappa,
-        disagreements=disagreements,
-        exclusions=tuple(exclusions),
-        refusals=tuple(refusals),
-        verdict=verdict_of(refusals, kappa),
-        tolerated_directions=tuple(sorted(TOLERATED[entry.mode])),
-        counterfactual=_counterfactual(claim, labelled),
-        declared_evidence=(
-            (entry.evidence.observations, entry.evidence.kappa) if entry.evidence else None
-        ),
-        contributing=tuple(i.obs.trial for i in labelled),
-    )
+    fold = EntryFold(claim)
+    for obs in observations:
+        fold.add(obs)
+    return fold.result(sweep=sweep)
+
+
+class EntryFold:
+    """:func:`reconcile_entry` a trial at a time (add them in trial order): each observation
+    is labelled and counted as it comes and let go, so a caller need not hold them all; what
+    is kept is what the report lists (its rows, disagreements, exclusions, trial names)."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self._pairs: Counter[tuple[bool, bool]] = Counter()
+        self._disagreements: tuple[list[Disagreement], list[Disagreement]] = ([], [])
+        self._exclusions: list[Exclusion] = []
+        self._contributing: list[str] = []
+        self._answered: set[int] = set()  # the waivers a disagreement answers to, by index
+        self._counterfactual = CounterfactualFold(_migration(claim))
+        self._rubric = _RubricFold(claim)
+
+    def add(self, obs: TrialObservation) -> None:
+        """One observation (another task's trial is not this claim's, nor an exclusion)."""
+        if obs.task_id not in self.claim.task_ids:
+            return
+        item = _label(self.claim, obs)
+        if isinstance(item, Exclusion):
+            self._exclusions.append(item)
+            return
+        self._pairs[(item.judge_met, item.constraint_passed)] += 1
+        self._contributing.append(obs.trial)
+        self._counterfactual.add(obs, item.candidate)
+        self._rubric.add(item)
+        if item.judge_met != item.constraint_passed:
+            entry = self.claim.entry
+            strict, permissive = self._disagreements
+            (strict if item.judge_met else permissive).append(_disagreement(entry, item))
+            self._answered.update(
+                i for i, ack in enumerate(entry.acknowledged) if obs.answers_to(ack.trial)
+            )
+
+    def result(self, *, sweep: bool) -> EntryResult:
+        claim, entry = self.claim, self.claim.entry
+        table = Table.of(self._pairs.elements())
+        kappa = cohen_kappa(table)
+        # strict ones first, then permissive, each in trial order (the report's two lists)
+        disagreements = (*self._disagreements[0], *self._disagreements[1])
+        stale = [
+            Refusal(
+                "stale_acknowledgement",
+                f"acknowledged trial {ack.trial!r} contributed no disagreement in this run "
+                "(it agrees now, or is not under the source), so the waiver would wave "
+                "through the next disagreement on it unread — remove the waiver",
+            )
+            for i, ack in enumerate(entry.acknowledged)
+            if i not in self._answered
+        ]
+        refusals = (
+            self._rubric.refusals()
+            + _disagreement_refusals(entry, disagreements)
+            + stale
+            + _evidence_refusals(entry, table.n, kappa, sweep=sweep)
+        )
+        return EntryResult(
+            criterion=entry.criterion,
+            task_ids=claim.task_ids,
+            mode=entry.mode,
+            by=tuple(entry.by),
+            residual=(entry.residual.kind, entry.residual.reason) if entry.residual else None,
+            observations=table.n,
+            table=table,
+            accuracy=accuracy(table),
+            kappa=kappa,
+            disagreements=disagreements,
+            exclusions=tuple(self._exclusions),
+            refusals=tuple(refusals),
+            verdict=verdict_of(refusals, kappa),
+            tolerated_directions=tuple(sorted(TOLERATED[entry.mode])),
+            counterfactual=self._counterfactual.result(),
+            declared_evidence=(
+                (entry.evidence.observations, entry.evidence.kappa) if entry.evidence else None
+            ),
+            contributing=tuple(self._contributing),
+        )
 
 
 def verdict_of(refusals: Sequence[Refusal], kappa: float | None) -> VerdictName:
@@ -165,25 +215,15 @@ def verdict_of(refusals: Sequence[Refusal], kappa: float | None) -> VerdictName:
     return "no_counter_evidence"
 
 
-def _label_all(
-    claim: Claim, observations: Sequence[TrialObservation]
-) -> tuple[list[_Labelled], list[Exclusion]]:
-    # another task's trial is not this claim's, and not an exclusion either
-    outcomes = [_label(claim, obs) for obs in observations if obs.task_id in claim.task_ids]
-    labelled = [o for o in outcomes if isinstance(o, _Labelled)]
-    return labelled, [o for o in outcomes if isinstance(o, Exclusion)]
-
-
-def _counterfactual(claim: Claim, labelled: Sequence[_Labelled]) -> Counterfactual:
+def _migration(claim: Claim) -> Migration:
     entry = claim.entry
-    migration = Migration(
+    return Migration(
         entry.criterion,
         entry.mode,
         tuple(entry.by),
         claim.constraints,
         dict(entry.combine_weights) if entry.combine_weights is not None else None,
     )
-    return counterfactual(migration, [(i.obs, i.candidate) for i in labelled])
 
 
 def _label(claim: Claim, obs: TrialObservation) -> _Labelled | Exclusion:
@@ -248,20 +288,17 @@ def _acknowledgement(entry: MigrationEntry, obs: TrialObservation) -> str | None
     return next((ack.reason for ack in entry.acknowledged if obs.answers_to(ack.trial)), None)
 
 
-def _disagreements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> Iterator[Disagreement]:
-    for item in labelled:
-        if item.judge_met == item.constraint_passed:
-            continue
-        direction: Direction = "strict" if item.judge_met else "permissive"
-        yield Disagreement(
-            trial=item.obs.trial,
-            direction=direction,
-            judge_met=item.judge_met,
-            constraint_passed=item.constraint_passed,
-            justification=item.justification,
-            acknowledged_reason=_acknowledgement(entry, item.obs),
-            tolerated=direction in TOLERATED[entry.mode],
-        )
+def _disagreement(entry: MigrationEntry, item: _Labelled) -> Disagreement:
+    direction: Direction = "strict" if item.judge_met else "permissive"
+    return Disagreement(
+        trial=item.obs.trial,
+        direction=direction,
+        judge_met=item.judge_met,
+        constraint_passed=item.constraint_passed,
+        justification=item.justification,
+        acknowledged_reason=_acknowledgement(entry, item.obs),
+        tolerated=direction in TOLERATED[entry.mode],
+    )
 
 
 def _shape_diffs(was: CriterionShape, recorded: CriterionShape) -> list[str]:
@@ -275,45 +312,56 @@ def _shape_diffs(was: CriterionShape, recorded: CriterionShape) -> list[str]:
     return diffs
 
 
-def _rubric_refusals(claim: Claim, labelled: Sequence[_Labelled]) -> list[Refusal]:
-    entry = claim.entry
-    if entry.evidence is None:
-        return []
-    w = entry.was
-    was = CriterionShape(entry.criterion, w.kind, w.required, w.weight, w.description)
-    out: list[Refusal] = []
-    contradicted = []
-    post_migration = False
-    for item in labelled:
+class _RubricFold:
+    """What the recorded rubrics say against the claim, a labelled trial at a time: each
+    shape that contradicts ``was`` (named with its trial) and the distinct shapes seen."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        entry = claim.entry
+        w = entry.was
+        self._was = (
+            None if entry.evidence is None
+            else CriterionShape(entry.criterion, w.kind, w.required, w.weight, w.description)
+        )  # fmt: skip
+        self._contradicted: list[str] = []
+        self._post_migration = False
+        self._shapes: dict[tuple, str] = {}  # each distinct shape, with the first trial
+
+    def add(self, item: _Labelled) -> None:
         recorded = item.recorded
-        if recorded is None:
-            continue
-        diffs = _shape_diffs(was, recorded)
+        if self._was is None or recorded is None:
+            return
+        diffs = _shape_diffs(self._was, recorded)
         if diffs:
-            contradicted.append(f"{item.obs.trial}: {'; '.join(diffs)}")
-            current = claim.current_criterion
+            self._contradicted.append(f"{item.obs.trial}: {'; '.join(diffs)}")
+            current = self.claim.current_criterion
             # the bundle records what the pack holds *now*: regenerated after the migration
             if current is not None and not _shape_diffs(current, recorded):
-                post_migration = True
-    if contradicted:
-        detail = "the recorded rubric contradicts was — " + " | ".join(contradicted)
-        if post_migration:
-            detail += f". {POST_MIGRATION}"
-        out.append(Refusal("recorded_rubric_contradicts_was", detail))
+                self._post_migration = True
+        r = recorded
+        self._shapes.setdefault((r.kind, r.required, r.weight, words(r.description)),
+                                item.obs.trial)  # fmt: skip
 
-    shapes: dict[tuple, str] = {}
-    for r, trial in ((i.recorded, i.obs.trial) for i in labelled if i.recorded is not None):
-        shapes.setdefault((r.kind, r.required, r.weight, words(r.description)), trial)
-    if len(shapes) > 1:
-        first, second = list(shapes.values())[:2]
-        out.append(
-            Refusal(
-                "corpus_straddles_a_pack_revision",
-                f"{first} and {second} record different shapes for {entry.criterion!r} "
-                f"({len(shapes)} shapes in all) — curate the corpus from one pack revision",
+    def refusals(self) -> list[Refusal]:
+        out: list[Refusal] = []
+        criterion = self.claim.entry.criterion
+        if self._contradicted:
+            detail = "the recorded rubric contradicts was — " + " | ".join(self._contradicted)
+            if self._post_migration:
+                detail += f". {POST_MIGRATION}"
+            out.append(Refusal("recorded_rubric_contradicts_was", detail))
+        if len(self._shapes) > 1:
+            first, second = list(self._shapes.values())[:2]
+            out.append(
+                Refusal(
+                    "corpus_straddles_a_pack_revision",
+                    f"{first} and {second} record different shapes for {criterion!r} "
+                    f"({len(self._shapes)} shapes in all) — curate the corpus from one pack "
+                    "revision",
+                )
             )
-        )
-    return out
+        return out
 
 
 def _disagreement_refusals(
@@ -340,20 +388,6 @@ def _disagreement_refusals(
                 )
             )
     return out
-
-
-def _stale_acknowledgements(entry: MigrationEntry, labelled: Sequence[_Labelled]) -> list[Refusal]:
-    disagreeing = [i.obs for i in labelled if i.judge_met != i.constraint_passed]
-    return [
-        Refusal(
-            "stale_acknowledgement",
-            f"acknowledged trial {ack.trial!r} contributed no disagreement in this run "
-            "(it agrees now, or is not under the source), so the waiver would wave "
-            "through the next disagreement on it unread — remove the waiver",
-        )
-        for ack in entry.acknowledged
-        if not any(obs.answers_to(ack.trial) for obs in disagreeing)
-    ]
 
 
 def format_kappa(kappa: float | None) -> str:
