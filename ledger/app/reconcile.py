@@ -68,7 +68,7 @@ from ledger.sources.detect import one_listing, relative_posix
 from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
 from reconcile.inputs import Candidate, TrialObservation
-from reconcile.reconcile import Claim, reconcile_entry
+from reconcile.reconcile import Claim, EntryFold
 from reconcile.report import CorpusReport, run_json, text_lines
 from reconcile.trials import (
     Evaluator,
@@ -295,15 +295,17 @@ def _read_corpus(
     return out
 
 
-def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> list[TrialObservation]:
-    """The readable trials as observations, each labelled against its own task's pack (a
-    carried trial as it was observed: its pack and its tools passed the gate then). A
-    carried trial of a task no claim (``claimed``: their task ids) covers is never asked
-    for its candidate (``reconcile_entry`` skips other tasks' trials)."""
+def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> Iterator[TrialObservation]:
+    """The readable trials as observations, in the report's order, each labelled against
+    its own task's pack (a carried trial as it was observed: its pack and its tools passed
+    the gate then). A carried trial of a task no claim (``claimed``: their task ids) covers
+    is never asked for its candidate (``reconcile_entry`` skips other tasks' trials). Each
+    is yielded and let go, but those of ``read.trials`` are noted in ``read.observed`` (what
+    the next run may carry of them: ``reconcile_extend.kept_records``)."""
     gated: set[tuple[str, str]] = set()
     by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
-    out = []
-    for ref, inputs in read.trials:
+    read.observed = []
+    for ref, inputs, lazily in read.readable():
         if isinstance(inputs, Carried):
             grade, grading, task_id = inputs.grade, inputs.grading, inputs.task_id
         else:
@@ -328,9 +330,10 @@ def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> list[T
         else:
             authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
-        out.append(TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys))
-    read.observed = out
-    return out
+        obs = TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys)
+        if not lazily:
+            read.observed.append(obs)
+        yield obs
 
 
 def _unasked() -> Candidate:
@@ -347,14 +350,28 @@ def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[],
 
 
 def _corpus_report(ctx: _Context, read: Read, claims: Sequence[Claim]) -> CorpusReport:
-    """Every claim over one corpus reconciled; the sweep knows which corpus it names."""
-    obs = _observations(ctx, read, {t for c in claims for t in c.task_ids})
+    """Every claim over one corpus reconciled, in one pass over its trials (each fed to the
+    claims over its task, then let go); the sweep knows which corpus it names."""
+    observations: Iterable[TrialObservation] = _observations(
+        ctx, read, {t for c in claims for t in c.task_ids}
+    )
     if read.corpus_value is None:  # --source: the claims of the packs behind its trials
-        tasks = {o.task_id for o in obs}
+        observations = list(observations)
+        tasks = {o.task_id for o in observations}
         claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
+    folds = [EntryFold(c) for c in claims]
+    by_task: dict[str, list[EntryFold]] = {}
+    for fold in folds:
+        for task in dict.fromkeys(fold.claim.task_ids):
+            by_task.setdefault(task, []).append(fold)
+    observed = 0
+    for obs in observations:
+        observed += 1
+        for fold in by_task.get(obs.task_id, ()):
+            fold.add(obs)
     sweep = read.corpus_value is not None
-    entries = tuple(reconcile_entry(c, obs, sweep=sweep) for c in claims)
-    total = len(obs) + read.carried_counted() + len(read.unreadable)
+    entries = tuple(fold.result(sweep=sweep) for fold in folds)
+    total = observed + read.carried_counted() + len(read.unreadable)
     return CorpusReport(read.source, ctx.roots, total, entries, tuple(read.unreadable),
                         tuple(read.excluded))  # fmt: skip
 
@@ -408,7 +425,8 @@ def _reconciled(
         kept.note_streams({read.source: read.rows() for read, _ in reads if read.held})
     if base is not None:
         base.close()
-    carried = sum(len(read.carried) + read.carried_counted() for read, _ in reads)
+    carried = sum(len(read.carried) + read.carried_counted() + read.carried_lazy()
+                  for read, _ in reads)  # fmt: skip
     bundles = sum(r.rows() for r, _ in reads)
     return ReconcileResult(reports, document, inputs, document["exit_code"], config,
                            config_digest=config_id, extends=base, kept=kept,

@@ -22,6 +22,7 @@ run id, tree head, config and outputs digests, and a digest of the lines
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -116,12 +117,13 @@ class Base:
             self.read_to = size
 
     def expand(self, source: str) -> None:
-        """``source``'s counted records carried as objects instead (its streams are listed
-        again, so each must be known by name)."""
+        """``source``'s counted and lazily held records carried as objects instead (its
+        streams are listed again, so each must be known by name)."""
         mine = None if self.counted is None else self.counted.sources.pop(source, None)
         if mine is None or self.reader is None:
             return
-        for at, size in zip(mine.at, mine.size, strict=True):
+        for at, size in itertools.chain(zip(mine.at, mine.size, strict=True),
+                                        zip(mine.lazy_at, mine.lazy_size, strict=True)):  # fmt: skip
             key, kept = self.reader.record(orjson.loads(self.reader.body.line_at(at, size)), at)
             self.records[key] = kept
 
@@ -207,6 +209,8 @@ def load_base(
     counted = Counted(covered, touched) if covered else None
     try:
         records, reader = read_records(body, counted)
+        if counted is not None:
+            counted.settle()
         whole = len(records) + (sum(map(counted.listed, counted.sources)) if counted else 0)
         ok = reader.hasher.digest() == t["observations"] and whole == t.get("count")
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):

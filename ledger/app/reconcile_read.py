@@ -10,6 +10,7 @@ one costs what changed in the log since, not the size of the corpus
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from ledger.app.reconcile_corpus import Ingested, settled
 from ledger.app.reconcile_extend import Base, Carried
-from ledger.app.reconcile_kept import CountedSource
+from ledger.app.reconcile_kept import CountedSource, KeptReader
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
@@ -112,15 +113,40 @@ class Read:
     carried: dict[str, Carried] = field(default_factory=dict)  # trial -> its earlier observation
     observed: list[TrialObservation] = field(default_factory=list)
     held: dict[str, Any] | None = None  # read from the ledger: the corpus's name, its layout
-    # read from the ledger: the carried trials of tasks no claim covers, only counted
+    # read from the ledger: the carried trials of tasks no claim covers, only counted, and
+    # those of covered tasks, held lazily (read back by ``reader`` as the report reaches them)
     counted: CountedSource | None = None
+    reader: KeptReader | None = None
 
     def carried_counted(self) -> int:
+        """The carried trials only counted (in no entry)."""
         return 0 if self.counted is None else self.counted.carried
+
+    def carried_lazy(self) -> int:
+        """The carried trials held lazily (not in ``trials``)."""
+        return 0 if self.counted is None else len(self.counted.lazy_at)
 
     def rows(self) -> int:
         """Its bundles (read from the ledger: its streams), readable or not."""
-        return len(self.trials) + self.carried_counted() + len(self.excluded) + len(self.unreadable)
+        return (len(self.trials) + self.carried_counted() + self.carried_lazy()
+                + len(self.excluded) + len(self.unreadable))  # fmt: skip
+
+    def readable(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried, bool]]:
+        """Every readable trial in the order of the report (by name, then stream): those in
+        ``trials``, and those held lazily, each read back as it comes (``True``)."""
+        mine = ((ref, inputs, False) for ref, inputs in self.trials)
+        if not self.carried_lazy():
+            return mine
+        return heapq.merge(mine, self._lazy(), key=lambda t: (t[0].trial, t[0].stream))
+
+    def _lazy(self) -> Iterator[tuple[TrialRef, Carried, bool]]:
+        c, reader = self.counted, self.reader
+        assert c is not None and reader is not None
+        prefix = f"{self.source.rstrip('/')}/"
+        for i in c.lazy_order:
+            trial, kept = reader.trial_of(c.lazy_at[i], c.lazy_size[i])
+            cut = len(prefix) if trial.startswith(prefix) else 0
+            yield TrialRef(trial, kept.stream, HeldKeys(trial, cut)), kept, True
 
     def input_digests(self) -> list[str]:
         """What the inputs digest binds of its trials: each readable one's stream digest."""
@@ -185,7 +211,8 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
                      strict=True))  # fmt: skip
     base = None if ctx.prior is None else ctx.prior()
     streams, named = _streams(lg, prefix, value, base)
-    if not streams:
+    counted = None if base is None or base.counted is None else base.counted
+    if not streams and not (counted is not None and counted.listed(value)):
         raise ReconcileError(
             f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}"
             f"{_held_corpora(lg)}) — ingest it first (`vledger ingest {value}`), or reconcile "
@@ -210,7 +237,7 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
     rows += _read_streams(ctx, value, is_flat, unread, 0 if base is None else base.size, settle)
     out = _read(value, rows, {"corpus": corpus, "flat": is_flat})
     if base is not None and base.counted is not None:
-        out.counted = base.counted.sources.get(value)
+        out.counted, out.reader = base.counted.sources.get(value), base.reader
     return out
 
 
