@@ -139,13 +139,15 @@ def test_a_real_run_keeps_each_trial_read_as_values_and_leaves_errors_to_the_rep
     base = workspace(tmp_path)
     kw: dict[str, Any] = {"packs": [base / "corpora" / "packs"], "base": base}
     kinds: list[str] = []
-    observe = reconcile_module._observations
+    from ledger.app import reconcile_pass
+
+    observe = reconcile_pass._observations
 
     def spying(ctx: Any, read: Any, claimed: Any) -> Any:
         kinds.extend(type(inputs).__name__ for _, inputs in read.trials)
         return observe(ctx, read, claimed)
 
-    monkeypatch.setattr(reconcile_module, "_observations", spying)
+    monkeypatch.setattr(reconcile_pass, "_observations", spying)
     real = reconcile(**kw, ledger=base / "lg", full=True)
     assert kinds and set(kinds) == {"Carried"}
     assert comparable(real) == comparable(reconcile(**kw, dry_run=True))

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import functools
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,14 +26,12 @@ from typing import Any
 from ledger.app.context import LedgerArg, ledger_path, opened
 from ledger.app.ingest_read import gc_paused
 from ledger.app.ingest_stat import Resolver, one_resolver
-from ledger.app.reconcile_corpus import Ingested, authoring_gate, settled, trial_inputs_of
+from ledger.app.reconcile_corpus import Ingested, settled, trial_inputs_of
 from ledger.app.reconcile_extend import (
     Base,
-    Carried,
     LazyBase,
     config_digest,
     kept_records,
-    lazy_from_ledger,
 )
 from ledger.app.reconcile_kept import KeptWriter
 from ledger.app.reconcile_packs import (
@@ -48,6 +45,7 @@ from ledger.app.reconcile_packs import (
     packs_by_task,
     pool_claims,
 )
+from ledger.app.reconcile_pass import Context, corpus_report
 from ledger.app.reconcile_read import (
     NEVER_RAN,
     Read,
@@ -67,8 +65,7 @@ from ledger.sources.corpus import Corpus
 from ledger.sources.detect import one_listing, relative_posix
 from ledger.sources.files import InputError
 from ledger.sources.shape import BundleError
-from reconcile.inputs import Candidate, TrialObservation
-from reconcile.reconcile import Claim, EntryFold
+from reconcile.reconcile import Claim
 from reconcile.report import CorpusReport, run_json, text_lines
 from reconcile.trials import (
     Evaluator,
@@ -77,7 +74,7 @@ from reconcile.trials import (
     never_ran,
     trace_evaluator,
 )
-from replay.timeline.trial_inputs import TrialInputs, TrialInputsError, trial_inputs
+from replay.timeline.trial_inputs import TrialInputsError, trial_inputs
 from schemas.canonical import digest
 from schemas.envelope import StoredEvent
 from schemas.errors import UsageError
@@ -224,21 +221,8 @@ def run_recorded(request: ReconcileRequest, ledger: LedgerArg) -> ReconcileResul
     return result
 
 
-@dataclass(frozen=True)
-class _Context:
-    base: Path
-    packs_by_task: Mapping[str, Pack]
-    evaluator: Evaluator
-    roots: tuple[str, ...]
-    ledger: Any | None  # an open Ledger on a real run, None on a dry run
-    prior: LazyBase | None = None  # the run whose observations are carried forward
-    workers: int | None = None  # processes reading a corpus into the ledger
-    ingested: Mapping[Path, dict] = field(default_factory=dict)  # corpora an engine ingested
-    ticks: Ticks = field(default_factory=Ticks)  # the run's progress
-
-
 def _read_corpus(
-    ctx: _Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim] = ()
+    ctx: Context, root: Path, shown: str, corpus_value: str | None, claims: Sequence[Claim] = ()
 ) -> Read:
     """Every bundle under ``root``: a readable trial, an unreadable row or an exclusion; a
     bundle whose earlier observation still holds is carried forward (``ctx.prior``); on a
@@ -295,87 +279,6 @@ def _read_corpus(
     return out
 
 
-def _observations(ctx: _Context, read: Read, claimed: Collection[str]) -> Iterator[TrialObservation]:
-    """The readable trials as observations, in the report's order, each labelled against
-    its own task's pack (a carried trial as it was observed: its pack and its tools passed
-    the gate then). A carried trial of a task no claim (``claimed``: their task ids) covers
-    is never asked for its candidate (``reconcile_entry`` skips other tasks' trials). Each
-    is yielded and let go, but those of ``read.trials`` are noted in ``read.observed`` (what
-    the next run may carry of them: ``reconcile_extend.kept_records``)."""
-    gated: set[tuple[str, str]] = set()
-    by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
-    read.observed = []
-    for ref, inputs, lazily in read.readable():
-        if isinstance(inputs, Carried):
-            grade, grading, task_id = inputs.grade, inputs.grading, inputs.task_id
-        else:
-            grade, grading = graded_values(inputs)
-            task_id = inputs.registered.task_id
-        pack = ctx.packs_by_task.get(task_id)
-        if pack is None:
-            raise ReconcileError(
-                f"task_id {task_id!r} of {ref.trial} resolves in none of the searched pack "
-                f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
-            )
-        if isinstance(inputs, Carried):
-            assert grade is not None and grading is not None
-            lazy = inputs.candidate
-            if lazy is None and task_id not in claimed:
-                lazy = _unasked
-            elif lazy is None:
-                on = by_pack.get(task_id)
-                if on is None:
-                    on = by_pack[task_id] = functools.partial(_evaluate, ctx.evaluator, pack)
-                lazy = lazy_from_ledger(ctx.ledger, inputs.stream, on)
-        else:
-            authoring_gate(pack, inputs, ref.trial, gated)
-            lazy = _once(ctx.evaluator, inputs, pack)
-        obs = TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys)
-        if not lazily:
-            read.observed.append(obs)
-        yield obs
-
-
-def _unasked() -> Candidate:
-    raise AssertionError("a candidate asked of a trial no claim covers")
-
-
-def _evaluate(evaluator: Evaluator, pack: Pack, events: list[StoredEvent]) -> Candidate:
-    return evaluator(trial_inputs(events), pack)
-
-
-def _once(evaluator: Evaluator, inputs: TrialInputs, pack: Pack) -> Callable[[], Candidate]:
-    """Evaluate on first demand only, and once: two entries over one trial share the result."""
-    return functools.cache(lambda: evaluator(inputs, pack))
-
-
-def _corpus_report(ctx: _Context, read: Read, claims: Sequence[Claim]) -> CorpusReport:
-    """Every claim over one corpus reconciled, in one pass over its trials (each fed to the
-    claims over its task, then let go); the sweep knows which corpus it names."""
-    observations: Iterable[TrialObservation] = _observations(
-        ctx, read, {t for c in claims for t in c.task_ids}
-    )
-    if read.corpus_value is None:  # --source: the claims of the packs behind its trials
-        observations = list(observations)
-        tasks = {o.task_id for o in observations}
-        claims = _dedupe(c for c in claims if tasks & set(c.task_ids))
-    folds = [EntryFold(c) for c in claims]
-    by_task: dict[str, list[EntryFold]] = {}
-    for fold in folds:
-        for task in dict.fromkeys(fold.claim.task_ids):
-            by_task.setdefault(task, []).append(fold)
-    observed = 0
-    for obs in observations:
-        observed += 1
-        for fold in by_task.get(obs.task_id, ()):
-            fold.add(obs)
-    sweep = read.corpus_value is not None
-    entries = tuple(fold.result(sweep=sweep) for fold in folds)
-    total = observed + read.carried_counted() + len(read.unreadable)
-    return CorpusReport(read.source, ctx.roots, total, entries, tuple(read.unreadable),
-                        tuple(read.excluded))  # fmt: skip
-
-
 def run_reconcile(
     inv: ReconcileRequest, ledger: Any | None = None, evaluator: Evaluator | None = None
 ) -> ReconcileResult:
@@ -403,7 +306,7 @@ def _reconciled(
     base = None if ctx.prior is None else ctx.prior()
     if base is not None:  # what no bundle of this run named (the carried: held by the reads)
         base.records.clear()
-    reports = [_corpus_report(ctx, read, mine) for read, mine in reads]
+    reports = [corpus_report(ctx, read, mine) for read, mine in reads]
     digests = [f"pack:{p.directory}={p.digest}" for p in packs]
     digests += [d for read, _ in reads for d in read.input_digests()]
     document = run_json(reports)
@@ -436,7 +339,7 @@ def _reconciled(
 def _read_all(
     inv: ReconcileRequest, packs: list[Pack], claims: list[tuple[str, Claim]], ledger: Any | None,
     evaluator: Evaluator | None,
-) -> tuple[_Context, str, list[tuple[Read, list[Claim]]]]:  # fmt: skip
+) -> tuple[Context, str, list[tuple[Read, list[Claim]]]]:  # fmt: skip
     """The run's context, its config digest and every corpus as read (ingested first)."""
     corpora = load_declarations(packs, inv.base, held=inv.from_ledger)
     roots = tuple(str(p) for p in inv.packs)
@@ -457,7 +360,7 @@ def _read_all(
         covered = {v: frozenset(t for w, c in claims if w == v for t in c.task_ids)
                    for v, _ in claims}  # fmt: skip
     prior = None if ledger is None or inv.full else LazyBase(ledger, config_id, covered)
-    ctx = _Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
+    ctx = Context(inv.base, packs_by_task(packs), evaluator or trace_evaluator(), roots, ledger,
                    prior, inv.workers, getattr(evaluator, "ingested", {}),
                    Ticks(inv.on_total, inv.on_done))  # fmt: skip
     reads: list[tuple[Read, list[Claim]]] = []
@@ -475,14 +378,6 @@ def _read_all(
     return ctx, config_id, reads
 
 
-def _dedupe(claims: Iterable[Claim]) -> list[Claim]:
-    """With --source, a criterion pooled under two corpus values is reconciled once."""
-    first: dict[tuple[str, tuple[str, ...]], Claim] = {}
-    for c in claims:
-        first.setdefault((c.entry.criterion, c.task_ids), c)
-    return list(first.values())
-
-
 def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
     """The outputs digest of a recorded reconciliation, redone from the log prefix its
     receipt read and the packs it recorded — no file on disk is opened."""
@@ -492,7 +387,7 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
     packs = [pack_from(d["directory"], d["task_id"], d["grading"], d["migration"],
                        d["migration"] is not None) for d in config["packs"]]  # fmt: skip
     claims = pool_claims(packs)
-    ctx = _Context(
+    ctx = Context(
         Path("."), packs_by_task(packs), trace_evaluator(), tuple(config["packs_searched"]), lg
     )
     reports = []
@@ -507,5 +402,5 @@ def recompute_reconcile(lg: Any, ev: StoredEvent) -> str:
         read.excluded += [tuple(x) for x in record.get("excluded", ())]
         value = record["corpus_value"]
         mine = [c for v, c in claims if value is None or v == value]
-        reports.append(_corpus_report(ctx, read, mine))
+        reports.append(corpus_report(ctx, read, mine))
     return digest(run_json(reports))

@@ -30,7 +30,8 @@ from typing import Any
 
 import orjson
 
-from ledger.app.reconcile_kept import Carried, Counted, KeptReader, open_kept, read_records
+from ledger.app.reconcile_counted import Counted
+from ledger.app.reconcile_kept import Carried, KeptReader, open_kept, read_records
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import Candidate, CandidateEvaluation, TrialObservation
 from replay.grading.grade import GRADING_VERSION

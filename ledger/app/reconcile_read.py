@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.reconcile_corpus import Ingested, settled
+from ledger.app.reconcile_counted import CountedSource
 from ledger.app.reconcile_extend import Base, Carried
-from ledger.app.reconcile_kept import CountedSource, KeptReader
+from ledger.app.reconcile_kept import KeptReader
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
