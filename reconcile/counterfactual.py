@@ -52,14 +52,15 @@ class Counterfactual:
     weights_declared: Mapping[str, float] | None
     rows: Sequence[CounterfactualRow]  # a view: each built when read (schemas.views)
     unrecomputed: tuple[Unrecomputed, ...]
+    passed: tuple[int, int] = (0, 0)  # the rows passing before, and after
 
     @property
     def pass_rate_before(self) -> tuple[int, int]:
-        return sum(r.binary_pass_before for r in self.rows), len(self.rows)
+        return self.passed[0], len(self.rows)
 
     @property
     def pass_rate_after(self) -> tuple[int, int]:
-        return sum(r.binary_pass_after for r in self.rows), len(self.rows)
+        return self.passed[1], len(self.rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ class CounterfactualFold:
         self.migration = migration
         self._rows: list[tuple[str, tuple[Any, ...]]] = []  # (trial, the values it shares)
         self._gaps: list[Unrecomputed] = []
+        self._passed = [0, 0]  # rows passing before, after
         # A row is a function of the trial's grade, grading and candidate (its name aside),
         # and trials carried forward share equal parts as one object
         # (ledger.app.reconcile_extend): each such combination is recomposed once. The memo
@@ -112,11 +114,14 @@ class CounterfactualFold:
             self._gaps.append(Unrecomputed(obs.trial, values.gap, values.reason))
         else:
             self._rows.append((obs.trial, values))
+            self._passed[0] += values[_PASS_BEFORE]
+            self._passed[1] += values[_PASS_AFTER]
 
     def result(self) -> Counterfactual:
         m = self.migration
         weights = dict(m.combine_weights) if m.combine_weights is not None else None
-        return Counterfactual(weights, Mapped(self._rows, _as_row), tuple(self._gaps))
+        return Counterfactual(weights, Mapped(self._rows, _as_row), tuple(self._gaps),
+                              (self._passed[0], self._passed[1]))  # fmt: skip
 
 
 def _as_row(pair: tuple[str, tuple[Any, ...]]) -> CounterfactualRow:
@@ -132,6 +137,10 @@ def _values(row: CounterfactualRow) -> tuple[Any, ...]:
 
 _ROW_FIELDS = fields(CounterfactualRow)
 assert _ROW_FIELDS[0].name == "trial"
+# where each pass is among a row's values (its fields after the trial's name)
+_PASS_BEFORE, _PASS_AFTER = (
+    [f.name for f in _ROW_FIELDS[1:]].index(name) for name in ("binary_pass_before", "binary_pass_after")
+)
 
 
 def _parts_key(obs: TrialObservation, candidate: CandidateEvaluation) -> tuple[int, int, int]:

@@ -9,12 +9,14 @@ the text is a stream of lines: both are built as they are written or hashed, not
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from reconcile.counterfactual import Counterfactual, CounterfactualRow
 from reconcile.reconcile import EntryResult, format_kappa
+from schemas.canonical import canonical_json
 from schemas.errors import FAILED, OK
 from schemas.views import Mapped
 
@@ -54,11 +56,32 @@ def _counterfactual_json(cf: Counterfactual) -> dict[str, Any]:
     before, after = cf.pass_rate_before, cf.pass_rate_after
     return {
         "weights_declared": dict(cf.weights_declared) if cf.weights_declared is not None else None,
-        "trials": Mapped(cf.rows, _row_json),
+        "trials": _rows_view(cf.rows),
         "unrecomputed_trials": Mapped(cf.unrecomputed, asdict),
         "pass_rate_before": {"passed": before[0], "of": before[1]},
         "pass_rate_after": {"passed": after[0], "of": after[1]},
     }
+
+
+def _rows_view(rows: Sequence[CounterfactualRow]) -> Mapped:
+    """The rows as JSON, a view; over the fold's (trial, shared values) pairs, each row's
+    canonical JSON is its values' encoding (once per distinct values) around its trial's
+    name, so the outputs digest does not build a row per trial."""
+    if not isinstance(rows, Mapped):
+        return Mapped(rows, _row_json)
+    memo: dict[int, tuple[tuple[Any, ...], bytes, bytes]] = {}
+    token = secrets.token_hex(12)  # a name no trial has: where the trial's name goes
+
+    def encode(pair: tuple[str, tuple[Any, ...]]) -> bytes:
+        trial, values = pair
+        hit = memo.get(id(values))
+        if hit is None:
+            around = canonical_json(_row_json(CounterfactualRow(token, *values)))
+            before, after = around.split(b'"' + token.encode() + b'"')
+            hit = memo[id(values)] = (values, before, after)  # (values held: ids stay theirs)
+        return hit[1] + canonical_json(trial) + hit[2]
+
+    return rows.then(_row_json, encode)
 
 
 def _row_json(r: CounterfactualRow) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from schemas.views import Skeleton
+from schemas.views import Mapped, Skeleton
 
 _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
@@ -52,9 +52,15 @@ def canonical_pieces(value: Any) -> Iterator[bytes]:
         yield data[at : m.start()]
         at = m.end()
         yield b"["
-        for i, item in enumerate(skeleton.views[int(m.group(1))]):
-            if i:
-                yield b","
-            yield from canonical_pieces(item)
+        view = skeleton.views[int(m.group(1))]
+        encoded = view.encoded() if isinstance(view, Mapped) else None
+        if encoded is not None:
+            for i, item in enumerate(encoded):
+                yield b"," + item if i else item
+        else:
+            for i, value in enumerate(view):
+                if i:
+                    yield b","
+                yield from canonical_pieces(value)
         yield b"]"
     yield data[at:]

@@ -69,9 +69,32 @@ def has_view(value: Any) -> bool:
 class Mapped(Sequence[Any]):
     """``fn`` of each item of ``items``, computed when read: a view that holds nothing."""
 
-    def __init__(self, items: Sequence[Any], fn: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, items: Sequence[Any], fn: Callable[[Any], Any],
+        encode: Callable[[Any], bytes] | None = None,
+    ) -> None:  # fmt: skip
         self._items = items
         self._fn = fn
+        # the canonical JSON of ``fn(item)`` from the item, without building it (optional:
+        # what a digest of a corpus-sized view spends its time on)
+        self._encode = encode
+
+    @property
+    def items(self) -> Sequence[Any]:
+        """What it maps."""
+        return self._items
+
+    def then(self, fn: Callable[[Any], Any], encode: Callable[[Any], bytes] | None = None) -> Mapped:
+        """``fn`` of each of its values, a view over the same items (``encode``: from an item,
+        the canonical JSON of what the new view gives for it)."""
+        first = self._fn
+        return Mapped(self._items, lambda item: fn(first(item)), encode)
+
+    def encoded(self) -> Iterator[bytes] | None:
+        """Each item's canonical JSON (``schemas.canonical``), if it has an encoder."""
+        if self._encode is None:
+            return None
+        return map(self._encode, self._items)
 
     def __len__(self) -> int:
         return len(self._items)

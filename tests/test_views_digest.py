@@ -58,3 +58,38 @@ def test_a_string_spelling_a_placeholder_is_not_taken_for_one() -> None:
     assert digest({"a": other, "b": Mapped([1, 2], lambda x: x)}) == digest(doc)
     assert has_view({"x": [{"y": Mapped([], lambda x: x)}]})
     assert not has_view({"x": [{"y": (1, 2)}]})
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[Any]]:
+    """A dry run over the shipped notes corpus: its document and its rows' pairs."""
+    from ledger.app.reconcile import reconcile
+    from tests.test_reconcile_catchup import workspace
+
+    base = workspace(tmp_path_factory.mktemp("notes"))
+    got = reconcile(packs=[base / "corpora" / "packs"], base=base, dry_run=True)
+    pairs = [p for r in got.reports for e in r.entries for p in e.counterfactual.rows.items]
+    return got.document, pairs
+
+
+def test_a_reconcile_documents_digest_is_its_listed_documents(notes: tuple[Any, list[Any]]) -> None:
+    doc, pairs = notes
+    assert pairs and digest(doc) == digest(listed(doc))
+    assert b"".join(canonical_pieces(doc)) == canonical_json(listed(doc))
+
+
+@settings(max_examples=100, deadline=None)
+@given(names=st.lists(st.text(max_size=12), min_size=1, max_size=6))
+def test_counterfactual_rows_encode_as_the_rows_they_stand_for(
+    notes: tuple[Any, list[Any]], names: list[str]
+) -> None:
+    """The counterfactual rows' view encodes each row from its trial's name and the values
+    it shares (reconcile.report._rows_view): rows renamed to anything (quotes, control
+    characters) hash as the rows listed."""
+    from reconcile.counterfactual import _as_row
+    from reconcile.report import _rows_view
+
+    pairs = notes[1]
+    renamed = [(name, pairs[i % len(pairs)][1]) for i, name in enumerate(names)]
+    view = _rows_view(Mapped(renamed, _as_row))
+    assert digest({"trials": view}) == digest({"trials": listed(view)})

@@ -10,7 +10,6 @@ one costs what changed in the log since, not the size of the corpus
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,10 +134,22 @@ class Read:
     def readable(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried, bool]]:
         """Every readable trial in the order of the report (by name, then stream): those in
         ``trials``, and those held lazily, each read back as it comes (``True``)."""
-        mine = ((ref, inputs, False) for ref, inputs in self.trials)
         if not self.carried_lazy():
-            return mine
-        return heapq.merge(mine, self._lazy(), key=lambda t: (t[0].trial, t[0].stream))
+            return ((ref, inputs, False) for ref, inputs in self.trials)
+        return self._merged()
+
+    def _merged(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried, bool]]:
+        # the few trials read among the many held lazily: one comparison per trial (each
+        # list is in (name, stream) order, and no two trials share both)
+        trials, i = self.trials, 0
+        for lazy in self._lazy():
+            ref = lazy[0]
+            while i < len(trials) and (trials[i][0].trial, trials[i][0].stream) < (ref.trial, ref.stream):
+                yield (*trials[i], False)
+                i += 1
+            yield lazy
+        for ref, inputs in trials[i:]:
+            yield ref, inputs, False
 
     def _lazy(self) -> Iterator[tuple[TrialRef, Carried, bool]]:
         c, reader = self.counted, self.reader
