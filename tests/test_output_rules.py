@@ -307,13 +307,19 @@ def test_a_streamed_document_is_json_text_byte_for_byte(doc: dict, data: st.Data
 
 def test_a_streamed_document_with_non_string_keys_falls_back_whole() -> None:
     import io
+    from pathlib import PurePosixPath
 
     from ledger.cli.output import json_text, write_json_document
+    from schemas.views import Mapped
 
-    for doc in ({}, {1: [1, 2], "a": {}}):
+    # a value only json_text's default spells (a path), with and without a view beside it
+    for doc in ({}, {1: [1, 2], "a": {}}, {"p": PurePosixPath("a/b")}):
         out = io.StringIO()
         write_json_document(doc, out)
         assert out.getvalue() == json_text(doc)
+    out = io.StringIO()
+    write_json_document({"p": PurePosixPath("a/b"), "v": Mapped([1], lambda x: x)}, out)
+    assert out.getvalue() == json_text({"p": "a/b", "v": [1]})
 
 
 @settings(max_examples=200)

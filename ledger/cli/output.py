@@ -181,6 +181,11 @@ def write_json_document(doc: Mapping[str, Any], out: IO[str] | None = None) -> N
 
 def _indented_pieces(value: Any) -> Iterator[str]:
     """:func:`_indented` of ``value`` in pieces that join to it, each view item by item."""
+    try:  # most documents hold no view: encoded at once, not walked first
+        yield orjson.dumps(value, option=_INDENT).decode()
+        return
+    except orjson.JSONEncodeError:
+        pass
     if not ledger.has_view(value):
         yield _indented(value)
         return
@@ -204,10 +209,11 @@ def _indented_pieces(value: Any) -> Iterator[str]:
     yield text[at:]
 
 
+_INDENT = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+
+
 def _indented(value: Any) -> str:
-    return orjson.dumps(
-        value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str
-    ).decode()
+    return orjson.dumps(value, option=_INDENT, default=str).decode()
 
 
 def write_json_rows(rows: Iterable[Any], nl: bool, out: IO[str] | None = None) -> None:
