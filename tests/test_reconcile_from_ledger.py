@@ -340,6 +340,42 @@ def test_progress_counts_the_trials_read_not_those_carried(tmp_path: Path) -> No
     assert comparable(held(base, **with_bar)) == comparable(held(base))  # they change nothing
 
 
+def test_a_kept_line_changed_before_the_report_reads_it_back_appends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A covered trial's line is read back when the report reaches it: changed in place
+    after the file was checked, it is refused (exit 5, naming what to do) rather than
+    counted, nothing is appended, and the next run reads every trial and equals a full one."""
+    from ledger.app import reconcile_extend
+
+    base = workspace(tmp_path)
+    ingest_notes(base)
+    first = held(base)
+    (path,) = (base / "lg" / "projections").glob("reconcile-*.results")
+    body = bytearray(path.read_bytes())
+    at = body.index(b'"judge_status":"') + len(b'"judge_status":"')
+    body[at] = ord("X")
+    load = reconcile_extend.load_base
+
+    def loaded_then_altered(*a: Any, **kw: Any) -> Any:
+        got = load(*a, **kw)
+        with open(path, "r+b") as f:  # in place: the run holds the file open
+            f.write(body)
+        return got
+
+    monkeypatch.setattr(reconcile_extend, "load_base", loaded_then_altered)
+    with open_ledger(base / "lg") as lg:
+        size = lg.size()
+    with pytest.raises(ReconcileError, match="changed while it read them"):
+        held(base)
+    with open_ledger(base / "lg") as lg:
+        assert lg.size() == size
+    monkeypatch.undo()
+    again, _ = extend_then_full(base)
+    assert "extends" not in again.document["receipt"]
+    assert comparable(again) == comparable(first)
+
+
 def test_the_streams_since_the_base_are_read_before_its_records_are_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,13 +6,23 @@ the file; this is what its reader keeps of those records.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from array import array
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 _DIGEST = "sha256:"  # how a stream digest is spelt (schemas.canonical.digest)
+
+
+class LineChanged(Exception):
+    """A lazily held record's line no longer reads as it did (the file changed in place
+    while a run held it); the offset it was at."""
+
+
+def line_check(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=8).digest()
 
 
 @dataclass
@@ -32,8 +42,18 @@ class CountedSource:
     lazy_at: array = field(default_factory=lambda: array("Q"))
     lazy_size: array = field(default_factory=lambda: array("I"))
     lazy_order: array = field(default_factory=lambda: array("I"))
+    # each lazy record's line as first read (8 bytes of its BLAKE2b): it must read back so
+    lazy_check: bytearray = field(default_factory=bytearray)
     # while the file is read: each lazy record's (trial, stream, offset, size), to sort
     pending: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    def lazy_line(self, i: int, read: Callable[[int, int], bytes]) -> bytes:
+        """Lazy record ``i``'s line, read back with ``read(offset, size)``; LineChanged
+        unless it is the line first read (the report must count what was checked)."""
+        line = read(self.lazy_at[i], self.lazy_size[i])
+        if line_check(line) != self.lazy_check[8 * i : 8 * i + 8]:
+            raise LineChanged(self.lazy_at[i])
+        return line
 
     def digest_strings(self) -> Iterator[str]:
         """The carried trials' stream digests as the inputs digest binds them."""
@@ -69,7 +89,7 @@ class Counted:
         self.covered, self.touched = covered, touched
         self.sources: dict[str, CountedSource] = {}
 
-    def takes(self, source: str, rec: dict[str, Any], at: int, size: int) -> bool:
+    def takes(self, source: str, rec: dict[str, Any], at: int, line: bytes) -> bool:
         covered = self.covered.get(source)
         if covered is None or rec.get("excluded"):
             return False
@@ -89,11 +109,12 @@ class Counted:
             return True
         mine.digests += raw
         if lazy:
-            mine.pending.append((rec["trial"], rec["stream"], at, size))
+            mine.pending.append((rec["trial"], rec["stream"], at, len(line)))
+            mine.lazy_check += line_check(line)
             return True
         mine.carried += 1
         mine.at.append(at)
-        mine.size.append(size)
+        mine.size.append(len(line))
         return True
 
     def listed(self, source: str) -> int:

@@ -189,7 +189,7 @@ class KeptReader:
         if "streams_read" in rec:
             self.streams_read = {str(k): int(v) for k, v in rec["streams_read"].items()}
             return None
-        if self.counted is not None and self.counted.takes(rec["source"], rec, at, len(line)):
+        if self.counted is not None and self.counted.takes(rec["source"], rec, at, line):
             return None
         return self.record(rec, at)
 
@@ -217,9 +217,11 @@ class KeptReader:
                             grade=grade, grading=part(rec["grading"]),
                             candidate=None if cand is None else part(cand), at=at)  # fmt: skip
 
-    def trial_of(self, at: int, size: int) -> tuple[str, Carried]:
-        """A lazily held record's trial and value."""
-        (_, trial), carried = self.record(orjson.loads(self.body.line_at(at, size)), at)
+    def trial_of(self, source: CountedSource, i: int) -> tuple[str, Carried]:
+        """``source``'s lazy record ``i`` (its line checked: LineChanged), its trial and
+        value."""
+        line = source.lazy_line(i, self.body.line_at)
+        (_, trial), carried = self.record(orjson.loads(line), source.lazy_at[i])
         return trial, carried
 
     def _part(self, n: int) -> Any:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.app.reconcile_corpus import Ingested, settled
-from ledger.app.reconcile_counted import CountedSource
+from ledger.app.reconcile_counted import CountedSource, LineChanged
 from ledger.app.reconcile_extend import Base, Carried
 from ledger.app.reconcile_kept import KeptReader
 from ledger.app.reconcile_packs import ReconcileError
@@ -156,7 +156,14 @@ class Read:
         assert c is not None and reader is not None
         prefix = f"{self.source.rstrip('/')}/"
         for i in c.lazy_order:
-            trial, kept = reader.trial_of(c.lazy_at[i], c.lazy_size[i])
+            try:
+                trial, kept = reader.trial_of(c, i)
+            except LineChanged as exc:
+                raise ReconcileError(
+                    f"the kept observations of the run this one extends changed while it read "
+                    f"them (the line at byte {exc.args[0]}); nothing was appended — run again "
+                    "(the next run reads every trial)"
+                ) from None
             cut = len(prefix) if trial.startswith(prefix) else 0
             yield TrialRef(trial, kept.stream, HeldKeys(trial, cut)), kept, True
 
