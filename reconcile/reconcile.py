@@ -18,6 +18,7 @@ from reconcile.inputs import (
     CandidateEvaluation,
     ConstraintDecl,
     CriterionShape,
+    RecordedGrading,
     TrialObservation,
     Unavailable,
     words,
@@ -140,12 +141,18 @@ class EntryFold:
         self._answered: set[int] = set()  # the waivers a disagreement answers to, by index
         self._counterfactual = CounterfactualFold(_migration(claim))
         self._rubric = _RubricFold(claim)
+        # by the grading's identity (held, so no id is reused): its recorded criterion
+        self._recorded: dict[int, tuple[RecordedGrading, CriterionShape | None]] = {}
 
     def add(self, obs: TrialObservation) -> None:
         """One observation (another task's trial is not this claim's, nor an exclusion)."""
         if obs.task_id not in self.claim.task_ids:
             return
-        item = _label(self.claim, obs)
+        grading = obs.grading  # gradings are shared: each one's rubric looked up once
+        hit = self._recorded.get(id(grading))
+        if hit is None:
+            hit = self._recorded[id(grading)] = (grading, _recorded(self.claim, grading))
+        item = _label(self.claim, obs, hit[1])
         if isinstance(item, Exclusion):
             self._exclusions.append(item)
             return
@@ -226,11 +233,23 @@ def _migration(claim: Claim) -> Migration:
     )
 
 
-def _label(claim: Claim, obs: TrialObservation) -> _Labelled | Exclusion:
+def _recorded(claim: Claim, grading: RecordedGrading) -> CriterionShape | None:
+    """The claim's criterion as ``grading``'s rubric records it, if it does (the last of
+    that id, as a mapping by id keeps it)."""
+    found = None
+    for c in grading.rubric or ():
+        if c.id == claim.entry.criterion:
+            found = c
+    return found
+
+
+def _label(
+    claim: Claim, obs: TrialObservation, recorded: CriterionShape | None
+) -> _Labelled | Exclusion:
+    """``recorded``: :func:`_recorded` of the observation's grading."""
     entry = claim.entry
-    rubric = {c.id: c for c in (obs.grading.rubric or ())}
-    recorded = rubric.get(entry.criterion)
     if entry.evidence is not None and recorded is None:
+        rubric = dict.fromkeys(c.id for c in obs.grading.rubric or ())
         return Exclusion(
             obs.trial,
             "criterion_absent_from_recorded_rubric",
