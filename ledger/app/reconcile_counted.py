@@ -31,7 +31,7 @@ class CountedSource:
     where their lines are) and how many more were kept but are read again (``stale``). Of
     the carried, those of a task a claim covers (``lazy_at``/``lazy_size``) are read back
     one at a time, in the order of their trials' names (``lazy_order``), when the report
-    reaches them (:meth:`KeptReader.trial_of`); the others (``at``/``size``) are only
+    reaches them (:meth:`KeptReader.lazy`); the others (``at``/``size``) are only
     counted."""
 
     carried: int = 0  # the carried only counted (not in ``lazy_at``)

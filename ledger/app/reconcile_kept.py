@@ -106,6 +106,10 @@ PART_KINDS: dict[str, Callable[[Any], Any]] = {
 }  # fmt: skip
 
 
+# a kept trial's task id, grade, grading and candidate (None: not evaluated then)
+Observed = tuple[str, RecordedGrade, RecordedGrading, Candidate | None]
+
+
 class RecordHasher:
     """The digest of the kept lines, in order (what ``observations_digest`` binds)."""
 
@@ -200,6 +204,18 @@ class KeptReader:
         stream, planned = rec["stream"], rec["planned"]
         if rec.get("excluded"):
             return key, Carried(stream, planned, excluded=True, at=at)
+        task_id, grade, grading, candidate = self._observed(rec)
+        return key, Carried(stream, planned, rec["stream_digest"], task_id=task_id, grade=grade,
+                            grading=grading, candidate=candidate, at=at)  # fmt: skip
+
+    def lazy(self, source: CountedSource, i: int) -> tuple[str, str, Observed]:
+        """``source``'s lazy record ``i`` (its line checked: LineChanged): its trial, its
+        stream and what was observed of it (no :class:`Carried` built: it is counted and
+        let go)."""
+        rec = orjson.loads(source.lazy_line(i, self.body.line_at))
+        return rec["trial"], rec["stream"], self._observed(rec)
+
+    def _observed(self, rec: dict[str, Any]) -> Observed:
         part, g = self._part, rec["grade"]
         results = g["criterion_results"]
         score = g["score"]  # by repr: 1 and 1.0, or 0.0 and -0.0, are not one score
@@ -213,16 +229,7 @@ class KeptReader:
             )  # fmt: skip
         cand = rec["candidate"]
         task_id = self.once.setdefault(rec["task_id"], rec["task_id"])
-        return key, Carried(stream, planned, rec["stream_digest"], task_id=task_id,
-                            grade=grade, grading=part(rec["grading"]),
-                            candidate=None if cand is None else part(cand), at=at)  # fmt: skip
-
-    def trial_of(self, source: CountedSource, i: int) -> tuple[str, Carried]:
-        """``source``'s lazy record ``i`` (its line checked: LineChanged), its trial and
-        value."""
-        line = source.lazy_line(i, self.body.line_at)
-        (_, trial), carried = self.record(orjson.loads(line), source.lazy_at[i])
-        return trial, carried
+        return task_id, grade, part(rec["grading"]), None if cand is None else part(cand)
 
     def _part(self, n: int) -> Any:
         if not 0 <= n < len(self.parts):

@@ -47,18 +47,20 @@ def _observations(ctx: Context, read: Read, claimed: Collection[str]) -> Iterato
     gated: set[tuple[str, str]] = set()
     by_pack: dict[str, Callable[[list[StoredEvent]], Candidate]] = {}  # one evaluator a pack
     read.observed = []
-    for ref, inputs, lazily in read.readable():
+    for got in read.readable():
+        if len(got) == 4:  # held lazily: as the earlier run observed it, its candidate too
+            trial, _, keys, (task_id, grade, grading, candidate) = got
+            _pack_of(ctx, task_id, trial)
+            assert candidate is not None  # (only a record with one is held lazily)
+            yield TrialObservation(trial, task_id, grade, grading, candidate, keys)
+            continue
+        ref, inputs = got
         if isinstance(inputs, Carried):
             grade, grading, task_id = inputs.grade, inputs.grading, inputs.task_id
         else:
             grade, grading = graded_values(inputs)
             task_id = inputs.registered.task_id
-        pack = ctx.packs_by_task.get(task_id)
-        if pack is None:
-            raise ReconcileError(
-                f"task_id {task_id!r} of {ref.trial} resolves in none of the searched pack "
-                f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
-            )
+        pack = _pack_of(ctx, task_id, ref.trial)
         if isinstance(inputs, Carried):
             assert grade is not None and grading is not None
             lazy = inputs.candidate
@@ -73,9 +75,18 @@ def _observations(ctx: Context, read: Read, claimed: Collection[str]) -> Iterato
             authoring_gate(pack, inputs, ref.trial, gated)
             lazy = _once(ctx.evaluator, inputs, pack)
         obs = TrialObservation(ref.trial, task_id, grade, grading, lazy, ref.keys)
-        if not lazily:
-            read.observed.append(obs)
+        read.observed.append(obs)
         yield obs
+
+
+def _pack_of(ctx: Context, task_id: str, trial: str) -> Pack:
+    pack = ctx.packs_by_task.get(task_id)
+    if pack is None:
+        raise ReconcileError(
+            f"task_id {task_id!r} of {trial} resolves in none of the searched pack "
+            f"roots ({', '.join(ctx.roots)}) — pass --packs with the directory holding its pack"
+        )
+    return pack
 
 
 def _unasked() -> Candidate:

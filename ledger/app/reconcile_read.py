@@ -18,7 +18,7 @@ from typing import Any
 from ledger.app.reconcile_corpus import Ingested, settled
 from ledger.app.reconcile_counted import CountedSource, LineChanged
 from ledger.app.reconcile_extend import Base, Carried
-from ledger.app.reconcile_kept import KeptReader
+from ledger.app.reconcile_kept import KeptReader, Observed
 from ledger.app.reconcile_packs import ReconcileError
 from ledger.log.layout import TRIAL_PREFIX
 from reconcile.inputs import TrialObservation
@@ -98,6 +98,10 @@ class HeldKeys(Collection[str]):
         return len(self._spellings())
 
 
+# a trial held lazily, read back: its name, stream, spellings and what was observed of it
+Lazy = tuple[str, str, "HeldKeys", Observed]
+
+
 @dataclass
 class Read:
     """One corpus as read: readable trials (with their inputs), unreadable and excluded rows."""
@@ -131,41 +135,39 @@ class Read:
         return (len(self.trials) + self.carried_counted() + self.carried_lazy()
                 + len(self.excluded) + len(self.unreadable))  # fmt: skip
 
-    def readable(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried, bool]]:
+    def readable(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried] | Lazy]:
         """Every readable trial in the order of the report (by name, then stream): those in
-        ``trials``, and those held lazily, each read back as it comes (``True``)."""
+        ``trials`` as (ref, inputs), and those held lazily as :data:`Lazy`, each read back
+        as it comes."""
         if not self.carried_lazy():
-            return ((ref, inputs, False) for ref, inputs in self.trials)
+            return iter(self.trials)
         return self._merged()
 
-    def _merged(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried, bool]]:
+    def _merged(self) -> Iterator[tuple[TrialRef, TrialInputs | Carried] | Lazy]:
         # the few trials read among the many held lazily: one comparison per trial (each
         # list is in (name, stream) order, and no two trials share both)
         trials, i = self.trials, 0
         for lazy in self._lazy():
-            ref = lazy[0]
-            while i < len(trials) and (trials[i][0].trial, trials[i][0].stream) < (ref.trial, ref.stream):
-                yield (*trials[i], False)
+            while i < len(trials) and (trials[i][0].trial, trials[i][0].stream) < lazy[:2]:
+                yield trials[i]
                 i += 1
             yield lazy
-        for ref, inputs in trials[i:]:
-            yield ref, inputs, False
+        yield from trials[i:]
 
-    def _lazy(self) -> Iterator[tuple[TrialRef, Carried, bool]]:
+    def _lazy(self) -> Iterator[Lazy]:
         c, reader = self.counted, self.reader
         assert c is not None and reader is not None
         prefix = f"{self.source.rstrip('/')}/"
         for i in c.lazy_order:
             try:
-                trial, kept = reader.trial_of(c, i)
+                trial, stream, observed = reader.lazy(c, i)
             except LineChanged as exc:
                 raise ReconcileError(
                     f"the kept observations of the run this one extends changed while it read "
                     f"them (the line at byte {exc.args[0]}); nothing was appended — run again "
                     "(the next run reads every trial)"
                 ) from None
-            cut = len(prefix) if trial.startswith(prefix) else 0
-            yield TrialRef(trial, kept.stream, HeldKeys(trial, cut)), kept, True
+            yield trial, stream, HeldKeys(trial, len(prefix) if trial.startswith(prefix) else 0), observed
 
     def input_digests(self) -> list[str]:
         """What the inputs digest binds of its trials: each readable one's stream digest."""
