@@ -13,12 +13,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.app.reconcile_packs import ReconcileError
+
 _DIGEST = "sha256:"  # how a stream digest is spelt (schemas.canonical.digest)
-
-
-class LineChanged(Exception):
-    """A lazily held record's line no longer reads as it did (the file changed in place
-    while a run held it); the offset it was at."""
 
 
 def line_check(line: bytes) -> bytes:
@@ -48,11 +45,15 @@ class CountedSource:
     pending: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     def lazy_line(self, i: int, read: Callable[[int, int], bytes]) -> bytes:
-        """Lazy record ``i``'s line, read back with ``read(offset, size)``; LineChanged
-        unless it is the line first read (the report must count what was checked)."""
+        """Lazy record ``i``'s line, read back with ``read(offset, size)``; refused unless it
+        is the line first read (the report must count what was checked)."""
         line = read(self.lazy_at[i], self.lazy_size[i])
         if line_check(line) != self.lazy_check[8 * i : 8 * i + 8]:
-            raise LineChanged(self.lazy_at[i])
+            raise ReconcileError(
+                "the kept observations of the run this one extends changed while it read them "
+                f"(the line at byte {self.lazy_at[i]}); nothing was appended — run again (the "
+                "next run reads every trial)"
+            )
         return line
 
     def digest_strings(self) -> Iterator[str]:

@@ -209,7 +209,7 @@ class KeptReader:
                             grading=grading, candidate=candidate, at=at)  # fmt: skip
 
     def lazy(self, source: CountedSource, i: int) -> tuple[str, str, Observed]:
-        """``source``'s lazy record ``i`` (its line checked: LineChanged): its trial, its
+        """``source``'s lazy record ``i`` (its line checked: ReconcileError): its trial, its
         stream and what was observed of it (no :class:`Carried` built: it is counted and
         let go)."""
         rec = orjson.loads(source.lazy_line(i, self.body.line_at))
