@@ -41,7 +41,7 @@ def _observations(ctx: Context, read: Read, claimed: Collection[str]) -> Iterato
     """The readable trials as observations, in the report's order, each labelled against
     its own task's pack (a carried trial as it was observed: its pack and its tools passed
     the gate then). A carried trial of a task no claim (``claimed``: their task ids) covers
-    is never asked for its candidate (``reconcile_entry`` skips other tasks' trials). Each
+    is never asked for its candidate (``EntryFold.add`` skips other tasks' trials). Each
     is yielded and let go, but those of ``read.trials`` are noted in ``read.observed`` (what
     the next run may carry of them: ``reconcile_extend.kept_records``)."""
     gated: set[tuple[str, str]] = set()

@@ -225,7 +225,7 @@ def read_held(ctx: Any, value: str, root: Path, claims: Sequence[Claim]) -> Read
                      strict=True))  # fmt: skip
     base = None if ctx.prior is None else ctx.prior()
     streams, named = _streams(lg, prefix, value, base)
-    counted = None if base is None or base.counted is None else base.counted
+    counted = None if base is None else base.counted  # (their streams are not listed)
     if not streams and not (counted is not None and counted.listed(value)):
         raise ReconcileError(
             f"the ledger holds no trial of corpus {corpus!r} (declared as {value!r}"
